@@ -1,0 +1,37 @@
+# tradelab: two commands set everything up on a fresh machine with Python 3.11.
+#   make demo   create .venv if missing, install, run the main job on the built-in data
+#   make test   create .venv if missing, install, run every test
+#   make ui     the Dagster web UI on http://127.0.0.1:3000
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+export DAGSTER_HOME ?= $(CURDIR)/.dagster
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+.PHONY: demo test ui bench clean install
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m pipeline.cli demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+ui: $(STAMP)
+	$(PY) -c "from pipeline.instance import ensure_dagster_home; ensure_dagster_home()"
+	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_ingest.py
+
+clean:
+	rm -rf data reports models .dagster .numba_cache

@@ -1,0 +1,139 @@
+"""Observability of every materialization: Dagster metadata and a JSON sidecar.
+
+`observe(context, reports_dir, stage)` wraps a stage's work. On exit it records on the
+output: rows, bytes (in memory), seconds, peak RSS MB, dtypes, partitions; and writes
+`reports/<stage>/<partition>.json` with git_sha, cmd, args, timings, rss_mb, rows and
+partition. Sidecars are written atomically, like the data.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import polars as pl
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=1)
+def git_sha() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, indent=2, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_sidecar(reports_dir: Path, stage: str, partition: str, **fields: Any) -> Path:
+    """reports/<stage>/<partition>.json with the repro fields every report carries."""
+    payload = {
+        "stage": stage,
+        "partition": partition,
+        "git_sha": git_sha(),
+        "cmd": " ".join(sys.argv),
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **fields,
+    }
+    return write_json_atomic(reports_dir / stage / f"{safe_name(partition)}.json", payload)
+
+
+def safe_name(label: str) -> str:
+    """A partition label as a file name: `GOOG|2010...GOOG|2012` -> `GOOG_2010--GOOG_2012`."""
+    label = label.replace("...", "--").replace("|", "_")
+    return re.sub(r"[^A-Za-z0-9._=-]", "_", label) or "all"
+
+
+def partition_label(context) -> str:
+    """`GOOG|2010`, a range `GOOG|2010...GOOG|2012`, or `all` when unpartitioned."""
+    if not context.has_partition_key and not getattr(context, "has_partition_key_range", False):
+        return "all"
+    keys = context.partition_keys
+    return str(keys[0]) if len(keys) == 1 else f"{keys[0]}...{keys[-1]}"
+
+
+@dataclass
+class Observation:
+    rows: int = 0
+    bytes: int = 0
+    dtypes: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def record(self, df: pl.DataFrame) -> pl.DataFrame:
+        self.rows, self.bytes = df.height, int(df.estimated_size())
+        self.dtypes = {c: str(t) for c, t in df.schema.items()}
+        return df
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        self.timings[name] = round(time.perf_counter() - t0, 4)
+
+
+@contextmanager
+def observe(context, reports_dir: Path, stage: str, args: dict[str, Any] | None = None) -> Iterator[Observation]:
+    obs = Observation()
+    t0 = time.perf_counter()
+    yield obs
+    seconds = time.perf_counter() - t0
+    label = partition_label(context)
+    n_parts = len(context.partition_keys) if label != "all" else 0
+    rss = round(peak_rss_mb(), 1)
+    context.add_output_metadata(
+        {
+            "rows": obs.rows,
+            "bytes": obs.bytes,
+            "seconds": round(seconds, 4),
+            "rows_per_second": round(obs.rows / seconds) if seconds > 0 else 0,
+            "peak_rss_mb": rss,
+            "dtypes": obs.dtypes,
+            "partitions": n_parts,
+            **obs.extra,
+        }
+    )
+    sidecar = write_sidecar(
+        reports_dir,
+        stage,
+        label,
+        args={"partitions": n_parts, **(args or {})},
+        timings={"total_s": round(seconds, 4), **obs.timings},
+        rss_mb=rss,
+        rows=obs.rows,
+        bytes=obs.bytes,
+        **obs.extra,
+    )
+    context.log.info(f"{stage} {label}: {obs.rows} rows in {seconds:.2f}s, peak RSS {rss} MB, sidecar {sidecar}")

@@ -1,0 +1,84 @@
+"""Single source of truth for stored tables: column names, order and dtypes.
+
+Numbers are float32, enums int8, dates `Datetime("ns")` (naive, exchange-local session
+date for daily bars), symbols strings. Ingress casts once with `TableSchema.cast`; object
+columns are rejected. Later stages extend a schema (features from the feature registry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from assets.errors import InputDataError
+
+DATE = pl.Datetime("ns")
+NUMBER = pl.Float32
+ENUM = pl.Int8
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    columns: tuple[tuple[str, pl.DataType], ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [c for c, _ in self.columns]
+
+    @property
+    def dtypes(self) -> dict[str, pl.DataType]:
+        return dict(self.columns)
+
+    def extend(self, name: str, columns: list[tuple[str, pl.DataType]]) -> "TableSchema":
+        return TableSchema(name, self.columns + tuple(columns))
+
+    def empty(self) -> pl.DataFrame:
+        return pl.DataFrame(schema=self.dtypes)
+
+    def cast(self, df: pl.DataFrame, origin: str = "") -> pl.DataFrame:
+        """Select the schema's columns in order and cast them (the one cast at ingress)."""
+        assert_no_object(df, origin or self.name)
+        missing = [c for c in self.names if c not in df.columns]
+        if missing:
+            raise InputDataError(
+                origin or self.name,
+                f"missing column(s) {missing}",
+                expected=f"columns {self.names}",
+            )
+        return df.select([pl.col(c).cast(t) for c, t in self.columns])
+
+    def check(self, df: pl.DataFrame, origin: str = "") -> None:
+        """Raise unless `df` has exactly this schema's columns, order and dtypes."""
+        got = list(df.schema.items())
+        want = list(self.columns)
+        if got != want:
+            raise InputDataError(
+                origin or self.name,
+                f"schema {[(c, str(t)) for c, t in got]}",
+                expected=f"{[(c, str(t)) for c, t in want]}",
+            )
+
+
+def assert_no_object(df: pl.DataFrame, origin: str) -> None:
+    """Object dtypes never enter the store: they are slow, unportable and untyped."""
+    for col, dtype in df.schema.items():
+        if dtype == pl.Object:
+            raise InputDataError(origin, "holds Python objects", column=col, expected="numbers, dates or strings")
+
+
+PRICE_COLUMNS = ("open", "high", "low", "close")
+
+RAW_BARS = TableSchema(
+    "raw_bars",
+    (
+        ("date", DATE),
+        ("symbol", pl.String),
+        ("open", NUMBER),
+        ("high", NUMBER),
+        ("low", NUMBER),
+        ("close", NUMBER),
+        ("volume", NUMBER),
+    ),
+)

@@ -1,0 +1,62 @@
+"""Where raw bars come from. Every source offers the same three calls:
+
+- `symbols()`: the names it can provide;
+- `fingerprints()`: symbol -> a token that changes when the symbol's data changes (sensor);
+- `history(symbols)`: all rows of those symbols in RAW_BARS schema, sorted by symbol, date.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+import polars as pl
+
+from pipeline.settings import Settings
+
+
+class BarSource(Protocol):
+    name: str
+
+    def symbols(self) -> list[str]: ...
+
+    def fingerprints(self) -> dict[str, str]: ...
+
+    def history(self, symbols: list[str]) -> pl.DataFrame: ...
+
+
+class SyntheticSource:
+    name = "synthetic"
+
+    def __init__(self, names: list[str], seed: int, start: dt.date, end: dt.date):
+        from assets.sources.synthetic import SyntheticMarket
+
+        self._names = list(names)
+        self.market = SyntheticMarket(seed, start, end)
+
+    def symbols(self) -> list[str]:
+        return list(self._names)
+
+    def fingerprints(self) -> dict[str, str]:
+        token = f"synthetic:{self.market.seed}:{self.market.start}:{self.market.end}"
+        return {s: token for s in self._names}
+
+    def history(self, symbols: list[str]) -> pl.DataFrame:
+        return self.market.generate(list(symbols))
+
+
+def make_source(settings: Settings) -> BarSource:
+    """The source named by `universe.source`."""
+    uni = settings.universe
+    if uni.source == "synthetic":
+        syn = uni.synthetic
+        last = dt.date(settings.years.last, 12, 31)
+        end = min(last, syn.end_date or dt.date.today())
+        return SyntheticSource(syn.symbol_names(), syn.seed, dt.date(settings.years.start, 1, 1), end)
+    if uni.source == "folder":
+        from assets.sources.folder import FolderSource
+
+        return FolderSource(settings.resolve(uni.folder.path))
+    from assets.sources.packaged import PackagedSource
+
+    return PackagedSource(list(uni.packaged.symbols))

@@ -1,0 +1,159 @@
+"""Ingress: turn a user's or a package's OHLCV table into RAW_BARS, or say exactly why not.
+
+Contract of `conform_bars(df, origin, symbol)`:
+- column names match case-insensitively after trimming; `date` may be called date,
+  datetime, timestamp or time; `volume` may be missing (stored as NaN);
+- dates parse from strings, dates or datetimes (time zones dropped to wall time);
+- prices are finite numbers > 0, high >= low, volume finite and >= 0 where present;
+- duplicate dates are an error; unsorted dates are sorted, not an error;
+- one cast to the schema's dtypes at the end.
+Rows in messages are 1-based in the order of the input, header excluded.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from assets.errors import InputDataError
+from assets.schema import PRICE_COLUMNS, RAW_BARS, assert_no_object
+from pipeline.settings import SYMBOL_PATTERN
+
+DATE_ALIASES = ("date", "datetime", "timestamp", "time")
+REQUIRED = ("date",) + PRICE_COLUMNS
+EXPECTED_COLUMNS = "date (or datetime/timestamp), open, high, low, close and optionally volume"
+
+
+def validate_symbol(name: object, origin: str) -> str:
+    if not isinstance(name, str) or not SYMBOL_PATTERN.match(name):
+        raise InputDataError(origin, f"symbol {name!r} is not allowed", expected="a name matching [A-Z0-9._-]{1,16}")
+    return name
+
+
+def _first_row(mask: pl.Series) -> int | None:
+    """1-based index of the first True in `mask`, or None."""
+    idx = mask.arg_true()
+    return int(idx[0]) + 1 if len(idx) else None
+
+
+def _match_columns(df: pl.DataFrame, origin: str) -> dict[str, str]:
+    """Map canonical name -> the input's column name."""
+    lower: dict[str, str] = {}
+    for col in df.columns:
+        key = col.strip().lower()
+        if key in lower:
+            raise InputDataError(origin, f"columns {lower[key]!r} and {col!r} differ only in case", expected="unique column names")
+        lower[key] = col
+    found: dict[str, str] = {}
+    for alias in DATE_ALIASES:
+        if alias in lower:
+            found["date"] = lower[alias]
+            break
+    for name in PRICE_COLUMNS + ("volume",):
+        if name in lower:
+            found[name] = lower[name]
+    for name in REQUIRED:
+        if name not in found:
+            raise InputDataError(
+                origin,
+                f"missing required column '{name}' (found {df.columns})",
+                column=name,
+                expected=EXPECTED_COLUMNS,
+            )
+    return found
+
+
+def _parse_dates(col: pl.Series, origin: str) -> pl.Series:
+    if col.dtype == pl.String:
+        parsed = col.str.strip_chars().str.to_datetime(strict=False, time_unit="ns")
+        bad = parsed.is_null() & col.is_not_null()
+        if bad.any():
+            row = _first_row(bad)
+            raise InputDataError(origin, f"cannot parse date {col[row - 1]!r}", column=col.name, row=row, expected="a date such as 2010-01-04")
+    elif col.dtype == pl.Date or isinstance(col.dtype, pl.Datetime):
+        parsed = col
+        if isinstance(col.dtype, pl.Datetime) and col.dtype.time_zone is not None:
+            parsed = col.dt.replace_time_zone(None)
+    else:
+        raise InputDataError(origin, f"dtype {col.dtype} is not a date", column=col.name, expected="dates or date strings")
+    if parsed.is_null().any():
+        row = _first_row(parsed.is_null())
+        raise InputDataError(origin, "missing date", column=col.name, row=row, expected="a date on every row")
+    return parsed.cast(pl.Datetime("ns"))
+
+
+def _parse_numbers(col: pl.Series, name: str, origin: str) -> pl.Series:
+    if col.dtype == pl.String:
+        nums = col.str.strip_chars().cast(pl.Float64, strict=False)
+        bad = nums.is_null() & col.is_not_null() & (col.str.strip_chars() != "")
+        if bad.any():
+            row = _first_row(bad)
+            raise InputDataError(origin, f"non-numeric value {col[row - 1]!r}", column=col.name, row=row, expected="a number")
+        return nums
+    if col.dtype.is_numeric():
+        return col.cast(pl.Float64)
+    if col.dtype == pl.Null:
+        return col.cast(pl.Float64)
+    raise InputDataError(origin, f"dtype {col.dtype} is not numeric", column=col.name, expected="numbers")
+
+
+def conform_bars(df: pl.DataFrame, origin: str, symbol: str, row_numbers: pl.Series | None = None) -> pl.DataFrame:
+    """Validate and cast one symbol's bars to RAW_BARS (sorted by date).
+
+    `row_numbers` (1-based) maps each row of `df` to its row in the source file when `df`
+    is a slice of a longer table; errors then name the file's row.
+    """
+    try:
+        return _conform(df, origin, symbol)
+    except InputDataError as err:
+        if row_numbers is None or err.row is None:
+            raise
+        raise InputDataError(err.origin, err.problem, column=err.column, row=int(row_numbers[err.row - 1]), expected=err.expected) from None
+
+
+def _conform(df: pl.DataFrame, origin: str, symbol: str) -> pl.DataFrame:
+    validate_symbol(symbol, origin)
+    if df.height == 0 or df.width == 0:
+        raise InputDataError(origin, "the file has no data rows", expected="a header and at least one row of OHLCV data")
+    assert_no_object(df, origin)
+    cols = _match_columns(df, origin)
+    out = {"date": _parse_dates(df[cols["date"]], origin)}
+    for name in PRICE_COLUMNS:
+        values = _parse_numbers(df[cols[name]], name, origin)
+        bad = values.is_null() | values.is_nan() | values.is_infinite() | (values <= 0)
+        if bad.any():
+            row = _first_row(bad)
+            got = df[cols[name]][row - 1]
+            raise InputDataError(origin, f"price {got!r} is missing, not finite or not positive", column=cols[name], row=row, expected="a finite price > 0")
+        out[name] = values
+    if "volume" in cols:
+        vol = _parse_numbers(df[cols["volume"]], "volume", origin)
+        bad = vol.is_not_null() & (vol.is_nan() | vol.is_infinite() | (vol < 0))
+        if bad.any():
+            row = _first_row(bad)
+            raise InputDataError(origin, f"volume {vol[row - 1]!r} is negative or not finite", column=cols["volume"], row=row, expected="a volume >= 0")
+        out["volume"] = vol.fill_null(float("nan"))
+    else:
+        out["volume"] = pl.Series("volume", [float("nan")] * df.height)
+    frame = pl.DataFrame(out)
+    bad = frame["high"] < frame["low"]
+    if bad.any():
+        row = _first_row(bad)
+        raise InputDataError(
+            origin,
+            f"high {frame['high'][row - 1]} < low {frame['low'][row - 1]}",
+            column=f"{cols['high']}/{cols['low']}",
+            row=row,
+            expected="high >= low",
+        )
+    dup = frame["date"].is_duplicated()
+    if dup.any():
+        rows = (dup.arg_true() + 1).to_list()
+        raise InputDataError(
+            origin,
+            f"duplicate date {frame['date'][rows[0] - 1]} on rows {rows[:6]}",
+            column=cols["date"],
+            row=rows[0],
+            expected="one row per date",
+        )
+    frame = frame.with_columns(pl.lit(symbol).alias("symbol")).sort("date")
+    return RAW_BARS.cast(frame, origin)

@@ -1,0 +1,141 @@
+"""The built-in synthetic market: deterministic daily OHLCV on the XNYS calendar.
+
+Model, per session t (sessions of the XNYS calendar from exchange-calendars, holidays
+included) and symbol i:
+
+    regime[t]  Markov chain over {0 sideways, 1 bull, 2 bear}, long spells that switch
+    m[t]       = drift[regime] + volmult[regime] * garch_m[t] + jump_m[t]        market factor
+    r[i,t]     = beta_i * m[t] + garch_i[t] + jump_i[t]                          log return
+    garch      GARCH(1,1) (alpha 0.08, beta 0.90) on Student-t(5) innovations: volatility
+               clusters and tails are fat; jumps are rare (Bernoulli) and large (Student-t)
+    close      = p0_i * exp(cumsum r)
+    open       = previous close * exp(gap), gap ~ 0.25 sigma N(0,1)
+    high, low  = max/min(open, close) * exp(+-|N(0,1)| * 0.6 sigma): low <= open, close <= high
+    volume     = v0_i * (1 + 6 |r| / sigma) * lognormal noise: rises with |return|
+
+Determinism: the market uses `SeedSequence([seed, 0])`, symbol i `SeedSequence([seed, 1,
+crc32(name)])`, so a symbol's series does not depend on which other symbols are generated.
+Every random stream is its own child generator drawn in one call, so extending the end date
+appends sessions without changing earlier ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from assets.schema import RAW_BARS
+from kernels.simulation import garch_paths, markov_chain
+
+REGIME_DRIFT = np.array([0.0001, 0.0007, -0.0009])
+REGIME_VOLMULT = np.array([0.9, 0.8, 1.6])
+REGIME_TRANSITION = np.array(
+    [
+        [0.990, 0.006, 0.004],
+        [0.003, 0.995, 0.002],
+        [0.008, 0.004, 0.988],
+    ]
+)
+GARCH_ALPHA, GARCH_BETA = 0.08, 0.90
+MARKET_VOL = 0.009
+T_DOF = 5.0
+_STREAMS = ("params", "innovations", "jump_flags", "jump_sizes", "bars", "volume")
+
+
+@functools.lru_cache(maxsize=16)
+def xnys_sessions(start: dt.date, end: dt.date) -> np.ndarray:
+    """XNYS trading sessions in [start, end] as datetime64[ns] (holidays excluded)."""
+    import exchange_calendars as xcals
+
+    lo = max(start, dt.date(1990, 1, 1))
+    cal = xcals.get_calendar("XNYS", start=lo.isoformat(), end=end.isoformat())
+    sessions = cal.sessions
+    return sessions.tz_localize(None).to_numpy().astype("datetime64[ns]")
+
+
+def _student_t(rng: np.random.Generator, size: int) -> np.ndarray:
+    """Student-t(5) scaled to unit variance."""
+    return rng.standard_t(T_DOF, size) * np.sqrt((T_DOF - 2.0) / T_DOF)
+
+
+def _streams(seed_parts: list[int]) -> dict[str, np.random.Generator]:
+    children = np.random.SeedSequence(seed_parts).spawn(len(_STREAMS))
+    return {name: np.random.Generator(np.random.PCG64(c)) for name, c in zip(_STREAMS, children)}
+
+
+def symbol_seed(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+@dataclass(frozen=True)
+class SyntheticMarket:
+    seed: int
+    start: dt.date
+    end: dt.date
+
+    @functools.cached_property
+    def sessions(self) -> np.ndarray:
+        return xnys_sessions(self.start, self.end)
+
+    @functools.cached_property
+    def market(self) -> tuple[np.ndarray, np.ndarray]:
+        """(regime int8[T], market log return float64[T])."""
+        n = len(self.sessions)
+        rs = _streams([self.seed, 0])
+        regime = markov_chain(rs["params"].random(n), REGIME_TRANSITION, 0)
+        omega = np.array([MARKET_VOL**2 * (1.0 - GARCH_ALPHA - GARCH_BETA)])
+        eps, _ = garch_paths(_student_t(rs["innovations"], n)[None, :], omega, GARCH_ALPHA, GARCH_BETA)
+        jumps = (rs["jump_flags"].random(n) < 0.004) * (-0.01 + 0.03 * _student_t(rs["jump_sizes"], n))
+        ret = REGIME_DRIFT[regime] + REGIME_VOLMULT[regime] * eps[0] + jumps
+        return regime, ret
+
+    def generate(self, symbols: list[str]) -> pl.DataFrame:
+        """Every session of every symbol, in RAW_BARS schema, sorted by symbol then date."""
+        if not symbols:
+            return RAW_BARS.empty()
+        dates = self.sessions
+        n, k = len(dates), len(symbols)
+        _, m = self.market
+        z = np.empty((k, n))
+        jumps = np.empty((k, n))
+        u_bars = np.empty((k, 3, n))
+        u_vol = np.empty((k, n))
+        beta, idio, p0, v0 = (np.empty(k) for _ in range(4))
+        for i, name in enumerate(symbols):
+            rs = _streams([self.seed, 1, symbol_seed(name)])
+            beta[i], idio[i], lp0, lv0 = rs["params"].uniform([0.5, 0.008, np.log(10), np.log(2e5)], [1.6, 0.025, np.log(400), np.log(5e7)])
+            p0[i], v0[i] = np.exp(lp0), np.exp(lv0)
+            z[i] = _student_t(rs["innovations"], n)
+            jumps[i] = (rs["jump_flags"].random(n) < 0.003) * 0.04 * _student_t(rs["jump_sizes"], n)
+            u_bars[i] = rs["bars"].standard_normal((3, n))
+            u_vol[i] = rs["volume"].standard_normal(n)
+        omega = idio**2 * (1.0 - GARCH_ALPHA - GARCH_BETA)
+        eps, sig = garch_paths(z, omega, GARCH_ALPHA, GARCH_BETA)
+        ret = beta[:, None] * m[None, :] + eps + jumps
+        total_sig = np.sqrt((beta[:, None] * MARKET_VOL) ** 2 + sig**2)
+
+        log_close = np.log(p0)[:, None] + np.cumsum(ret, axis=1)
+        close = np.exp(log_close)
+        prev = np.concatenate([p0[:, None], close[:, :-1]], axis=1)
+        open_ = prev * np.exp(0.25 * total_sig * u_bars[:, 0])
+        high = np.maximum(open_, close) * np.exp(np.abs(u_bars[:, 1]) * 0.6 * total_sig)
+        low = np.minimum(open_, close) * np.exp(-np.abs(u_bars[:, 2]) * 0.6 * total_sig)
+        volume = v0[:, None] * (1.0 + 6.0 * np.abs(ret) / total_sig) * np.exp(0.25 * u_vol)
+
+        return pl.DataFrame(
+            {
+                "date": np.tile(dates, k),
+                "symbol": pl.Series(symbols).to_numpy().repeat(n),
+                "open": open_.astype(np.float32).ravel(),
+                "high": high.astype(np.float32).ravel(),
+                "low": low.astype(np.float32).ravel(),
+                "close": close.astype(np.float32).ravel(),
+                "volume": volume.astype(np.float32).ravel(),
+            },
+            schema=RAW_BARS.dtypes,
+        )

@@ -1,0 +1,17 @@
+"""The Dagster code location: Definitions, partitions, jobs, schedules, sensors, CLI.
+
+Two modules here are leaves that the lower layers may import: `pipeline.settings` (the
+validated project settings) and `pipeline.partitions` (the one partitions definition).
+Everything else in this package sits on top of `assets` and `resources`.
+
+Importing the package pins BLAS/OpenMP threads in worker processes before NumPy loads.
+"""
+
+from resources.threads import pin_worker_threads
+
+pin_worker_threads()
+
+import warnings as _warnings
+
+# `backfill_policy` is marked beta in Dagster 1.13; the single-run backfill is used on purpose.
+_warnings.filterwarnings("ignore", message=".*backfill_policy.*", category=Warning)

@@ -1,0 +1,35 @@
+"""The code location: `dagster dev -w workspace.yaml` or `-m pipeline.definitions`."""
+
+from __future__ import annotations
+
+from dagster import Definitions, multiprocess_executor
+
+from assets.raw_bars import raw_bars
+from pipeline.jobs import historical_build_and_train
+from pipeline.schedules import nightly_rebuild
+from pipeline.sensors import new_symbol_sensor
+from pipeline.settings import config_path, load_settings
+from resources.compute import ComputeResource
+from resources.io_manager import PartitionedParquetIOManager
+from resources.project import ProjectResource
+
+ALL_ASSETS = [raw_bars]
+
+
+def build_resources(settings_path: str | None = None) -> dict:
+    settings = load_settings(settings_path)
+    return {
+        "project": ProjectResource(config_path=str(settings_path or config_path())),
+        "compute": ComputeResource(device=settings.device, threads_per_worker=settings.threads_per_worker),
+        "parquet_io_manager": PartitionedParquetIOManager(base_dir=str(settings.data_dir)),
+    }
+
+
+defs = Definitions(
+    assets=ALL_ASSETS,
+    jobs=[historical_build_and_train],
+    schedules=[nightly_rebuild],
+    sensors=[new_symbol_sensor],
+    resources=build_resources(),
+    executor=multiprocess_executor,
+)

@@ -1,0 +1,31 @@
+"""The Dagster instance of the embedded default: DAGSTER_HOME=<project>/.dagster, SQLite."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dagster import DagsterInstance
+
+from pipeline.settings import PROJECT_ROOT
+
+DAGSTER_YAML = """\
+# Dagster instance settings for the embedded default (SQLite storage in this folder).
+telemetry:
+  enabled: false
+"""
+
+
+def ensure_dagster_home() -> Path:
+    """Use $DAGSTER_HOME, or <project>/.dagster; create it with a dagster.yaml if missing."""
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster"))).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    cfg = home / "dagster.yaml"
+    if not cfg.exists():
+        cfg.write_text(DAGSTER_YAML)
+    return home
+
+
+def get_instance() -> DagsterInstance:
+    ensure_dagster_home()
+    return DagsterInstance.get()

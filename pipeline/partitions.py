@@ -1,0 +1,91 @@
+"""The one partitions definition: symbol (dynamic, `symbols`) x year (yearly windows).
+
+Leaf module (imports only settings), defined once and imported everywhere. Keys are
+Dagster's multi-partition keys, dimension values joined by `|` in alphabetical order of the
+dimension names: `GOOG|2010`. The year dimension runs from `years.start` to `years.end`
+(the current year when unset; `end_offset=1` keeps the running year in the set).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from dagster import (
+    DimensionPartitionMapping,
+    DynamicPartitionsDefinition,
+    IdentityPartitionMapping,
+    MultiPartitionKey,
+    MultiPartitionMapping,
+    MultiPartitionsDefinition,
+    TimeWindowPartitionMapping,
+    TimeWindowPartitionsDefinition,
+)
+
+from pipeline.settings import SYMBOL_PATTERN, Settings, load_settings
+
+SYMBOLS = "symbols"
+
+
+def year_partitions(settings: Settings) -> TimeWindowPartitionsDefinition:
+    """Yearly windows keyed `YYYY` from the first configured year."""
+    years = settings.years
+    if years.end is None:
+        return TimeWindowPartitionsDefinition(
+            cron_schedule="0 0 1 1 *", start=f"{years.start}", fmt="%Y", end_offset=1
+        )
+    return TimeWindowPartitionsDefinition(
+        cron_schedule="0 0 1 1 *", start=f"{years.start}", end=f"{years.end + 1}", fmt="%Y"
+    )
+
+
+symbol_partitions = DynamicPartitionsDefinition(name=SYMBOLS)
+years_partitions = year_partitions(load_settings())
+symbol_year_partitions = MultiPartitionsDefinition(
+    {"symbol": symbol_partitions, "year": years_partitions}
+)
+
+
+class SymbolYear(NamedTuple):
+    symbol: str
+    year: int
+
+
+def split_key(key: str | MultiPartitionKey) -> SymbolYear:
+    """`GOOG|2010` (or a MultiPartitionKey) -> SymbolYear('GOOG', 2010), validated."""
+    if isinstance(key, MultiPartitionKey):
+        dims = key.keys_by_dimension
+        symbol, year = dims["symbol"], dims["year"]
+    else:
+        parts = str(key).split("|")
+        if len(parts) != 2:
+            raise ValueError(f"partition key {key!r}: expected SYMBOL|YEAR, e.g. GOOG|2010")
+        symbol, year = parts
+    if not SYMBOL_PATTERN.match(symbol):
+        raise ValueError(f"partition key {key!r}: symbol must match [A-Z0-9._-]{{1,16}}")
+    if not year.isdigit():
+        raise ValueError(f"partition key {key!r}: year must be YYYY")
+    return SymbolYear(symbol, int(year))
+
+
+def make_key(symbol: str, year: int) -> MultiPartitionKey:
+    return MultiPartitionKey({"symbol": symbol, "year": str(year)})
+
+
+def year_halo_mapping(years_before: int, years_after: int = 0) -> MultiPartitionMapping:
+    """Same symbol, years Y-years_before .. Y+years_after of the upstream asset.
+
+    Years outside the configured range are dropped, so the first year reads only itself.
+    """
+    return MultiPartitionMapping(
+        {
+            "symbol": DimensionPartitionMapping("symbol", IdentityPartitionMapping()),
+            "year": DimensionPartitionMapping(
+                "year",
+                TimeWindowPartitionMapping(
+                    start_offset=-years_before,
+                    end_offset=years_after,
+                    allow_nonexistent_upstream_partitions=True,
+                ),
+            ),
+        }
+    )

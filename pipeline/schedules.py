@@ -1,0 +1,45 @@
+"""The nightly rebuild: at 02:00 every day, the latest year of every registered symbol.
+
+One RunRequest per partition key, each with a run_key (date + key) so a tick that is
+evaluated twice launches nothing twice. Off by default; `automation.nightly_schedule:
+true` in the settings starts it with the daemon, or switch it on in the UI.
+"""
+
+from __future__ import annotations
+
+from dagster import (
+    DefaultScheduleStatus,
+    RunRequest,
+    ScheduleEvaluationContext,
+    SkipReason,
+    schedule,
+)
+
+from pipeline.jobs import historical_build_and_train
+from pipeline.partitions import SYMBOLS, make_key
+from pipeline.settings import load_settings
+
+_settings = load_settings()
+
+
+def latest_year(scheduled_year: int) -> int:
+    years = load_settings().years
+    return max(years.start, min(scheduled_year, years.last))
+
+
+@schedule(
+    name="nightly_rebuild",
+    job=historical_build_and_train,
+    cron_schedule="0 2 * * *",
+    default_status=DefaultScheduleStatus.RUNNING if _settings.automation.nightly_schedule else DefaultScheduleStatus.STOPPED,
+)
+def nightly_rebuild(context: ScheduleEvaluationContext):
+    symbols = context.instance.get_dynamic_partitions(SYMBOLS)
+    if not symbols:
+        return SkipReason("no symbols registered: run `python -m pipeline.cli symbols sync` or enable the sensor")
+    when = context.scheduled_execution_time
+    year = latest_year(when.year)
+    return [
+        RunRequest(run_key=f"nightly:{when:%Y-%m-%d}:{sym}|{year}", partition_key=make_key(sym, year))
+        for sym in symbols
+    ]

@@ -1,0 +1,72 @@
+"""The new-symbol sensor: registers symbols that appear in the configured source (a new
+file in the user's folder) and requests their runs.
+
+Each evaluation compares the source's fingerprints (file name, mtime, size) with the
+cursor: a new symbol is added to the `symbols` dynamic partitions and gets one run over
+all its years (a single-run backfill, via partition-range tags); a changed file re-runs
+its symbol. A file the source cannot read is logged and skipped, the others go on.
+Off by default; `automation.new_symbol_sensor: true` starts it with the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from assets.errors import InputDataError
+from assets.sources import make_source
+from pipeline.jobs import historical_build_and_train
+from pipeline.partitions import SYMBOLS, symbol_partitions
+from pipeline.settings import load_settings
+
+_settings = load_settings()
+
+
+def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str) -> RunRequest:
+    """One run over every year of `symbol`."""
+    return RunRequest(
+        run_key=f"symbol:{symbol}:{token}",
+        tags={
+            ASSET_PARTITION_RANGE_START_TAG: f"{symbol}|{first_year}",
+            ASSET_PARTITION_RANGE_END_TAG: f"{symbol}|{last_year}",
+        },
+    )
+
+
+@sensor(
+    name="new_symbol_sensor",
+    job=historical_build_and_train,
+    minimum_interval_seconds=60,
+    default_status=DefaultSensorStatus.RUNNING if _settings.automation.new_symbol_sensor else DefaultSensorStatus.STOPPED,
+)
+def new_symbol_sensor(context: SensorEvaluationContext):
+    settings = load_settings()
+    try:
+        fingerprints = make_source(settings).fingerprints()
+    except InputDataError as err:
+        context.log.error(f"new_symbol_sensor: source unreadable, nothing requested: {err}")
+        return SkipReason(str(err))
+    previous = json.loads(context.cursor) if context.cursor else {}
+    known = set(context.instance.get_dynamic_partitions(SYMBOLS))
+    new = sorted(s for s in fingerprints if s not in known)
+    changed = sorted(s for s, fp in fingerprints.items() if s in known and s in previous and previous[s] != fp)
+    years = settings.years
+    requests = [symbol_run_request(s, years.start, years.last, fingerprints[s]) for s in new + changed]
+    if new:
+        context.log.info(f"new symbols: {new}")
+    if changed:
+        context.log.info(f"changed symbols: {changed}")
+    return SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[symbol_partitions.build_add_request(new)] if new else [],
+        cursor=json.dumps(fingerprints, sort_keys=True),
+    )

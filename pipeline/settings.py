@@ -1,0 +1,253 @@
+"""The project's settings: `dagster_project.yaml`, validated by one model.
+
+Leaf module: imports nothing from the project, so every layer may read the settings.
+
+`load_settings()` reads `$PIPELINE_CONFIG` (default: `dagster_project.yaml` in the project
+root), validates it once and caches the result. Any wrong key, type or value stops with one
+`SettingsError` naming the file, the key and what is allowed. Relative paths resolve against
+the settings file's folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = PROJECT_ROOT / "dagster_project.yaml"
+CONFIG_ENV = "PIPELINE_CONFIG"
+
+SYMBOL_PATTERN = re.compile(r"^[A-Z0-9._-]{1,16}$")
+
+
+class SettingsError(ValueError):
+    """A settings file that cannot be used, with the key and what is allowed."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Paths(_Model):
+    data: Path = Path("data")
+    reports: Path = Path("reports")
+    models: Path = Path("models")
+
+
+class Years(_Model):
+    start: int = Field(2000, ge=1900, le=2100)
+    end: int | None = Field(None, ge=1900, le=2100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Years":
+        if self.end is not None and self.end < self.start:
+            raise ValueError(f"end ({self.end}) must be >= start ({self.start})")
+        return self
+
+    @property
+    def last(self) -> int:
+        return self.end if self.end is not None else dt.date.today().year
+
+    def all(self) -> list[int]:
+        return list(range(self.start, self.last + 1))
+
+
+def _check_symbols(names: list[str]) -> list[str]:
+    for name in names:
+        if not SYMBOL_PATTERN.match(name):
+            raise ValueError(f"symbol {name!r} does not match [A-Z0-9._-]{{1,16}}")
+    if len(set(names)) != len(names):
+        raise ValueError("symbols must be unique")
+    return names
+
+
+class SyntheticSource(_Model):
+    symbols: Union[Annotated[int, Field(ge=1, le=100_000)], list[str]] = 8
+    seed: int = 7
+    end_date: dt.date | None = None
+
+    @field_validator("symbols")
+    @classmethod
+    def _names(cls, v):
+        return v if isinstance(v, int) else _check_symbols(v)
+
+    def symbol_names(self) -> list[str]:
+        if isinstance(self.symbols, int):
+            return [f"SYN{i:03d}" for i in range(self.symbols)]
+        return list(self.symbols)
+
+
+class FolderSource(_Model):
+    path: Path = Path("user_data")
+
+
+class PackagedSource(_Model):
+    symbols: list[Literal["GOOG", "SP500", "NASDAQ"]] = ["GOOG", "SP500", "NASDAQ"]
+
+
+class Universe(_Model):
+    source: Literal["synthetic", "folder", "packaged"] = "synthetic"
+    synthetic: SyntheticSource = SyntheticSource()
+    folder: FolderSource = FolderSource()
+    packaged: PackagedSource = PackagedSource()
+
+
+class Demo(_Model):
+    symbols: list[str] | None = None
+    years: list[int] | None = None
+
+    @field_validator("symbols")
+    @classmethod
+    def _names(cls, v):
+        return v if v is None else _check_symbols(v)
+
+
+class Labels(_Model):
+    horizons: list[Annotated[int, Field(ge=1, le=252)]] = [3, 7, 14]
+    thresholds: dict[int, float] = {3: 0.0, 7: 0.0, 14: 0.0}
+
+    @model_validator(mode="after")
+    def _one_threshold_per_horizon(self) -> "Labels":
+        if not self.horizons or len(set(self.horizons)) != len(self.horizons):
+            raise ValueError("horizons must be a non-empty list of distinct trading-row counts")
+        if set(self.thresholds) != set(self.horizons):
+            raise ValueError(
+                f"thresholds must have exactly one entry per horizon {sorted(self.horizons)}, "
+                f"got keys {sorted(self.thresholds)}"
+            )
+        return self
+
+
+class Halo(_Model):
+    years: int = Field(1, ge=1, le=10)
+
+
+class Automation(_Model):
+    nightly_schedule: bool = False
+    new_symbol_sensor: bool = False
+
+
+class GridParams(_Model):
+    volatility: list[float] = [0.0, 0.3, 0.4, 0.5, 0.6]
+    ratio: list[float] = [0.0, 0.2, 0.5, 0.7, 0.8, 0.9, 1.0]
+    adx28: list[float] = [0, 20, 30]
+    adx14: list[float] = [0, 20, 30]
+    adx7: list[float] = [0, 20, 30]
+    target: list[float] = [0.2, 0.3, 0.4, 0.5]
+    stop_loss: list[float] = [-0.5, -0.4, -0.3]
+
+    @model_validator(mode="after")
+    def _valid_lists(self) -> "GridParams":
+        for name in type(self).model_fields:
+            if not getattr(self, name):
+                raise ValueError(f"{name} must be a non-empty list")
+        if any(t <= 0 for t in self.target):
+            raise ValueError(f"target values are percents > 0, got {self.target}")
+        if any(s >= 0 for s in self.stop_loss):
+            raise ValueError(f"stop_loss values are percents < 0, got {self.stop_loss}")
+        return self
+
+
+class GridSearch(_Model):
+    market_data: Path = Path("grid_data/market_data")
+    trade_log: Path = Path("grid_data/all_trade_logs.csv")
+    tickers: list[str] = ["SOXL", "IONQ", "MARA"]
+    top: int = Field(10, ge=1, le=1000)
+    min_trades: int = Field(1, ge=1)
+    params: GridParams = GridParams()
+
+
+class Settings(_Model):
+    paths: Paths = Paths()
+    years: Years = Years()
+    universe: Universe = Universe()
+    demo: Demo = Demo()
+    labels: Labels = Labels()
+    halo: Halo = Halo()
+    device: Literal["auto", "cpu", "cuda", "rocm"] = "auto"
+    precision: Literal["float32", "float64"] = "float32"
+    threads_per_worker: int = Field(1, ge=1, le=256)
+    automation: Automation = Automation()
+    grid_search: GridSearch = GridSearch()
+    # Where the file was read from; relative paths resolve against its folder.
+    root: Path = Field(PROJECT_ROOT, exclude=True)
+
+    def resolve(self, path: Path) -> Path:
+        return path if path.is_absolute() else (self.root / path)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.resolve(self.paths.data)
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.resolve(self.paths.reports)
+
+    @property
+    def models_dir(self) -> Path:
+        return self.resolve(self.paths.models)
+
+    def demo_years(self) -> list[int]:
+        return self.demo.years or self.years.all()
+
+
+def _format_error(origin: str, err: ValidationError) -> str:
+    lines = [f"{origin}: invalid settings"]
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"] if not str(p).startswith(("function-", "literal[")))
+        key = re.sub(r"\.(int|list\[str\]|constrained-int)\b", "", key) or "(top level)"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key (see README.md 'Settings' for the allowed keys)"
+        got = e.get("input")
+        got_txt = "" if isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"  {key}: {msg}{got_txt}")
+    return "\n".join(lines)
+
+
+def parse_settings(data: object, origin: str = "<settings>", root: Path = PROJECT_ROOT) -> Settings:
+    """Validate a mapping (as read from YAML) into Settings, or raise SettingsError."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"{origin}: expected a mapping of settings at the top level, got {type(data).__name__}")
+    if "root" in data:
+        raise SettingsError(f"{origin}: root: unknown key (see README.md 'Settings' for the allowed keys)")
+    try:
+        return Settings(**data, root=root)
+    except ValidationError as err:
+        raise SettingsError(_format_error(origin, err)) from None
+
+
+def config_path() -> Path:
+    """The settings file in force: $PIPELINE_CONFIG or the project's dagster_project.yaml."""
+    return Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG).resolve()
+
+
+def read_settings(path: Path | str) -> Settings:
+    """Read and validate one settings file (uncached)."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise SettingsError(f"{path}: settings file not found (set {CONFIG_ENV} to an existing file)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise SettingsError(f"{path}: not valid YAML: {err}") from None
+    return parse_settings(data, origin=str(path), root=path.parent)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(path: Path) -> Settings:
+    return read_settings(path)
+
+
+def load_settings(path: Path | str | None = None) -> Settings:
+    """The validated settings, read once per file and process."""
+    return _cached(Path(path).resolve() if path else config_path())
