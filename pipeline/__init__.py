@@ -13,5 +13,7 @@ pin_worker_threads()
 
 import warnings as _warnings
 
-# `backfill_policy` is marked beta in Dagster 1.13; the single-run backfill is used on purpose.
-_warnings.filterwarnings("ignore", message=".*backfill_policy.*", category=Warning)
+# Beta in Dagster 1.13 and used on purpose: single-run backfills and the halo mappings.
+_warnings.filterwarnings(
+    "ignore", message=".*(backfill_policy|MultiPartitionMapping|allow_nonexistent_upstream_partitions).*"
+)

@@ -38,6 +38,7 @@ class AssetSummary:
     partitions: int = 0
     rows: int = 0
     seconds: float = 0.0
+    write_seconds: float = 0.0
 
 
 def run_rectangle(
@@ -74,4 +75,5 @@ def run_rectangle(
             s.partitions += len(metas)
             s.rows += int(metas[0].get("rows", 0))
             s.seconds += float(metas[0].get("seconds", 0.0))
+            s.write_seconds += float(metas[0].get("write_seconds", 0.0))
     return summary

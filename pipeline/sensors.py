@@ -50,11 +50,14 @@ def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str)
 )
 def new_symbol_sensor(context: SensorEvaluationContext):
     settings = load_settings()
+    errors: list[InputDataError] = []
     try:
-        fingerprints = make_source(settings).fingerprints()
+        fingerprints = make_source(settings).fingerprints(errors)
     except InputDataError as err:
         context.log.error(f"new_symbol_sensor: source unreadable, nothing requested: {err}")
         return SkipReason(str(err))
+    for err in errors:
+        context.log.error(f"new_symbol_sensor: skipped: {err}")
     previous = json.loads(context.cursor) if context.cursor else {}
     known = set(context.instance.get_dynamic_partitions(SYMBOLS))
     new = sorted(s for s in fingerprints if s not in known)

@@ -17,6 +17,8 @@ Inputs, by the input's annotation:
 
 from __future__ import annotations
 
+import time
+
 import polars as pl
 from dagster import ConfigurableIOManager, InputContext, MultiPartitionsDefinition, OutputContext
 
@@ -47,6 +49,7 @@ class PartitionedParquetIOManager(ConfigurableIOManager):
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"{_asset_name(context)}: expected a polars DataFrame, got {type(obj).__name__}")
         asset, store = _asset_name(context), self.store
+        t0 = time.perf_counter()
         if not context.has_asset_partitions:
             sizes = [store.write_unpartitioned(asset, obj)]
         elif _is_multi(context):
@@ -59,7 +62,12 @@ class PartitionedParquetIOManager(ConfigurableIOManager):
                 for key in context.asset_partition_keys
             ]
         context.add_output_metadata(
-            {"path": str(store.asset_dir(asset)), "files_written": len(sizes), "bytes_on_disk": int(sum(sizes))}
+            {
+                "path": str(store.asset_dir(asset)),
+                "files_written": len(sizes),
+                "bytes_on_disk": int(sum(sizes)),
+                "write_seconds": round(time.perf_counter() - t0, 4),
+            }
         )
 
     def load_input(self, context: InputContext) -> pl.DataFrame | pl.LazyFrame:

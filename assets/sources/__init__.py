@@ -1,7 +1,8 @@
 """Where raw bars come from. Every source offers the same three calls:
 
 - `symbols()`: the names it can provide;
-- `fingerprints()`: symbol -> a token that changes when the symbol's data changes (sensor);
+- `fingerprints(errors=None)`: symbol -> a token that changes when the symbol's data changes
+  (the sensor); with an `errors` list, unreadable entries are recorded there and skipped;
 - `history(symbols)`: all rows of those symbols in RAW_BARS schema, sorted by symbol, date.
 """
 
@@ -20,7 +21,7 @@ class BarSource(Protocol):
 
     def symbols(self) -> list[str]: ...
 
-    def fingerprints(self) -> dict[str, str]: ...
+    def fingerprints(self, errors: list | None = None) -> dict[str, str]: ...
 
     def history(self, symbols: list[str]) -> pl.DataFrame: ...
 
@@ -37,7 +38,7 @@ class SyntheticSource:
     def symbols(self) -> list[str]:
         return list(self._names)
 
-    def fingerprints(self) -> dict[str, str]:
+    def fingerprints(self, errors: list | None = None) -> dict[str, str]:
         token = f"synthetic:{self.market.seed}:{self.market.start}:{self.market.end}"
         return {s: token for s in self._names}
 

@@ -52,31 +52,47 @@ class FolderSource:
         return sorted(p for p in self.path.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES)
 
     def _symbols_of(self, path: Path) -> list[str]:
-        if path.suffix.lower() == ".csv":
-            header = pl.read_csv(path, n_rows=0, infer_schema=False).columns if path.stat().st_size else []
-        else:
-            header = list(pl.read_parquet_schema(path))
+        if path.stat().st_size == 0:
+            raise InputDataError(str(path), "the file is empty", expected="a header and at least one row of OHLCV data")
+        try:
+            if path.suffix.lower() == ".csv":
+                header = pl.read_csv(path, n_rows=0, infer_schema=False).columns
+            else:
+                header = list(pl.read_parquet_schema(path))
+        except (pl.exceptions.PolarsError, OSError) as err:
+            raise InputDataError(str(path), f"cannot be read: {err}", expected="a CSV or Parquet file") from None
         col = next((c for c in header if c.strip().lower() in SYMBOL_COLUMNS), None)
         if col is None:
             return [validate_symbol(path.stem.upper(), str(path))]
         values = read_table(path)[col].drop_nulls().unique(maintain_order=True).to_list()
         return [validate_symbol(v, str(path)) for v in values]
 
-    def symbol_files(self) -> dict[str, list[Path]]:
-        """Symbol -> the files that hold its rows."""
+    def symbol_files(self, errors: list[InputDataError] | None = None) -> dict[str, list[Path]]:
+        """Symbol -> the files that hold its rows.
+
+        With an `errors` list, a file whose symbols cannot be read is recorded there and
+        skipped; without one, it raises.
+        """
         out: dict[str, list[Path]] = {}
         for path in self.files():
-            for sym in self._symbols_of(path):
+            try:
+                names = self._symbols_of(path)
+            except InputDataError as err:
+                if errors is None:
+                    raise
+                errors.append(err)
+                continue
+            for sym in names:
                 out.setdefault(sym, []).append(path)
         return out
 
     def symbols(self) -> list[str]:
         return sorted(self.symbol_files())
 
-    def fingerprints(self) -> dict[str, str]:
+    def fingerprints(self, errors: list[InputDataError] | None = None) -> dict[str, str]:
         """Symbol -> a token that changes when any of its files changes."""
         out = {}
-        for sym, paths in self.symbol_files().items():
+        for sym, paths in self.symbol_files(errors).items():
             out[sym] = ";".join(f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in paths)
         return out
 

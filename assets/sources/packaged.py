@@ -40,7 +40,7 @@ class PackagedSource:
     def symbols(self) -> list[str]:
         return list(self._symbols)
 
-    def fingerprints(self) -> dict[str, str]:
+    def fingerprints(self, errors: list | None = None) -> dict[str, str]:
         out = {}
         for sym in self._symbols:
             dist = PACKAGED[sym][2]

@@ -112,7 +112,7 @@ class SyntheticMarket:
             p0[i], v0[i] = np.exp(lp0), np.exp(lv0)
             z[i] = _student_t(rs["innovations"], n)
             jumps[i] = (rs["jump_flags"].random(n) < 0.003) * 0.04 * _student_t(rs["jump_sizes"], n)
-            u_bars[i] = rs["bars"].standard_normal((3, n))
+            u_bars[i] = rs["bars"].standard_normal((n, 3)).T  # (n, 3): prefix-stable in n
             u_vol[i] = rs["volume"].standard_normal(n)
         omega = idio**2 * (1.0 - GARCH_ALPHA - GARCH_BETA)
         eps, sig = garch_paths(z, omega, GARCH_ALPHA, GARCH_BETA)

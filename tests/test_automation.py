@@ -1,0 +1,101 @@
+"""The new-symbol sensor and the nightly schedule, evaluated against a test instance."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pytest
+from dagster import (
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    SkipReason,
+    build_schedule_context,
+    build_sensor_context,
+)
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from pipeline.definitions import defs
+from pipeline.partitions import SYMBOLS
+from pipeline.schedules import nightly_rebuild
+from pipeline.sensors import new_symbol_sensor
+
+CSV = "Date,Open,High,Low,Close\n2010-01-04,1,2,0.5,1.5\n"
+
+
+@pytest.fixture
+def folder_config(make_settings, tmp_path, monkeypatch):
+    folder = tmp_path / "incoming"
+    folder.mkdir()
+    cfg = make_settings(years={"start": 2008, "end": 2011}, universe={"source": "folder", "folder": {"path": str(folder)}})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    return folder
+
+
+def tick(instance, cursor=None):
+    return new_symbol_sensor(build_sensor_context(instance=instance, cursor=cursor))
+
+
+def test_new_files_register_symbols_and_request_one_run_each(folder_config, instance):
+    (folder_config / "aaa.csv").write_text(CSV)
+    (folder_config / "bbb.csv").write_text(CSV)
+    result = tick(instance)
+    assert [r.partitions_def_name for r in result.dynamic_partitions_requests] == [SYMBOLS]
+    assert list(result.dynamic_partitions_requests[0].partition_keys) == ["AAA", "BBB"]
+    ranges = [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in result.run_requests]
+    assert ranges == [("AAA|2008", "AAA|2011"), ("BBB|2008", "BBB|2011")]
+    assert len({r.run_key for r in result.run_requests}) == 2
+
+
+def test_known_unchanged_symbols_request_nothing_and_new_ones_do(folder_config, instance):
+    (folder_config / "aaa.csv").write_text(CSV)
+    first = tick(instance)
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    second = tick(instance, first.cursor)
+    assert second.run_requests == [] and second.dynamic_partitions_requests == []
+    (folder_config / "ccc.csv").write_text(CSV)
+    third = tick(instance, second.cursor)
+    assert [r.tags[ASSET_PARTITION_RANGE_START_TAG] for r in third.run_requests] == ["CCC|2008"]
+
+
+def test_a_changed_file_reruns_its_symbol(folder_config, instance):
+    path = folder_config / "aaa.csv"
+    path.write_text(CSV)
+    first = tick(instance)
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    path.write_text(CSV + "2010-01-05,1,2,0.5,1.6\n")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    second = tick(instance, first.cursor)
+    assert [r.tags[ASSET_PARTITION_RANGE_START_TAG] for r in second.run_requests] == ["AAA|2008"]
+    assert second.dynamic_partitions_requests == []
+
+
+def test_an_unreadable_file_is_skipped_and_the_others_go_on(folder_config, instance):
+    (folder_config / "aaa.csv").write_text(CSV)
+    (folder_config / "empty.csv").write_text("")
+    result = tick(instance)
+    assert list(result.dynamic_partitions_requests[0].partition_keys) == ["AAA"]
+
+
+def test_schedule_requests_the_latest_year_of_every_symbol_with_run_keys(instance, monkeypatch, make_settings):
+    monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings(years={"start": 2000, "end": None})))
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB", "CCC"])
+    when = dt.datetime(2024, 3, 5, 2, 0, tzinfo=dt.timezone.utc)
+    requests = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert [str(r.partition_key) for r in requests] == ["AAA|2024", "BBB|2024", "CCC|2024"]
+    assert [r.run_key for r in requests] == [f"nightly:2024-03-05:{s}|2024" for s in ("AAA", "BBB", "CCC")]
+
+
+def test_schedule_without_symbols_skips_with_a_hint(instance):
+    result = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=dt.datetime(2024, 1, 2, 2)))
+    assert isinstance(result, SkipReason) and "symbols sync" in result.skip_message
+
+
+def test_definitions_load_with_jobs_schedule_and_sensor_off_by_default():
+    job = defs.resolve_job_def("historical_build_and_train")
+    assert job.partitions_def is not None
+    schedule = defs.resolve_schedule_def("nightly_rebuild")
+    assert schedule.cron_schedule == "0 2 * * *"
+    assert schedule.default_status == DefaultScheduleStatus.STOPPED
+    assert defs.resolve_sensor_def("new_symbol_sensor").default_status == DefaultSensorStatus.STOPPED
+    assert {"project", "compute", "parquet_io_manager"} <= set(defs.resources)

@@ -1,0 +1,113 @@
+"""raw_bars through Dagster in-process: files, metadata, sidecars, halo inputs, lazy scans,
+and a failed run that leaves stored partitions untouched."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+import polars as pl
+from dagster import AssetIn, asset, materialize
+
+from assets.raw_bars import raw_bars
+from assets.schema import RAW_BARS
+from pipeline.definitions import build_resources
+from pipeline.partitions import SymbolYear, symbol_year_partitions, year_halo_mapping
+from pipeline.settings import read_settings
+from resources.parquet_store import ParquetStore
+from tests.conftest import run_assets
+
+
+def test_two_symbols_two_years_in_one_run(make_settings, instance):
+    cfg = make_settings()
+    result = run_assets([raw_bars], cfg, instance, ["AAA", "BBB"], [2010, 2011])
+    assert result.success
+    settings = read_settings(cfg)
+    store = ParquetStore(settings.data_dir)
+    keys = [SymbolYear(s, y) for s in ("AAA", "BBB") for y in (2010, 2011)]
+    assert store.partitions("raw_bars") == keys
+    df = store.read("raw_bars", [SymbolYear("AAA", 2010)])
+    RAW_BARS.check(df)
+    assert df.height == 252 and df["date"].dt.year().unique().to_list() == [2010]
+
+    mats = result.asset_materializations_for_node("raw_bars")
+    assert len(mats) == 4
+    meta = {k: v.value for k, v in mats[0].metadata.items()}
+    assert meta["rows"] == 4 * 252  # one step wrote all four partitions
+    for field in ("bytes", "seconds", "peak_rss_mb", "dtypes", "bytes_on_disk", "files_written"):
+        assert field in meta
+    assert meta["dtypes"]["close"] == "Float32"
+
+    sidecar = json.loads((settings.reports_dir / "raw_bars" / "AAA_2010--BBB_2011.json").read_text())
+    for field in ("git_sha", "cmd", "args", "timings", "rss_mb", "rows", "partition"):
+        assert field in sidecar
+    assert sidecar["partition"] == "AAA|2010...BBB|2011" and sidecar["args"]["partitions"] == 4
+
+
+@asset(
+    partitions_def=symbol_year_partitions,
+    ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(1))},
+    io_manager_key="parquet_io_manager",
+)
+def halo_probe(raw_bars: pl.DataFrame) -> pl.DataFrame:
+    """Test asset: records which years of raw_bars it was given."""
+    years = raw_bars["date"].dt.year().unique().sort().to_list()
+    sym = raw_bars["symbol"][0]
+    return pl.DataFrame({"date": [dt.datetime(max(years), 6, 1)], "symbol": [sym], "years_seen": [str(years)]})
+
+
+@asset(deps=[raw_bars], io_manager_key="parquet_io_manager", ins={"raw_bars": AssetIn()})
+def whole_probe(raw_bars: pl.LazyFrame) -> pl.DataFrame:
+    """Test asset (unpartitioned): counts the whole raw_bars dataset through a lazy scan."""
+    assert isinstance(raw_bars, pl.LazyFrame)
+    return raw_bars.group_by("symbol", "year").len().sort("symbol", "year").collect()
+
+
+def test_halo_input_gives_previous_year_and_only_one_at_the_start(make_settings, instance):
+    cfg = make_settings()
+    run_assets([raw_bars], cfg, instance, ["AAA"], [2000, 2001, 2002])
+    for key, seen in (("AAA|2002", "[2001, 2002]"), ("AAA|2000", "[2000]")):
+        res = materialize([halo_probe, raw_bars], selection=[halo_probe], partition_key=key, instance=instance, resources=build_resources(str(cfg)))
+        assert res.success
+        store = ParquetStore(read_settings(cfg).data_dir)
+        year = int(key.split("|")[1])
+        assert store.read("halo_probe", [SymbolYear("AAA", year)])["years_seen"][0] == seen
+
+
+def test_unpartitioned_downstream_reads_the_whole_dataset_lazily(make_settings, instance):
+    cfg = make_settings()
+    run_assets([raw_bars], cfg, instance, ["AAA", "BBB"], [2010, 2011])
+    res = materialize([whole_probe, raw_bars], selection=[whole_probe], instance=instance, resources=build_resources(str(cfg)))
+    assert res.success
+    counts = pl.read_parquet(read_settings(cfg).data_dir / "whole_probe" / "part.parquet")
+    assert counts.height == 4 and counts["len"].to_list() == [252] * 4
+
+
+GOOD = "Date,Open,High,Low,Close,Volume\n2010-01-04,10,11,9,10.5,1000\n2010-01-05,10.5,11.5,10,11,1200\n"
+
+
+def test_failed_run_on_bad_input_keeps_what_was_stored(make_settings, instance, tmp_path):
+    folder = tmp_path / "user_data"
+    folder.mkdir()
+    (folder / "aaa.csv").write_text(GOOD)
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(folder)}})
+    assert run_assets([raw_bars], cfg, instance, ["AAA"], [2010]).success
+    path = ParquetStore(read_settings(cfg).data_dir).partition_path("raw_bars", "AAA", 2010)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    (folder / "aaa.csv").write_text(GOOD.replace("10.5,11,1200", "10.5,-1,1200").replace(",10,11,1200", ",10,-1,1200"))
+    result = run_assets([raw_bars], cfg, instance, ["AAA"], [2010], raise_on_error=False)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].event_specific_data.error.to_string()
+    assert "aaa.csv: column 'Close', row 2" in failure and "expected a finite price > 0" in failure
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_real_prices_from_packages(make_settings, instance):
+    cfg = make_settings(universe={"source": "packaged", "packaged": {"symbols": ["GOOG"]}})
+    assert run_assets([raw_bars], cfg, instance, ["GOOG"], [2004, 2005]).success
+    store = ParquetStore(read_settings(cfg).data_dir)
+    df = store.read("raw_bars", [SymbolYear("GOOG", 2004), SymbolYear("GOOG", 2005)])
+    assert df["date"].min() == dt.datetime(2004, 8, 19)
+    assert df.filter(pl.col("date") == dt.datetime(2004, 8, 19))["close"][0] == pl.Series([100.34], dtype=pl.Float32)[0]
