@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
+
+# GPU kernels run under numba's CUDA simulator unless a real GPU is present. This must be
+# set before numba.cuda is first imported.
+if "NUMBA_ENABLE_CUDASIM" not in os.environ and shutil.which("nvidia-smi") is None:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 import pytest
 import yaml

@@ -1,0 +1,341 @@
+"""torch backend: every core of `kernels.cores` as batched torch ops (ROCm, CUDA or CPU).
+
+Contract (see `kernels.backends` for the interface):
+
+    run(spec, inputs, params, dtype) -> list of outputs
+
+* `inputs` are 2-D [series, time] NumPy arrays (float32/float64) or torch tensors.
+  Tensors are computed on their own device; NumPy arrays on `cuda` when
+  `torch.cuda.is_available()` (HIP on ROCm) and on `cpu` otherwise.
+* Outputs have the inputs' kind: NumPy arrays of `dtype` for NumPy inputs, torch tensors of
+  the matching torch dtype on the input device for tensor inputs. There is one output per
+  core output, scratch outputs included (hma's `diff`, NaN before index n-1).
+* Arithmetic is float64 throughout; outputs are cast once at the end. Warm-up positions are
+  NaN with the cores' lookbacks, and the cores' special cases hold (the `|v| < EPS` zero
+  tests, RSI 0 on no movement, DI 0 on zero true range, ADX held where there is no DX,
+  KAMA's ER of 1, zero stddev/zscore below EPS variance, zero return from a zero price).
+
+How each core is computed:
+
+* Windowed sums (sma, wma, lsma, hma's three WMAs, moments) are vectorised over time with a
+  float64 `conv1d` (`_rolling_dot`), so they are exact window sums rather than the cores'
+  running sums: the two differ by the running sums' rounding drift, ~1e-15 relative. The
+  one place this shows is `var = E[x^2] - E[x]^2` (moments) on windows with (almost) no
+  variance, where the drift is the whole value; see `moments`.
+* Recursions (ema, dema, tema, kama, rsi, atr, dmi) loop over time in Python with one
+  vector op per step across the batch. Everything that does not depend on the recursion
+  state (changes, true ranges, directional moves) is computed for all bars beforehand, and
+  the loops perform the cores' operations in the cores' order, so the results equal the
+  cpu backend's to the last bit where the cores' inputs agree.
+* rocp is elementwise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from kernels.cores import EPS
+
+F64 = torch.float64
+NAN = float("nan")
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers (all tensors are float64 [series, time] unless said otherwise)
+# ---------------------------------------------------------------------------------------
+
+
+def _nans(x: torch.Tensor) -> torch.Tensor:
+    return torch.full_like(x, NAN)
+
+
+def _is_zero(v: torch.Tensor) -> torch.Tensor:
+    """The cores' zero test `-EPS < v < EPS` (False for NaN, like the cores)."""
+    return (v > -EPS) & (v < EPS)
+
+
+def _columns(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The time steps of `x` as contiguous [series] vectors, for loops over time."""
+    return x.T.contiguous().unbind(0)
+
+
+def _seq_sum(x: torch.Tensor) -> torch.Tensor:
+    """sum over time of `x` [series, k], added left to right from 0.0 as the cores do."""
+    total = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
+    for col in _columns(x):
+        total = total + col
+    return total
+
+
+def _rolling_dot(x: torch.Tensor, weights, start: int = 0) -> torch.Tensor:
+    """r[:, t] = sum_k weights[k] * x[:, t-n+1+k] over windows inside x[:, start:]
+    (weights oldest to newest); NaN for t < start + n - 1. One float64 conv1d."""
+    w = torch.as_tensor(weights, dtype=F64, device=x.device)
+    n = w.numel()
+    out = _nans(x)
+    if x.shape[1] - start >= n:
+        out[:, start + n - 1 :] = F.conv1d(x[:, start:].unsqueeze(1), w.view(1, 1, n)).squeeze(1)
+    return out
+
+
+def _wma(x: torch.Tensor, n: int, start: int = 0) -> torch.Tensor:
+    """Weights 1..n (newest heaviest), divisor n(n+1)/2."""
+    return _rolling_dot(x, torch.arange(1, n + 1), start) / ((n * (n + 1)) // 2)
+
+
+def _ema_recursion(seed: torch.Tensor, cols, k) -> torch.Tensor:
+    """prev = (x - prev) * k + prev over `cols` (k a scalar or one value per step);
+    returns [series, 1 + len(cols)], the seed first."""
+    prev, rows = seed, [seed]
+    for i, col in enumerate(cols):
+        prev = (col - prev) * (k if isinstance(k, float) else k[i]) + prev
+        rows.append(prev)
+    return torch.stack(rows, 1)
+
+
+def _ema(x: torch.Tensor, n: int, start: int = 0) -> torch.Tensor:
+    """EMA (k = 2/(n+1)) of x[:, start:], seeded by the mean of its first n values at
+    start + n - 1; NaN before."""
+    out = _nans(x)
+    if x.shape[1] - start < n:
+        return out
+    seed = _seq_sum(x[:, start : start + n]) / n
+    out[:, start + n - 1 :] = _ema_recursion(seed, _columns(x[:, start + n :]), 2.0 / (n + 1))
+    return out
+
+
+def _wilder(seed: torch.Tensor, values: torch.Tensor, n: int, update=None) -> torch.Tensor:
+    """Wilder smoothing s = (s*(n-1) + v) / n over the columns of `values`, starting from
+    `seed`; where `update` [series, time] is False the state is held. [series, 1 + time]."""
+    s, rows = seed, [seed]
+    masks = _columns(update) if update is not None else None
+    for i, v in enumerate(_columns(values)):
+        new = (s * (n - 1) + v) / n
+        s = new if masks is None else torch.where(masks[i], new, s)
+        rows.append(s)
+    return torch.stack(rows, 1)
+
+
+def _true_range(h, l, c) -> torch.Tensor:
+    """TR[t] = max(h-l, |h-c[t-1]|, |l-c[t-1]|) for t >= 1; NaN at t = 0."""
+    tr = _nans(h)
+    pc = c[:, :-1]
+    h1, l1 = h[:, 1:], l[:, 1:]
+    tr[:, 1:] = torch.maximum(torch.maximum(h1 - l1, (h1 - pc).abs()), (l1 - pc).abs())
+    return tr
+
+
+# ---------------------------------------------------------------------------------------
+# Cores: same names, parameters and outputs as kernels.cores (inputs first, then params)
+# ---------------------------------------------------------------------------------------
+
+
+def sma(x, n):
+    """out[t] = mean(x[t-n+1..t])."""
+    return [_rolling_dot(x, torch.ones(n)) / n]
+
+
+def ema(x, n):
+    """EMA with k = 2/(n+1), seeded by the SMA of the first n values."""
+    return [_ema(x, n)]
+
+
+def wma(x, n):
+    """Linearly weighted mean, weights 1..n (newest n), divisor n(n+1)/2."""
+    return [_wma(x, n)]
+
+
+def dema(x, n):
+    """2*EMA(x) - EMA(EMA(x)); the second EMA seeded by the SMA of the first n EMA values."""
+    e1 = _ema(x, n)
+    e2 = _ema(e1, n, start=n - 1)
+    return [2.0 * e1 - e2]
+
+
+def tema(x, n):
+    """3*EMA1 - 3*EMA2 + EMA3, each EMA seeded by the SMA of the first n values of its input."""
+    e1 = _ema(x, n)
+    e2 = _ema(e1, n, start=n - 1)
+    e3 = _ema(e2, n, start=2 * (n - 1))
+    return [3.0 * e1 - 3.0 * e2 + e3]
+
+
+def hma(x, n):
+    """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))); second output: that difference."""
+    diff = 2.0 * _wma(x, n // 2) - _wma(x, n)  # NaN before n-1
+    return [_wma(diff, int(math.sqrt(n)), start=n - 1), diff]
+
+
+def lsma(x, n):
+    """TA-Lib LINEARREG: with t = 0..n-1 oldest to newest, slope = (n*Sty - St*Sy) /
+    (n*Stt - St^2), out = (Sy - slope*St)/n + slope*(n-1)."""
+    st = n * (n - 1) * 0.5
+    stt = n * (n - 1) * (2.0 * n - 1) / 6.0
+    sy = _rolling_dot(x, torch.ones(n))
+    sty = _rolling_dot(x, torch.arange(n))
+    slope = (n * sty - st * sy) / (n * stt - st * st)
+    return [(sy - slope * st) / n + slope * (n - 1)]
+
+
+def kama(x, n):
+    """Kaufman adaptive MA: ER = |x[t] - x[t-n]| / sum of |changes| over those n bars (1.0
+    when that sum is <= the change or zero), sc = (ER*(2/3 - 2/31) + 2/31)^2,
+    kama = (x - kama)*sc + kama seeded with x[n-1]; first output at n."""
+    out = _nans(x)
+    t_len = x.shape[1]
+    if t_len <= n:
+        return [out]
+    const_max = 2.0 / (30.0 + 1.0)
+    const_diff = 2.0 / (2.0 + 1.0) - const_max
+    moves = (x[:, 1:] - x[:, :-1]).abs()  # moves[:, j] = |x[j+1] - x[j]|
+    # sum_roc over bars n..T-1: running sum in the cores' order, (sum - leaving) + entering.
+    sum_roc = [_seq_sum(moves[:, :n])]
+    for leaving, entering in zip(_columns(moves[:, : t_len - 1 - n]), _columns(moves[:, n:])):
+        sum_roc.append(sum_roc[-1] - leaving + entering)
+    sum_roc = torch.stack(sum_roc, 1)
+    roc = x[:, n:] - x[:, :-n]
+    er = torch.where((sum_roc <= roc) | _is_zero(sum_roc), 1.0, (roc / sum_roc).abs())
+    sc = er * const_diff + const_max
+    sc = sc * sc
+    out[:, n - 1 :] = _ema_recursion(x[:, n - 1], _columns(x[:, n:]), _columns(sc))
+    out[:, n - 1] = NAN
+    return [out]
+
+
+def rsi(x, n):
+    """Wilder RSI: average gain and loss seeded by the means of the first n changes, then
+    avg = (avg*(n-1) + change)/n; RSI = 100*gain/(gain+loss), 0 when both are 0."""
+    out = _nans(x)
+    if x.shape[1] <= n:
+        return [out]
+    d = x[:, 1:] - x[:, :-1]
+    down = d < 0
+    # [gain; loss] stacked on the batch axis: one smoothing loop for both.
+    moves = torch.cat([torch.where(down, 0.0, d), torch.where(down, -d, 0.0)])
+    avg = _wilder(_seq_sum(moves[:, :n]) / n, moves[:, n:], n)
+    gain, loss = avg.chunk(2)
+    s = gain + loss
+    out[:, n:] = torch.where(_is_zero(s), 0.0, 100.0 * (gain / s))
+    return [out]
+
+
+def atr(h, l, c, n):
+    """Wilder ATR: ATR[n] = mean(TR[1..n]), then ATR = (ATR*(n-1) + TR)/n; with n == 1 the
+    true range itself."""
+    out = _nans(h)
+    if h.shape[1] <= n:
+        return [out]
+    tr = _true_range(h, l, c)
+    if n == 1:
+        out[:, 1:] = tr[:, 1:]
+    else:
+        out[:, n:] = _wilder(_seq_sum(tr[:, 1 : n + 1]) / n, tr[:, n + 1 :], n)
+    return [out]
+
+
+def dmi(h, l, c, n):
+    """Wilder's +DI, -DI and ADX (TA-Lib PLUS_DI, MINUS_DI, ADX).
+
+    +DM = up move if up > down and up > 0, -DM = down move if down > up and down > 0;
+    +DM, -DM and TR are summed over bars 1..n-1, then smoothed s = s - s/n + v.
+    DI = 100*DM/TR from bar n (0 when TR is 0). DX = 100*|+DI - -DI|/(+DI + -DI);
+    ADX[2n-1] = mean of DX over bars n..2n-1, then ADX = (ADX*(n-1) + DX)/n, held on bars
+    where TR or +DI + -DI is 0.
+    """
+    plus_di, minus_di, adx = _nans(h), _nans(h), _nans(h)
+    t_len = h.shape[1]
+    if t_len <= n:
+        return [plus_di, minus_di, adx]
+    up = h[:, 1:] - h[:, :-1]
+    dn = l[:, :-1] - l[:, 1:]
+    is_minus = (dn > 0) & (up < dn)
+    is_plus = ~is_minus & (up > 0) & (up > dn)
+    # [+DM; -DM; TR] for bars 1..T-1, stacked on the batch axis: one smoothing loop.
+    v = torch.cat([torch.where(is_plus, up, 0.0), torch.where(is_minus, dn, 0.0), _true_range(h, l, c)[:, 1:]])
+    s = _seq_sum(v[:, : n - 1])
+    rows = []
+    for col in _columns(v[:, n - 1 :]):
+        s = s - s / n + col
+        rows.append(s)
+    pdm, mdm, tr_s = torch.stack(rows, 1).chunk(3)  # bars n..T-1
+    no_tr = _is_zero(tr_s)
+    p = torch.where(no_tr, 0.0, 100.0 * (pdm / tr_s))
+    m = torch.where(no_tr, 0.0, 100.0 * (mdm / tr_s))
+    plus_di[:, n:], minus_di[:, n:] = p, m
+    have_dx = ~no_tr & ~_is_zero(p + m)
+    dx = torch.where(have_dx, 100.0 * ((m - p).abs() / (p + m)), 0.0)
+    if t_len >= 2 * n:
+        seed = _seq_sum(dx[:, :n]) / n
+        adx[:, 2 * n - 1 :] = _wilder(seed, dx[:, n:], n, update=have_dx[:, n:])
+    return [plus_di, minus_di, adx]
+
+
+def moments(x, n, mode):
+    """Rolling moments over n with var = E[x^2] - E[x]^2: mode 0 the population standard
+    deviation sqrt(var), mode 1 the z-score (x - E[x]) / sqrt(var); both 0 where var < EPS.
+
+    The sums are exact window sums, not the cores' running sums. The cores' running-sum
+    drift (~1e-16 * |sum of x^2| per bar) is the whole of var on windows with (almost) no
+    variance, which gives the cores' outputs rounding noise there (e.g. a stddev of ~1e-7
+    on a flat stretch of prices near 100 instead of 0): only there do the backends differ
+    by more than float64 rounding.
+    """
+    ones = torch.ones(n)
+    mean1 = _rolling_dot(x, ones) / n
+    mean2 = _rolling_dot(x * x, ones) / n
+    var = mean2 - mean1 * mean1
+    flat = var < EPS
+    sd = var.sqrt()
+    out = sd if mode == 0 else (x - mean1) / sd
+    return [torch.where(flat, 0.0, out)]
+
+
+def rocp(x, n):
+    """Simple return over n rows: (x[t] - x[t-n]) / x[t-n], 0 when x[t-n] is 0."""
+    out = _nans(x)
+    prev = x[:, :-n]
+    out[:, n:] = torch.where(prev != 0.0, (x[:, n:] - prev) / prev, 0.0)
+    return [out]
+
+
+CORES = {
+    "sma_core": sma,
+    "ema_core": ema,
+    "wma_core": wma,
+    "dema_core": dema,
+    "tema_core": tema,
+    "hma_core": hma,
+    "lsma_core": lsma,
+    "kama_core": kama,
+    "rsi_core": rsi,
+    "atr_core": atr,
+    "dmi_core": dmi,
+    "moments_core": moments,
+    "rocp_core": rocp,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------
+
+
+def default_device() -> torch.device:
+    """Where NumPy inputs are computed: the GPU when torch sees one (CUDA or ROCm), else cpu."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def run(spec, inputs, params: tuple[int, ...], dtype) -> list:
+    """Run core `spec.core` on 2-D [series, time] inputs; one output per core output."""
+    is_tensor = isinstance(inputs[0], torch.Tensor)
+    device = inputs[0].device if is_tensor else default_device()
+    xs = [torch.as_tensor(a).to(device=device, dtype=F64) for a in inputs]
+    outs = CORES[spec.core](*xs, *params)
+    if is_tensor:
+        out_dtype = torch.float32 if np.dtype(dtype) == np.float32 else F64
+        return [o.to(out_dtype) for o in outs]
+    return [o.cpu().numpy().astype(dtype, copy=False) for o in outs]

@@ -1,0 +1,475 @@
+"""Per-series indicator cores, written once and compiled twice.
+
+Each core is a plain loop over one series that writes into preallocated outputs: no
+allocation, no calls to other functions (only `math`), float64 accumulators. The cpu
+backend compiles them with `numba.njit`, the cuda backend with `numba.cuda.jit(device=True)`
+(one thread per series, reading a time-major column view). Outputs are NaN during warm-up.
+
+The arithmetic follows TA-Lib's C code step by step (same seeds, same update order, same
+zero tests: `|v| < 1e-14` where TA-Lib uses a fixed band, exact zero where its scale-aware
+test applies to a sum of non-negative terms), so values agree with TA-Lib to float64
+rounding.
+
+Conventions: `x` (or `h`, `l`, `c`) is one series of length T; `n` the period; outputs
+have length T. Lookbacks (index of the first valid output):
+    sma, wma, lsma, moments (stddev, zscore): n-1     ema: n-1     dema: 2(n-1)     tema: 3(n-1)
+    hma: n-1 + int(sqrt(n))-1     kama, rsi, atr, plus_di, minus_di: n     adx: 2n-1
+    rocp: n
+"""
+
+from __future__ import annotations
+
+import math
+
+NAN = float("nan")
+EPS = 1e-14  # TA-Lib's TA_EPSILON: |v| < EPS counts as zero
+
+
+def sma_core(x, n, out):
+    """out[t] = mean(x[t-n+1..t]); running sum in TA-Lib's order (add, emit, subtract)."""
+    t_len = x.shape[0]
+    for i in range(min(n - 1, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    total = 0.0
+    for i in range(n - 1):
+        total += x[i]
+    for i in range(n - 1, t_len):
+        total += x[i]
+        out[i] = total / n
+        total -= x[i - n + 1]
+
+
+def ema_core(x, n, out):
+    """EMA with k = 2/(n+1), seeded by the SMA of the first n values (TA-Lib default)."""
+    t_len = x.shape[0]
+    for i in range(min(n - 1, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    k = 2.0 / (n + 1)
+    prev = 0.0
+    for i in range(n):
+        prev += x[i]
+    prev = prev / n
+    out[n - 1] = prev
+    for i in range(n, t_len):
+        prev = (x[i] - prev) * k + prev
+        out[i] = prev
+
+
+def wma_core(x, n, out):
+    """Linearly weighted mean, weights 1..n (newest n), divisor n(n+1)/2 (TA-Lib's O(1) update)."""
+    t_len = x.shape[0]
+    for i in range(min(n - 1, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    divider = (n * (n + 1)) // 2
+    period_sum = 0.0
+    period_sub = 0.0
+    for i in range(n - 1):
+        v = x[i]
+        period_sub += v
+        period_sum += v * (i + 1)
+    trailing = 0.0
+    for i in range(n - 1, t_len):
+        v = x[i]
+        period_sub += v
+        period_sub -= trailing
+        period_sum += v * n
+        trailing = x[i - n + 1]
+        out[i] = period_sum / divider
+        period_sum -= period_sub
+
+
+def dema_core(x, n, out):
+    """2*EMA(x) - EMA(EMA(x)); the second EMA is seeded by the SMA of the first n EMA values."""
+    t_len = x.shape[0]
+    look = 2 * (n - 1)
+    for i in range(min(look, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    k = 2.0 / (n + 1)
+    e1 = 0.0
+    for i in range(n):
+        e1 += x[i]
+    e1 = e1 / n
+    e2 = e1
+    acc2 = e1
+    for i in range(n - 1, t_len):
+        if i > n - 1:
+            e1 = (x[i] - e1) * k + e1
+            j = i - (n - 1)  # index within the e1 series
+            if j < n - 1:
+                acc2 += e1
+            elif j == n - 1:
+                acc2 += e1
+                e2 = acc2 / n
+            else:
+                e2 = (e1 - e2) * k + e2
+        if i >= look:
+            out[i] = 2.0 * e1 - e2
+
+
+def tema_core(x, n, out):
+    """3*EMA1 - 3*EMA2 + EMA3, each EMA seeded by the SMA of the first n values of its input."""
+    t_len = x.shape[0]
+    look = 3 * (n - 1)
+    for i in range(min(look, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    k = 2.0 / (n + 1)
+    e1 = 0.0
+    for i in range(n):
+        e1 += x[i]
+    e1 = e1 / n
+    e2 = 0.0
+    e3 = 0.0
+    acc2 = 0.0
+    acc3 = 0.0
+    for i in range(n - 1, t_len):
+        if i > n - 1:
+            e1 = (x[i] - e1) * k + e1
+        j = i - (n - 1)  # index within the e1 series
+        if j < n:
+            acc2 += e1
+            if j == n - 1:
+                e2 = acc2 / n
+        else:
+            e2 = (e1 - e2) * k + e2
+        if j >= n - 1:
+            m = j - (n - 1)  # index within the e2 series
+            if m < n:
+                acc3 += e2
+                if m == n - 1:
+                    e3 = acc3 / n
+            else:
+                e3 = (e2 - e3) * k + e3
+            if m >= n - 1:
+                out[i] = 3.0 * e1 - 3.0 * e2 + e3
+
+
+def hma_core(x, n, out, diff):
+    """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))); `diff` is scratch of length T."""
+    t_len = x.shape[0]
+    half = n // 2
+    m = int(math.sqrt(n))
+    look = n - 1 + m - 1
+    for i in range(min(look, t_len)):
+        out[i] = NAN
+    # Rolling WMA states (TA-Lib update) for the half and the full window.
+    div_h = (half * (half + 1)) // 2
+    div_f = (n * (n + 1)) // 2
+    div_m = (m * (m + 1)) // 2
+    sum_h = 0.0
+    sub_h = 0.0
+    sum_f = 0.0
+    sub_f = 0.0
+    sum_m = 0.0
+    sub_m = 0.0
+    for i in range(t_len):
+        v = x[i]
+        # half window
+        if i < half - 1:
+            sub_h += v
+            sum_h += v * (i + 1)
+            w_h = NAN
+        else:
+            sub_h += v
+            if i >= half:
+                sub_h -= x[i - half]
+            sum_h += v * half
+            w_h = sum_h / div_h
+            sum_h -= sub_h
+        # full window
+        if i < n - 1:
+            sub_f += v
+            sum_f += v * (i + 1)
+            continue
+        sub_f += v
+        if i >= n:
+            sub_f -= x[i - n]
+        sum_f += v * n
+        w_f = sum_f / div_f
+        sum_f -= sub_f
+        d = 2.0 * w_h - w_f
+        diff[i] = d
+        j = i - (n - 1)  # index within the diff series
+        if j < m - 1:
+            sub_m += d
+            sum_m += d * (j + 1)
+        else:
+            sub_m += d
+            if j >= m:
+                sub_m -= diff[i - m]
+            sum_m += d * m
+            out[i] = sum_m / div_m
+            sum_m -= sub_m
+
+
+def lsma_core(x, n, out):
+    """TA-Lib LINEARREG: the least-squares line over the last n values, evaluated at the newest.
+
+    With t = 0..n-1 (oldest to newest): slope = (n*Sty - St*Sy) / (n*Stt - St^2),
+    out = (Sy - slope*St)/n + slope*(n-1). Sy and Sty roll in O(1):
+    Sty' = Sty - (Sy - x_oldest) + (n-1)*x_new.
+    """
+    t_len = x.shape[0]
+    for i in range(min(n - 1, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    st = n * (n - 1) * 0.5
+    stt = n * (n - 1) * (2.0 * n - 1) / 6.0
+    divisor = n * stt - st * st
+    sy = 0.0
+    sty = 0.0
+    for i in range(n):
+        sy += x[i]
+        sty += i * x[i]
+    for i in range(n - 1, t_len):
+        if i > n - 1:
+            oldest = x[i - n]
+            sty = sty - (sy - oldest) + (n - 1) * x[i]
+            sy = sy - oldest + x[i]
+        slope = (n * sty - st * sy) / divisor
+        out[i] = (sy - slope * st) / n + slope * (n - 1)
+
+
+def kama_core(x, n, out):
+    """Kaufman adaptive MA, TA-Lib: ER over n bars, sc = (ER*(2/3 - 2/31) + 2/31)^2,
+    seeded with x[n-1]; first output at n."""
+    t_len = x.shape[0]
+    for i in range(min(n, t_len)):
+        out[i] = NAN
+    if t_len <= n:
+        return
+    const_max = 2.0 / (30.0 + 1.0)
+    const_diff = 2.0 / (2.0 + 1.0) - const_max
+    sum_roc = 0.0
+    for i in range(n):
+        sum_roc += math.fabs(x[i] - x[i + 1])
+    prev = x[n - 1]
+    trailing = x[0]
+    roc = x[n] - trailing
+    if sum_roc <= roc or (-EPS < sum_roc < EPS):
+        er = 1.0
+    else:
+        er = math.fabs(roc / sum_roc)
+    sc = er * const_diff + const_max
+    sc *= sc
+    prev = (x[n] - prev) * sc + prev
+    out[n] = prev
+    for i in range(n + 1, t_len):
+        v = x[i]
+        tr = x[i - n]
+        roc = v - tr
+        sum_roc -= math.fabs(trailing - tr)
+        sum_roc += math.fabs(v - x[i - 1])
+        trailing = tr
+        if sum_roc <= roc or (-EPS < sum_roc < EPS):
+            er = 1.0
+        else:
+            er = math.fabs(roc / sum_roc)
+        sc = er * const_diff + const_max
+        sc *= sc
+        prev = (v - prev) * sc + prev
+        out[i] = prev
+
+
+def rsi_core(x, n, out):
+    """Wilder RSI: average gain/loss seeded by simple means of the first n changes,
+    then avg = (avg*(n-1) + change)/n; RSI = 100*gain/(gain+loss), 0 when both are exactly 0
+    (TA-Lib's scale-aware zero test reduces to that for a sum of non-negative terms)."""
+    t_len = x.shape[0]
+    for i in range(min(n, t_len)):
+        out[i] = NAN
+    if t_len <= n:
+        return
+    gain = 0.0
+    loss = 0.0
+    prev = x[0]
+    for i in range(1, n + 1):
+        v = x[i]
+        d = v - prev
+        prev = v
+        if d < 0:
+            loss -= d
+        else:
+            gain += d
+    loss /= n
+    gain /= n
+    s = gain + loss
+    out[n] = 100.0 * (gain / s) if s != 0.0 else 0.0
+    for i in range(n + 1, t_len):
+        v = x[i]
+        d = v - prev
+        prev = v
+        loss *= n - 1
+        gain *= n - 1
+        if d < 0:
+            loss -= d
+        else:
+            gain += d
+        loss /= n
+        gain /= n
+        s = gain + loss
+        out[i] = 100.0 * (gain / s) if s != 0.0 else 0.0
+
+
+def atr_core(h, l, c, n, out):
+    """Wilder ATR: TR[t] = max(h-l, |h-c[t-1]|, |l-c[t-1]|) from t=1; ATR[n] = mean(TR[1..n]),
+    then ATR = (ATR*(n-1) + TR)/n. With n == 1 it is the true range itself."""
+    t_len = h.shape[0]
+    for i in range(min(n, t_len)):
+        out[i] = NAN
+    if t_len <= n:
+        return
+    acc = 0.0
+    for i in range(1, n + 1):  # warm-up: the seed mean (or the true range itself when n == 1)
+        tr = max(max(h[i] - l[i], math.fabs(h[i] - c[i - 1])), math.fabs(l[i] - c[i - 1]))
+        acc += tr
+    acc = acc / n
+    out[n] = acc
+    for i in range(n + 1, t_len):
+        tr = max(max(h[i] - l[i], math.fabs(h[i] - c[i - 1])), math.fabs(l[i] - c[i - 1]))
+        if n == 1:
+            acc = tr
+        else:
+            acc *= n - 1
+            acc += tr
+            acc /= n
+        out[i] = acc
+
+
+def dmi_core(h, l, c, n, plus_di, minus_di, adx):
+    """Wilder's directional movement (TA-Lib PLUS_DI, MINUS_DI, ADX) in one pass.
+
+    +DM = up move if up > down and up > 0, -DM = down move if down > up and down > 0;
+    +DM, -DM and TR are summed over bars 1..n-1, then Wilder-smoothed (s = s - s/n + v).
+    DI = 100*DM/TR from bar n (0 when TR is exactly 0). DX = 100*|+DI - -DI|/(+DI + -DI);
+    ADX[2n-1] = mean of DX over bars n..2n-1, then ADX = (ADX*(n-1) + DX)/n, unchanged on
+    bars where TR or +DI + -DI is exactly 0 (sums of non-negative terms: TA-Lib's
+    scale-aware zero test reduces to an exact one).
+    """
+    t_len = h.shape[0]
+    for i in range(min(n, t_len)):
+        plus_di[i] = NAN
+        minus_di[i] = NAN
+    for i in range(min(2 * n - 1, t_len)):
+        adx[i] = NAN
+    if t_len <= n:
+        return
+    pdm = 0.0
+    mdm = 0.0
+    tr_s = 0.0
+    sum_dx = 0.0
+    prev_adx = 0.0
+    for i in range(1, t_len):
+        diff_p = h[i] - h[i - 1]
+        diff_m = l[i - 1] - l[i]
+        tr = h[i] - l[i]
+        t2 = math.fabs(h[i] - c[i - 1])
+        if t2 > tr:
+            tr = t2
+        t3 = math.fabs(l[i] - c[i - 1])
+        if t3 > tr:
+            tr = t3
+        if i < n:
+            if diff_m > 0 and diff_p < diff_m:
+                mdm += diff_m
+            elif diff_p > 0 and diff_p > diff_m:
+                pdm += diff_p
+            tr_s += tr
+            continue
+        mdm -= mdm / n
+        pdm -= pdm / n
+        if diff_m > 0 and diff_p < diff_m:
+            mdm += diff_m
+        elif diff_p > 0 and diff_p > diff_m:
+            pdm += diff_p
+        tr_s = tr_s - tr_s / n + tr
+        if tr_s != 0.0:
+            p = 100.0 * (pdm / tr_s)
+            m = 100.0 * (mdm / tr_s)
+            plus_di[i] = p
+            minus_di[i] = m
+            s = p + m
+            have_dx = s != 0.0
+            dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
+        else:
+            plus_di[i] = 0.0
+            minus_di[i] = 0.0
+            have_dx = False
+            dx = 0.0
+        if i < 2 * n - 1:
+            sum_dx += dx
+        elif i == 2 * n - 1:
+            sum_dx += dx
+            prev_adx = sum_dx / n
+            adx[i] = prev_adx
+        else:
+            if have_dx:
+                prev_adx = (prev_adx * (n - 1) + dx) / n
+            adx[i] = prev_adx
+
+
+def moments_core(x, n, zscore, out):
+    """Rolling population moments over n rows: var = E[d^2] - E[d]^2 with d = x - anchor.
+
+    The anchor is the oldest value of the window, re-set every n rows (the window's sums
+    are then recomputed, amortised O(1)): sums of deviations do not suffer the cancellation
+    of raw E[x^2] - E[x]^2 on prices whose variance is tiny next to their square.
+    zscore == 0: out = sqrt(var), the standard deviation (TA-Lib STDDEV, nbdev 1), 0 where
+    var < 1e-14. zscore == 1: out = (x - mean) / sqrt(var), 0 where var < 1e-14.
+    """
+    t_len = x.shape[0]
+    for i in range(min(n - 1, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    anchor = x[0]
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(n - 1):
+        d = x[i] - anchor
+        s1 += d
+        s2 += d * d
+    for i in range(n - 1, t_len):
+        start = i - n + 1
+        if start > 0 and start % n == 0:
+            anchor = x[start]
+            s1 = 0.0
+            s2 = 0.0
+            for j in range(start, i):
+                d = x[j] - anchor
+                s1 += d
+                s2 += d * d
+        d = x[i] - anchor
+        s1 += d
+        s2 += d * d
+        mean1 = s1 / n
+        var = s2 / n - mean1 * mean1
+        old = x[start] - anchor
+        s1 -= old
+        s2 -= old * old
+        if var < EPS:
+            out[i] = 0.0
+        elif zscore == 0:
+            out[i] = math.sqrt(var)
+        else:
+            out[i] = (d - mean1) / math.sqrt(var)
+
+
+def rocp_core(x, n, out):
+    """Simple return over n rows (TA-Lib ROCP): (x[t] - x[t-n]) / x[t-n], 0 when x[t-n] is 0."""
+    t_len = x.shape[0]
+    for i in range(min(n, t_len)):
+        out[i] = NAN
+    for i in range(n, t_len):
+        prev = x[i - n]
+        out[i] = (x[i] - prev) / prev if prev != 0.0 else 0.0

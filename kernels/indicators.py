@@ -1,0 +1,202 @@
+"""Public indicator API: one dispatch point over the cpu, cuda and torch backends.
+
+Every function takes NumPy arrays (float32 or float64; 1-D for one series or 2-D
+[series, time] for a batch) or, for the cuda and torch backends, CuPy arrays or torch
+tensors; a `backend=` keyword ("cpu" numba, "cuda" numba.cuda, "torch" for ROCm/CUDA/CPU);
+and `dtype=` for the outputs (float32 default, float64 for the `precision: float64`
+setting). Outputs have the input's length, NaN during warm-up, and the input's kind.
+
+Semantics equal TA-Lib's (see `kernels.cores` for each formula):
+
+    function                 TA-Lib                lookback (first valid index)
+    sma(x, n)                SMA                   n-1
+    ema(x, n)                EMA (SMA seed)        n-1
+    wma(x, n)                WMA                   n-1
+    dema(x, n)               DEMA                  2(n-1)
+    tema(x, n)               TEMA                  3(n-1)
+    hma(x, n)                WMA(2*WMA(n//2) - WMA(n), int(sqrt n))   n-1 + int(sqrt n)-1
+    lsma(x, n)               LINEARREG             n-1
+    kama(x, n)               KAMA (2/30)           n
+    rsi(x, n)                RSI (Wilder)          n
+    atr(h, l, c, n)          ATR (Wilder)          n
+    plus_di, minus_di        PLUS_DI, MINUS_DI     n
+    adx(h, l, c, n)          ADX                   2n-1
+    rolling_std(x, n)        STDDEV (nbdev 1)      n-1
+    zscore(x, n)             (x - SMA) / STDDEV    n-1
+    returns(x, n=1)          ROCP                  n
+    volatility_percent(h, l, c)  ATR14 / close * 100   14   (seed 001)
+    volatility_ratio(h, l, c)    ATR14 / ATR28         28   (seed 001)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from kernels.backends import get_backend
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A core: its function name in kernels.cores, arity, and lookback."""
+
+    core: str
+    n_inputs: int
+    n_outputs: int
+    lookback: Callable[..., int]
+    min_n: int = 1
+
+
+SPECS: dict[str, Spec] = {
+    "sma": Spec("sma_core", 1, 1, lambda n: n - 1),
+    "ema": Spec("ema_core", 1, 1, lambda n: n - 1),
+    "wma": Spec("wma_core", 1, 1, lambda n: n - 1),
+    "dema": Spec("dema_core", 1, 1, lambda n: 2 * (n - 1)),
+    "tema": Spec("tema_core", 1, 1, lambda n: 3 * (n - 1)),
+    "hma": Spec("hma_core", 1, 2, lambda n: n - 1 + int(np.sqrt(n)) - 1, min_n=2),
+    "lsma": Spec("lsma_core", 1, 1, lambda n: n - 1),
+    "kama": Spec("kama_core", 1, 1, lambda n: n, min_n=2),
+    "rsi": Spec("rsi_core", 1, 1, lambda n: n, min_n=2),
+    "atr": Spec("atr_core", 3, 1, lambda n: n),
+    "dmi": Spec("dmi_core", 3, 3, lambda n: 2 * n - 1, min_n=2),
+    "moments": Spec("moments_core", 1, 1, lambda n, _mode: n - 1),
+    "rocp": Spec("rocp_core", 1, 1, lambda n: n),
+}
+
+
+def lookback(name: str, n: int) -> int:
+    """Index of the first valid output of indicator `name` with period `n`."""
+    aliases = {"plus_di": ("dmi", n), "minus_di": ("dmi", n), "adx": ("dmi", 2 * n - 1)}
+    if name in aliases:
+        return n if name != "adx" else 2 * n - 1
+    key = {"rolling_std": "moments", "zscore": "moments", "returns": "rocp"}.get(name, name)
+    spec = SPECS[key]
+    return spec.lookback(n, 0) if key == "moments" else spec.lookback(n)
+
+
+def _kind(a):
+    mod = type(a).__module__.split(".")[0]
+    return mod if mod in ("cupy", "torch") else "numpy"
+
+
+def _prepare(arrays, backend: str):
+    """Validate inputs; return (2-D arrays, was_1d, input kind)."""
+    kinds = {_kind(a) for a in arrays}
+    if len(kinds) != 1:
+        raise TypeError(f"inputs mix array kinds {sorted(kinds)}")
+    kind = kinds.pop()
+    if kind == "numpy":
+        arrays = [np.asarray(a) for a in arrays]
+        for a in arrays:
+            if a.dtype.kind not in "fiu":
+                raise TypeError(f"expected a numeric array, got dtype {a.dtype}")
+        arrays = [a if a.dtype in (np.float32, np.float64) else a.astype(np.float64) for a in arrays]
+    shape = tuple(arrays[0].shape)
+    if any(tuple(a.shape) != shape for a in arrays):
+        raise ValueError(f"inputs must share one shape, got {[tuple(a.shape) for a in arrays]}")
+    if len(shape) not in (1, 2):
+        raise ValueError(f"expected 1-D [time] or 2-D [series, time] arrays, got shape {shape}")
+    was_1d = len(shape) == 1
+    arrays = [a.reshape(1, -1) if was_1d else a for a in arrays]
+    if kind == "numpy":
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+    return arrays, was_1d, kind
+
+
+def _run(name: str, arrays, params: tuple[int, ...], backend: str, dtype) -> list:
+    spec = SPECS[name]
+    n = params[0]
+    if not isinstance(n, (int, np.integer)) or n < spec.min_n:
+        raise ValueError(f"{name}: period must be an integer >= {spec.min_n}, got {n!r}")
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    if len(arrays) != spec.n_inputs:
+        raise ValueError(f"{name} takes {spec.n_inputs} input series")
+    prepared, was_1d, _ = _prepare(arrays, backend)
+    outs = get_backend(backend).run(spec, prepared, tuple(int(p) for p in params), dtype)
+    return [o[0] if was_1d else o for o in outs]
+
+
+def _unary(name: str):
+    def fn(x, n: int, *, backend: str = "cpu", dtype=np.float32):
+        return _run(name, (x,), (n,), backend, dtype)[0]
+
+    fn.__name__ = name
+    fn.__doc__ = f"{name.upper()} of `x` over `n` rows (TA-Lib semantics; see module docstring)."
+    return fn
+
+
+sma = _unary("sma")
+ema = _unary("ema")
+wma = _unary("wma")
+dema = _unary("dema")
+tema = _unary("tema")
+lsma = _unary("lsma")
+kama = _unary("kama")
+rsi = _unary("rsi")
+
+
+def hma(x, n: int, *, backend: str = "cpu", dtype=np.float32):
+    """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n)))."""
+    return _run("hma", (x,), (n,), backend, dtype)[0]
+
+
+def rolling_std(x, n: int, *, backend: str = "cpu", dtype=np.float32):
+    """Population standard deviation over n rows (TA-Lib STDDEV with nbdev 1)."""
+    return _run("moments", (x,), (n, 0), backend, dtype)[0]
+
+
+def zscore(x, n: int, *, backend: str = "cpu", dtype=np.float32):
+    """(x - SMA(x, n)) / STDDEV(x, n); 0 where the standard deviation is 0."""
+    return _run("moments", (x,), (n, 1), backend, dtype)[0]
+
+
+def returns(x, n: int = 1, *, backend: str = "cpu", dtype=np.float32):
+    """Simple return over n rows, (x[t] - x[t-n]) / x[t-n] (TA-Lib ROCP)."""
+    return _run("rocp", (x,), (n,), backend, dtype)[0]
+
+
+def atr(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
+    """Average true range, Wilder smoothing seeded by the mean of the first n true ranges."""
+    return _run("atr", (high, low, close), (n,), backend, dtype)[0]
+
+
+def dmi(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
+    """(+DI, -DI, ADX) in one pass; the cheaper call when more than one is needed."""
+    plus, minus, adx_ = _run("dmi", (high, low, close), (n,), backend, dtype)
+    return plus, minus, adx_
+
+
+def plus_di(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
+    return dmi(high, low, close, n, backend=backend, dtype=dtype)[0]
+
+
+def minus_di(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
+    return dmi(high, low, close, n, backend=backend, dtype=dtype)[1]
+
+
+def adx(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
+    return dmi(high, low, close, n, backend=backend, dtype=dtype)[2]
+
+
+def volatility_percent(high, low, close, *, backend: str = "cpu", dtype=np.float32):
+    """ATR(14) / close * 100 (seed 001's Volatility Percent, unrounded)."""
+    a = atr(high, low, close, 14, backend=backend, dtype=np.float64)
+    return (a / close * 100.0).astype(dtype) if _kind(a) != "torch" else (a / close * 100.0).to(_torch_dtype(dtype))
+
+
+def volatility_ratio(high, low, close, *, backend: str = "cpu", dtype=np.float32):
+    """ATR(14) / ATR(28) (seed 001's Volatility Ratio, unrounded)."""
+    a14 = atr(high, low, close, 14, backend=backend, dtype=np.float64)
+    a28 = atr(high, low, close, 28, backend=backend, dtype=np.float64)
+    ratio = a14 / a28
+    return ratio.astype(dtype) if _kind(ratio) != "torch" else ratio.to(_torch_dtype(dtype))
+
+
+def _torch_dtype(dtype):
+    import torch
+
+    return torch.float32 if np.dtype(dtype) == np.float32 else torch.float64

@@ -1,0 +1,670 @@
+"""Incremental (streaming) indicators for the live path: one bar in, one value out.
+
+Contract, the same for every updater:
+
+    u = SMAUpdater(14)           # period(s) as in `kernels.indicators`
+    v = u.update(x)              # OHLC indicators: u.update(high, low, close)
+    u.value                      # the last value returned (NaN before the first update)
+    u.ready                      # True from the bar at index `u.lookback` on
+
+`update` returns a Python float (DMIUpdater: a tuple (plus_di, minus_di, adx)), `math.nan`
+during warm-up. Each update does O(1) work whatever the history length; the state is a few
+float accumulators plus ring buffers (`collections.deque(maxlen=...)`) of at most n + 1
+values. `replay(u, *series)` feeds whole arrays through an updater (to warm it up from
+history, or to compare it with the batch API) and returns float64 arrays.
+
+Exactness: fed float64 values, the updaters equal `kernels.indicators` called with
+`dtype=np.float64` bar for bar, bit for bit, NaN positions included. Each one performs the
+floating-point operations of its core in `kernels.cores` in the same order (the same
+seeds, running sums updated add-emit-subtract, TA-Lib's O(1) WMA and LINEARREG updates,
+Wilder's `a *= n-1; a += v; a /= n`, the `|v| < 1e-14` zero tests). Where a core skips an
+addition in a branch (RSI's gain/loss, DMI's +DM/-DM) the updater adds 0.0 instead, which
+leaves every non-negative accumulator unchanged bit for bit. Inputs are converted with
+`float()` first: float32 inputs are widened to float64 before any arithmetic, whereas the
+batch kernels do a few products and differences in float32 for float32 arrays, so only
+float64 inputs are guaranteed bit-identical.
+
+Shared building blocks: EMAUpdater (SMA-seeded EMA; DEMA and TEMA chain them), WMAUpdater
+(TA-Lib's rolling WMA; HMA chains three), `_Wilder` (mean-seeded Wilder average: RSI, ATR,
+ADX), `_WilderSum` (DMI's sum-seeded `s - s/n + v`), `_true_range`, `_RollingMoments`
+(STDDEV and z-score).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+
+__all__ = [
+    "ATRUpdater",
+    "DEMAUpdater",
+    "DMIUpdater",
+    "EMAUpdater",
+    "HMAUpdater",
+    "KAMAUpdater",
+    "LSMAUpdater",
+    "RSIUpdater",
+    "ReturnsUpdater",
+    "SMAUpdater",
+    "StdDevUpdater",
+    "TEMAUpdater",
+    "UPDATERS",
+    "Updater",
+    "VolatilityPercentUpdater",
+    "VolatilityRatioUpdater",
+    "WMAUpdater",
+    "ZScoreUpdater",
+    "replay",
+]
+
+NAN = math.nan
+EPS = 1e-14  # TA-Lib's TA_EPSILON, as in kernels.cores
+
+
+def _period(n, minimum: int = 1) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < minimum:
+        raise ValueError(f"period must be an integer >= {minimum}, got {n!r}")
+    return int(n)
+
+
+def _divide(a: float, b: float) -> float:
+    """a / b with IEEE semantics (as NumPy divides arrays): +-inf or NaN instead of raising."""
+    if b != 0.0:
+        return a / b
+    if a != a or a == 0.0:
+        return NAN
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def _true_range(high: float, low: float, prev_close: float) -> float:
+    """max(h - l, |h - c[t-1]|, |l - c[t-1]|), compared in the cores' order."""
+    tr = high - low
+    t2 = math.fabs(high - prev_close)
+    if t2 > tr:
+        tr = t2
+    t3 = math.fabs(low - prev_close)
+    if t3 > tr:
+        tr = t3
+    return tr
+
+
+class Updater:
+    """Base class: bar counting, `value`, `ready` (bars seen > lookback)."""
+
+    n_inputs = 1
+    n_outputs = 1
+    lookback = 0
+
+    def __init__(self) -> None:
+        self._count = 0
+        self.value = NAN
+
+    @property
+    def ready(self) -> bool:
+        """True once the last update produced a valid (non warm-up) value."""
+        return self._count > self.lookback
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(lookback={self.lookback}, bars={self._count}, value={self.value!r})"
+
+
+class SMAUpdater(Updater):
+    """mean(x[t-n+1..t]); running sum in TA-Lib's order: total += x; out = total/n; total -= oldest."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n)
+        self.lookback = self.n - 1
+        self._window: deque[float] = deque(maxlen=self.n)
+        self._total = 0.0
+
+    def update(self, x) -> float:
+        x = float(x)
+        self._window.append(x)
+        self._count += 1
+        self._total += x
+        if self._count < self.n:
+            return NAN
+        out = self._total / self.n
+        self._total -= self._window[0]
+        self.value = out
+        return out
+
+
+class EMAUpdater(Updater):
+    """EMA with k = 2/(n+1): seeded by the mean of the first n values, then (x - e)*k + e."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n)
+        self.lookback = self.n - 1
+        self._k = 2.0 / (self.n + 1)
+        self._acc = 0.0
+
+    def update(self, x) -> float:
+        x = float(x)
+        self._count += 1
+        if self._count < self.n:
+            self._acc += x
+            return NAN
+        if self._count == self.n:
+            self._acc += x
+            out = self._acc / self.n
+        else:
+            out = (x - self.value) * self._k + self.value
+        self.value = out
+        return out
+
+
+class DEMAUpdater(Updater):
+    """2*EMA(x) - EMA(EMA(x)); the inner EMA is seeded by the mean of the first n EMA values."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n)
+        self.lookback = 2 * (self.n - 1)
+        self._e1 = EMAUpdater(self.n)
+        self._e2 = EMAUpdater(self.n)
+
+    def update(self, x) -> float:
+        self._count += 1
+        e1 = self._e1.update(x)
+        if not self._e1.ready:
+            return NAN
+        e2 = self._e2.update(e1)
+        if not self._e2.ready:
+            return NAN
+        out = 2.0 * e1 - e2
+        self.value = out
+        return out
+
+
+class TEMAUpdater(Updater):
+    """3*EMA1 - 3*EMA2 + EMA3 with EMA2 = EMA(EMA1), EMA3 = EMA(EMA2), each SMA-seeded."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n)
+        self.lookback = 3 * (self.n - 1)
+        self._emas = (EMAUpdater(self.n), EMAUpdater(self.n), EMAUpdater(self.n))
+
+    def update(self, x) -> float:
+        self._count += 1
+        values = []
+        v = x
+        for ema in self._emas:
+            v = ema.update(v)
+            if not ema.ready:
+                return NAN
+            values.append(v)
+        e1, e2, e3 = values
+        out = 3.0 * e1 - 3.0 * e2 + e3
+        self.value = out
+        return out
+
+
+class WMAUpdater(Updater):
+    """Weights 1..n (newest n), divisor n(n+1)/2, TA-Lib's O(1) update:
+    sub += x; sub -= x[t-n]; sum += n*x; out = sum/divisor; sum -= sub."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n)
+        self.lookback = self.n - 1
+        self._divider = (self.n * (self.n + 1)) // 2
+        self._window: deque[float] = deque(maxlen=self.n)  # x[t-n..t-1] before the append
+        self._sum = 0.0
+        self._sub = 0.0
+
+    def update(self, x) -> float:
+        x = float(x)
+        self._count += 1
+        self._sub += x
+        if self._count < self.n:
+            self._sum += x * self._count
+            self._window.append(x)
+            return NAN
+        if len(self._window) == self.n:
+            self._sub -= self._window[0]
+        self._window.append(x)
+        self._sum += x * self.n
+        out = self._sum / self._divider
+        self._sum -= self._sub
+        self.value = out
+        return out
+
+
+class HMAUpdater(Updater):
+    """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))), three rolling WMAs."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n, 2)
+        m = int(math.sqrt(self.n))
+        self.lookback = self.n - 1 + m - 1
+        self._half = WMAUpdater(self.n // 2)
+        self._full = WMAUpdater(self.n)
+        self._diff = WMAUpdater(m)
+
+    def update(self, x) -> float:
+        x = float(x)
+        self._count += 1
+        w_h = self._half.update(x)
+        w_f = self._full.update(x)
+        if not self._full.ready:
+            return NAN
+        out = self._diff.update(2.0 * w_h - w_f)
+        if self._diff.ready:
+            self.value = out
+        return out
+
+
+class LSMAUpdater(Updater):
+    """TA-Lib LINEARREG: least-squares line over the last n values (t = 0..n-1), at t = n-1.
+    slope = (n*Sty - St*Sy)/(n*Stt - St^2); out = (Sy - slope*St)/n + slope*(n-1);
+    Sty' = Sty - (Sy - x_oldest) + (n-1)*x_new, Sy' = Sy - x_oldest + x_new."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n = _period(n, 2)  # n = 1 has a zero divisor (TA-Lib needs n >= 2 too)
+        self.lookback = n - 1
+        self._st = n * (n - 1) * 0.5
+        self._divisor = n * (n * (n - 1) * (2.0 * n - 1) / 6.0) - self._st * self._st
+        self._window: deque[float] = deque(maxlen=n)  # x[t-n..t-1] before the append
+        self._sy = 0.0
+        self._sty = 0.0
+
+    def update(self, x) -> float:
+        x = float(x)
+        n = self.n
+        i = self._count
+        self._count += 1
+        if i < n:
+            self._sy += x
+            self._sty += i * x
+        else:
+            oldest = self._window[0]
+            self._sty = self._sty - (self._sy - oldest) + (n - 1) * x
+            self._sy = self._sy - oldest + x
+        self._window.append(x)
+        if i < n - 1:
+            return NAN
+        slope = (n * self._sty - self._st * self._sy) / self._divisor
+        out = (self._sy - slope * self._st) / n + slope * (n - 1)
+        self.value = out
+        return out
+
+
+_KAMA_FAST = 2.0 / (2.0 + 1.0)
+_KAMA_SLOW = 2.0 / (30.0 + 1.0)
+_KAMA_DIFF = _KAMA_FAST - _KAMA_SLOW
+
+
+class KAMAUpdater(Updater):
+    """Kaufman AMA (TA-Lib): ER = |x - x[t-n]| / sum|x[i] - x[i-1]| over n bars (1 when the sum
+    is 0 or <= the change), sc = (ER*(2/3 - 2/31) + 2/31)^2, kama += (x - kama)*sc, seeded
+    with x[n-1]; first value at bar n."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n, 2)
+        self.lookback = self.n
+        self._window: deque[float] = deque(maxlen=self.n)  # x[t-n..t-1] before the append
+        self._sum_roc = 0.0
+        self._trailing = 0.0  # x[t-n-1]
+
+    def update(self, x) -> float:
+        x = float(x)
+        i = self._count
+        self._count += 1
+        window = self._window
+        if i < self.n:  # warm-up: sum |x[i-1] - x[i]| over bars 1..n-1
+            if i > 0:
+                self._sum_roc += math.fabs(window[-1] - x)
+            window.append(x)
+            return NAN
+        if i == self.n:
+            self._sum_roc += math.fabs(window[-1] - x)
+            self.value = window[-1]
+            self._trailing = window[0]
+            roc = x - self._trailing
+        else:
+            tr = window[0]
+            roc = x - tr
+            self._sum_roc -= math.fabs(self._trailing - tr)
+            self._sum_roc += math.fabs(x - window[-1])
+            self._trailing = tr
+        window.append(x)
+        s = self._sum_roc
+        er = 1.0 if (s <= roc or -EPS < s < EPS) else math.fabs(roc / s)
+        sc = er * _KAMA_DIFF + _KAMA_SLOW
+        sc *= sc
+        out = (x - self.value) * sc + self.value
+        self.value = out
+        return out
+
+
+class _Wilder:
+    """Wilder's average: the mean of the first n values, then a = (a*(n-1) + v)/n, done as
+    a *= n-1; a += v; a /= n (n == 1: a = v). `update` returns NaN until seeded."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.count = 0
+        self.value = 0.0
+
+    def update(self, v: float) -> float:
+        n = self.n
+        self.count += 1
+        if self.count < n:
+            self.value += v
+            return NAN
+        if self.count == n:
+            self.value += v
+            self.value /= n
+        elif n == 1:
+            self.value = v
+        else:
+            a = self.value
+            a *= n - 1
+            a += v
+            a /= n
+            self.value = a
+        return self.value
+
+
+class _WilderSum:
+    """DMI's smoothed sum: the sum of the first n-1 values, then s = s - s/n + v."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.count = 0
+        self.value = 0.0
+
+    def update(self, v: float) -> None:
+        self.count += 1
+        if self.count < self.n:
+            self.value += v
+        else:
+            self.value = self.value - self.value / self.n + v
+
+
+class RSIUpdater(Updater):
+    """Wilder RSI: Wilder averages of gains and losses (seeded by the means of the first n
+    changes); RSI = 100*gain/(gain + loss), 0 when gain + loss is 0."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n, 2)
+        self.lookback = self.n
+        self._gain = _Wilder(self.n)
+        self._loss = _Wilder(self.n)
+        self._prev = NAN
+
+    def update(self, x) -> float:
+        x = float(x)
+        self._count += 1
+        d = x - self._prev
+        self._prev = x
+        if self._count == 1:
+            return NAN
+        if d < 0:
+            gain = self._gain.update(0.0)
+            loss = self._loss.update(-d)
+        else:
+            gain = self._gain.update(d)
+            loss = self._loss.update(0.0)
+        if self._count <= self.n:
+            return NAN
+        s = gain + loss
+        out = 100.0 * (gain / s) if not (-EPS < s < EPS) else 0.0
+        self.value = out
+        return out
+
+
+class ATRUpdater(Updater):
+    """Wilder ATR: true range from bar 1, mean of TR[1..n] at bar n, then (ATR*(n-1) + TR)/n."""
+
+    n_inputs = 3
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n)
+        self.lookback = self.n
+        self._avg = _Wilder(self.n)
+        self._prev_close = NAN
+
+    def update(self, high, low, close) -> float:
+        high, low, close = float(high), float(low), float(close)
+        self._count += 1
+        prev_close, self._prev_close = self._prev_close, close
+        if self._count == 1:
+            return NAN
+        out = self._avg.update(_true_range(high, low, prev_close))
+        if self._count <= self.n:
+            return NAN
+        self.value = out
+        return out
+
+
+class DMIUpdater(Updater):
+    """Wilder's directional movement (TA-Lib PLUS_DI, MINUS_DI, ADX): update returns
+    (+DI, -DI, ADX). +DM/-DM/TR are summed over bars 1..n-1, then s = s - s/n + v;
+    DI = 100*DM/TR from bar n (0 when TR is 0); DX = 100*|+DI - -DI|/(+DI + -DI);
+    ADX = mean of DX over bars n..2n-1, then (ADX*(n-1) + DX)/n, held where DX is undefined.
+    `ready` (and `lookback`, 2n-1) refer to ADX; `di_ready` to the DIs (from bar n)."""
+
+    n_inputs = 3
+    n_outputs = 3
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n, 2)
+        self.lookback = 2 * self.n - 1
+        self.value = (NAN, NAN, NAN)
+        self._pdm = _WilderSum(self.n)
+        self._mdm = _WilderSum(self.n)
+        self._tr = _WilderSum(self.n)
+        self._adx = _Wilder(self.n)
+        self._prev = (NAN, NAN, NAN)
+
+    @property
+    def di_ready(self) -> bool:
+        return self._count > self.n
+
+    def update(self, high, low, close) -> tuple[float, float, float]:
+        high, low, close = float(high), float(low), float(close)
+        n = self.n
+        i = self._count
+        self._count += 1
+        prev_high, prev_low, prev_close = self._prev
+        self._prev = (high, low, close)
+        if i == 0:
+            return (NAN, NAN, NAN)
+        diff_p = high - prev_high
+        diff_m = prev_low - low
+        pdm = mdm = 0.0
+        if diff_m > 0 and diff_p < diff_m:
+            mdm = diff_m
+        elif diff_p > 0 and diff_p > diff_m:
+            pdm = diff_p
+        self._pdm.update(pdm)
+        self._mdm.update(mdm)
+        self._tr.update(_true_range(high, low, prev_close))
+        if i < n:
+            return (NAN, NAN, NAN)
+        tr_s = self._tr.value
+        if not (-EPS < tr_s < EPS):
+            p = 100.0 * (self._pdm.value / tr_s)
+            m = 100.0 * (self._mdm.value / tr_s)
+            s = p + m
+            have_dx = not (-EPS < s < EPS)
+            dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
+        else:
+            p = m = 0.0
+            have_dx = False
+            dx = 0.0
+        if i <= 2 * n - 1:  # ADX seed: the mean of DX over bars n..2n-1, zeros included
+            adx = self._adx.update(dx)
+        else:
+            adx = self._adx.update(dx) if have_dx else self._adx.value
+        out = (p, m, adx)
+        self.value = out
+        return out
+
+
+class _RollingMoments(Updater):
+    """Rolling sums of x and x^2 over n (TA-Lib STDDEV's): var = E[x^2] - E[x]^2."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = _period(n)
+        self.lookback = self.n - 1
+        self._window: deque[float] = deque(maxlen=self.n)
+        self._s1 = 0.0
+        self._s2 = 0.0
+
+    def update(self, x) -> float:
+        x = float(x)
+        self._window.append(x)
+        self._count += 1
+        self._s1 += x
+        self._s2 += x * x
+        if self._count < self.n:
+            return NAN
+        mean1 = self._s1 / self.n
+        mean2 = self._s2 / self.n
+        old = self._window[0]
+        self._s1 -= old
+        self._s2 -= old * old
+        var = mean2 - mean1 * mean1
+        out = 0.0 if var < EPS else self._finish(x, mean1, var)
+        self.value = out
+        return out
+
+    def _finish(self, x: float, mean: float, var: float) -> float:
+        raise NotImplementedError
+
+
+class StdDevUpdater(_RollingMoments):
+    """Population standard deviation over n (TA-Lib STDDEV, nbdev 1): sqrt(var), 0 where var < 1e-14."""
+
+    def _finish(self, x: float, mean: float, var: float) -> float:
+        return math.sqrt(var)
+
+
+class ZScoreUpdater(_RollingMoments):
+    """(x - mean)/sqrt(var) over the last n values, 0 where var < 1e-14."""
+
+    def _finish(self, x: float, mean: float, var: float) -> float:
+        return (x - mean) / math.sqrt(var)
+
+
+class ReturnsUpdater(Updater):
+    """Simple return over n bars (TA-Lib ROCP): (x - x[t-n]) / x[t-n], 0 when x[t-n] is 0."""
+
+    def __init__(self, n: int = 1) -> None:
+        super().__init__()
+        self.n = _period(n)
+        self.lookback = self.n
+        self._window: deque[float] = deque(maxlen=self.n)  # x[t-n..t-1] before the append
+
+    def update(self, x) -> float:
+        x = float(x)
+        self._count += 1
+        if self._count <= self.n:
+            self._window.append(x)
+            return NAN
+        prev = self._window[0]
+        self._window.append(x)
+        out = (x - prev) / prev if prev != 0.0 else 0.0
+        self.value = out
+        return out
+
+
+class VolatilityPercentUpdater(Updater):
+    """ATR(n) / close * 100 (n = 14 in the batch API's volatility_percent)."""
+
+    n_inputs = 3
+
+    def __init__(self, n: int = 14) -> None:
+        super().__init__()
+        self._atr = ATRUpdater(n)
+        self.lookback = self._atr.lookback
+
+    def update(self, high, low, close) -> float:
+        close = float(close)
+        self._count += 1
+        a = self._atr.update(high, low, close)
+        if not self._atr.ready:
+            return NAN
+        out = _divide(a, close) * 100.0
+        self.value = out
+        return out
+
+
+class VolatilityRatioUpdater(Updater):
+    """ATR(fast) / ATR(slow) (14 and 28 in the batch API's volatility_ratio)."""
+
+    n_inputs = 3
+
+    def __init__(self, fast: int = 14, slow: int = 28) -> None:
+        super().__init__()
+        self._fast = ATRUpdater(fast)
+        self._slow = ATRUpdater(slow)
+        self.lookback = max(self._fast.lookback, self._slow.lookback)
+
+    def update(self, high, low, close) -> float:
+        high, low, close = float(high), float(low), float(close)
+        self._count += 1
+        a = self._fast.update(high, low, close)
+        b = self._slow.update(high, low, close)
+        if not self.ready:
+            return NAN
+        out = _divide(a, b)
+        self.value = out
+        return out
+
+
+# Names as in kernels.indicators.
+UPDATERS: dict[str, type[Updater]] = {
+    "sma": SMAUpdater,
+    "ema": EMAUpdater,
+    "wma": WMAUpdater,
+    "dema": DEMAUpdater,
+    "tema": TEMAUpdater,
+    "hma": HMAUpdater,
+    "lsma": LSMAUpdater,
+    "kama": KAMAUpdater,
+    "rsi": RSIUpdater,
+    "atr": ATRUpdater,
+    "dmi": DMIUpdater,
+    "rolling_std": StdDevUpdater,
+    "zscore": ZScoreUpdater,
+    "returns": ReturnsUpdater,
+    "volatility_percent": VolatilityPercentUpdater,
+    "volatility_ratio": VolatilityRatioUpdater,
+}
+
+
+def replay(updater: Updater, *series):
+    """Feed 1-D series bar by bar through `updater` (continuing from its current state) and
+    return its outputs as a float64 array, or a tuple of arrays for multi-output updaters."""
+    if len(series) != updater.n_inputs:
+        raise ValueError(f"{type(updater).__name__} takes {updater.n_inputs} input series, got {len(series)}")
+    columns = [np.asarray(s, dtype=np.float64) for s in series]
+    if any(c.ndim != 1 for c in columns) or len({c.shape[0] for c in columns}) != 1:
+        raise ValueError(f"expected 1-D series of one length, got shapes {[c.shape for c in columns]}")
+    t_len = columns[0].shape[0]
+    out = np.empty((updater.n_outputs, t_len), dtype=np.float64)
+    update = updater.update
+    if updater.n_outputs == 1:
+        row = out[0]
+        for t, bar in enumerate(zip(*(c.tolist() for c in columns))):
+            row[t] = update(*bar)
+        return row
+    for t, bar in enumerate(zip(*(c.tolist() for c in columns))):
+        out[:, t] = update(*bar)
+    return tuple(out)

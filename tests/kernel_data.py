@@ -1,0 +1,29 @@
+"""Test series for the kernels: real prices and random walks with flat stretches and gaps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def goog_ohlc() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """GOOG daily 2004-2013 (2148 rows) from backtesting.test, float64."""
+    from backtesting.test import GOOG
+
+    return tuple(GOOG[c].to_numpy(dtype=np.float64) for c in ("Open", "High", "Low", "Close"))
+
+
+def walk_ohlc(n: int = 1500, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A positive random walk with a flat stretch (no movement at all: equal OHLC) and gaps."""
+    rng = np.random.default_rng(seed)
+    steps = rng.normal(0, 1.0, n)
+    flat = slice(int(0.13 * n), int(0.17 * n))
+    steps[flat] = 0.0
+    steps[int(0.47 * n)] = 25.0  # gap up
+    steps[int(0.73 * n)] = -30.0  # gap down
+    close = 200.0 + np.cumsum(steps)
+    up, down = np.abs(rng.normal(0, 0.8, (2, n)))
+    up[flat] = 0.0
+    down[flat] = 0.0
+    high, low = close + up, close - down
+    open_ = np.clip(close - steps * 0.5, low, high)
+    return open_, high, low, close
