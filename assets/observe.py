@@ -123,7 +123,8 @@ def observe(context, reports_dir: Path, stage: str, args: dict[str, Any] | None 
             "dtypes": obs.dtypes,
             "partitions": n_parts,
             **obs.extra,
-        }
+        },
+        output_name="result",  # the asset's value; check results are outputs too
     )
     sidecar = write_sidecar(
         reports_dir,

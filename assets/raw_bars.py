@@ -10,6 +10,7 @@ import polars as pl
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets.observe import observe
+from assets.partition_frames import keep_partitions
 from assets.schema import RAW_BARS
 from assets.sources import BarSource, make_source
 from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions
@@ -21,17 +22,7 @@ def build_raw_bars(source: BarSource, keys: list[SymbolYear]) -> pl.DataFrame:
     if not keys:
         return RAW_BARS.empty()
     symbols = sorted({k.symbol for k in keys})
-    history = source.history(symbols)
-    wanted = pl.DataFrame(
-        {"symbol": [k.symbol for k in keys], "__year": [k.year for k in keys]},
-        schema={"symbol": pl.String, "__year": pl.Int32},
-    )
-    out = (
-        history.with_columns(pl.col("date").dt.year().alias("__year"))
-        .join(wanted, on=["symbol", "__year"], how="semi")
-        .drop("__year")
-        .sort("symbol", "date")
-    )
+    out = keep_partitions(source.history(symbols), keys).sort("symbol", "date")
     RAW_BARS.check(out)
     return out
 

@@ -82,3 +82,18 @@ RAW_BARS = TableSchema(
         ("volume", NUMBER),
     ),
 )
+
+
+def features_schema(precision: str = "float32") -> TableSchema:
+    """date, symbol, then every registered feature in registry order."""
+    from assets.feature_registry import feature_dtypes
+
+    return TableSchema("features", (("date", DATE), ("symbol", pl.String), *feature_dtypes(precision)))
+
+
+def labels_schema(horizons: list[int]) -> TableSchema:
+    """date, symbol, label_ret_h{H} (float32) per horizon, then label_bin_h{H} (int8, null
+    where the future is not known yet)."""
+    rets = [(f"label_ret_h{h}", NUMBER) for h in horizons]
+    bins = [(f"label_bin_h{h}", ENUM) for h in horizons]
+    return TableSchema("labels", (("date", DATE), ("symbol", pl.String), *rets, *bins))

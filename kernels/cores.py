@@ -196,8 +196,8 @@ def hma_core(x, n, out, diff):
         sum_f += v * n
         w_f = sum_f / div_f
         sum_f -= sub_f
-        d = 2.0 * w_h - w_f
-        diff[i] = d
+        diff[i] = 2.0 * w_h - w_f
+        d = diff[i]  # read back: the value added now is the value subtracted m rows later
         j = i - (n - 1)  # index within the diff series
         if j < m - 1:
             sub_m += d

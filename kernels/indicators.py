@@ -56,7 +56,7 @@ SPECS: dict[str, Spec] = {
     "dema": Spec("dema_core", 1, 1, lambda n: 2 * (n - 1)),
     "tema": Spec("tema_core", 1, 1, lambda n: 3 * (n - 1)),
     "hma": Spec("hma_core", 1, 2, lambda n: n - 1 + int(np.sqrt(n)) - 1, min_n=2),
-    "lsma": Spec("lsma_core", 1, 1, lambda n: n - 1),
+    "lsma": Spec("lsma_core", 1, 1, lambda n: n - 1, min_n=2),
     "kama": Spec("kama_core", 1, 1, lambda n: n, min_n=2),
     "rsi": Spec("rsi_core", 1, 1, lambda n: n, min_n=2),
     "atr": Spec("atr_core", 3, 1, lambda n: n),
@@ -92,7 +92,8 @@ def _prepare(arrays, backend: str):
         for a in arrays:
             if a.dtype.kind not in "fiu":
                 raise TypeError(f"expected a numeric array, got dtype {a.dtype}")
-        arrays = [a if a.dtype in (np.float32, np.float64) else a.astype(np.float64) for a in arrays]
+        # Cores accumulate in float64; float64 inputs keep every difference and product there.
+        arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
     shape = tuple(arrays[0].shape)
     if any(tuple(a.shape) != shape for a in arrays):
         raise ValueError(f"inputs must share one shape, got {[tuple(a.shape) for a in arrays]}")

@@ -17,17 +17,21 @@ Exactness: fed float64 values, the updaters equal `kernels.indicators` called wi
 `dtype=np.float64` bar for bar, bit for bit, NaN positions included. Each one performs the
 floating-point operations of its core in `kernels.cores` in the same order (the same
 seeds, running sums updated add-emit-subtract, TA-Lib's O(1) WMA and LINEARREG updates,
-Wilder's `a *= n-1; a += v; a /= n`, the `|v| < 1e-14` zero tests). Where a core skips an
-addition in a branch (RSI's gain/loss, DMI's +DM/-DM) the updater adds 0.0 instead, which
-leaves every non-negative accumulator unchanged bit for bit. Inputs are converted with
-`float()` first: float32 inputs are widened to float64 before any arithmetic, whereas the
-batch kernels do a few products and differences in float32 for float32 arrays, so only
-float64 inputs are guaranteed bit-identical.
+Wilder's `a *= n-1; a += v; a /= n`, the same zero tests: `|v| < 1e-14` for KAMA and the
+variance, exact zero for RSI and DMI, and the moments' anchored sums). Where a core skips
+an addition in a branch (RSI's gain/loss, DMI's +DM/-DM) the updater adds 0.0 instead,
+which leaves those non-negative accumulators unchanged bit for bit. Where a core recomputes
+a window (the moments' re-anchoring every n bars) the updater accumulates the same sums as
+the bars arrive, so no bar costs more than O(1). Inputs are converted with `float()`
+first: float32 inputs are widened to float64 before any arithmetic, whereas the batch
+kernels do a few differences and products in float32 for float32 arrays (e.g. the
+moments' `x - anchor`), so only float64 inputs are guaranteed bit-identical.
+tests/test_updaters.py checks all of this against the batch kernels as they stand.
 
 Shared building blocks: EMAUpdater (SMA-seeded EMA; DEMA and TEMA chain them), WMAUpdater
 (TA-Lib's rolling WMA; HMA chains three), `_Wilder` (mean-seeded Wilder average: RSI, ATR,
 ADX), `_WilderSum` (DMI's sum-seeded `s - s/n + v`), `_true_range`, `_RollingMoments`
-(STDDEV and z-score).
+(anchored sums for STDDEV and the z-score), and ATRUpdater for the two volatility ones.
 """
 
 from __future__ import annotations
@@ -393,7 +397,7 @@ class _WilderSum:
 
 class RSIUpdater(Updater):
     """Wilder RSI: Wilder averages of gains and losses (seeded by the means of the first n
-    changes); RSI = 100*gain/(gain + loss), 0 when gain + loss is 0."""
+    changes); RSI = 100*gain/(gain + loss), 0 when gain + loss is exactly 0."""
 
     def __init__(self, n: int) -> None:
         super().__init__()
@@ -419,7 +423,7 @@ class RSIUpdater(Updater):
         if self._count <= self.n:
             return NAN
         s = gain + loss
-        out = 100.0 * (gain / s) if not (-EPS < s < EPS) else 0.0
+        out = 100.0 * (gain / s) if s != 0.0 else 0.0
         self.value = out
         return out
 
@@ -452,7 +456,7 @@ class ATRUpdater(Updater):
 class DMIUpdater(Updater):
     """Wilder's directional movement (TA-Lib PLUS_DI, MINUS_DI, ADX): update returns
     (+DI, -DI, ADX). +DM/-DM/TR are summed over bars 1..n-1, then s = s - s/n + v;
-    DI = 100*DM/TR from bar n (0 when TR is 0); DX = 100*|+DI - -DI|/(+DI + -DI);
+    DI = 100*DM/TR from bar n (0 when TR is exactly 0); DX = 100*|+DI - -DI|/(+DI + -DI);
     ADX = mean of DX over bars n..2n-1, then (ADX*(n-1) + DX)/n, held where DX is undefined.
     `ready` (and `lookback`, 2n-1) refer to ADX; `di_ready` to the DIs (from bar n)."""
 
@@ -496,11 +500,11 @@ class DMIUpdater(Updater):
         if i < n:
             return (NAN, NAN, NAN)
         tr_s = self._tr.value
-        if not (-EPS < tr_s < EPS):
+        if tr_s != 0.0:
             p = 100.0 * (self._pdm.value / tr_s)
             m = 100.0 * (self._mdm.value / tr_s)
             s = p + m
-            have_dx = not (-EPS < s < EPS)
+            have_dx = s != 0.0
             dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
         else:
             p = m = 0.0
@@ -516,50 +520,77 @@ class DMIUpdater(Updater):
 
 
 class _RollingMoments(Updater):
-    """Rolling sums of x and x^2 over n (TA-Lib STDDEV's): var = E[x^2] - E[x]^2."""
+    """Rolling population moments over n: var = E[d^2] - E[d]^2 with d = x - anchor.
+
+    As in moments_core, the anchor is x[0], then x[k*n] from bar k*n + n - 1 on (k >= 1),
+    where the sums restart as the sums of d over x[k*n .. k*n + n-2]. The core recomputes
+    those sums on that bar; here a shadow pair accumulates them, in the same order, as
+    those bars arrive, so every bar costs O(1) and the values are the same.
+    """
 
     def __init__(self, n: int) -> None:
         super().__init__()
         self.n = _period(n)
         self.lookback = self.n - 1
-        self._window: deque[float] = deque(maxlen=self.n)
+        self._window: deque[float] = deque(maxlen=self.n)  # x[t-n+1..t] after the append
+        self._anchor = 0.0
         self._s1 = 0.0
         self._s2 = 0.0
+        self._next_anchor = 0.0  # the shadow sums, relative to the next anchor
+        self._next_s1 = 0.0
+        self._next_s2 = 0.0
 
     def update(self, x) -> float:
         x = float(x)
-        self._window.append(x)
+        n = self.n
+        i = self._count
         self._count += 1
-        self._s1 += x
-        self._s2 += x * x
-        if self._count < self.n:
+        self._window.append(x)
+        if i == 0:
+            self._anchor = x
+        elif i >= n:
+            phase = i % n
+            if phase == 0:  # x[k*n]: the next anchor
+                self._next_anchor = x
+                self._next_s1 = 0.0
+                self._next_s2 = 0.0
+            if phase == n - 1:  # bar k*n + n-1: switch to the next anchor's sums
+                self._anchor, self._s1, self._s2 = self._next_anchor, self._next_s1, self._next_s2
+            else:  # bars k*n .. k*n + n-2 enter the next anchor's sums
+                d = x - self._next_anchor
+                self._next_s1 += d
+                self._next_s2 += d * d
+        d = x - self._anchor
+        self._s1 += d
+        self._s2 += d * d
+        if i < n - 1:
             return NAN
-        mean1 = self._s1 / self.n
-        mean2 = self._s2 / self.n
-        old = self._window[0]
+        mean1 = self._s1 / n
+        var = self._s2 / n - mean1 * mean1
+        old = self._window[0] - self._anchor
         self._s1 -= old
         self._s2 -= old * old
-        var = mean2 - mean1 * mean1
-        out = 0.0 if var < EPS else self._finish(x, mean1, var)
+        out = 0.0 if var < EPS else self._finish(d, mean1, var)
         self.value = out
         return out
 
-    def _finish(self, x: float, mean: float, var: float) -> float:
+    def _finish(self, d: float, mean: float, var: float) -> float:
         raise NotImplementedError
 
 
 class StdDevUpdater(_RollingMoments):
     """Population standard deviation over n (TA-Lib STDDEV, nbdev 1): sqrt(var), 0 where var < 1e-14."""
 
-    def _finish(self, x: float, mean: float, var: float) -> float:
+    def _finish(self, d: float, mean: float, var: float) -> float:
         return math.sqrt(var)
 
 
 class ZScoreUpdater(_RollingMoments):
-    """(x - mean)/sqrt(var) over the last n values, 0 where var < 1e-14."""
+    """(x - mean)/sqrt(var) over the last n values, 0 where var < 1e-14 (computed as
+    (d - E[d])/sqrt(var) with d = x - anchor, as the core does)."""
 
-    def _finish(self, x: float, mean: float, var: float) -> float:
-        return (x - mean) / math.sqrt(var)
+    def _finish(self, d: float, mean: float, var: float) -> float:
+        return (d - mean) / math.sqrt(var)
 
 
 class ReturnsUpdater(Updater):

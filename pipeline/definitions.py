@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dagster import Definitions, multiprocess_executor
 
+from assets.features import features
+from assets.labels import labels
 from assets.raw_bars import raw_bars
 from pipeline.jobs import historical_build_and_train
 from pipeline.schedules import nightly_rebuild
@@ -13,7 +15,7 @@ from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
 
-ALL_ASSETS = [raw_bars]
+ALL_ASSETS = [raw_bars, features, labels]
 
 
 def build_resources(settings_path: str | None = None) -> dict:

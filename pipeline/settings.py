@@ -126,7 +126,15 @@ class Labels(_Model):
 
 
 class Halo(_Model):
-    years: int = Field(1, ge=1, le=10)
+    years: int = Field(2, ge=1, le=10)
+
+
+class Build(_Model):
+    workers: int | None = Field(None, ge=1, le=512)
+    chunk_rows: int = Field(131_072, ge=1_000)
+
+    def worker_count(self) -> int:
+        return self.workers or (os.cpu_count() or 1)
 
 
 class Automation(_Model):
@@ -174,6 +182,7 @@ class Settings(_Model):
     device: Literal["auto", "cpu", "cuda", "rocm"] = "auto"
     precision: Literal["float32", "float64"] = "float32"
     threads_per_worker: int = Field(1, ge=1, le=256)
+    build: Build = Build()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     # Where the file was read from; relative paths resolve against its folder.

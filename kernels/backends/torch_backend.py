@@ -1,33 +1,40 @@
 """torch backend: every core of `kernels.cores` as batched torch ops (ROCm, CUDA or CPU).
 
-Contract (see `kernels.backends` for the interface):
+Contract (the interface of `kernels.backends`):
 
     run(spec, inputs, params, dtype) -> list of outputs
 
-* `inputs` are 2-D [series, time] NumPy arrays (float32/float64) or torch tensors.
-  Tensors are computed on their own device; NumPy arrays on `cuda` when
-  `torch.cuda.is_available()` (HIP on ROCm) and on `cpu` otherwise.
-* Outputs have the inputs' kind: NumPy arrays of `dtype` for NumPy inputs, torch tensors of
-  the matching torch dtype on the input device for tensor inputs. There is one output per
-  core output, scratch outputs included (hma's `diff`, NaN before index n-1).
-* Arithmetic is float64 throughout; outputs are cast once at the end. Warm-up positions are
-  NaN with the cores' lookbacks, and the cores' special cases hold (the `|v| < EPS` zero
-  tests, RSI 0 on no movement, DI 0 on zero true range, ADX held where there is no DX,
-  KAMA's ER of 1, zero stddev/zscore below EPS variance, zero return from a zero price).
+* `inputs` are 2-D [series, time] NumPy arrays (float32/float64) or torch tensors; `params`
+  the core's integer parameters (the period n; for moments also the mode, 0 stddev, 1 zscore).
+* Tensors are computed on their own device; NumPy arrays on `cuda` when
+  `torch.cuda.is_available()` (HIP on ROCm), else on the cpu.
+* Outputs have the inputs' kind: NumPy arrays of `dtype` for NumPy inputs, tensors of the
+  matching torch dtype on the input device for tensor inputs. One output per core output,
+  scratch outputs included (hma's `diff`, NaN before index n-1).
+* Arithmetic is float64 throughout (inputs are converted, outputs cast once at the end).
+  Warm-up positions are NaN with the cores' lookbacks, and the cores' special cases hold:
+  KAMA's ER is 1 when the path length is <= the change or |path| < EPS; RSI is 0 when gain
+  and loss are exactly 0; DI is 0 when the smoothed true range is exactly 0 and ADX is held
+  where it or +DI + -DI is; stddev and zscore are 0 where var < EPS; the return is 0 from a
+  zero price; ATR with n == 1 is the true range.
 
-How each core is computed:
+How the cores map to torch:
 
-* Windowed sums (sma, wma, lsma, hma's three WMAs, moments) are vectorised over time with a
-  float64 `conv1d` (`_rolling_dot`), so they are exact window sums rather than the cores'
-  running sums: the two differ by the running sums' rounding drift, ~1e-15 relative. The
-  one place this shows is `var = E[x^2] - E[x]^2` (moments) on windows with (almost) no
-  variance, where the drift is the whole value; see `moments`.
-* Recursions (ema, dema, tema, kama, rsi, atr, dmi) loop over time in Python with one
-  vector op per step across the batch. Everything that does not depend on the recursion
-  state (changes, true ranges, directional moves) is computed for all bars beforehand, and
-  the loops perform the cores' operations in the cores' order, so the results equal the
-  cpu backend's to the last bit where the cores' inputs agree.
+* Window sums that the cores roll over the whole series (sma, wma, lsma, the three WMAs of
+  hma) are one float64 `conv1d` over time (`_rolling_dot`): exact window sums, which differ
+  from the cores' rolled ones by the rolling's rounding drift (~1e-13 relative at most).
+* moments re-anchors its sums every n windows, so its blocks of n windows are independent:
+  they run side by side, with a loop over the 2n-1 steps inside a block (see `moments`).
+* Recursions (ema, dema, tema, kama, rsi, atr, dmi) loop over time in Python, one small
+  vector op per step across the batch; what does not depend on the state (changes, true
+  ranges, directional moves, ER) is computed for all bars at once outside the loop.
 * rocp is elementwise.
+
+moments and the recursions replay the cores' operations in the cores' order, so they equal
+the cpu backend to float64 rounding: on the cpu bit for bit except where torch's float64
+`sqrt` is 1 ulp off the correctly rounded one (stddev, zscore); on GPUs torch may also divide
+by a constant through its reciprocal. Decisions (`< EPS`, `== 0`, `<=`) are taken on values
+computed exactly as in the cores, so branches agree.
 """
 
 from __future__ import annotations
@@ -53,20 +60,15 @@ def _nans(x: torch.Tensor) -> torch.Tensor:
     return torch.full_like(x, NAN)
 
 
-def _is_zero(v: torch.Tensor) -> torch.Tensor:
-    """The cores' zero test `-EPS < v < EPS` (False for NaN, like the cores)."""
-    return (v > -EPS) & (v < EPS)
-
-
 def _columns(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """The time steps of `x` as contiguous [series] vectors, for loops over time."""
     return x.T.contiguous().unbind(0)
 
 
 def _seq_sum(x: torch.Tensor) -> torch.Tensor:
-    """sum over time of `x` [series, k], added left to right from 0.0 as the cores do."""
-    total = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
-    for col in _columns(x):
+    """Sum over the last axis, added left to right from 0.0 as the cores do."""
+    total = x.new_zeros(x.shape[:-1])
+    for col in x.unbind(-1):
         total = total + col
     return total
 
@@ -198,17 +200,16 @@ def kama(x, n):
         sum_roc.append(sum_roc[-1] - leaving + entering)
     sum_roc = torch.stack(sum_roc, 1)
     roc = x[:, n:] - x[:, :-n]
-    er = torch.where((sum_roc <= roc) | _is_zero(sum_roc), 1.0, (roc / sum_roc).abs())
+    er = torch.where((sum_roc <= roc) | ((sum_roc > -EPS) & (sum_roc < EPS)), 1.0, (roc / sum_roc).abs())
     sc = er * const_diff + const_max
     sc = sc * sc
-    out[:, n - 1 :] = _ema_recursion(x[:, n - 1], _columns(x[:, n:]), _columns(sc))
-    out[:, n - 1] = NAN
+    out[:, n:] = _ema_recursion(x[:, n - 1], _columns(x[:, n:]), _columns(sc))[:, 1:]
     return [out]
 
 
 def rsi(x, n):
     """Wilder RSI: average gain and loss seeded by the means of the first n changes, then
-    avg = (avg*(n-1) + change)/n; RSI = 100*gain/(gain+loss), 0 when both are 0."""
+    avg = (avg*(n-1) + change)/n; RSI = 100*gain/(gain+loss), 0 when both are exactly 0."""
     out = _nans(x)
     if x.shape[1] <= n:
         return [out]
@@ -219,7 +220,7 @@ def rsi(x, n):
     avg = _wilder(_seq_sum(moves[:, :n]) / n, moves[:, n:], n)
     gain, loss = avg.chunk(2)
     s = gain + loss
-    out[:, n:] = torch.where(_is_zero(s), 0.0, 100.0 * (gain / s))
+    out[:, n:] = torch.where(s != 0.0, 100.0 * (gain / s), 0.0)
     return [out]
 
 
@@ -242,9 +243,9 @@ def dmi(h, l, c, n):
 
     +DM = up move if up > down and up > 0, -DM = down move if down > up and down > 0;
     +DM, -DM and TR are summed over bars 1..n-1, then smoothed s = s - s/n + v.
-    DI = 100*DM/TR from bar n (0 when TR is 0). DX = 100*|+DI - -DI|/(+DI + -DI);
+    DI = 100*DM/TR from bar n (0 when TR is exactly 0). DX = 100*|+DI - -DI|/(+DI + -DI);
     ADX[2n-1] = mean of DX over bars n..2n-1, then ADX = (ADX*(n-1) + DX)/n, held on bars
-    where TR or +DI + -DI is 0.
+    where TR or +DI + -DI is exactly 0.
     """
     plus_di, minus_di, adx = _nans(h), _nans(h), _nans(h)
     t_len = h.shape[1]
@@ -262,11 +263,11 @@ def dmi(h, l, c, n):
         s = s - s / n + col
         rows.append(s)
     pdm, mdm, tr_s = torch.stack(rows, 1).chunk(3)  # bars n..T-1
-    no_tr = _is_zero(tr_s)
+    no_tr = tr_s == 0.0
     p = torch.where(no_tr, 0.0, 100.0 * (pdm / tr_s))
     m = torch.where(no_tr, 0.0, 100.0 * (mdm / tr_s))
     plus_di[:, n:], minus_di[:, n:] = p, m
-    have_dx = ~no_tr & ~_is_zero(p + m)
+    have_dx = ~no_tr & (p + m != 0.0)
     dx = torch.where(have_dx, 100.0 * ((m - p).abs() / (p + m)), 0.0)
     if t_len >= 2 * n:
         seed = _seq_sum(dx[:, :n]) / n
@@ -275,23 +276,43 @@ def dmi(h, l, c, n):
 
 
 def moments(x, n, mode):
-    """Rolling moments over n with var = E[x^2] - E[x]^2: mode 0 the population standard
-    deviation sqrt(var), mode 1 the z-score (x - E[x]) / sqrt(var); both 0 where var < EPS.
+    """Rolling population moments over n with var = E[d^2] - E[d]^2, d = x - anchor, the
+    anchor being the first value of every n-th window (window starts 0, n, 2n, ...): mode 0
+    the standard deviation sqrt(var), mode 1 the z-score (d - E[d]) / sqrt(var); both 0
+    where var < EPS.
 
-    The sums are exact window sums, not the cores' running sums. The cores' running-sum
-    drift (~1e-16 * |sum of x^2| per bar) is the whole of var on windows with (almost) no
-    variance, which gives the cores' outputs rounding noise there (e.g. a stddev of ~1e-7
-    on a flat stretch of prices near 100 instead of 0): only there do the backends differ
-    by more than float64 rounding.
+    The cores recompute the sums at each anchor and roll them for the next n - 1 windows.
+    Those blocks of n windows are independent, so this replays the cores' arithmetic with
+    the blocks side by side and a loop over the 2n - 1 steps within a block (not over time).
+    Exact window sums (conv1d) would not do: var cancels, so the sums' rounding shows in it
+    (a 2-bar z-score is +-1 to ~1e-8 in the cores) and decides which windows count as flat.
     """
-    ones = torch.ones(n)
-    mean1 = _rolling_dot(x, ones) / n
-    mean2 = _rolling_dot(x * x, ones) / n
-    var = mean2 - mean1 * mean1
-    flat = var < EPS
+    out = _nans(x)
+    t_len = x.shape[1]
+    n_windows = t_len - n + 1
+    if n_windows <= 0:
+        return [out]
+    n_blocks = -(-n_windows // n)
+    padded = F.pad(x, (0, n_blocks * n + n - 1 - t_len), value=NAN)
+    block = padded.unfold(1, 2 * n - 1, n)  # [series, block, 2n-1]: x[b*n .. b*n + 2n-2]
+    d = block - block[:, :, :1]
+    d = torch.stack([d, d * d])  # [d; d^2] share one loop
+    s = _seq_sum(d[..., : n - 1])
+    mean1, var, dev = [], [], []
+    for k in range(n):  # window b*n + k: add its newest, emit, drop its oldest
+        new = d[..., n - 1 + k]
+        s = s + new
+        m1, m2 = s / n
+        mean1.append(m1)
+        var.append(m2 - m1 * m1)
+        dev.append(new[0])
+        s = s - d[..., k]
+    # [series, block, k] -> [series, window]
+    mean1, var, dev = (torch.stack(v, -1).flatten(1)[:, :n_windows] for v in (mean1, var, dev))
     sd = var.sqrt()
-    out = sd if mode == 0 else (x - mean1) / sd
-    return [torch.where(flat, 0.0, out)]
+    val = sd if mode == 0 else (dev - mean1) / sd
+    out[:, n - 1 :] = torch.where(var < EPS, 0.0, val)
+    return [out]
 
 
 def rocp(x, n):

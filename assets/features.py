@@ -1,0 +1,148 @@
+"""Stage `features` (symbol x year): the feature registry over raw_bars, halo-exact.
+
+Partition SYMBOL|Y reads raw_bars of years Y-k..Y (k = `halo.years`) and writes the rows
+of Y only. Recursive indicators (EMA, RSI, ATR, ADX, KAMA) remember all history; the halo
+makes a partition equal the whole-history result within float32 tolerance
+(tests/test_features_labels.py measures it for every feature). A single-run backfill reads
+every year of its rectangle once and computes each symbol's series once.
+
+Checks (yielded with the output): dtypes; no NaN after each feature's warm-up; a halo spot
+check that computes one boundary from its halo only and from all stored history.
+"""
+
+import numpy as np
+import polars as pl
+from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
+
+from assets.feature_registry import FEATURE_NAMES, FEATURES, compute_features
+from assets.observe import observe
+from assets.partition_frames import keep_partitions
+from assets.schema import features_schema
+from assets.symbol_chunks import ChunkStats, map_symbol_chunks
+from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from pipeline.settings import load_settings
+from resources.compute import ComputeResource
+from resources.parquet_store import ParquetStore
+from resources.project import ProjectResource
+
+HALO_YEARS = load_settings().halo.years
+INPUT_COLUMNS = ["high", "low", "close"]
+SPOT_RTOL, SPOT_ATOL = 1e-4, 1e-5
+
+
+def features_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray, *, backend: str, dtype) -> dict[str, np.ndarray]:
+    """Worker: the registry over each symbol of a chunk (symbols of equal length are batched
+    as [series, time] on GPU backends; the cpu backend takes them one by one)."""
+    total = len(arrays["close"])
+    out = {name: np.empty(total, dtype=dtype) for name in FEATURE_NAMES}
+    lengths = np.diff(offsets)
+    if backend == "cpu":
+        groups = [[i] for i in range(len(lengths))]
+    else:
+        groups = [list(np.flatnonzero(lengths == n)) for n in np.unique(lengths)]
+    for group in groups:
+        starts, n = offsets[group], int(lengths[group[0]])
+        batch = {c: np.stack([arrays[c][s : s + n] for s in starts]) if len(group) > 1 else arrays[c][starts[0] : starts[0] + n] for c in INPUT_COLUMNS}
+        feats = compute_features(batch, backend=backend, dtype=dtype)
+        for name, values in feats.items():
+            values = np.asarray(values).reshape(len(group), n)
+            for row, s in enumerate(starts):
+                out[name][s : s + n] = values[row]
+    return out
+
+
+def build_features(
+    bars: pl.DataFrame,
+    keys: list[SymbolYear],
+    *,
+    backend: str = "cpu",
+    precision: str = "float32",
+    workers: int = 1,
+    chunk_rows: int = 131_072,
+) -> tuple[pl.DataFrame, dict[str, int], ChunkStats]:
+    """Features of the rows of `keys` from `bars` (which may hold halo years before them).
+
+    Returns the frame in the features schema, the count of NaN values after warm-up per
+    feature (all zero when healthy), and the chunk statistics.
+    """
+    dtype = np.float64 if precision == "float64" else np.float32
+    bars = bars.sort("symbol", "date")
+    feats, stats = map_symbol_chunks(
+        features_by_symbol, bars, INPUT_COLUMNS, workers=workers, chunk_rows=chunk_rows, backend=backend, dtype=dtype
+    )
+    frame = bars.select("date", "symbol").with_columns(
+        *[pl.Series(name, feats.get(name, np.empty(0, dtype))) for name in FEATURE_NAMES],
+        pl.int_range(pl.len()).over("symbol").alias("__pos"),
+    )
+    frame = keep_partitions(frame, keys)
+    nan_after_warmup = {
+        f.name: int(frame.select(((pl.col(f.name).is_nan() | pl.col(f.name).is_null()) & (pl.col("__pos") >= f.warmup)).sum()).item())
+        for f in FEATURES
+    }
+    out = frame.drop("__pos")
+    features_schema(precision).check(out)
+    return out, nan_after_warmup, stats
+
+
+def halo_spot_check(store: ParquetStore, keys: list[SymbolYear], first_year: int, **kw) -> dict:
+    """The halo assumption, measured on one boundary: the latest key of the run that has
+    more history than its halo is computed from its halo only (years Y-k..Y) and from all
+    stored years since `first_year`; the rows of Y must agree within float32 tolerance."""
+    for key in sorted(keys, key=lambda k: (-k.year, k.symbol)):
+        if key.year - HALO_YEARS <= first_year:
+            continue
+        try:
+            full = store.read("raw_bars", [SymbolYear(key.symbol, y) for y in range(first_year, key.year + 1)])
+        except FileNotFoundError:
+            continue
+        halo_only = full.filter(pl.col("date").dt.year() >= key.year - HALO_YEARS)
+        a = build_features(halo_only, [key], **kw)[0].select(FEATURE_NAMES).to_numpy().astype(np.float64)
+        b = build_features(full, [key], **kw)[0].select(FEATURE_NAMES).to_numpy().astype(np.float64)
+        if not a.size:
+            continue
+        diff = np.nan_to_num(np.abs(a - b), nan=0.0)
+        worst = int(np.argmax(diff.max(axis=0)))
+        return {
+            "passed": bool(np.all(np.isclose(a, b, rtol=SPOT_RTOL, atol=SPOT_ATOL, equal_nan=True))),
+            "partition": f"{key.symbol}|{key.year}",
+            "halo_years": HALO_YEARS,
+            "history_years": key.year - first_year,
+            "max_abs_diff": float(diff.max()),
+            "worst_feature": FEATURE_NAMES[worst],
+        }
+    return {"passed": True, "skipped": "no partition in this run has stored history beyond its halo"}
+
+
+@asset(
+    partitions_def=symbol_year_partitions,
+    backfill_policy=BackfillPolicy.single_run(),
+    ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(HALO_YEARS))},
+    io_manager_key="parquet_io_manager",
+    group_name="features",
+    kinds={"numba", "polars"},
+    check_specs=[
+        AssetCheckSpec("dtypes", asset="features", description="columns and dtypes follow the feature registry"),
+        AssetCheckSpec("no_nan_after_warmup", asset="features", description="every feature is finite after its warm-up"),
+        AssetCheckSpec("halo_spot_check", asset="features", description="one boundary from its halo only equals it from all stored history"),
+    ],
+)
+def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource, compute: ComputeResource):
+    """Technical features of one symbol and year from the feature registry (TA-Lib-exact
+    kernels), computed over the year and its halo, stored for the year only."""
+    settings = project.settings()
+    keys = [split_key(k) for k in context.partition_keys]
+    kw = {"backend": compute.backend, "precision": settings.precision, "workers": settings.build.worker_count(),
+          "chunk_rows": settings.build.chunk_rows}
+    with observe(context, settings.reports_dir, "features", args={**kw, "halo_years": HALO_YEARS}) as obs:
+        with obs.timed("build_s"):
+            df, nan_after_warmup, stats = build_features(raw_bars, keys, **kw)
+        obs.record(df)
+        obs.extra.update({"input_rows": raw_bars.height, "chunks": stats.chunks, "workers": stats.workers,
+                          "max_chunk_input_mb": round(stats.max_chunk_input_mb, 2),
+                          "max_worker_rss_growth_mb": round(stats.max_worker_rss_growth_mb, 2)})
+    yield Output(df)
+    yield AssetCheckResult(check_name="dtypes", passed=True, metadata={"columns": len(df.columns)})
+    bad = {k: v for k, v in nan_after_warmup.items() if v}
+    yield AssetCheckResult(check_name="no_nan_after_warmup", passed=not bad, metadata={"nan_counts": bad or "none"})
+    spot = halo_spot_check(ParquetStore(settings.data_dir), keys, settings.years.start, **{**kw, "workers": 1})
+    yield AssetCheckResult(check_name="halo_spot_check", passed=spot.pop("passed"), metadata=spot)

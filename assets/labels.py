@@ -1,0 +1,68 @@
+"""Stage `labels` (symbol x year): forward returns over H trading rows and their sign.
+
+    label_ret_h{H}[t] = close[t+H] / close[t] - 1   (rows of the symbol's own series)
+    label_bin_h{H}[t] = 1 if label_ret_h{H}[t] > tau_H else 0; null where the return is null
+
+Where the future is not known yet (the last H rows of the known history) both are null,
+never 0: the seed's `(fut > tau).astype(int8)` turns NaN into 0, which leaks. Computed
+per symbol (never across symbols). Partition SYMBOL|Y reads raw_bars of Y and Y+1.
+"""
+
+import polars as pl
+from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
+
+from assets.observe import observe
+from assets.partition_frames import keep_partitions
+from assets.schema import labels_schema
+from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from resources.project import ProjectResource
+
+
+def build_labels(bars: pl.DataFrame, keys: list[SymbolYear], thresholds: dict[int, float]) -> pl.DataFrame:
+    """Labels of the rows of `keys` from `bars` (which may hold the following year)."""
+    horizons = list(thresholds)
+    bars = bars.sort("symbol", "date")
+    close = pl.col("close").cast(pl.Float64)
+    rets = [(close.shift(-h).over("symbol") / close - 1.0).alias(f"label_ret_h{h}") for h in horizons]
+    frame = bars.select("date", "symbol", *rets)
+    bins = [
+        pl.when(pl.col(f"label_ret_h{h}").is_null())
+        .then(None)
+        .otherwise(pl.col(f"label_ret_h{h}") > thresholds[h])
+        .cast(pl.Int8)
+        .alias(f"label_bin_h{h}")
+        for h in horizons
+    ]
+    out = keep_partitions(frame.with_columns(bins), keys)
+    return labels_schema(horizons).cast(out)
+
+
+@asset(
+    partitions_def=symbol_year_partitions,
+    backfill_policy=BackfillPolicy.single_run(),
+    ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(0, years_after=1))},
+    io_manager_key="parquet_io_manager",
+    group_name="labels",
+    kinds={"polars"},
+    check_specs=[
+        AssetCheckSpec("unknown_future_is_null", asset="labels",
+                       description="labels are null only in the last H rows of a symbol's known history"),
+    ],
+)
+def labels(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource):
+    """Forward returns over 3/7/14 trading rows and their binary labels (null, never 0,
+    where the future is unknown)."""
+    settings = project.settings()
+    keys = [split_key(k) for k in context.partition_keys]
+    thresholds = {h: settings.labels.thresholds[h] for h in settings.labels.horizons}
+    with observe(context, settings.reports_dir, "labels", args={"thresholds": thresholds}) as obs:
+        df = obs.record(build_labels(raw_bars, keys, thresholds))
+    yield Output(df)
+    # Null labels may only sit in the last H rows of each symbol's loaded history.
+    known = raw_bars.group_by("symbol").agg(pl.len().alias("n"))
+    pos = raw_bars.sort("symbol", "date").select("symbol", "date", pl.int_range(pl.len()).over("symbol").alias("pos"))
+    joined = df.join(pos, on=["symbol", "date"]).join(known, on="symbol")
+    bad = {h: int(joined.filter(pl.col(f"label_bin_h{h}").is_null() & (pl.col("pos") < pl.col("n") - h)).height)
+           for h in thresholds}
+    yield AssetCheckResult(check_name="unknown_future_is_null", passed=not any(bad.values()),
+                           metadata={"unexpected_nulls": {str(h): v for h, v in bad.items()}})

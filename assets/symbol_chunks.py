@@ -1,0 +1,108 @@
+"""Per-symbol work over a frame sorted by symbol then date, in chunks, in a process pool.
+
+A frame holding many symbols is cut at symbol boundaries into chunks of about
+`chunk_rows` rows (whole symbols: recursive indicators need each series from its start).
+Each chunk's columns travel to a worker as NumPy arrays; the worker returns arrays of the
+same length. With one worker (or one chunk) everything runs in this process.
+
+Workers pin BLAS/OpenMP threads to 1 and report their peak RSS growth over the RSS they
+started with, so the stage can show memory per worker against the chunk's input bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import polars as pl
+
+from resources.threads import pin_worker_threads
+
+
+@dataclass
+class ChunkStats:
+    chunks: int = 0
+    workers: int = 1
+    max_chunk_input_mb: float = 0.0
+    max_worker_rss_growth_mb: float = 0.0
+
+    @property
+    def rss_growth_over_input(self) -> float:
+        return self.max_worker_rss_growth_mb / self.max_chunk_input_mb if self.max_chunk_input_mb else 0.0
+
+
+def symbol_offsets(symbols: pl.Series) -> np.ndarray:
+    """Start offsets of each symbol's run in a symbol-sorted column, plus the end."""
+    values = symbols.to_numpy()
+    if len(values) == 0:
+        return np.zeros(1, dtype=np.int64)
+    change = np.flatnonzero(values[1:] != values[:-1]) + 1
+    return np.concatenate([[0], change, [len(values)]]).astype(np.int64)
+
+
+def plan_chunks(offsets: np.ndarray, chunk_rows: int) -> list[tuple[int, int]]:
+    """Index ranges [symbol_lo, symbol_hi) covering about chunk_rows rows each."""
+    chunks, lo = [], 0
+    n_sym = len(offsets) - 1
+    for hi in range(1, n_sym + 1):
+        if offsets[hi] - offsets[lo] >= chunk_rows or hi == n_sym:
+            chunks.append((lo, hi))
+            lo = hi
+    return chunks
+
+
+def _current_rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _worker_init() -> None:
+    pin_worker_threads(1)
+
+
+def _run_chunk(fn: Callable, arrays: dict[str, np.ndarray], offsets: np.ndarray, kwargs: dict):
+    start_rss = _current_rss_mb()
+    result = fn(arrays, offsets, **kwargs)
+    growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 - start_rss
+    return result, max(growth, 0.0)
+
+
+def map_symbol_chunks(
+    fn: Callable[..., dict[str, np.ndarray]],
+    frame: pl.DataFrame,
+    columns: list[str],
+    *,
+    workers: int = 1,
+    chunk_rows: int = 131_072,
+    **kwargs,
+) -> tuple[dict[str, np.ndarray], ChunkStats]:
+    """Apply `fn(arrays, offsets, **kwargs)` to symbol chunks of `frame`; concatenate results.
+
+    `fn` receives the chunk's columns and the offsets of its symbols within the chunk, and
+    returns a dict of arrays of the chunk's length.
+    """
+    offsets = symbol_offsets(frame["symbol"])
+    chunks = plan_chunks(offsets, chunk_rows)
+    stats = ChunkStats(chunks=len(chunks), workers=max(1, min(workers, len(chunks))))
+    cols = {c: frame[c].to_numpy() for c in columns}
+    jobs = []
+    for lo, hi in chunks:
+        a, b = offsets[lo], offsets[hi]
+        arrays = {c: v[a:b] for c, v in cols.items()}
+        stats.max_chunk_input_mb = max(stats.max_chunk_input_mb, sum(v.nbytes for v in arrays.values()) / 2**20)
+        jobs.append((arrays, offsets[lo : hi + 1] - a))
+    if stats.workers == 1:
+        results = [_run_chunk(fn, arrays, offs, kwargs) for arrays, offs in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=stats.workers, initializer=_worker_init) as pool:
+            futures = [pool.submit(_run_chunk, fn, arrays, offs, kwargs) for arrays, offs in jobs]
+            results = [f.result() for f in futures]
+    stats.max_worker_rss_growth_mb = max((g for _, g in results), default=0.0)
+    if not results:
+        return {}, stats
+    keys = results[0][0].keys()
+    return {k: np.concatenate([r[k] for r, _ in results]) for k in keys}, stats
