@@ -5,7 +5,9 @@
 
 Where the future is not known yet (the last H rows of the known history) both are null,
 never 0: the seed's `(fut > tau).astype(int8)` turns NaN into 0, which leaks. Computed
-per symbol (never across symbols). Partition SYMBOL|Y reads raw_bars of Y and Y+1.
+per symbol (never across symbols). Partition SYMBOL|Y reads raw_bars of Y and Y+1; a Y+1
+not stored yet is a future not known yet (nulls), and the labels fill in when the stage runs
+again after Y+1 arrives (the nightly schedule re-runs the previous year in January).
 """
 
 import polars as pl
@@ -15,6 +17,7 @@ from assets.observe import observe
 from assets.partition_frames import keep_partitions
 from assets.schema import labels_schema
 from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
 
@@ -40,7 +43,7 @@ def build_labels(bars: pl.DataFrame, keys: list[SymbolYear], thresholds: dict[in
 @asset(
     partitions_def=symbol_year_partitions,
     backfill_policy=BackfillPolicy.single_run(),
-    ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(0, years_after=1))},
+    ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(0, years_after=1), metadata={ALLOW_MISSING: True})},
     io_manager_key="parquet_io_manager",
     group_name="labels",
     kinds={"polars"},

@@ -197,7 +197,7 @@ def hma_core(x, n, out, diff):
         w_f = sum_f / div_f
         sum_f -= sub_f
         diff[i] = 2.0 * w_h - w_f
-        d = diff[i]  # read back: the value added now is the value subtracted m rows later
+        d = float(diff[i])  # read back: the value added now is the value subtracted m rows later
         j = i - (n - 1)  # index within the diff series
         if j < m - 1:
             sub_m += d
@@ -205,7 +205,7 @@ def hma_core(x, n, out, diff):
         else:
             sub_m += d
             if j >= m:
-                sub_m -= diff[i - m]
+                sub_m -= float(diff[i - m])
             sum_m += d * m
             out[i] = sum_m / div_m
             sum_m -= sub_m

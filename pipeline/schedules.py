@@ -1,4 +1,5 @@
-"""The nightly rebuild: at 02:00 every day, the latest year of every registered symbol.
+"""The nightly rebuild: at 02:00 every day, the latest year of every registered symbol
+(in January also the previous year, whose last labels need the new year's first rows).
 
 One RunRequest per partition key, each with a run_key (date + key) so a tick that is
 evaluated twice launches nothing twice. Off by default; `automation.nightly_schedule:
@@ -39,7 +40,9 @@ def nightly_rebuild(context: ScheduleEvaluationContext):
         return SkipReason("no symbols registered: run `python -m pipeline.cli symbols sync` or enable the sensor")
     when = context.scheduled_execution_time
     year = latest_year(when.year)
+    years = [year - 1, year] if when.month == 1 and year - 1 >= load_settings().years.start else [year]
     return [
-        RunRequest(run_key=f"nightly:{when:%Y-%m-%d}:{sym}|{year}", partition_key=make_key(sym, year))
+        RunRequest(run_key=f"nightly:{when:%Y-%m-%d}:{sym}|{y}", partition_key=make_key(sym, y))
+        for y in years
         for sym in symbols
     ]

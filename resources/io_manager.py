@@ -10,7 +10,8 @@ Outputs (a polars DataFrame or LazyFrame):
 Inputs, by the input's annotation:
 - `pl.DataFrame`: the requested upstream partitions as one frame sorted by symbol then
   date: the halo years of a partition mapping, or a single partition. A missing upstream
-  partition is an error naming it.
+  partition is an error naming it, unless the input's metadata sets
+  `allow_missing_partitions` (labels: a next year not stored yet is a future not known yet).
 - `pl.LazyFrame`: a lazy scan with hive columns; an unpartitioned downstream asset scans
   the whole upstream dataset.
 """
@@ -24,6 +25,8 @@ from dagster import ConfigurableIOManager, InputContext, MultiPartitionsDefiniti
 
 from pipeline.partitions import split_key
 from resources.parquet_store import ParquetStore
+
+ALLOW_MISSING = "allow_missing_partitions"
 
 
 def _asset_name(context: InputContext | OutputContext) -> str:
@@ -84,4 +87,5 @@ class PartitionedParquetIOManager(ConfigurableIOManager):
             # An unpartitioned downstream asset reads the whole dataset.
             return store.scan(asset)
         keys = [split_key(k) for k in context.asset_partition_keys]
-        return store.scan(asset, keys) if lazy else store.read(asset, keys)
+        allow_missing = bool((context.definition_metadata or {}).get(ALLOW_MISSING))
+        return store.scan(asset, keys, allow_missing) if lazy else store.read(asset, keys, allow_missing)

@@ -119,11 +119,14 @@ class ParquetStore:
         return atomic_write_parquet(df, self.unpartitioned_path(asset))
 
     # reads -----------------------------------------------------------------------------
-    def paths_for(self, asset: str, keys: Iterable[SymbolYear]) -> list[Path]:
-        """The files of `keys`, in symbol then year order; a missing one is an error."""
+    def paths_for(self, asset: str, keys: Iterable[SymbolYear], allow_missing: bool = False) -> list[Path]:
+        """The files of `keys`, in symbol then year order; a missing one is an error unless
+        `allow_missing` (then it is skipped; all missing is still an error)."""
         ordered = sorted(set(keys))
         paths = [self.partition_path(asset, k.symbol, k.year) for k in ordered]
         missing = [str(k) for k, p in zip(ordered, paths) if not p.is_file()]
+        if allow_missing and len(missing) < len(paths):
+            return [p for p in paths if p.is_file()]
         if missing:
             raise FileNotFoundError(
                 f"{self.asset_dir(asset)}: partition(s) not materialized yet: {missing[:5]}"
@@ -131,22 +134,22 @@ class ParquetStore:
             )
         return paths
 
-    def read(self, asset: str, keys: Iterable[SymbolYear]) -> pl.DataFrame:
+    def read(self, asset: str, keys: Iterable[SymbolYear], allow_missing: bool = False) -> pl.DataFrame:
         """The rows of `keys` as one frame, sorted by symbol then date (one key works too)."""
-        paths = self.paths_for(asset, keys)
+        paths = self.paths_for(asset, keys, allow_missing)
         if not paths:
             raise ValueError(f"{asset}: no partitions requested")
         frames = [pl.read_parquet(p) for p in paths]
         return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
 
-    def scan(self, asset: str, keys: Iterable[SymbolYear] | None = None) -> pl.LazyFrame:
+    def scan(self, asset: str, keys: Iterable[SymbolYear] | None = None, allow_missing: bool = False) -> pl.LazyFrame:
         """A lazy scan with hive columns (`symbol`, `year`) of some keys or the whole asset."""
         if keys is None:
             if not self.asset_dir(asset).is_dir():
                 raise FileNotFoundError(f"{self.asset_dir(asset)}: asset not materialized yet")
             pattern = self.asset_dir(asset) / "**" / FILE_NAME
             return pl.scan_parquet(str(pattern), hive_partitioning=True)
-        paths = self.paths_for(asset, keys)
+        paths = self.paths_for(asset, keys, allow_missing)
         return pl.scan_parquet([str(p) for p in paths], hive_partitioning=True)
 
     def partitions(self, asset: str) -> list[SymbolYear]:

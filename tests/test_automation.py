@@ -86,6 +86,14 @@ def test_schedule_requests_the_latest_year_of_every_symbol_with_run_keys(instanc
     assert [r.run_key for r in requests] == [f"nightly:2024-03-05:{s}|2024" for s in ("AAA", "BBB", "CCC")]
 
 
+def test_schedule_in_january_also_reruns_the_previous_year(instance, monkeypatch, make_settings):
+    monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings(years={"start": 2000, "end": None})))
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    when = dt.datetime(2024, 1, 3, 2, 0, tzinfo=dt.timezone.utc)
+    requests = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert [str(r.partition_key) for r in requests] == ["AAA|2023", "AAA|2024"]
+
+
 def test_schedule_without_symbols_skips_with_a_hint(instance):
     result = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=dt.datetime(2024, 1, 2, 2)))
     assert isinstance(result, SkipReason) and "symbols sync" in result.skip_message

@@ -354,7 +354,10 @@ def run(spec, inputs, params: tuple[int, ...], dtype) -> list:
     """Run core `spec.core` on 2-D [series, time] inputs; one output per core output."""
     is_tensor = isinstance(inputs[0], torch.Tensor)
     device = inputs[0].device if is_tensor else default_device()
-    xs = [torch.as_tensor(a).to(device=device, dtype=F64) for a in inputs]
+    if is_tensor:
+        xs = [a.to(dtype=F64) for a in inputs]
+    else:  # one copy, straight to the device in float64 (also: never aliases the caller's array)
+        xs = [torch.tensor(a, dtype=F64, device=device) for a in inputs]
     outs = CORES[spec.core](*xs, *params)
     if is_tensor:
         out_dtype = torch.float32 if np.dtype(dtype) == np.float32 else F64
