@@ -1,15 +1,18 @@
-"""The feature registry: every feature's name, kernel, inputs, parameters and warm-up.
+"""The feature registry: every feature's name, formula over the kernels, and warm-up.
 
 The `features` table's column order is the registry's order. To add a feature, append one
-`Feature` here: the stage, the schema, the halo and the tests pick it up.
+`Feature` here: the stage, the schema, the halo check and the tests pick it up.
 
-`compute_features(arrays, backend, dtype)` runs the registry over one symbol's (or a batch
-of symbols') bar arrays; a kernel that yields several outputs (`dmi`) runs once.
+A feature's `formula` receives `k(core, inputs, output=0, **params)`, which runs a kernel
+core (a key of `kernels.indicators.SPECS`) over the bar columns named in `inputs`, once per
+distinct call (a multi-output core such as `dmi` runs once for +DI, -DI and ADX).
+`compute_features(arrays, offsets)` evaluates the registry over many symbols stored back to
+back (symbol k is rows offsets[k]:offsets[k+1]).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -21,45 +24,38 @@ from kernels import indicators as K
 @dataclass(frozen=True)
 class Feature:
     name: str
-    fn: Callable
-    inputs: tuple[str, ...]
-    params: dict = field(default_factory=dict)
-    output: int | None = None  # which output of a multi-output kernel
-    lookback_of: tuple[str, int] | None = None  # (indicator, n) for the warm-up
+    formula: Callable  # k -> array
+    lookback_of: tuple[str, int]  # (indicator, n) whose lookback is this feature's warm-up
 
     @property
     def warmup(self) -> int:
         """Rows before the first valid value."""
-        name, n = self.lookback_of
-        return K.lookback(name, n)
-
-
-def _f(name, fn, inputs, lookback_of, output=None, **params):
-    return Feature(name, fn, inputs, params, output, lookback_of)
+        return K.lookback(*self.lookback_of)
 
 
 C, HLC = ("close",), ("high", "low", "close")
 
 FEATURES: tuple[Feature, ...] = (
-    _f("f_ret1", K.returns, C, ("returns", 1), n=1),
-    _f("f_ret5", K.returns, C, ("returns", 5), n=5),
-    _f("f_sma20", K.sma, C, ("sma", 20), n=20),
-    _f("f_ema20", K.ema, C, ("ema", 20), n=20),
-    _f("f_wma20", K.wma, C, ("wma", 20), n=20),
-    _f("f_dema20", K.dema, C, ("dema", 20), n=20),
-    _f("f_tema20", K.tema, C, ("tema", 20), n=20),
-    _f("f_hma20", K.hma, C, ("hma", 20), n=20),
-    _f("f_lsma20", K.lsma, C, ("lsma", 20), n=20),
-    _f("f_kama10", K.kama, C, ("kama", 10), n=10),
-    _f("f_rsi14", K.rsi, C, ("rsi", 14), n=14),
-    _f("f_atr14", K.atr, HLC, ("atr", 14), n=14),
-    _f("f_plus_di14", K.dmi, HLC, ("plus_di", 14), output=0, n=14),
-    _f("f_minus_di14", K.dmi, HLC, ("minus_di", 14), output=1, n=14),
-    _f("f_adx14", K.dmi, HLC, ("adx", 14), output=2, n=14),
-    _f("f_std20", K.rolling_std, C, ("rolling_std", 20), n=20),
-    _f("f_zscore20", K.zscore, C, ("zscore", 20), n=20),
-    _f("f_vol_pct", K.volatility_percent, HLC, ("atr", 14)),
-    _f("f_vol_ratio", K.volatility_ratio, HLC, ("atr", 28)),
+    Feature("f_ret1", lambda k: k("rocp", C, n=1), ("returns", 1)),
+    Feature("f_ret5", lambda k: k("rocp", C, n=5), ("returns", 5)),
+    Feature("f_sma20", lambda k: k("sma", C, n=20), ("sma", 20)),
+    Feature("f_ema20", lambda k: k("ema", C, n=20), ("ema", 20)),
+    Feature("f_wma20", lambda k: k("wma", C, n=20), ("wma", 20)),
+    Feature("f_dema20", lambda k: k("dema", C, n=20), ("dema", 20)),
+    Feature("f_tema20", lambda k: k("tema", C, n=20), ("tema", 20)),
+    Feature("f_hma20", lambda k: k("hma", C, n=20), ("hma", 20)),
+    Feature("f_lsma20", lambda k: k("lsma", C, n=20), ("lsma", 20)),
+    Feature("f_kama10", lambda k: k("kama", C, n=10), ("kama", 10)),
+    Feature("f_rsi14", lambda k: k("rsi", C, n=14), ("rsi", 14)),
+    Feature("f_atr14", lambda k: k("atr", HLC, n=14), ("atr", 14)),
+    Feature("f_plus_di14", lambda k: k("dmi", HLC, output=0, n=14), ("plus_di", 14)),
+    Feature("f_minus_di14", lambda k: k("dmi", HLC, output=1, n=14), ("minus_di", 14)),
+    Feature("f_adx14", lambda k: k("dmi", HLC, output=2, n=14), ("adx", 14)),
+    Feature("f_std20", lambda k: k("moments", C, n=20, mode=0), ("rolling_std", 20)),
+    Feature("f_zscore20", lambda k: k("moments", C, n=20, mode=1), ("zscore", 20)),
+    # seed 001: Volatility Percent = ATR14 / close * 100, Volatility Ratio = ATR14 / ATR28
+    Feature("f_vol_pct", lambda k: k("atr", HLC, n=14) / k.column("close") * 100.0, ("atr", 14)),
+    Feature("f_vol_ratio", lambda k: k("atr", HLC, n=14) / k("atr", HLC, n=28), ("atr", 28)),
 )
 
 FEATURE_NAMES = [f.name for f in FEATURES]
@@ -71,14 +67,30 @@ def feature_dtypes(precision: str = "float32") -> list[tuple[str, pl.DataType]]:
     return [(name, dtype) for name in FEATURE_NAMES]
 
 
-def compute_features(arrays: dict[str, np.ndarray], backend: str = "cpu", dtype=np.float32) -> dict[str, np.ndarray]:
-    """Every registered feature over `arrays` (name -> 1-D or [series, time] array)."""
-    out: dict[str, np.ndarray] = {}
-    memo: dict[tuple, object] = {}
-    for feat in FEATURES:
-        key = (feat.fn, feat.inputs, tuple(sorted(feat.params.items())))
-        if key not in memo:
-            memo[key] = feat.fn(*(arrays[c] for c in feat.inputs), **feat.params, backend=backend, dtype=dtype)
-        result = memo[key]
-        out[feat.name] = result[feat.output] if feat.output is not None else result
-    return out
+class _KernelCalls:
+    """The `k` handed to formulas: memoised ragged kernel runs over one set of arrays."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], offsets: np.ndarray, backend: str, dtype):
+        self.arrays, self.offsets, self.backend, self.dtype = arrays, offsets, backend, dtype
+        self._memo: dict[tuple, list[np.ndarray]] = {}
+
+    def column(self, name: str) -> np.ndarray:
+        return self.arrays[name].astype(self.dtype, copy=False)
+
+    def __call__(self, core: str, inputs: tuple[str, ...], output: int = 0, **params) -> np.ndarray:
+        ordered = (params.pop("n"), *params.values())
+        key = (core, inputs, ordered)
+        if key not in self._memo:
+            cols = [self.arrays[c] for c in inputs]
+            self._memo[key] = K.ragged(core, cols, self.offsets, ordered, backend=self.backend, dtype=self.dtype)
+        return self._memo[key][output]
+
+
+def compute_features(arrays: dict[str, np.ndarray], offsets: np.ndarray | None = None, backend: str = "cpu",
+                     dtype=np.float32) -> dict[str, np.ndarray]:
+    """Every registered feature over `arrays` (name -> 1-D array; series back to back)."""
+    total = len(next(iter(arrays.values())))
+    offsets = np.array([0, total], dtype=np.int64) if offsets is None else np.asarray(offsets, dtype=np.int64)
+    k = _KernelCalls(arrays, offsets, backend, dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):  # NaN / NaN during warm-up
+        return {f.name: np.asarray(f.formula(k), dtype=dtype) for f in FEATURES}

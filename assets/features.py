@@ -31,24 +31,8 @@ SPOT_RTOL, SPOT_ATOL = 1e-4, 1e-5
 
 
 def features_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray, *, backend: str, dtype) -> dict[str, np.ndarray]:
-    """Worker: the registry over each symbol of a chunk (symbols of equal length are batched
-    as [series, time] on GPU backends; the cpu backend takes them one by one)."""
-    total = len(arrays["close"])
-    out = {name: np.empty(total, dtype=dtype) for name in FEATURE_NAMES}
-    lengths = np.diff(offsets)
-    if backend == "cpu":
-        groups = [[i] for i in range(len(lengths))]
-    else:
-        groups = [list(np.flatnonzero(lengths == n)) for n in np.unique(lengths)]
-    for group in groups:
-        starts, n = offsets[group], int(lengths[group[0]])
-        batch = {c: np.stack([arrays[c][s : s + n] for s in starts]) if len(group) > 1 else arrays[c][starts[0] : starts[0] + n] for c in INPUT_COLUMNS}
-        feats = compute_features(batch, backend=backend, dtype=dtype)
-        for name, values in feats.items():
-            values = np.asarray(values).reshape(len(group), n)
-            for row, s in enumerate(starts):
-                out[name][s : s + n] = values[row]
-    return out
+    """Worker: the registry over the symbols of a chunk, stored back to back."""
+    return compute_features(arrays, offsets, backend=backend, dtype=dtype)
 
 
 def build_features(
@@ -59,6 +43,7 @@ def build_features(
     precision: str = "float32",
     workers: int = 1,
     chunk_rows: int = 131_072,
+    executor: str = "thread",
 ) -> tuple[pl.DataFrame, dict[str, int], ChunkStats]:
     """Features of the rows of `keys` from `bars` (which may hold halo years before them).
 
@@ -68,7 +53,8 @@ def build_features(
     dtype = np.float64 if precision == "float64" else np.float32
     bars = bars.sort("symbol", "date")
     feats, stats = map_symbol_chunks(
-        features_by_symbol, bars, INPUT_COLUMNS, workers=workers, chunk_rows=chunk_rows, backend=backend, dtype=dtype
+        features_by_symbol, bars, INPUT_COLUMNS, workers=workers, chunk_rows=chunk_rows, executor=executor,
+        backend=backend, dtype=dtype,
     )
     frame = bars.select("date", "symbol").with_columns(
         *[pl.Series(name, feats.get(name, np.empty(0, dtype))) for name in FEATURE_NAMES],
@@ -132,7 +118,7 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     settings = project.settings()
     keys = [split_key(k) for k in context.partition_keys]
     kw = {"backend": compute.backend, "precision": settings.precision, "workers": settings.build.worker_count(),
-          "chunk_rows": settings.build.chunk_rows}
+          "chunk_rows": settings.build.chunk_rows, "executor": settings.build.executor}
     with observe(context, settings.reports_dir, "features", args={**kw, "halo_years": HALO_YEARS}) as obs:
         with obs.timed("build_s"):
             df, nan_after_warmup, stats = build_features(raw_bars, keys, **kw)

@@ -26,7 +26,12 @@ def build_labels(bars: pl.DataFrame, keys: list[SymbolYear], thresholds: dict[in
     horizons = list(thresholds)
     bars = bars.sort("symbol", "date")
     close = pl.col("close").cast(pl.Float64)
-    rets = [(close.shift(-h).over("symbol") / close - 1.0).alias(f"label_ret_h{h}") for h in horizons]
+    # Sorted by symbol: a shift of the whole column is the symbol's own future where the
+    # symbol H rows ahead is the same, and unknown (null) where it is not.
+    rets = [
+        pl.when(pl.col("symbol").shift(-h) == pl.col("symbol")).then(close.shift(-h) / close - 1.0).alias(f"label_ret_h{h}")
+        for h in horizons
+    ]
     frame = bars.select("date", "symbol", *rets)
     bins = [
         pl.when(pl.col(f"label_ret_h{h}").is_null())

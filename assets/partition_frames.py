@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
+from itertools import groupby
+
 import polars as pl
 
 from pipeline.partitions import SymbolYear
 
 
 def keep_partitions(frame: pl.DataFrame, keys: list[SymbolYear]) -> pl.DataFrame:
-    """Rows of `frame` whose (symbol, year of date) is one of `keys`, order kept."""
+    """Rows of `frame` whose (symbol, year of date) is one of `keys`, order kept.
+
+    Runs cover rectangles, so each symbol's years are usually one contiguous range: that
+    case is a join on symbol and a range test; any other set of keys takes a semi join.
+    """
+    year = pl.col("date").dt.year()
+    ranges = {}
+    for sym, group in groupby(sorted(set(keys)), key=lambda k: k.symbol):
+        years = [k.year for k in group]
+        if years != list(range(years[0], years[-1] + 1)):
+            break
+        ranges[sym] = (years[0], years[-1])
+    else:
+        bounds = pl.DataFrame(
+            {"symbol": list(ranges), "__lo": [r[0] for r in ranges.values()], "__hi": [r[1] for r in ranges.values()]},
+            schema={"symbol": pl.String, "__lo": pl.Int32, "__hi": pl.Int32},
+        )
+        return (
+            frame.join(bounds, on="symbol", how="inner", maintain_order="left")
+            .filter(year.is_between(pl.col("__lo"), pl.col("__hi")))
+            .drop("__lo", "__hi")
+        )
     wanted = pl.DataFrame(
         {"symbol": [k.symbol for k in keys], "__year": [k.year for k in keys]},
         schema={"symbol": pl.String, "__year": pl.Int32},
     )
-    return (
-        frame.with_columns(pl.col("date").dt.year().alias("__year"))
-        .join(wanted, on=["symbol", "__year"], how="semi", maintain_order="left")
-        .drop("__year")
-    )
+    return frame.with_columns(year.alias("__year")).join(wanted, on=["symbol", "__year"], how="semi", maintain_order="left").drop("__year")

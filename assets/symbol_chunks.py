@@ -1,19 +1,20 @@
-"""Per-symbol work over a frame sorted by symbol then date, in chunks, in a process pool.
+"""Per-symbol work over a frame sorted by symbol then date, in chunks, over a pool.
 
 A frame holding many symbols is cut at symbol boundaries into chunks of about
 `chunk_rows` rows (whole symbols: recursive indicators need each series from its start).
-Each chunk's columns travel to a worker as NumPy arrays; the worker returns arrays of the
-same length. With one worker (or one chunk) everything runs in this process.
+`executor="thread"` runs chunks on threads sharing the arrays (the numba kernels release
+the GIL); `executor="process"` sends each chunk's columns to worker processes as NumPy
+arrays (for work that holds the GIL). With one worker or one chunk everything runs here.
 
-Workers pin BLAS/OpenMP threads to 1 and report their peak RSS growth over the RSS they
-started with, so the stage can show memory per worker against the chunk's input bytes.
+Process workers pin BLAS/OpenMP threads to 1, warm up (numba loads its compiled code)
+and then report their peak RSS growth over that baseline, so the stage can show memory
+per worker against the chunk's input bytes.
 """
 
 from __future__ import annotations
 
-import os
 import resource
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,7 +29,7 @@ class ChunkStats:
     chunks: int = 0
     workers: int = 1
     max_chunk_input_mb: float = 0.0
-    max_worker_rss_growth_mb: float = 0.0
+    max_worker_rss_growth_mb: float = 0.0  # process executor only
 
     @property
     def rss_growth_over_input(self) -> float:
@@ -37,11 +38,10 @@ class ChunkStats:
 
 def symbol_offsets(symbols: pl.Series) -> np.ndarray:
     """Start offsets of each symbol's run in a symbol-sorted column, plus the end."""
-    values = symbols.to_numpy()
-    if len(values) == 0:
+    if len(symbols) == 0:
         return np.zeros(1, dtype=np.int64)
-    change = np.flatnonzero(values[1:] != values[:-1]) + 1
-    return np.concatenate([[0], change, [len(values)]]).astype(np.int64)
+    starts = (symbols != symbols.shift(1)).fill_null(True).arg_true().to_numpy()
+    return np.concatenate([starts, [len(symbols)]]).astype(np.int64)
 
 
 def plan_chunks(offsets: np.ndarray, chunk_rows: int) -> list[tuple[int, int]]:
@@ -55,19 +55,22 @@ def plan_chunks(offsets: np.ndarray, chunk_rows: int) -> list[tuple[int, int]]:
     return chunks
 
 
-def _current_rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+_BASELINE_RSS_MB = 0.0
 
 
-def _worker_init() -> None:
+def _worker_init(fn: Callable, kwargs: dict) -> None:
+    """Pin threads, run `fn` once on a tiny input (numba loads its compiled code), then
+    record the RSS that the chunks' growth is measured from."""
+    global _BASELINE_RSS_MB
     pin_worker_threads(1)
+    tiny = {c: np.ones(64, dtype=np.float32) for c in ("open", "high", "low", "close", "volume")}
+    fn(tiny, np.array([0, 64], dtype=np.int64), **kwargs)
+    _BASELINE_RSS_MB = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _run_chunk(fn: Callable, arrays: dict[str, np.ndarray], offsets: np.ndarray, kwargs: dict):
-    start_rss = _current_rss_mb()
     result = fn(arrays, offsets, **kwargs)
-    growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 - start_rss
+    growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 - _BASELINE_RSS_MB
     return result, max(growth, 0.0)
 
 
@@ -78,6 +81,7 @@ def map_symbol_chunks(
     *,
     workers: int = 1,
     chunk_rows: int = 131_072,
+    executor: str = "thread",
     **kwargs,
 ) -> tuple[dict[str, np.ndarray], ChunkStats]:
     """Apply `fn(arrays, offsets, **kwargs)` to symbol chunks of `frame`; concatenate results.
@@ -88,7 +92,7 @@ def map_symbol_chunks(
     offsets = symbol_offsets(frame["symbol"])
     chunks = plan_chunks(offsets, chunk_rows)
     stats = ChunkStats(chunks=len(chunks), workers=max(1, min(workers, len(chunks))))
-    cols = {c: frame[c].to_numpy() for c in columns}
+    cols = {c: frame[c].rechunk().to_numpy() for c in columns}
     jobs = []
     for lo, hi in chunks:
         a, b = offsets[lo], offsets[hi]
@@ -96,12 +100,17 @@ def map_symbol_chunks(
         stats.max_chunk_input_mb = max(stats.max_chunk_input_mb, sum(v.nbytes for v in arrays.values()) / 2**20)
         jobs.append((arrays, offsets[lo : hi + 1] - a))
     if stats.workers == 1:
-        results = [_run_chunk(fn, arrays, offs, kwargs) for arrays, offs in jobs]
-    else:
-        with ProcessPoolExecutor(max_workers=stats.workers, initializer=_worker_init) as pool:
+        results = [(fn(arrays, offs, **kwargs), 0.0) for arrays, offs in jobs]
+    elif executor == "thread":
+        with ThreadPoolExecutor(max_workers=stats.workers) as pool:
+            results = [(r, 0.0) for r in pool.map(lambda job: fn(job[0], job[1], **kwargs), jobs)]
+    elif executor == "process":
+        with ProcessPoolExecutor(max_workers=stats.workers, initializer=_worker_init, initargs=(fn, kwargs)) as pool:
             futures = [pool.submit(_run_chunk, fn, arrays, offs, kwargs) for arrays, offs in jobs]
             results = [f.result() for f in futures]
-    stats.max_worker_rss_growth_mb = max((g for _, g in results), default=0.0)
+        stats.max_worker_rss_growth_mb = max(g for _, g in results)
+    else:
+        raise ValueError(f"executor must be 'thread' or 'process', got {executor!r}")
     if not results:
         return {}, stats
     keys = results[0][0].keys()

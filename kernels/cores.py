@@ -10,8 +10,10 @@ zero tests: `|v| < 1e-14` where TA-Lib uses a fixed band, exact zero where its s
 test applies to a sum of non-negative terms), so values agree with TA-Lib to float64
 rounding.
 
-Conventions: `x` (or `h`, `l`, `c`) is one series of length T; `n` the period; outputs
-have length T. Lookbacks (index of the first valid output):
+Conventions: `x` (or `h`, `l`, `c`) is one series of length T, float32 or float64; `n` the
+period; outputs have length T. Every element read that meets another element goes through
+`np.float64(...)` first (numba types `float()` of a float32 as float32), so the arithmetic is
+float64 whatever the input dtype, compiled or under the CUDA simulator (NumPy scalars). Lookbacks (index of the first valid output):
     sma, wma, lsma, moments (stddev, zscore): n-1     ema: n-1     dema: 2(n-1)     tema: 3(n-1)
     hma: n-1 + int(sqrt(n))-1     kama, rsi, atr, plus_di, minus_di: n     adx: 2n-1
     rocp: n
@@ -20,6 +22,8 @@ have length T. Lookbacks (index of the first valid output):
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 NAN = float("nan")
 EPS = 1e-14  # TA-Lib's TA_EPSILON: |v| < EPS counts as zero
@@ -197,7 +201,7 @@ def hma_core(x, n, out, diff):
         w_f = sum_f / div_f
         sum_f -= sub_f
         diff[i] = 2.0 * w_h - w_f
-        d = float(diff[i])  # read back: the value added now is the value subtracted m rows later
+        d = np.float64(diff[i])  # read back: the value added now is the value subtracted m rows later
         j = i - (n - 1)  # index within the diff series
         if j < m - 1:
             sub_m += d
@@ -205,7 +209,7 @@ def hma_core(x, n, out, diff):
         else:
             sub_m += d
             if j >= m:
-                sub_m -= float(diff[i - m])
+                sub_m -= np.float64(diff[i - m])
             sum_m += d * m
             out[i] = sum_m / div_m
             sum_m -= sub_m
@@ -252,24 +256,24 @@ def kama_core(x, n, out):
     const_diff = 2.0 / (2.0 + 1.0) - const_max
     sum_roc = 0.0
     for i in range(n):
-        sum_roc += math.fabs(x[i] - x[i + 1])
-    prev = x[n - 1]
-    trailing = x[0]
-    roc = x[n] - trailing
+        sum_roc += math.fabs(np.float64(x[i]) - np.float64(x[i + 1]))
+    prev = np.float64(x[n - 1])
+    trailing = np.float64(x[0])
+    roc = np.float64(x[n]) - trailing
     if sum_roc <= roc or (-EPS < sum_roc < EPS):
         er = 1.0
     else:
         er = math.fabs(roc / sum_roc)
     sc = er * const_diff + const_max
     sc *= sc
-    prev = (x[n] - prev) * sc + prev
+    prev = (np.float64(x[n]) - prev) * sc + prev
     out[n] = prev
     for i in range(n + 1, t_len):
-        v = x[i]
-        tr = x[i - n]
+        v = np.float64(x[i])
+        tr = np.float64(x[i - n])
         roc = v - tr
         sum_roc -= math.fabs(trailing - tr)
-        sum_roc += math.fabs(v - x[i - 1])
+        sum_roc += math.fabs(v - np.float64(x[i - 1]))
         trailing = tr
         if sum_roc <= roc or (-EPS < sum_roc < EPS):
             er = 1.0
@@ -282,21 +286,20 @@ def kama_core(x, n, out):
 
 
 def rsi_core(x, n, out):
-    """Wilder RSI: average gain/loss seeded by simple means of the first n changes,
-    then avg = (avg*(n-1) + change)/n; RSI = 100*gain/(gain+loss), 0 when both are exactly 0
-    (TA-Lib's scale-aware zero test reduces to that for a sum of non-negative terms)."""
+    """Wilder RSI: average gain/loss seeded by simple means of the first n changes, then
+    avg += (change - avg) / n (as a multiply by 1/n: a short dependency chain);
+    RSI = 100*gain/(gain+loss), 0 when both are exactly 0 (TA-Lib's scale-aware zero test
+    reduces to that for a sum of non-negative terms)."""
     t_len = x.shape[0]
     for i in range(min(n, t_len)):
         out[i] = NAN
     if t_len <= n:
         return
+    inv_n = 1.0 / n
     gain = 0.0
     loss = 0.0
-    prev = x[0]
     for i in range(1, n + 1):
-        v = x[i]
-        d = v - prev
-        prev = v
+        d = np.float64(x[i]) - np.float64(x[i - 1])
         if d < 0:
             loss -= d
         else:
@@ -306,24 +309,18 @@ def rsi_core(x, n, out):
     s = gain + loss
     out[n] = 100.0 * (gain / s) if s != 0.0 else 0.0
     for i in range(n + 1, t_len):
-        v = x[i]
-        d = v - prev
-        prev = v
-        loss *= n - 1
-        gain *= n - 1
-        if d < 0:
-            loss -= d
-        else:
-            gain += d
-        loss /= n
-        gain /= n
+        d = np.float64(x[i]) - np.float64(x[i - 1])
+        up = d if d > 0.0 else 0.0
+        down = -d if d < 0.0 else 0.0
+        gain += (up - gain) * inv_n
+        loss += (down - loss) * inv_n
         s = gain + loss
         out[i] = 100.0 * (gain / s) if s != 0.0 else 0.0
 
 
 def atr_core(h, l, c, n, out):
     """Wilder ATR: TR[t] = max(h-l, |h-c[t-1]|, |l-c[t-1]|) from t=1; ATR[n] = mean(TR[1..n]),
-    then ATR = (ATR*(n-1) + TR)/n. With n == 1 it is the true range itself."""
+    then ATR += (TR - ATR) / n (as a multiply by 1/n). With n == 1 it is the true range."""
     t_len = h.shape[0]
     for i in range(min(n, t_len)):
         out[i] = NAN
@@ -331,18 +328,14 @@ def atr_core(h, l, c, n, out):
         return
     acc = 0.0
     for i in range(1, n + 1):  # warm-up: the seed mean (or the true range itself when n == 1)
-        tr = max(max(h[i] - l[i], math.fabs(h[i] - c[i - 1])), math.fabs(l[i] - c[i - 1]))
+        tr = max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))), math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
         acc += tr
     acc = acc / n
     out[n] = acc
+    inv_n = 1.0 / n
     for i in range(n + 1, t_len):
-        tr = max(max(h[i] - l[i], math.fabs(h[i] - c[i - 1])), math.fabs(l[i] - c[i - 1]))
-        if n == 1:
-            acc = tr
-        else:
-            acc *= n - 1
-            acc += tr
-            acc /= n
+        tr = max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))), math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
+        acc += (tr - acc) * inv_n
         out[i] = acc
 
 
@@ -350,9 +343,10 @@ def dmi_core(h, l, c, n, plus_di, minus_di, adx):
     """Wilder's directional movement (TA-Lib PLUS_DI, MINUS_DI, ADX) in one pass.
 
     +DM = up move if up > down and up > 0, -DM = down move if down > up and down > 0;
-    +DM, -DM and TR are summed over bars 1..n-1, then Wilder-smoothed (s = s - s/n + v).
+    +DM, -DM and TR are summed over bars 1..n-1, then Wilder-smoothed (s = s - s/n + v, the
+    division as a multiply by 1/n).
     DI = 100*DM/TR from bar n (0 when TR is exactly 0). DX = 100*|+DI - -DI|/(+DI + -DI);
-    ADX[2n-1] = mean of DX over bars n..2n-1, then ADX = (ADX*(n-1) + DX)/n, unchanged on
+    ADX[2n-1] = mean of DX over bars n..2n-1, then ADX += (DX - ADX)/n, unchanged on
     bars where TR or +DI + -DI is exactly 0 (sums of non-negative terms: TA-Lib's
     scale-aware zero test reduces to an exact one).
     """
@@ -364,21 +358,16 @@ def dmi_core(h, l, c, n, plus_di, minus_di, adx):
         adx[i] = NAN
     if t_len <= n:
         return
+    inv_n = 1.0 / n
     pdm = 0.0
     mdm = 0.0
     tr_s = 0.0
     sum_dx = 0.0
     prev_adx = 0.0
     for i in range(1, t_len):
-        diff_p = h[i] - h[i - 1]
-        diff_m = l[i - 1] - l[i]
-        tr = h[i] - l[i]
-        t2 = math.fabs(h[i] - c[i - 1])
-        if t2 > tr:
-            tr = t2
-        t3 = math.fabs(l[i] - c[i - 1])
-        if t3 > tr:
-            tr = t3
+        diff_p = np.float64(h[i]) - np.float64(h[i - 1])
+        diff_m = np.float64(l[i - 1]) - np.float64(l[i])
+        tr = max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))), math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
         if i < n:
             if diff_m > 0 and diff_p < diff_m:
                 mdm += diff_m
@@ -386,13 +375,11 @@ def dmi_core(h, l, c, n, plus_di, minus_di, adx):
                 pdm += diff_p
             tr_s += tr
             continue
-        mdm -= mdm / n
-        pdm -= pdm / n
-        if diff_m > 0 and diff_p < diff_m:
-            mdm += diff_m
-        elif diff_p > 0 and diff_p > diff_m:
-            pdm += diff_p
-        tr_s = tr_s - tr_s / n + tr
+        dm_minus = diff_m if (diff_m > 0 and diff_p < diff_m) else 0.0
+        dm_plus = diff_p if (diff_p > 0 and diff_p > diff_m) else 0.0
+        mdm = mdm - mdm * inv_n + dm_minus
+        pdm = pdm - pdm * inv_n + dm_plus
+        tr_s = tr_s - tr_s * inv_n + tr
         if tr_s != 0.0:
             p = 100.0 * (pdm / tr_s)
             m = 100.0 * (mdm / tr_s)
@@ -414,7 +401,7 @@ def dmi_core(h, l, c, n, plus_di, minus_di, adx):
             adx[i] = prev_adx
         else:
             if have_dx:
-                prev_adx = (prev_adx * (n - 1) + dx) / n
+                prev_adx += (dx - prev_adx) * inv_n
             adx[i] = prev_adx
 
 
@@ -432,7 +419,7 @@ def moments_core(x, n, zscore, out):
         out[i] = NAN
     if t_len < n:
         return
-    anchor = x[0]
+    anchor = np.float64(x[0])
     s1 = 0.0
     s2 = 0.0
     for i in range(n - 1):
@@ -442,7 +429,7 @@ def moments_core(x, n, zscore, out):
     for i in range(n - 1, t_len):
         start = i - n + 1
         if start > 0 and start % n == 0:
-            anchor = x[start]
+            anchor = np.float64(x[start])
             s1 = 0.0
             s2 = 0.0
             for j in range(start, i):
@@ -471,5 +458,5 @@ def rocp_core(x, n, out):
     for i in range(min(n, t_len)):
         out[i] = NAN
     for i in range(n, t_len):
-        prev = x[i - n]
-        out[i] = (x[i] - prev) / prev if prev != 0.0 else 0.0
+        prev = np.float64(x[i - n])
+        out[i] = (np.float64(x[i]) - prev) / prev if prev != 0.0 else 0.0

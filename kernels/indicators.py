@@ -92,8 +92,8 @@ def _prepare(arrays, backend: str):
         for a in arrays:
             if a.dtype.kind not in "fiu":
                 raise TypeError(f"expected a numeric array, got dtype {a.dtype}")
-        # Cores accumulate in float64; float64 inputs keep every difference and product there.
-        arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
+        # float32 and float64 go in as they are: the cores widen every read to float64.
+        arrays = [a if a.dtype in (np.float32, np.float64) else a.astype(np.float64) for a in arrays]
     shape = tuple(arrays[0].shape)
     if any(tuple(a.shape) != shape for a in arrays):
         raise ValueError(f"inputs must share one shape, got {[tuple(a.shape) for a in arrays]}")
@@ -119,6 +119,37 @@ def _run(name: str, arrays, params: tuple[int, ...], backend: str, dtype) -> lis
     prepared, was_1d, _ = _prepare(arrays, backend)
     outs = get_backend(backend).run(spec, prepared, tuple(int(p) for p in params), dtype)
     return [o[0] if was_1d else o for o in outs]
+
+
+def ragged(name: str, inputs, offsets, params: tuple[int, ...], *, backend: str = "cpu", dtype=np.float32) -> list:
+    """Run core `name` (a key of SPECS) over many series stored back to back.
+
+    Series k occupies rows offsets[k]:offsets[k+1] of every 1-D NumPy input; the outputs
+    have the inputs' total length, each series' values in its own rows (warm-up NaN at the
+    start of each). The cpu backend runs the compiled core on each slice in place; other
+    backends batch the series of equal length as [series, time].
+    """
+    spec = SPECS[name]
+    if params[0] < spec.min_n:
+        raise ValueError(f"{name}: period must be an integer >= {spec.min_n}, got {params[0]!r}")
+    dtype = np.dtype(dtype)
+    inputs = [a if a.dtype in (np.float32, np.float64) else a.astype(np.float64) for a in map(np.asarray, inputs)]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    backend_mod = get_backend(backend)
+    if hasattr(backend_mod, "run_ragged"):
+        return backend_mod.run_ragged(spec, inputs, offsets, tuple(int(p) for p in params), dtype)
+    total = inputs[0].shape[0]
+    outs = [np.empty(total, dtype=dtype) for _ in range(spec.n_outputs)]
+    lengths = np.diff(offsets)
+    for n in np.unique(lengths):
+        starts = offsets[:-1][lengths == n]
+        batch = [np.stack([a[s : s + n] for s in starts]) for a in inputs]
+        results = backend_mod.run(spec, batch, tuple(int(p) for p in params), dtype)
+        for out, res in zip(outs, results):
+            res = np.asarray(res)
+            for row, s in enumerate(starts):
+                out[s : s + n] = res[row]
+    return outs
 
 
 def _unary(name: str):

@@ -351,11 +351,12 @@ class KAMAUpdater(Updater):
 
 
 class _Wilder:
-    """Wilder's average: the mean of the first n values, then a = (a*(n-1) + v)/n, done as
-    a *= n-1; a += v; a /= n (n == 1: a = v). `update` returns NaN until seeded."""
+    """Wilder's average: the mean of the first n values, then a += (v - a) * (1/n), as in
+    the cores. `update` returns NaN until seeded."""
 
     def __init__(self, n: int) -> None:
         self.n = n
+        self.inv_n = 1.0 / n
         self.count = 0
         self.value = 0.0
 
@@ -368,22 +369,17 @@ class _Wilder:
         if self.count == n:
             self.value += v
             self.value /= n
-        elif n == 1:
-            self.value = v
         else:
-            a = self.value
-            a *= n - 1
-            a += v
-            a /= n
-            self.value = a
+            self.value += (v - self.value) * self.inv_n
         return self.value
 
 
 class _WilderSum:
-    """DMI's smoothed sum: the sum of the first n-1 values, then s = s - s/n + v."""
+    """DMI's smoothed sum: the sum of the first n-1 values, then s = s - s*(1/n) + v."""
 
     def __init__(self, n: int) -> None:
         self.n = n
+        self.inv_n = 1.0 / n
         self.count = 0
         self.value = 0.0
 
@@ -392,7 +388,7 @@ class _WilderSum:
         if self.count < self.n:
             self.value += v
         else:
-            self.value = self.value - self.value / self.n + v
+            self.value = self.value - self.value * self.inv_n + v
 
 
 class RSIUpdater(Updater):
@@ -429,7 +425,7 @@ class RSIUpdater(Updater):
 
 
 class ATRUpdater(Updater):
-    """Wilder ATR: true range from bar 1, mean of TR[1..n] at bar n, then (ATR*(n-1) + TR)/n."""
+    """Wilder ATR: true range from bar 1, mean of TR[1..n] at bar n, then ATR += (TR - ATR)/n."""
 
     n_inputs = 3
 
@@ -455,9 +451,9 @@ class ATRUpdater(Updater):
 
 class DMIUpdater(Updater):
     """Wilder's directional movement (TA-Lib PLUS_DI, MINUS_DI, ADX): update returns
-    (+DI, -DI, ADX). +DM/-DM/TR are summed over bars 1..n-1, then s = s - s/n + v;
+    (+DI, -DI, ADX). +DM/-DM/TR are summed over bars 1..n-1, then s = s - s*(1/n) + v;
     DI = 100*DM/TR from bar n (0 when TR is exactly 0); DX = 100*|+DI - -DI|/(+DI + -DI);
-    ADX = mean of DX over bars n..2n-1, then (ADX*(n-1) + DX)/n, held where DX is undefined.
+    ADX = mean of DX over bars n..2n-1, then ADX += (DX - ADX)/n, held where DX is undefined.
     `ready` (and `lookback`, 2n-1) refer to ADX; `di_ready` to the DIs (from bar n)."""
 
     n_inputs = 3

@@ -132,6 +132,7 @@ class Halo(_Model):
 class Build(_Model):
     workers: int | None = Field(None, ge=1, le=512)
     chunk_rows: int = Field(131_072, ge=1_000)
+    executor: Literal["thread", "process"] = "thread"
 
     def worker_count(self) -> int:
         return self.workers or (os.cpu_count() or 1)

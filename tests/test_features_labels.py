@@ -74,9 +74,10 @@ def test_first_year_has_warmup_nans_only_at_the_start(bars):
     assert MAX_WARMUP == 57  # TEMA(20): 3 * (20 - 1)
 
 
-def test_process_pool_over_symbol_chunks_equals_one_process(bars):
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_pool_over_symbol_chunks_equals_one_process(bars, executor):
     one, _, _ = build_features(bars, keys(YEARS), workers=1)
-    pooled, _, stats = build_features(bars, keys(YEARS), workers=2, chunk_rows=1000)
+    pooled, _, stats = build_features(bars, keys(YEARS), workers=2, chunk_rows=1000, executor=executor)
     assert stats.chunks == 2 and stats.workers == 2
     assert pooled.equals(one)
 

@@ -3,7 +3,8 @@
 Both backends compute in float64. Float64 outputs (`dtype=np.float64`) agree with rtol and
 atol 1e-9: the torch recursions replay the cores' operations in order, the windowed means
 are exact window sums where the cores roll them (~1e-13 apart). The default float32 outputs
-agree with rtol 1e-5. Warm-up NaN positions are identical.
+agree with rtol 1e-5 (atol 1e-6). Warm-up NaN positions are identical. float32 inputs are
+computed in float64 by both, so they agree as tightly as float64 inputs.
 
 Inputs: a batch of three positive random walks built to reach the cores' special cases (a
 series flat from its first bar: zero gains, ranges and paths; a flat stretch mid-series:
@@ -107,28 +108,63 @@ def test_volatility_features_equal_cpu(name, data):
     same(call(name, DATA[data], backend="torch"), call(name, DATA[data]), rtol=1e-5, atol=1e-6)
 
 
-def test_special_cases_are_those_of_the_cores():
-    """Zero prices (ROCP 0), a series that never moves (RSI, DI, stddev, zscore 0; KAMA's
-    ER 1), and ATR over one bar (the true range)."""
-    zeros = np.array([0.0, 1.0, 0.0, 0.0, 2.0, 0.0, 3.0, 3.0, 0.0, 1.5])
+def both(name, *args, **kw):
+    """(torch, cpu) float64 outputs of indicator `name`."""
+    fn = getattr(K, name)
+    return fn(*args, backend="torch", dtype=np.float64, **kw), fn(*args, dtype=np.float64, **kw)
+
+
+def test_return_from_a_zero_price_is_zero():
+    prices = np.array([0.0, 1.0, 0.0, 0.0, 2.0, 0.0, 3.0, 3.0, 0.0, 1.5])
     for n in (1, 2, 3):
-        same(K.returns(zeros, n, backend="torch", dtype=np.float64), K.returns(zeros, n, dtype=np.float64))
+        ours, ref = both("returns", prices, n)
+        same(ours, ref)
+        assert (ours[n:][prices[:-n] == 0] == 0).all()
+
+
+def test_a_series_that_never_moves():
+    """RSI 0 (no gain, no loss), DI and ADX 0 (no range), stddev and zscore 0, KAMA flat."""
     flat = np.full(40, 7.25)
     for name in ("rsi", "kama", "rolling_std", "zscore"):
-        same(getattr(K, name)(flat, 5, backend="torch", dtype=np.float64), getattr(K, name)(flat, 5, dtype=np.float64))
-    assert (K.rsi(flat, 5, backend="torch")[5:] == 0).all()
-    assert (K.zscore(flat, 5, backend="torch")[4:] == 0).all()
-    for line in K.dmi(flat, flat, flat, 5, backend="torch"):
+        ours, ref = both(name, flat, 5)
+        same(ours, ref)
+        assert (ours[5:] == (7.25 if name == "kama" else 0.0)).all(), name
+    lines, refs = both("dmi", flat, flat, flat, 5)
+    for line, ref in zip(lines, refs, strict=True):
+        same(line, ref)
         assert (line[~np.isnan(line)] == 0).all()
+
+
+def test_kama_counts_a_path_shorter_than_eps_as_none():
+    """After the moves leave the window of a flat stretch, the rolled path length is a
+    rounding residue (1.8e-15 here), not 0: |path| < EPS gives ER 1 (fast), not 0 (slow)."""
+    x = np.array([5.98, 15.26, 6.33, 10.22, 19.63] + [19.63] * 10)
+    ours, ref = both("kama", x, 2)
+    same(ours, ref)
+
+
+def test_windows_with_variance_below_eps_have_zero_stddev_and_zscore():
+    wiggle = 100.0 + 1e-8 * np.tile([0.0, 1.0, 3.0, 2.0], 10)  # var ~ 1e-16
+    for name in ("rolling_std", "zscore"):
+        ours, ref = both(name, wiggle, 4)
+        same(ours, ref)
+        assert (ours[3:] == 0).all(), name
+
+
+def test_atr_over_one_bar_is_the_true_range():
     high, low, close = DATA["walks"]
-    same(K.atr(high, low, close, 1, backend="torch", dtype=np.float64), K.atr(high, low, close, 1, dtype=np.float64))
+    ours, ref = both("atr", high, low, close, 1)
+    same(ours, ref)
+    prev = close[:, :-1]
+    true_range = np.maximum.reduce([high[:, 1:] - low[:, 1:], abs(high[:, 1:] - prev), abs(low[:, 1:] - prev)])
+    np.testing.assert_array_equal(ours[:, 1:], true_range)
 
 
 def test_float32_inputs_are_read_exactly_as_the_cores_read_them():
     high, low, close = (a.astype(np.float32) for a in DATA["goog"])
     for name in ("ema", "rolling_std", "kama"):
-        same(getattr(K, name)(close, 14, backend="torch", dtype=np.float64), getattr(K, name)(close, 14, dtype=np.float64))
-    same(K.adx(high, low, close, 14, backend="torch", dtype=np.float64), K.adx(high, low, close, 14, dtype=np.float64))
+        same(*both(name, close, 14))
+    same(*both("adx", high, low, close, 14))
 
 
 # --- kinds, devices, shapes ----------------------------------------------------------

@@ -15,6 +15,17 @@ def compiled(core_name: str):
     return njit(cache=True, nogil=True)(getattr(cores, core_name))
 
 
+def run_ragged(spec, inputs: list[np.ndarray], offsets: np.ndarray, params: tuple[int, ...], dtype) -> list[np.ndarray]:
+    """Many series stored back to back (series k is rows offsets[k]:offsets[k+1]): the core
+    runs on each slice and writes its slice of the outputs in place (no copies)."""
+    core = compiled(spec.core)
+    total = inputs[0].shape[0]
+    outs = [np.empty(total, dtype=dtype) for _ in range(spec.n_outputs)]
+    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        core(*[x[a:b] for x in inputs], *params, *[o[a:b] for o in outs])
+    return outs
+
+
 def run(spec, inputs: list[np.ndarray], params: tuple[int, ...], dtype) -> list[np.ndarray]:
     core = compiled(spec.core)
     n_series, t_len = inputs[0].shape

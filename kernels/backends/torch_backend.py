@@ -21,8 +21,10 @@ Contract (the interface of `kernels.backends`):
 How the cores map to torch:
 
 * Window sums that the cores roll over the whole series (sma, wma, lsma, the three WMAs of
-  hma) are one float64 `conv1d` over time (`_rolling_dot`): exact window sums, which differ
-  from the cores' rolled ones by the rolling's rounding drift (~1e-13 relative at most).
+  hma) are one float64 `conv1d` over time (`_rolling_dot`): exact window sums. They differ
+  from the cores' rolled ones by the rolling's rounding drift, which grows with the length
+  (WMA of prices near 200: ~1e-13 relative over 2,000 bars, 2e-8 absolute over 100,000,
+  where the conv1d stays within 1e-13 of the exact value).
 * moments re-anchors its sums every n windows, so its blocks of n windows are independent:
   they run side by side, with a loop over the 2n-1 steps inside a block (see `moments`).
 * Recursions (ema, dema, tema, kama, rsi, atr, dmi) loop over time in Python, one small
@@ -30,11 +32,11 @@ How the cores map to torch:
   ranges, directional moves, ER) is computed for all bars at once outside the loop.
 * rocp is elementwise.
 
-moments and the recursions replay the cores' operations in the cores' order, so they equal
-the cpu backend to float64 rounding: on the cpu bit for bit except where torch's float64
-`sqrt` is 1 ulp off the correctly rounded one (stddev, zscore); on GPUs torch may also divide
-by a constant through its reciprocal. Decisions (`< EPS`, `== 0`, `<=`) are taken on values
-computed exactly as in the cores, so branches agree.
+moments and the recursions replay the cores' operations in the cores' order, so the values
+that decide branches (`< EPS`, `== 0`, `<=`) are the cores' own and the outputs equal the
+cpu backend's: on the cpu bit for bit, except where torch's float64 `sqrt` is 1 ulp off the
+correctly rounded one (stddev, zscore); on GPUs torch may also divide by a constant through
+its reciprocal (1 ulp).
 """
 
 from __future__ import annotations
@@ -111,12 +113,13 @@ def _ema(x: torch.Tensor, n: int, start: int = 0) -> torch.Tensor:
 
 
 def _wilder(seed: torch.Tensor, values: torch.Tensor, n: int, update=None) -> torch.Tensor:
-    """Wilder smoothing s = (s*(n-1) + v) / n over the columns of `values`, starting from
+    """Wilder smoothing s += (v - s) * (1/n) over the columns of `values`, starting from
     `seed`; where `update` [series, time] is False the state is held. [series, 1 + time]."""
+    inv_n = 1.0 / n
     s, rows = seed, [seed]
     masks = _columns(update) if update is not None else None
     for i, v in enumerate(_columns(values)):
-        new = (s * (n - 1) + v) / n
+        new = s + (v - s) * inv_n
         s = new if masks is None else torch.where(masks[i], new, s)
         rows.append(s)
     return torch.stack(rows, 1)
@@ -185,7 +188,7 @@ def lsma(x, n):
 
 def kama(x, n):
     """Kaufman adaptive MA: ER = |x[t] - x[t-n]| / sum of |changes| over those n bars (1.0
-    when that sum is <= the change or zero), sc = (ER*(2/3 - 2/31) + 2/31)^2,
+    when that sum is <= the change or |sum| < EPS), sc = (ER*(2/3 - 2/31) + 2/31)^2,
     kama = (x - kama)*sc + kama seeded with x[n-1]; first output at n."""
     out = _nans(x)
     t_len = x.shape[1]
@@ -200,7 +203,8 @@ def kama(x, n):
         sum_roc.append(sum_roc[-1] - leaving + entering)
     sum_roc = torch.stack(sum_roc, 1)
     roc = x[:, n:] - x[:, :-n]
-    er = torch.where((sum_roc <= roc) | ((sum_roc > -EPS) & (sum_roc < EPS)), 1.0, (roc / sum_roc).abs())
+    no_path = (sum_roc <= roc) | ((sum_roc > -EPS) & (sum_roc < EPS))
+    er = torch.where(no_path, 1.0, (roc / sum_roc).abs())
     sc = er * const_diff + const_max
     sc = sc * sc
     out[:, n:] = _ema_recursion(x[:, n - 1], _columns(x[:, n:]), _columns(sc))[:, 1:]
@@ -209,15 +213,16 @@ def kama(x, n):
 
 def rsi(x, n):
     """Wilder RSI: average gain and loss seeded by the means of the first n changes, then
-    avg = (avg*(n-1) + change)/n; RSI = 100*gain/(gain+loss), 0 when both are exactly 0."""
+    avg += (change - avg) / n; RSI = 100*gain/(gain+loss), 0 when both are exactly 0."""
     out = _nans(x)
     if x.shape[1] <= n:
         return [out]
     d = x[:, 1:] - x[:, :-1]
-    down = d < 0
-    # [gain; loss] stacked on the batch axis: one smoothing loop for both.
-    moves = torch.cat([torch.where(down, 0.0, d), torch.where(down, -d, 0.0)])
-    avg = _wilder(_seq_sum(moves[:, :n]) / n, moves[:, n:], n)
+    # [gain; loss] stacked on the batch axis: one smoothing loop for both. (The cores' seed
+    # counts a NaN change as a gain, their smoothing as neither; kept as they are.)
+    seed = torch.cat([torch.where(d < 0, 0.0, d), torch.where(d < 0, -d, 0.0)])[:, :n]
+    moves = torch.cat([torch.where(d > 0, d, 0.0), torch.where(d < 0, -d, 0.0)])
+    avg = _wilder(_seq_sum(seed) / n, moves[:, n:], n)
     gain, loss = avg.chunk(2)
     s = gain + loss
     out[:, n:] = torch.where(s != 0.0, 100.0 * (gain / s), 0.0)
@@ -225,7 +230,7 @@ def rsi(x, n):
 
 
 def atr(h, l, c, n):
-    """Wilder ATR: ATR[n] = mean(TR[1..n]), then ATR = (ATR*(n-1) + TR)/n; with n == 1 the
+    """Wilder ATR: ATR[n] = mean(TR[1..n]), then ATR += (TR - ATR) / n; with n == 1 the
     true range itself."""
     out = _nans(h)
     if h.shape[1] <= n:
@@ -242,9 +247,9 @@ def dmi(h, l, c, n):
     """Wilder's +DI, -DI and ADX (TA-Lib PLUS_DI, MINUS_DI, ADX).
 
     +DM = up move if up > down and up > 0, -DM = down move if down > up and down > 0;
-    +DM, -DM and TR are summed over bars 1..n-1, then smoothed s = s - s/n + v.
+    +DM, -DM and TR are summed over bars 1..n-1, then smoothed s = s - s*(1/n) + v.
     DI = 100*DM/TR from bar n (0 when TR is exactly 0). DX = 100*|+DI - -DI|/(+DI + -DI);
-    ADX[2n-1] = mean of DX over bars n..2n-1, then ADX = (ADX*(n-1) + DX)/n, held on bars
+    ADX[2n-1] = mean of DX over bars n..2n-1, then ADX += (DX - ADX)/n, held on bars
     where TR or +DI + -DI is exactly 0.
     """
     plus_di, minus_di, adx = _nans(h), _nans(h), _nans(h)
@@ -258,9 +263,10 @@ def dmi(h, l, c, n):
     # [+DM; -DM; TR] for bars 1..T-1, stacked on the batch axis: one smoothing loop.
     v = torch.cat([torch.where(is_plus, up, 0.0), torch.where(is_minus, dn, 0.0), _true_range(h, l, c)[:, 1:]])
     s = _seq_sum(v[:, : n - 1])
+    inv_n = 1.0 / n
     rows = []
     for col in _columns(v[:, n - 1 :]):
-        s = s - s / n + col
+        s = s - s * inv_n + col
         rows.append(s)
     pdm, mdm, tr_s = torch.stack(rows, 1).chunk(3)  # bars n..T-1
     no_tr = tr_s == 0.0
@@ -284,8 +290,8 @@ def moments(x, n, mode):
     The cores recompute the sums at each anchor and roll them for the next n - 1 windows.
     Those blocks of n windows are independent, so this replays the cores' arithmetic with
     the blocks side by side and a loop over the 2n - 1 steps within a block (not over time).
-    Exact window sums (conv1d) would not do: var cancels, so the sums' rounding shows in it
-    (a 2-bar z-score is +-1 to ~1e-8 in the cores) and decides which windows count as flat.
+    Window sums of the raw prices (a conv1d) would not do: E[x^2] - E[x]^2 cancels (2e-5
+    relative error at n = 2 on a random walk near 200) and misjudges which windows are flat.
     """
     out = _nans(x)
     t_len = x.shape[1]

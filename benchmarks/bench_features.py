@@ -1,0 +1,224 @@
+"""Benchmark: full feature and label rebuild of 500 symbols x 26 years (about 3.3M rows).
+
+Phases, each in a fresh process:
+  stage    the stage code alone (build_features over a process pool of symbol chunks +
+           build_labels) on the whole universe in memory: rows/s, peak RSS, and the
+           largest worker's RSS growth against its chunk's input bytes
+  seed     the seed's baseline for the same work (seed 000 section 2): per symbol, pandas
+           round trip, rolling_mean/rsi numba kernels (2 features) + labels; rows/s
+  dagster  through Dagster, one single-run backfill for features + labels after raw_bars
+           is materialized: rows/s end to end, with the split between our code, the writes
+           and Dagster's per-partition bookkeeping
+
+Usage: python benchmarks/bench_features.py [--symbols 500] [--years 2000-2025] [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_ingest import _settings_file, machine, names  # noqa: E402
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _universe(args):
+    from assets.sources.synthetic import SyntheticMarket
+    from pipeline.partitions import SymbolYear
+
+    bars = SyntheticMarket(7, dt.date(args.y0, 1, 1), dt.date(args.y1, 12, 31)).generate(names(args.symbols))
+    keys = [SymbolYear(s, y) for s in names(args.symbols) for y in range(args.y0, args.y1 + 1)]
+    return bars, keys
+
+
+def phase_stage(args) -> dict:
+    from assets.features import build_features
+    from assets.labels import build_labels
+
+    bars, keys = _universe(args)
+    build_features(bars.head(20_000), keys[:1])  # JIT/cache warm-up outside the timing
+    t0 = time.perf_counter()
+    feats, _, stats = build_features(bars, keys, workers=args.workers, chunk_rows=args.chunk_rows, executor=args.executor)
+    t1 = time.perf_counter()
+    labs = build_labels(bars, keys, {3: 0.0, 7: 0.0, 14: 0.0})
+    t2 = time.perf_counter()
+    return {"rows": feats.height, "features_s": t1 - t0, "labels_s": t2 - t1, "seconds": t2 - t0,
+            "rows_per_s": feats.height / (t2 - t0), "peak_rss_mb": peak_rss_mb(), "workers": stats.workers,
+            "chunks": stats.chunks, "chunk_input_mb": stats.max_chunk_input_mb,
+            "worker_rss_growth_mb": stats.max_worker_rss_growth_mb, "label_rows": labs.height}
+
+
+def phase_seed(args) -> dict:
+    """The seed's section-2 builder, per symbol (pandas in the loop), on the same bars."""
+    import numpy as np
+    from numba import njit
+
+    @njit(cache=True, fastmath=True)
+    def rolling_mean(arr, w):
+        n = arr.size
+        out = np.empty(n, dtype=np.float32)
+        s = 0.0
+        for i in range(n):
+            s += arr[i]
+            if i >= w:
+                s -= arr[i - w]
+            out[i] = s / min(i + 1, w)
+        return out
+
+    @njit(cache=True, fastmath=True)
+    def rsi(close, w=14):
+        n = close.size
+        out = np.empty(n, dtype=np.float32)
+        gain = 0.0
+        loss = 0.0
+        for i in range(1, n):
+            d = close[i] - close[i - 1]
+            g = d if d > 0 else 0.0
+            lo = -d if d < 0 else 0.0
+            gain = (gain * (w - 1) + g) / w
+            loss = (loss * (w - 1) + lo) / w
+            out[i] = 100.0 - (100.0 / (1.0 + gain / (loss + 1e-8)))
+        out[0] = 50.0
+        return out
+
+    bars, _ = _universe(args)
+    t0 = time.perf_counter()
+    rows = 0
+    for (sym,), df_sym in bars.partition_by("symbol", as_dict=True).items():
+        pdf = df_sym.sort("date").to_pandas()
+        close = pdf["close"].to_numpy(dtype=np.float32)
+        pdf["f_sma20"] = rolling_mean(close, 20)
+        pdf["f_rsi14"] = rsi(close, 14)
+        for h in (3, 7, 14):
+            fut = np.full_like(close, np.nan)
+            fut[:-h] = (close[h:] - close[:-h]) / close[:-h]
+            pdf[f"label_ret_h{h}"] = fut
+            pdf[f"label_bin_h{h}"] = (fut > 0.0).astype("int8")
+        rows += len(pdf)
+    sec = time.perf_counter() - t0
+    return {"rows": rows, "seconds": sec, "rows_per_s": rows / sec, "peak_rss_mb": peak_rss_mb()}
+
+
+def phase_dagster(args) -> dict:
+    tmp = Path(args.tmp)
+    os.environ["PIPELINE_CONFIG"] = str(_settings_file(tmp, args))
+    os.environ["DAGSTER_HOME"] = str(tmp / "home")
+    from dagster import materialize
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+    from pipeline.definitions import ALL_ASSETS, build_resources, defs
+    from pipeline.instance import get_instance
+    from pipeline.runs import run_rectangle
+    from pipeline.settings import load_settings
+    from pipeline.symbols import sync_symbols
+
+    instance = get_instance()
+    sync_symbols(instance, load_settings())
+    syms, years = names(args.symbols), list(range(args.y0, args.y1 + 1))
+    raw_job = defs.resolve_job_def("historical_build_and_train").get_subset(asset_selection={ALL_ASSETS[0].key})
+    run_rectangle(raw_job, instance, syms, years, log_level="WARNING")
+    tags = {ASSET_PARTITION_RANGE_START_TAG: f"{syms[0]}|{args.y0}", ASSET_PARTITION_RANGE_END_TAG: f"{syms[-1]}|{args.y1}"}
+    selection = [a for a in ALL_ASSETS if a.key.to_user_string() in ("features", "labels")]
+    t0 = time.perf_counter()
+    result = materialize(ALL_ASSETS, selection=selection, instance=instance, tags=tags, resources=build_resources(),
+                         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    sec = time.perf_counter() - t0
+    meta: dict[str, dict] = {}
+    for ev in result.get_asset_materialization_events():
+        mat = ev.event_specific_data.materialization
+        meta.setdefault(mat.asset_key.to_user_string(), {k: getattr(v, "value", v) for k, v in mat.metadata.items()})
+    rows = meta["features"]["rows"]
+    ours = sum(m["seconds"] for m in meta.values())
+    writes = sum(m["write_seconds"] for m in meta.values())
+    return {"rows": rows, "partitions": 2 * len(syms) * len(years), "seconds": sec, "rows_per_s": rows / sec,
+            "our_code_s": ours, "write_s": writes, "bookkeeping_s": sec - ours - writes, "peak_rss_mb": peak_rss_mb()}
+
+
+PHASES = {"stage": phase_stage, "seed": phase_seed, "dagster": phase_dagster}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--symbols", type=int, default=500)
+    ap.add_argument("--years", default="2000-2025")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--chunk-rows", type=int, default=131_072)
+    ap.add_argument("--executor", choices=["thread", "process"], default="thread")
+    ap.add_argument("--phases", default="stage,seed,dagster")
+    ap.add_argument("--phase", choices=sorted(PHASES))
+    ap.add_argument("--tmp")
+    ap.add_argument("--record", action="store_true")
+    args = ap.parse_args()
+    args.y0, args.y1 = (int(x) for x in args.years.split("-"))
+    if args.phase:
+        print(json.dumps(PHASES[args.phase](args)))
+        return 0
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for phase in args.phases.split(","):
+            cmd = [sys.executable, __file__, "--phase", phase, "--tmp", tmp, "--symbols", str(args.symbols),
+                   "--years", args.years, "--workers", str(args.workers), "--chunk-rows", str(args.chunk_rows), "--executor", args.executor]
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode:
+                print(out.stderr[-4000:], file=sys.stderr)
+                return out.returncode
+            results[phase] = json.loads(out.stdout.strip().splitlines()[-1])
+            print(phase, results[phase], flush=True)
+    cmd = (f"python benchmarks/bench_features.py --symbols {args.symbols} --years {args.years} "
+           f"--workers {args.workers} --executor {args.executor}")
+    lines = [f"### Features + labels rebuild: {args.symbols} symbols x {args.y1 - args.y0 + 1} years ({dt.date.today()})", "",
+             f"Machine: {machine()}. Command: `{cmd}`.", "",
+             "| path | rows | seconds | rows/s | peak RSS MB |", "|---|---:|---:|---:|---:|"]
+    if "stage" in results:
+        s = results["stage"]
+        lines.append(f"| stage code: 19 features ({args.executor} pool of {s['workers']} over {s['chunks']} chunks) + 6 labels | {s['rows']:,} | "
+                     f"{s['seconds']:.2f} | {s['rows_per_s']:,.0f} | {s['peak_rss_mb']:.0f} |")
+    if "seed" in results:
+        b = results["seed"]
+        lines.append(f"| seed baseline: 2 features + labels per symbol via pandas | {b['rows']:,} | {b['seconds']:.2f} | "
+                     f"{b['rows_per_s']:,.0f} | {b['peak_rss_mb']:.0f} |")
+    if "dagster" in results:
+        d = results["dagster"]
+        lines.append(f"| through Dagster: features + labels, one run ({d['partitions']:,} partition events) | {d['rows']:,} | "
+                     f"{d['seconds']:.2f} | {d['rows_per_s']:,.0f} | {d['peak_rss_mb']:.0f} |")
+    lines.append("")
+    if "stage" in results:
+        s = results["stage"]
+        lines.append(f"Stage code: features {s['features_s']:.2f} s, labels {s['labels_s']:.2f} s. Largest chunk "
+                     f"{s['chunk_input_mb']:.1f} MB of input."
+                     + (f" Largest process worker's peak RSS growth after warm-up: {s['worker_rss_growth_mb']:.1f} MB "
+                        f"({s['worker_rss_growth_mb'] / max(s['chunk_input_mb'], 1e-9):.2f}x its chunk)."
+                        if args.executor == "process" else ""))
+        if "seed" in results:
+            lines.append(f"Ratio stage code / seed baseline (rows/s): {s['rows_per_s'] / results['seed']['rows_per_s']:.1f}x "
+                         "(with 19 features instead of 2).")
+    if "dagster" in results:
+        d = results["dagster"]
+        lines.append(f"Inside the Dagster run: our code {d['our_code_s']:.1f} s, Parquet writes {d['write_s']:.1f} s, "
+                     f"Dagster bookkeeping {d['bookkeeping_s']:.1f} s ({1e3 * d['bookkeeping_s'] / d['partitions']:.1f} ms "
+                     "per partition event in the SQLite event log).")
+    lines.append("")
+    text = "\n".join(lines)
+    print(text)
+    if args.record:
+        with (REPO / "benchmarks" / "RESULTS.md").open("a") as fh:
+            fh.write("\n" + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
