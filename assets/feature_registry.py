@@ -48,9 +48,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature("f_kama10", lambda k: k("kama", C, n=10), ("kama", 10)),
     Feature("f_rsi14", lambda k: k("rsi", C, n=14), ("rsi", 14)),
     Feature("f_atr14", lambda k: k("atr", HLC, n=14), ("atr", 14)),
-    Feature("f_plus_di14", lambda k: k("dmi", HLC, output=0, n=14), ("plus_di", 14)),
-    Feature("f_minus_di14", lambda k: k("dmi", HLC, output=1, n=14), ("minus_di", 14)),
-    Feature("f_adx14", lambda k: k("dmi", HLC, output=2, n=14), ("adx", 14)),
+    Feature("f_plus_di14", lambda k: k("dmi", HLC, output=0, n=14, which=0), ("plus_di", 14)),
+    Feature("f_minus_di14", lambda k: k("dmi", HLC, output=1, n=14, which=0), ("minus_di", 14)),
+    Feature("f_adx14", lambda k: k("dmi", HLC, output=2, n=14, which=0), ("adx", 14)),
     Feature("f_std20", lambda k: k("moments", C, n=20, mode=0), ("rolling_std", 20)),
     Feature("f_zscore20", lambda k: k("moments", C, n=20, mode=1), ("zscore", 20)),
     # seed 001: Volatility Percent = ATR14 / close * 100, Volatility Ratio = ATR14 / ATR28

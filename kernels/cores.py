@@ -38,11 +38,11 @@ def sma_core(x, n, out):
         return
     total = 0.0
     for i in range(n - 1):
-        total += x[i]
+        total += np.float64(x[i])
     for i in range(n - 1, t_len):
-        total += x[i]
+        total += np.float64(x[i])
         out[i] = total / n
-        total -= x[i - n + 1]
+        total -= np.float64(x[i - n + 1])
 
 
 def ema_core(x, n, out):
@@ -55,11 +55,11 @@ def ema_core(x, n, out):
     k = 2.0 / (n + 1)
     prev = 0.0
     for i in range(n):
-        prev += x[i]
+        prev += np.float64(x[i])
     prev = prev / n
     out[n - 1] = prev
     for i in range(n, t_len):
-        prev = (x[i] - prev) * k + prev
+        prev = (np.float64(x[i]) - prev) * k + prev
         out[i] = prev
 
 
@@ -74,16 +74,16 @@ def wma_core(x, n, out):
     period_sum = 0.0
     period_sub = 0.0
     for i in range(n - 1):
-        v = x[i]
+        v = np.float64(x[i])
         period_sub += v
         period_sum += v * (i + 1)
     trailing = 0.0
     for i in range(n - 1, t_len):
-        v = x[i]
+        v = np.float64(x[i])
         period_sub += v
         period_sub -= trailing
         period_sum += v * n
-        trailing = x[i - n + 1]
+        trailing = np.float64(x[i - n + 1])
         out[i] = period_sum / divider
         period_sum -= period_sub
 
@@ -99,13 +99,13 @@ def dema_core(x, n, out):
     k = 2.0 / (n + 1)
     e1 = 0.0
     for i in range(n):
-        e1 += x[i]
+        e1 += np.float64(x[i])
     e1 = e1 / n
     e2 = e1
     acc2 = e1
     for i in range(n - 1, t_len):
         if i > n - 1:
-            e1 = (x[i] - e1) * k + e1
+            e1 = (np.float64(x[i]) - e1) * k + e1
             j = i - (n - 1)  # index within the e1 series
             if j < n - 1:
                 acc2 += e1
@@ -129,7 +129,7 @@ def tema_core(x, n, out):
     k = 2.0 / (n + 1)
     e1 = 0.0
     for i in range(n):
-        e1 += x[i]
+        e1 += np.float64(x[i])
     e1 = e1 / n
     e2 = 0.0
     e3 = 0.0
@@ -137,7 +137,7 @@ def tema_core(x, n, out):
     acc3 = 0.0
     for i in range(n - 1, t_len):
         if i > n - 1:
-            e1 = (x[i] - e1) * k + e1
+            e1 = (np.float64(x[i]) - e1) * k + e1
         j = i - (n - 1)  # index within the e1 series
         if j < n:
             acc2 += e1
@@ -176,7 +176,7 @@ def hma_core(x, n, out, diff):
     sum_m = 0.0
     sub_m = 0.0
     for i in range(t_len):
-        v = x[i]
+        v = np.float64(x[i])
         # half window
         if i < half - 1:
             sub_h += v
@@ -185,7 +185,7 @@ def hma_core(x, n, out, diff):
         else:
             sub_h += v
             if i >= half:
-                sub_h -= x[i - half]
+                sub_h -= np.float64(x[i - half])
             sum_h += v * half
             w_h = sum_h / div_h
             sum_h -= sub_h
@@ -196,7 +196,7 @@ def hma_core(x, n, out, diff):
             continue
         sub_f += v
         if i >= n:
-            sub_f -= x[i - n]
+            sub_f -= np.float64(x[i - n])
         sum_f += v * n
         w_f = sum_f / div_f
         sum_f -= sub_f
@@ -233,20 +233,20 @@ def lsma_core(x, n, out):
     sy = 0.0
     sty = 0.0
     for i in range(n):
-        sy += x[i]
-        sty += i * x[i]
+        sy += np.float64(x[i])
+        sty += i * np.float64(x[i])
     for i in range(n - 1, t_len):
         if i > n - 1:
-            oldest = x[i - n]
-            sty = sty - (sy - oldest) + (n - 1) * x[i]
-            sy = sy - oldest + x[i]
+            oldest = np.float64(x[i - n])
+            sty = sty - (sy - oldest) + (n - 1) * np.float64(x[i])
+            sy = sy - oldest + np.float64(x[i])
         slope = (n * sty - st * sy) / divisor
         out[i] = (sy - slope * st) / n + slope * (n - 1)
 
 
 def kama_core(x, n, out):
     """Kaufman adaptive MA, TA-Lib: ER over n bars, sc = (ER*(2/3 - 2/31) + 2/31)^2,
-    seeded with x[n-1]; first output at n."""
+    seeded with np.float64(x[n-1]); first output at n."""
     t_len = x.shape[0]
     for i in range(min(n, t_len)):
         out[i] = NAN
@@ -339,7 +339,7 @@ def atr_core(h, l, c, n, out):
         out[i] = acc
 
 
-def dmi_core(h, l, c, n, plus_di, minus_di, adx):
+def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
     """Wilder's directional movement (TA-Lib PLUS_DI, MINUS_DI, ADX) in one pass.
 
     +DM = up move if up > down and up > 0, -DM = down move if down > up and down > 0;
@@ -349,6 +349,8 @@ def dmi_core(h, l, c, n, plus_di, minus_di, adx):
     ADX[2n-1] = mean of DX over bars n..2n-1, then ADX += (DX - ADX)/n, unchanged on
     bars where TR or +DI + -DI is exactly 0 (sums of non-negative terms: TA-Lib's
     scale-aware zero test reduces to an exact one).
+    `which`: 0 writes all three outputs; 1 only +DI and 2 only -DI (no DX/ADX work; the
+    other outputs keep their warm-up NaN and are otherwise left unwritten).
     """
     t_len = h.shape[0]
     for i in range(min(n, t_len)):
@@ -380,6 +382,12 @@ def dmi_core(h, l, c, n, plus_di, minus_di, adx):
         mdm = mdm - mdm * inv_n + dm_minus
         pdm = pdm - pdm * inv_n + dm_plus
         tr_s = tr_s - tr_s * inv_n + tr
+        if which == 1:
+            plus_di[i] = 100.0 * (pdm / tr_s) if tr_s != 0.0 else 0.0
+            continue
+        if which == 2:
+            minus_di[i] = 100.0 * (mdm / tr_s) if tr_s != 0.0 else 0.0
+            continue
         if tr_s != 0.0:
             p = 100.0 * (pdm / tr_s)
             m = 100.0 * (mdm / tr_s)
@@ -423,7 +431,7 @@ def moments_core(x, n, zscore, out):
     s1 = 0.0
     s2 = 0.0
     for i in range(n - 1):
-        d = x[i] - anchor
+        d = np.float64(x[i]) - anchor
         s1 += d
         s2 += d * d
     for i in range(n - 1, t_len):
@@ -433,15 +441,15 @@ def moments_core(x, n, zscore, out):
             s1 = 0.0
             s2 = 0.0
             for j in range(start, i):
-                d = x[j] - anchor
+                d = np.float64(x[j]) - anchor
                 s1 += d
                 s2 += d * d
-        d = x[i] - anchor
+        d = np.float64(x[i]) - anchor
         s1 += d
         s2 += d * d
         mean1 = s1 / n
         var = s2 / n - mean1 * mean1
-        old = x[start] - anchor
+        old = np.float64(x[start]) - anchor
         s1 -= old
         s2 -= old * old
         if var < EPS:

@@ -60,7 +60,7 @@ SPECS: dict[str, Spec] = {
     "kama": Spec("kama_core", 1, 1, lambda n: n, min_n=2),
     "rsi": Spec("rsi_core", 1, 1, lambda n: n, min_n=2),
     "atr": Spec("atr_core", 3, 1, lambda n: n),
-    "dmi": Spec("dmi_core", 3, 3, lambda n: 2 * n - 1, min_n=2),
+    "dmi": Spec("dmi_core", 3, 3, lambda n, _which=0: 2 * n - 1, min_n=2),
     "moments": Spec("moments_core", 1, 1, lambda n, _mode: n - 1),
     "rocp": Spec("rocp_core", 1, 1, lambda n: n),
 }
@@ -198,16 +198,18 @@ def atr(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
 
 def dmi(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
     """(+DI, -DI, ADX) in one pass; the cheaper call when more than one is needed."""
-    plus, minus, adx_ = _run("dmi", (high, low, close), (n,), backend, dtype)
+    plus, minus, adx_ = _run("dmi", (high, low, close), (n, 0), backend, dtype)
     return plus, minus, adx_
 
 
 def plus_di(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
-    return dmi(high, low, close, n, backend=backend, dtype=dtype)[0]
+    """+DI alone (the DMI core without its DX/ADX work)."""
+    return _run("dmi", (high, low, close), (n, 1), backend, dtype)[0]
 
 
 def minus_di(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
-    return dmi(high, low, close, n, backend=backend, dtype=dtype)[1]
+    """-DI alone (the DMI core without its DX/ADX work)."""
+    return _run("dmi", (high, low, close), (n, 2), backend, dtype)[1]
 
 
 def adx(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):

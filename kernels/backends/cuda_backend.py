@@ -67,12 +67,12 @@ def _kernel_3in_1p_1out(dev):
     return kernel
 
 
-def _kernel_3in_1p_3out(dev):
+def _kernel_3in_2p_3out(dev):
     @cuda.jit
-    def kernel(h, l, c, p, o1, o2, o3):
+    def kernel(h, l, c, p, q, o1, o2, o3):
         s = cuda.grid(1)
         if s < h.shape[1]:
-            dev(h[:, s], l[:, s], c[:, s], p, o1[:, s], o2[:, s], o3[:, s])
+            dev(h[:, s], l[:, s], c[:, s], p, q, o1[:, s], o2[:, s], o3[:, s])
 
     return kernel
 
@@ -82,7 +82,7 @@ TEMPLATES = {
     (1, 1, 2): _kernel_1in_1p_2out,
     (1, 2, 1): _kernel_1in_2p_1out,
     (3, 1, 1): _kernel_3in_1p_1out,
-    (3, 1, 3): _kernel_3in_1p_3out,
+    (3, 2, 3): _kernel_3in_2p_3out,
 }
 
 

@@ -243,8 +243,9 @@ def atr(h, l, c, n):
     return [out]
 
 
-def dmi(h, l, c, n):
-    """Wilder's +DI, -DI and ADX (TA-Lib PLUS_DI, MINUS_DI, ADX).
+def dmi(h, l, c, n, which=0):
+    """Wilder's +DI, -DI and ADX (TA-Lib PLUS_DI, MINUS_DI, ADX). All three are computed
+    whatever `which` asks for (the vectorised DX costs little here).
 
     +DM = up move if up > down and up > 0, -DM = down move if down > up and down > 0;
     +DM, -DM and TR are summed over bars 1..n-1, then smoothed s = s - s*(1/n) + v.
