@@ -10,39 +10,46 @@ not stored yet is a future not known yet (nulls), and the labels fill in when th
 again after Y+1 arrives (the nightly schedule re-runs the previous year in January).
 """
 
+import numpy as np
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
 
 from assets.observe import observe
 from assets.partition_frames import keep_partitions
 from assets.schema import labels_schema
+from assets.symbol_chunks import symbol_offsets
 from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
+
+
+def forward_returns(close: np.ndarray, offsets: np.ndarray, h: int) -> np.ndarray:
+    """close[t+h]/close[t] - 1 within each symbol (rows offsets[k]:offsets[k+1]); NaN where
+    t+h falls beyond the symbol's last row."""
+    close = close.astype(np.float64)
+    out = np.full(close.shape[0], np.nan)
+    if close.shape[0] > h:
+        out[:-h] = close[h:] / close[:-h] - 1.0
+    for end in offsets[1:]:
+        out[max(end - h, 0) : end] = np.nan
+    return out
 
 
 def build_labels(bars: pl.DataFrame, keys: list[SymbolYear], thresholds: dict[int, float]) -> pl.DataFrame:
     """Labels of the rows of `keys` from `bars` (which may hold the following year)."""
     horizons = list(thresholds)
     bars = bars.sort("symbol", "date")
-    close = pl.col("close").cast(pl.Float64)
-    # Sorted by symbol: a shift of the whole column is the symbol's own future where the
-    # symbol H rows ahead is the same, and unknown (null) where it is not.
-    rets = [
-        pl.when(pl.col("symbol").shift(-h) == pl.col("symbol")).then(close.shift(-h) / close - 1.0).alias(f"label_ret_h{h}")
-        for h in horizons
-    ]
-    frame = bars.select("date", "symbol", *rets)
-    bins = [
-        pl.when(pl.col(f"label_ret_h{h}").is_null())
-        .then(None)
-        .otherwise(pl.col(f"label_ret_h{h}") > thresholds[h])
-        .cast(pl.Int8)
-        .alias(f"label_bin_h{h}")
-        for h in horizons
-    ]
-    out = keep_partitions(frame.with_columns(bins), keys)
-    return labels_schema(horizons).cast(out)
+    offsets = symbol_offsets(bars["symbol"])
+    close = bars["close"].to_numpy()
+    cols = {}
+    for h in horizons:
+        ret = forward_returns(close, offsets, h)
+        cols[f"label_ret_h{h}"] = pl.Series(ret).fill_nan(None)
+        cols[f"label_bin_h{h}"] = pl.Series(np.where(np.isnan(ret), 0, ret > thresholds[h]).astype(np.int8)).set(
+            pl.Series(np.isnan(ret)), None
+        )
+    frame = bars.select("date", "symbol").with_columns(**cols)
+    return labels_schema(horizons).cast(keep_partitions(frame, keys))
 
 
 @asset(

@@ -7,9 +7,14 @@ Everything else in this package sits on top of `assets` and `resources`.
 Importing the package pins BLAS/OpenMP threads in worker processes before NumPy loads.
 """
 
+import os as _os
+
 from resources.threads import pin_worker_threads
 
 pin_worker_threads()
+# Hand a partitioned output's materializations to the event log as one batch (see
+# pipeline/event_log.py); a user's own value wins.
+_os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", "1000")
 
 import warnings as _warnings
 

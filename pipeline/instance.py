@@ -13,6 +13,12 @@ DAGSTER_YAML = """\
 # Dagster instance settings for the embedded default (SQLite storage in this folder).
 telemetry:
   enabled: false
+# One transaction per batch of partition materializations (pipeline/event_log.py).
+event_log_storage:
+  module: pipeline.event_log
+  class: BatchedSqliteEventLogStorage
+  config:
+    base_dir: {home}/history/runs
 """
 
 
@@ -22,7 +28,7 @@ def ensure_dagster_home() -> Path:
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     if not cfg.exists():
-        cfg.write_text(DAGSTER_YAML)
+        cfg.write_text(DAGSTER_YAML.format(home=home))
     return home
 
 

@@ -1,0 +1,66 @@
+"""A SQLite event log that stores a batch of asset events in two transactions.
+
+A single-run backfill emits one materialization event per partition. Dagster's SQLite
+storage writes each one separately (a new engine and two transactions per event, about
+17 ms here), which dominates a rebuild of thousands of partitions. With
+`DAGSTER_EVENT_BATCH_SIZE` set (`pipeline/__init__.py` sets 1000 unless already set),
+Dagster hands a partitioned output's materializations to `store_event_batch` together;
+this storage then writes them with the same statements as `store_event`, in one
+transaction on the run's shard and one on the index shard (for the asset events that the
+stock storage indexes; planned materializations live in the run shard only). Anything else
+(mixed runs, check or run-status events) is stored event by event, exactly as the stock
+storage does.
+
+`make`, the CLI and the demo create `DAGSTER_HOME/dagster.yaml` selecting this class;
+an instance with the stock storage still works (then batches are stored one by one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.sqlalchemy_compat import db_result
+
+
+class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
+    @classmethod
+    def from_config_value(cls, inst_data, config_value) -> "BatchedSqliteEventLogStorage":
+        return cls(inst_data=inst_data, **config_value)
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        events = list(events)
+        if not events:
+            return
+        # Events that the stock store_event writes to the run shard, plus the index shard for
+        # asset events; check and run-status events need its other branches.
+        special = ASSET_CHECK_EVENTS | set(EVENT_TYPE_TO_PIPELINE_RUN_STATUS)
+        batchable = len({e.run_id for e in events}) == 1 and all(
+            e.is_dagster_event and e.dagster_event_type not in special for e in events
+        )
+        if not batchable:
+            for event in events:
+                self.store_event(event)
+            return
+        statements = [self.prepare_insert_event(e) for e in events]
+        with self.run_connection(events[0].run_id) as conn:
+            for statement in statements:
+                conn.execute(statement)
+        indexed = [(e, st) for e, st in zip(events, statements) if e.dagster_event_type in ASSET_EVENTS]
+        if not indexed:
+            return
+        with self.index_transaction() as conn:
+            event_ids = []
+            for _, statement in indexed:
+                with db_result(conn, statement) as result:
+                    event_ids.append(result.inserted_primary_key[0])
+            self._store_asset_event_tags(conn, [e for e, _ in indexed], event_ids)
+            # The asset-key row holds "last event" values: within a batch, the newest event
+            # per (asset key, event type) decides its final state, so one upsert each.
+            newest = {}
+            for (event, _), event_id in zip(indexed, event_ids):
+                newest[(event.dagster_event.asset_key, event.dagster_event_type)] = (event, event_id)
+            for event, event_id in newest.values():
+                self._store_asset_event(conn, event, event_id)
