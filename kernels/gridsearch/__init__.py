@@ -1,0 +1,16 @@
+"""Trade-log grid search engines (seed 001): arrays in, arrays out.
+
+- `grid`: the parameter grid, its order and index arithmetic.
+- `exits`: exit resolution, once per trade and (target, stop_loss) pair.
+- `brute`: one thread per combination over all trades (cpu numba, cuda numba).
+- `cube`: dominance sums: a 5-D histogram per pair and suffix sums (NumPy/CuPy via `xp`,
+  and torch).
+- `ranking`: the exact top-k (ties to the earlier combination in grid order).
+- `reference`: a plain-Python reference that walks every path for every combination.
+
+Trade results are integers in units of 1e-6 percent (RESULT_SCALE): every engine sums
+integers, so ROIs are exact and equal across engines and summation orders.
+"""
+
+RESULT_SCALE = 1_000_000  # results are stored as round(percent * RESULT_SCALE)
+NO_CROSS = 2**62  # "this level is never reached on the path"

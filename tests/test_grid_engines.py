@@ -1,0 +1,161 @@
+"""Grid-search engines against the plain-Python reference (small data), and each other."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernels.gridsearch import RESULT_SCALE
+from kernels.gridsearch.brute import brute_force
+from kernels.gridsearch.cube import cube_roi, cube_roi_torch
+from kernels.gridsearch.exits import resolve_exits, to_units
+from kernels.gridsearch.grid import Grid
+from kernels.gridsearch.ranking import top_k_full
+from kernels.gridsearch.reference import reference_grid, trade_result
+
+
+def make_data(seed: int, n_trades: int = 40, n_prices: int = 3000):
+    rng = np.random.default_rng(seed)
+    prices = (100 * np.exp(np.cumsum(rng.normal(0, 0.002, n_prices)))).astype(np.float32)
+    start = np.sort(rng.integers(0, n_prices - 200, n_trades)).astype(np.int64)
+    end = start + rng.integers(0, 150, n_trades)
+    entry = prices[start].astype(np.float64) * (1 + rng.normal(0, 0.0005, n_trades))
+    pct = np.round((prices[end] / entry - 1) * 100, 4)
+    # Coarse features so that thresholds tie with feature values.
+    features = np.stack([
+        rng.choice([0.0, 0.3, 0.4, 0.5, 0.7], n_trades),
+        rng.choice([0.0, 0.5, 0.9, 1.0, 1.2], n_trades),
+        rng.choice([10, 20, 25, 30, 40], n_trades),
+        rng.choice([10, 20, 25, 30, 40], n_trades),
+        rng.choice([10, 20, 25, 30, 40], n_trades),
+    ]).astype(np.float32)
+    return prices, start, end, entry, pct, features
+
+
+GRID = Grid(volatility=(0.0, 0.4, 0.3), ratio=(0.0, 0.9), adx28=(0, 20, 30), adx14=(20, 0), adx7=(0, 30),
+            target=(0.2, 0.5, 0.3), stop_loss=(-0.5, -0.2))
+
+
+def engines_top(prices, start, end, entry, pct, features, grid, k, min_trades, backend_exits="cpu"):
+    results, _ = resolve_exits(start, end, entry, prices, pct, grid.target, grid.stop_loss, backend=backend_exits)
+    brute = brute_force(features, results, grid, k=k, min_trades=min_trades)
+    roi, trades = cube_roi(features, results, grid)
+    cube = top_k_full(roi, trades, k, min_trades)
+    return results, brute, cube, roi, trades
+
+
+def as_rows(top, grid):
+    return [(int(i), r / RESULT_SCALE, int(n)) for i, r, n in zip(top.index, top.roi_units, top.trades)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_brute_force_and_cube_equal_the_reference_top10(seed):
+    data = make_data(seed)
+    ref = reference_grid(*data, GRID)[:10]
+    _, brute, cube, _, _ = engines_top(*data, GRID, k=10, min_trades=1)
+    expected = [(row["index"], row["roi"], row["trades"]) for row in ref]
+    assert as_rows(brute, GRID) == expected
+    assert as_rows(cube, GRID) == expected
+
+
+def test_every_combination_roi_equals_the_reference():
+    data = make_data(5)
+    ref = {row["index"]: (row["roi"], row["trades"]) for row in reference_grid(*data, GRID)}
+    _, _, _, roi, trades = engines_top(*data, GRID, k=10, min_trades=1)
+    got = {i: (roi.ravel()[i] / RESULT_SCALE, int(trades.ravel()[i])) for i in range(GRID.n_combinations) if trades.ravel()[i] >= 1}
+    assert got == ref
+
+
+def test_exit_resolution_equals_walking_each_path():
+    prices, start, end, entry, pct, _ = make_data(3)
+    results, rows = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
+    for p, (t, s) in enumerate((t, s) for t in GRID.target for s in GRID.stop_loss):
+        for j in range(len(start)):
+            expected = trade_result(prices, start[j], end[j], entry[j], pct[j], t, s)
+            assert results[p, j] == to_units(expected), (p, j)
+
+
+def test_stop_and_target_semantics_on_a_hand_made_path():
+    prices = np.array([100, 100.1, 100.35, 99.6, 99.4, 100.6], dtype=np.float32)
+    start, end, entry, pct = np.array([0]), np.array([5]), np.array([100.0]), np.array([0.6])
+    res, rows = resolve_exits(start, end, entry, prices, pct, (0.3, 0.5, 1.0), (-0.3, -0.5))
+    # target 0.3 is hit on row 2 before any stop; 0.5: stop -0.3 (row 3) first; -0.5 hit on row 4
+    # target 1.0 never: stop -0.3 on row 3, stop -0.5 on row 4
+    assert (res[:, 0] / RESULT_SCALE).tolist() == [0.3, 0.3, -0.3, -0.5, -0.3, -0.5]
+    assert rows[:, 0].tolist() == [2, 2, 3, 4, 3, 4]
+    res, _ = resolve_exits(start, end, entry, prices, pct, (2.0,), (-2.0,))
+    assert res[0, 0] / RESULT_SCALE == 0.6  # neither: the trade's own Trade Percent Change
+
+
+def test_min_trades_excludes_thin_combinations():
+    data = make_data(4)
+    ref = reference_grid(*data, GRID, min_trades=12)[:10]
+    _, brute, cube, _, _ = engines_top(*data, GRID, k=10, min_trades=12)
+    expected = [(row["index"], row["roi"], row["trades"]) for row in ref]
+    assert as_rows(brute, GRID) == expected == as_rows(cube, GRID)
+    assert all(n >= 12 for _, _, n in expected)
+
+
+def test_ties_go_to_the_earlier_combination_in_grid_order():
+    prices, start, end, entry, pct, features = make_data(6)
+    features[:] = 50.0  # every filter keeps every trade: combinations sharing a pair tie
+    _, brute, cube, _, _ = engines_top(prices, start, end, entry, pct, features, GRID, k=10, min_trades=1)
+    assert list(brute.index) == list(cube.index)
+    best = brute.roi_units[0]
+    tied = brute.index[brute.roi_units == best]
+    assert list(tied) == sorted(tied)
+
+
+def test_launches_smaller_than_the_grid_merge_to_the_same_top10():
+    prices, start, end, entry, pct, features = make_data(7)
+    results, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
+    one = brute_force(features, results, GRID, k=10)
+    many = brute_force(features, results, GRID, k=10, launch=7)
+    assert list(one.index) == list(many.index) and list(one.roi_units) == list(many.roi_units)
+
+
+def test_cuda_kernels_equal_cpu_under_the_simulator():
+    prices, start, end, entry, pct, features = make_data(8, n_trades=12)
+    small = Grid(volatility=(0.0, 0.4), ratio=(0.0,), adx28=(0, 20), adx14=(0,), adx7=(0, 30), target=(0.2, 0.5), stop_loss=(-0.3,))
+    cpu, _ = resolve_exits(start, end, entry, prices, pct, small.target, small.stop_loss)
+    gpu, _ = resolve_exits(start, end, entry, prices, pct, small.target, small.stop_loss, backend="cuda")
+    np.testing.assert_array_equal(gpu, cpu)
+    a = brute_force(features, cpu, small, k=5)
+    b = brute_force(features, cpu, small, k=5, backend="cuda")
+    assert list(a.index) == list(b.index) and list(a.roi_units) == list(b.roi_units)
+
+
+def test_torch_exits_and_cube_equal_cpu():
+    prices, start, end, entry, pct, features = make_data(9)
+    cpu, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
+    tor, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, backend="torch")
+    np.testing.assert_array_equal(tor, cpu)
+    roi, trades = cube_roi(features, cpu, GRID)
+    troi, ttrades = cube_roi_torch(features, cpu, GRID)
+    np.testing.assert_array_equal(troi, roi)
+    np.testing.assert_array_equal(ttrades, trades)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), min_trades=st.integers(1, 5))
+def test_property_brute_force_and_dominance_sums_agree(seed, n, min_trades):
+    data = make_data(seed, n_trades=n)
+    _, brute, cube, _, _ = engines_top(*data, GRID, k=10, min_trades=min_trades)
+    assert as_rows(brute, GRID) == as_rows(cube, GRID)
+
+
+def test_paths_outside_the_prices_are_an_error_not_a_crash():
+    prices = np.ones(10, dtype=np.float32)
+    with pytest.raises(ValueError, match="trade 1: path rows 8..12 outside the 10 market rows"):
+        resolve_exits(np.array([0, 8]), np.array([3, 12]), np.ones(2), prices, np.zeros(2), (1.0,), (-1.0,))
+
+
+def test_invalid_grids_are_clear_errors():
+    with pytest.raises(ValueError, match="target values are percents > 0"):
+        Grid(volatility=(0,), ratio=(0,), adx28=(0,), adx14=(0,), adx7=(0,), target=(0.0,), stop_loss=(-1,))
+    with pytest.raises(ValueError, match="stop_loss values are percents < 0"):
+        Grid(volatility=(0,), ratio=(0,), adx28=(0,), adx14=(0,), adx7=(0,), target=(1,), stop_loss=(0.5,))
+    with pytest.raises(ValueError, match="adx7 must be a non-empty list"):
+        Grid(volatility=(0,), ratio=(0,), adx28=(0,), adx14=(0,), adx7=(), target=(1,), stop_loss=(-1,))
