@@ -3,6 +3,8 @@
     symbols sync     register every symbol of the configured source in DAGSTER_HOME
     symbols list     the registered symbols
     demo             the main job on the built-in data, with a summary
+    grid-search      the trade-log grid search on a market-data folder and a trade log
+    grid-data        write realistic grid-search inputs (seed 001 formats) for a try-out
 """
 
 from __future__ import annotations
@@ -36,6 +38,58 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(load_settings())
 
 
+def _grid_search(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    import yaml
+    from tqdm import tqdm
+
+    from assets.grid_inputs import TradeArrays, read_market_data, read_trade_log
+    from assets.grid_search import run_grid_search, write_reports
+    from kernels.gridsearch.grid import Grid
+    from pipeline.settings import GridParams
+    from resources.compute import select_device
+
+    settings = load_settings()
+    params = settings.grid_search.params
+    if args.params:
+        try:
+            params = GridParams(**(yaml.safe_load(Path(args.params).read_text()) or {}))
+        except Exception as err:  # pydantic's message names the key
+            print(f"error: {args.params}: {err}", file=sys.stderr)
+            return 2
+    grid = Grid.from_mapping(params.model_dump())
+    tickers = args.tickers.split(",") if args.tickers else settings.grid_search.tickers
+    backend = {"cpu": "cpu", "cuda": "cuda", "torch": "torch"}[select_device("rocm" if args.backend == "rocm" else args.backend).backend]
+    market = read_market_data(Path(args.market_data), tickers)
+    trades, rejected = read_trade_log(Path(args.trade_log), tickers, market)
+    if rejected.total:
+        print(f"left out {rejected.total} trade(s): {rejected.by_reason}; first ids {rejected.first_ids}", file=sys.stderr)
+    arrays = TradeArrays.from_frame(trades)
+    with tqdm(total=grid.n_combinations, unit="comb", unit_scale=True, desc=f"{args.engine} on {backend}",
+              disable=args.quiet) as bar:
+        result, results = run_grid_search(market["price"].to_numpy(), arrays, grid, engine=args.engine, backend=backend,
+                                          top=args.top, min_trades=args.min_trades, progress=bar.update)
+    result.rejected = rejected.summary()
+    out = Path(args.out)
+    write_reports(result, out.parent, grid, arrays, results, json_path=out)
+    best = result.top[0] if result.top else None
+    print(json.dumps({"winner": best, "combinations": result.combinations, "trades": result.trades,
+                      "seconds": round(result.seconds, 3), "out": str(out)}, indent=2))
+    return 0
+
+
+def _grid_data(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from assets.sources.grid_synthetic import generate_grid_data
+
+    paths = generate_grid_data(Path(args.out), days=args.days, trades_per_day=args.trades_per_day, seed=args.seed)
+    print(f"market data: {paths.market_data}\ntrade log:   {paths.trade_log}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline.cli", description="tradelab pipeline commands")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -44,6 +98,24 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=_symbols)
     dp = sub.add_parser("demo", help="materialize the demo partitions and print a summary")
     dp.set_defaults(func=_demo)
+    gp = sub.add_parser("grid-search", help="exact top-k parameter combinations over a trade log")
+    gp.add_argument("--market-data", required=True, help="folder of Raw_Market_data_MM-DD-YYYY.csv")
+    gp.add_argument("--trade-log", required=True, help="all_trade_logs.csv")
+    gp.add_argument("--tickers", help="comma-separated (default: settings grid_search.tickers)")
+    gp.add_argument("--engine", choices=["auto", "brute", "cube"], default="auto")
+    gp.add_argument("--backend", choices=["auto", "cpu", "cuda", "rocm"], default="auto")
+    gp.add_argument("--top", type=int, default=10)
+    gp.add_argument("--min-trades", type=int, default=1)
+    gp.add_argument("--params", help="YAML file with the parameter lists (keys as grid_search.params)")
+    gp.add_argument("--out", required=True, help="the JSON report to write")
+    gp.add_argument("--quiet", action="store_true", help="no progress bar")
+    gp.set_defaults(func=_grid_search)
+    gd = sub.add_parser("grid-data", help="write realistic grid-search inputs (seed 001 formats)")
+    gd.add_argument("--out", required=True)
+    gd.add_argument("--days", type=int, default=3)
+    gd.add_argument("--trades-per-day", type=int, default=200)
+    gd.add_argument("--seed", type=int, default=11)
+    gd.set_defaults(func=_grid_data)
     return ap
 
 
@@ -51,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (SettingsError, InputDataError) as err:
+    except (SettingsError, InputDataError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

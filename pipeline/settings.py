@@ -170,6 +170,7 @@ class GridSearch(_Model):
     tickers: list[str] = ["SOXL", "IONQ", "MARA"]
     top: int = Field(10, ge=1, le=1000)
     min_trades: int = Field(1, ge=1)
+    engine: Literal["auto", "brute", "cube"] = "auto"
     params: GridParams = GridParams()
 
 
