@@ -54,8 +54,10 @@ random ones). Per ticker and day the trades are laid out without overlap inside 
 of the session where every entry metric is defined: holding times are log-uniform on
 [30 s, 45 min] (shrunk when the rate asks for more time than the session has), idle gaps
 uniform spacings; the next entry is strictly after the previous exit; exits at 16:00:00 at
-the latest. Half the trades (Strategy `rsi_dip`) then move their entry back, by up to 15
-minutes but not before the previous exit, to the first second with the lowest minute RSI
+the latest. A ticker-day holds at most (its usable seconds) / 31 trades (about 750, so
+about 5,000 a day over 7 tickers); more raises ValueError. At 2,000 a day over 7 tickers
+the holds shrink to roughly 30 s .. 3.5 min. Half the trades (Strategy `rsi_dip`) then
+move their entry back, by up to 15 minutes but not before the previous exit, to the first second with the lowest minute RSI
 (keeping their holding time); the rest are `random_entry`. Entry/Exit Price are the market
 prices at those seconds; Entry Volatility Percent/Ratio and Entry Adx28/14/7 the market
 row's values at entry; over the path from entry to exit inclusive, Trade Best Exit Percent
