@@ -19,7 +19,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -29,11 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_ingest import _settings_file, machine, names  # noqa: E402
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+from benchmarks.bench_ingest import _settings_file, machine, names, peak_rss_mb  # noqa: E402
 
 
 def _universe(args):

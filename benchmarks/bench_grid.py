@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -33,17 +32,13 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_ingest import machine  # noqa: E402
+from benchmarks.bench_ingest import machine, peak_rss_mb  # noqa: E402
 
 DEFAULT = dict(volatility=[0.0, 0.3, 0.4, 0.5, 0.6], ratio=[0.0, 0.2, 0.5, 0.7, 0.8, 0.9, 1.0], adx28=[0, 20, 30],
                adx14=[0, 20, 30], adx7=[0, 20, 30], target=[0.2, 0.3, 0.4, 0.5], stop_loss=[-0.5, -0.4, -0.3])
 BIG = dict(volatility=list(np.round(np.linspace(0, 0.9, 10), 3)), ratio=list(np.round(np.linspace(0, 1.35, 10), 3)),
            adx28=list(range(0, 50, 5)), adx14=list(range(0, 50, 5)), adx7=list(range(0, 50, 5)),
            target=list(np.round(np.linspace(0.1, 1.0, 10), 2)), stop_loss=list(np.round(np.linspace(-1.0, -0.1, 10), 2)))
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def build_data(days: int, n_trades: int, seed: int, path: Path) -> dict:

@@ -31,6 +31,11 @@ sys.path.insert(0, str(REPO))
 
 
 def peak_rss_mb() -> float:
+    """This process's peak RSS since its exec (VmHWM; ru_maxrss would carry the parent's
+    high-water mark across fork and exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 

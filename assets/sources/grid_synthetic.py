@@ -57,12 +57,12 @@ uniform spacings; the next entry is strictly after the previous exit; exits at 1
 the latest. A ticker-day holds at most (its usable seconds) / 31 trades (about 750, so
 about 5,000 a day over 7 tickers); more raises ValueError. At 2,000 a day over 7 tickers
 the holds shrink to roughly 30 s .. 3.5 min. Half the trades (Strategy `rsi_dip`) then
-move their entry back, by up to 15 minutes but not before the previous exit, to the first second with the lowest minute RSI
-(keeping their holding time); the rest are `random_entry`. Entry/Exit Price are the market
-prices at those seconds; Entry Volatility Percent/Ratio and Entry Adx28/14/7 the market
-row's values at entry; over the path from entry to exit inclusive, Trade Best Exit Percent
-= max (price/entry - 1) * 100, Worst Exit Percent = the min, Trade Percent Change =
-(exit/entry - 1) * 100, rounded to 4 dp.
+move their entry back, by up to 15 minutes but not before the previous exit, to the first
+second with the lowest minute RSI (keeping their holding time); the rest are
+`random_entry`. Entry/Exit Price are the market prices at those seconds; Entry Volatility
+Percent/Ratio and Entry Adx28/14/7 the market row's values at entry; over the path from
+entry to exit inclusive, Trade Best Exit Percent = max (price/entry - 1) * 100, Worst Exit
+Percent = the min, Trade Percent Change = (exit/entry - 1) * 100, rounded to 4 dp.
 
 `generate_arrays` builds both tables in memory (polars, no CSV; the market frame has an
 extra `Date` column and Time as pl.Time, the trade frame Date as pl.Date and the times as
