@@ -5,8 +5,10 @@ exit resolution once, then an engine over every combination:
   brute  one thread per combination over all trades (cpu numba or cuda)
   cube   dominance sums: every combination at once (NumPy/CuPy, or torch)
   auto   cube (the fastest exact engine at every size measured)
-Every engine returns the same exact top-k (see kernels.gridsearch). `write_reports` writes
-`top10.json` (the CLI's JSON too), a markdown table and a heatmap PNG.
+Every engine returns the same exact top-k (see kernels.gridsearch); `optuna` searches
+beyond the grid (assets.grid_smart). The overfitting guard (assets.grid_overfit) adds
+in/out-of-sample ROI, PBO and the deflated Sharpe ratio. `write_reports` writes `top10.json`
+(the CLI's JSON too), a markdown table and a heatmap PNG.
 """
 
 import base64
@@ -22,6 +24,7 @@ from dagster import AssetExecutionContext, AssetIn, MetadataValue, Output, asset
 
 from assets.errors import InputDataError
 from assets.grid_inputs import TradeArrays, market_files, read_market_data, read_trade_log
+from assets.grid_overfit import overfitting_report
 from assets.observe import observe, write_json_atomic
 from kernels.gridsearch import RESULT_SCALE
 from kernels.gridsearch.brute import brute_force
@@ -45,11 +48,13 @@ class GridSearchResult:
     seconds: float
     timings: dict = field(default_factory=dict)
     rejected: dict = field(default_factory=dict)
+    overfitting: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"top": self.top, "combinations": self.combinations, "trades": self.trades, "engine": self.engine,
                 "backend": self.backend, "seconds": round(self.seconds, 4), "timings": self.timings,
-                "rejected": self.rejected}
+                "rejected": self.rejected, "overfitting": self.overfitting, **self.extra}
 
 
 def describe(index: np.ndarray, roi_units: np.ndarray, grid: Grid, trades: TradeArrays, results: np.ndarray) -> list[dict]:
@@ -107,6 +112,20 @@ def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engi
     return result, results
 
 
+def run_smart_search(prices: np.ndarray, trades: TradeArrays, gs, backend: str) -> tuple[GridSearchResult, np.ndarray | None]:
+    """`engine: optuna`: seed option 3 beyond the grid (see assets.grid_smart)."""
+    from assets.grid_smart import smart_search
+
+    sm = gs.smart
+    res = smart_search(trades, prices, sampler=sm.sampler, n_trials=sm.trials, batch=sm.batch, blocks=sm.blocks,
+                       seed=sm.seed, storage=sm.storage, study_name=sm.study_name, min_trades=gs.min_trades,
+                       pruner=sm.pruner, top=gs.top)
+    out = res.to_json()
+    result = GridSearchResult(res.top, res.study_trials, len(trades.start), "optuna", backend, res.seconds,
+                              res.timings, extra={k: v for k, v in out.items() if k not in ("top", "seconds", "timings")})
+    return result, None
+
+
 def markdown_table(result: GridSearchResult) -> str:
     head = "| rank | volatility | ratio | adx28 | adx14 | adx7 | target | stop_loss | roi % | trades | win rate | compounded % |"
     lines = [head, "|" + "---|" * 12]
@@ -149,7 +168,7 @@ def write_reports(result: GridSearchResult, out_dir: Path, grid: Grid, trades: T
     paths = {"json": write_json_atomic(json_path or out_dir / "top10.json", result.to_json())}
     paths["markdown"] = out_dir / "top10.md"
     paths["markdown"].write_text(markdown_table(result) + "\n")
-    if result.top:
+    if result.top and results is not None:
         paths["heatmap"] = out_dir / "heatmap.png"
         paths["heatmap"].write_bytes(heatmap_png(grid, trades, results, result.top[0]))
     return paths
@@ -209,8 +228,15 @@ def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade
     trades = TradeArrays.from_frame(trade_log)
     prices = market_data["price"].to_numpy()
     with observe(context, settings.reports_dir, "grid_search", args={"engine": gs.engine, "backend": backend}) as obs:
-        result, results = run_grid_search(prices, trades, grid, engine=gs.engine, backend=backend, top=gs.top,
-                                          min_trades=gs.min_trades)
+        if gs.engine == "optuna":
+            result, results = run_smart_search(prices, trades, gs, backend)
+        else:
+            result, results = run_grid_search(prices, trades, grid, engine=gs.engine, backend=backend, top=gs.top,
+                                              min_trades=gs.min_trades)
+        if gs.overfitting and gs.engine != "optuna":
+            with obs.timed("overfitting_s"):
+                result.overfitting = overfitting_report(trades, results, grid, result.top, min_trades=gs.min_trades)
+            obs.extra.update({"pbo": result.overfitting["pbo"]["pbo"], "dsr": result.overfitting["deflated_sharpe"]["dsr"]})
         paths = write_reports(result, settings.reports_dir / "grid_search", grid, trades, results)
         table = pl.DataFrame(result.top) if result.top else pl.DataFrame()
         obs.record(table)

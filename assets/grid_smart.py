@@ -252,11 +252,11 @@ def _run_batch(study, space: Space, size: int, features, results, blocks, *, pru
     pairs = np.array([v[1] for v in vectors], dtype=np.int64)
     roi, kept, alive = _score_blocks(trials, thresholds, pairs, features, results, blocks, prune)
     for i, trial in enumerate(trials):
-        trial.set_user_attr("trades", int(kept[i]))
-        trial.set_constraint("min_trades", float(min_trades - kept[i]))  # feasible when <= 0
+        trial.set_user_attr("trades", int(kept[i]))  # of the blocks scored
         if not alive[i]:
             study.tell(trial, state=TrialState.PRUNED)
             continue
+        trial.set_constraint("min_trades", float(min_trades - kept[i]))  # feasible when <= 0
         value = float(roi[i]) / RESULT_SCALE
         study.tell(trial, [value, float(kept[i])] if two_objectives else value)
     done = int(alive.sum())
@@ -296,7 +296,8 @@ def rank_trials(study, space: Space, features, results, *, top: int, min_trades:
     GridSearchResult.top plus the trial number; ties to the lower trial number)."""
     from optuna.trial import TrialState
 
-    found = [(t.number, space.from_params(t.params)) for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    found = [(t.number, space.from_params(t.params)) for t in complete]
     found = [(n, v) for n, v in found if v is not None]
     if not found:
         return []
@@ -347,11 +348,15 @@ def smart_search(trades: TradeArrays, prices: np.ndarray, *, sampler: str = "tpe
     """Search filters and exits with Optuna; the best `top` trials scored on all trades.
 
     trades: the engines' arrays; prices: the market price array the trades index into.
-    ranges: {filter: (lo, hi)} (missing filters: observed min..max). target_levels /
-    stop_levels: the exit levels (default `default_levels()`). results: optional
+    ranges: {filter: (lo, hi)} (missing filters: `feature_ranges`). target_levels /
+    stop_levels: the exit levels (default `default_levels()`: 39 x 39 pairs, so `results`
+    holds 1,521 int32 per trade, about 0.6 GB per 100k trades). results: optional
     precomputed exits [n_targets * n_stops, trades] for exactly those levels (skips exit
     resolution). Pruning applies to single-objective TPE and random searches only.
-    Adds `n_trials` trials to the study (new or loaded from `storage`).
+    Adds `n_trials` trials (complete + pruned) to the study (new, or loaded from
+    `storage` under `study_name`); the ranking covers every complete trial of the study.
+    Trials keeping fewer than `min_trades` trades are infeasible (an Optuna constraint)
+    and never ranked.
     """
     import optuna
 
@@ -367,7 +372,8 @@ def smart_search(trades: TradeArrays, prices: np.ndarray, *, sampler: str = "tpe
         results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, space.targets,
                                    space.stops)
     elif results.shape != (len(space.targets) * len(space.stops), len(trades.start)):
-        raise ValueError(f"results must be [{len(space.targets) * len(space.stops)}, {len(trades.start)}], got {results.shape}")
+        expected = (len(space.targets) * len(space.stops), len(trades.start))
+        raise ValueError(f"results must be [{expected[0]}, {expected[1]}] (level pairs, trades), got {results.shape}")
     features = np.ascontiguousarray(trades.features)
     t1 = time.perf_counter()
 
@@ -386,8 +392,9 @@ def smart_search(trades: TradeArrays, prices: np.ndarray, *, sampler: str = "tpe
             done, pruned = done + d, pruned + p
         t2 = time.perf_counter()
         rows = rank_trials(study, space, features, results, top=top, min_trades=min_trades)
-        finished = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)))
+        states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+        finished = len(study.get_trials(deepcopy=False, states=states))
     t3 = time.perf_counter()
+    timings = {"exit_resolution_s": round(t1 - t0, 4), "search_s": round(t2 - t1, 4), "ranking_s": round(t3 - t2, 4)}
     return SmartResult(rows, done, pruned, finished, t3 - t0, sampler, pruner if prune else "none", objectives, name,
-                       len(day_blocks), {"targets": len(space.targets), "stops": len(space.stops)},
-                       {"exit_resolution_s": round(t1 - t0, 4), "search_s": round(t2 - t1, 4), "ranking_s": round(t3 - t2, 4)})
+                       len(day_blocks), {"targets": len(space.targets), "stops": len(space.stops)}, timings)

@@ -80,7 +80,9 @@ def phase_dagster(args) -> dict:
 
     instance = get_instance()
     sync_symbols(instance, load_settings())
-    job = defs.resolve_job_def("historical_build_and_train")
+    from dagster import AssetKey
+
+    job = defs.resolve_job_def("historical_build_and_train").get_subset(asset_selection={AssetKey("raw_bars")})
     t0 = time.perf_counter()
     summary = run_rectangle(job, instance, names(args.symbols), list(range(args.y0, args.y1 + 1)), log_level="WARNING")
     sec = time.perf_counter() - t0

@@ -67,12 +67,28 @@ def _grid_search(args: argparse.Namespace) -> int:
     if rejected.total:
         print(f"left out {rejected.total} trade(s): {rejected.by_reason}; first ids {rejected.first_ids}", file=sys.stderr)
     arrays = TradeArrays.from_frame(trades)
+    out = Path(args.out)
+    if args.engine == "optuna":
+        from assets.grid_search import run_smart_search, write_reports as _write
+
+        smart = settings.grid_search.smart.model_copy(update={k: v for k, v in {
+            "sampler": args.sampler, "trials": args.trials, "storage": args.storage, "study_name": args.study_name}.items() if v})
+        gs = settings.grid_search.model_copy(update={"smart": smart, "top": args.top, "min_trades": args.min_trades})
+        result, _ = run_smart_search(market["price"].to_numpy(), arrays, gs, backend)
+        result.rejected = rejected.summary()
+        _write(result, out.parent, grid, arrays, None, json_path=out)
+        print(json.dumps({"winner": result.top[0] if result.top else None, "trials": result.combinations,
+                          "seconds": round(result.seconds, 3), "out": str(out)}, indent=2))
+        return 0
     with tqdm(total=grid.n_combinations, unit="comb", unit_scale=True, desc=f"{args.engine} on {backend}",
               disable=args.quiet) as bar:
         result, results = run_grid_search(market["price"].to_numpy(), arrays, grid, engine=args.engine, backend=backend,
                                           top=args.top, min_trades=args.min_trades, progress=bar.update)
     result.rejected = rejected.summary()
-    out = Path(args.out)
+    if args.overfitting:
+        from assets.grid_overfit import overfitting_report
+
+        result.overfitting = overfitting_report(arrays, results, grid, result.top, min_trades=args.min_trades)
     write_reports(result, out.parent, grid, arrays, results, json_path=out)
     best = result.top[0] if result.top else None
     print(json.dumps({"winner": best, "combinations": result.combinations, "trades": result.trades,
@@ -102,7 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--market-data", required=True, help="folder of Raw_Market_data_MM-DD-YYYY.csv")
     gp.add_argument("--trade-log", required=True, help="all_trade_logs.csv")
     gp.add_argument("--tickers", help="comma-separated (default: settings grid_search.tickers)")
-    gp.add_argument("--engine", choices=["auto", "brute", "cube"], default="auto")
+    gp.add_argument("--engine", choices=["auto", "brute", "cube", "optuna"], default="auto")
+    gp.add_argument("--sampler", choices=["tpe", "nsga2", "random"], help="optuna engine: sampler (default: settings)")
+    gp.add_argument("--trials", type=int, help="optuna engine: trials (default: settings)")
+    gp.add_argument("--storage", help="optuna engine: journal file (*.log) or DB URL shared by workers")
+    gp.add_argument("--study-name", help="optuna engine: study name")
+    gp.add_argument("--overfitting", action="store_true", help="add in/out-of-sample ROI, PBO and deflated Sharpe")
     gp.add_argument("--backend", choices=["auto", "cpu", "cuda", "rocm"], default="auto")
     gp.add_argument("--top", type=int, default=10)
     gp.add_argument("--min-trades", type=int, default=1)

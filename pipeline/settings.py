@@ -164,14 +164,27 @@ class GridParams(_Model):
         return self
 
 
+class SmartSearch(_Model):
+    sampler: Literal["tpe", "nsga2", "random"] = "tpe"
+    trials: int = Field(1000, ge=1)
+    batch: int = Field(64, ge=1)
+    pruner: Literal["hyperband", "successive_halving", "none"] = "hyperband"
+    blocks: int = Field(8, ge=2)
+    storage: str | None = None
+    study_name: str | None = None
+    seed: int = 0
+
+
 class GridSearch(_Model):
     market_data: Path = Path("grid_data/market_data")
     trade_log: Path = Path("grid_data/all_trade_logs.csv")
     tickers: list[str] = ["SOXL", "IONQ", "MARA"]
     top: int = Field(10, ge=1, le=1000)
     min_trades: int = Field(1, ge=1)
-    engine: Literal["auto", "brute", "cube"] = "auto"
+    engine: Literal["auto", "brute", "cube", "optuna"] = "auto"
+    overfitting: bool = True
     params: GridParams = GridParams()
+    smart: SmartSearch = SmartSearch()
 
 
 class Settings(_Model):

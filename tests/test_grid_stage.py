@@ -43,6 +43,12 @@ def test_assets_write_top10_json_markdown_and_heatmap(grid_data, make_settings, 
     assert (reports / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
     meta = res.asset_materializations_for_node("grid_search")[0].metadata
     assert "heatmap" in meta and "top" in meta
+    guard = report["overfitting"]
+    assert 0.0 <= guard["pbo"]["pbo"] <= 1.0 and 0.0 <= guard["deflated_sharpe"]["dsr"] <= 1.0
+    rows = guard["in_out_of_sample"]
+    assert {"roi_in", "roi_out", "trades_in", "trades_out"} <= set(rows[0])
+    full = [r for r in rows if r["source"] == "full_sample_top"]
+    assert len(full) == 10 and all(abs(r["roi_in"] + r["roi_out"] - r["roi_full"]) < 1e-6 for r in full)
 
 
 def test_cli_writes_the_same_json(grid_data, tmp_path):
@@ -59,6 +65,17 @@ def test_cli_writes_the_same_json(grid_data, tmp_path):
     brute = cli("brute", tmp_path / "out" / "brute.json")
     assert brute["engine"] == "brute" and len(brute["top"]) == 5 and brute["combinations"] == 128
     assert cli("cube", tmp_path / "cube.json")["top"] == brute["top"]
+
+
+def test_cli_optuna_engine_writes_its_best_trials(grid_data, tmp_path):
+    out = tmp_path / "smart.json"
+    run = subprocess.run([sys.executable, "-m", "pipeline.cli", "grid-search", "--market-data", str(grid_data.market_data),
+                          "--trade-log", str(grid_data.trade_log), "--engine", "optuna", "--sampler", "tpe", "--trials", "48",
+                          "--top", "3", "--out", str(out), "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["engine"] == "optuna" and len(report["top"]) == 3
+    assert report["top"][0]["roi"] >= report["top"][-1]["roi"]
 
 
 def test_cli_rejects_an_invalid_params_file_clearly(grid_data, tmp_path):
