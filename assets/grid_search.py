@@ -13,7 +13,6 @@ in/out-of-sample ROI, PBO and the deflated Sharpe ratio. `write_reports` writes 
 
 import base64
 import io
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,6 @@ import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, Output, asset
 
-from assets.errors import InputDataError
 from assets.grid_inputs import TradeArrays, market_files, read_market_data, read_trade_log
 from assets.grid_overfit import overfitting_report
 from assets.observe import observe, write_json_atomic
@@ -31,7 +29,7 @@ from kernels.gridsearch.brute import brute_force
 from kernels.gridsearch.cube import cube_roi, cube_roi_torch
 from kernels.gridsearch.exits import resolve_exits
 from kernels.gridsearch.grid import PARAMS, Grid
-from kernels.gridsearch.ranking import TopK, top_k_full
+from kernels.gridsearch.ranking import top_k_full
 from resources.compute import ComputeResource
 from resources.project import ProjectResource
 

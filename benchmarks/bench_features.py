@@ -19,7 +19,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_ingest import _settings_file, machine, names, peak_rss_mb  # noqa: E402
+from benchmarks.common import emit, machine, peak_rss_mb, run_phases, symbol_names as names, synthetic_instance  # noqa: E402
 
 
 def _universe(args):
@@ -109,20 +108,12 @@ def phase_seed(args) -> dict:
 
 
 def phase_dagster(args) -> dict:
-    tmp = Path(args.tmp)
-    os.environ["PIPELINE_CONFIG"] = str(_settings_file(tmp, args))
-    os.environ["DAGSTER_HOME"] = str(tmp / "home")
+    instance = synthetic_instance(Path(args.tmp), args.symbols, args.y0, args.y1)
     from dagster import materialize
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
     from pipeline.definitions import ALL_ASSETS, build_resources, defs
-    from pipeline.instance import get_instance
     from pipeline.runs import run_rectangle
-    from pipeline.settings import load_settings
-    from pipeline.symbols import sync_symbols
-
-    instance = get_instance()
-    sync_symbols(instance, load_settings())
     syms, years = names(args.symbols), list(range(args.y0, args.y1 + 1))
     raw_job = defs.resolve_job_def("historical_build_and_train").get_subset(asset_selection={ALL_ASSETS[0].key})
     run_rectangle(raw_job, instance, syms, years, log_level="WARNING")
@@ -162,17 +153,10 @@ def main() -> int:
     if args.phase:
         print(json.dumps(PHASES[args.phase](args)))
         return 0
-    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for phase in args.phases.split(","):
-            cmd = [sys.executable, __file__, "--phase", phase, "--tmp", tmp, "--symbols", str(args.symbols),
-                   "--years", args.years, "--workers", str(args.workers), "--chunk-rows", str(args.chunk_rows), "--executor", args.executor]
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            if out.returncode:
-                print(out.stderr[-4000:], file=sys.stderr)
-                return out.returncode
-            results[phase] = json.loads(out.stdout.strip().splitlines()[-1])
-            print(phase, results[phase], flush=True)
+        results = run_phases(__file__, args.phases.split(","),
+                             ["--tmp", tmp, "--symbols", str(args.symbols), "--years", args.years, "--workers",
+                              str(args.workers), "--chunk-rows", str(args.chunk_rows), "--executor", args.executor])
     cmd = (f"python benchmarks/bench_features.py --symbols {args.symbols} --years {args.years} "
            f"--workers {args.workers} --executor {args.executor}")
     lines = [f"### Features + labels rebuild: {args.symbols} symbols x {args.y1 - args.y0 + 1} years ({dt.date.today()})", "",
@@ -207,11 +191,7 @@ def main() -> int:
                      f"Dagster bookkeeping {d['bookkeeping_s']:.1f} s ({1e3 * d['bookkeeping_s'] / d['partitions']:.1f} ms "
                      "per partition event in the SQLite event log).")
     lines.append("")
-    text = "\n".join(lines)
-    print(text)
-    if args.record:
-        with (REPO / "benchmarks" / "RESULTS.md").open("a") as fh:
-            fh.write("\n" + text)
+    emit(lines, args.record)
     return 0
 
 

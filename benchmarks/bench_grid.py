@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_ingest import machine, peak_rss_mb  # noqa: E402
+from benchmarks.common import emit, machine, peak_rss_mb, run_phases  # noqa: E402
 
 DEFAULT = dict(volatility=[0.0, 0.3, 0.4, 0.5, 0.6], ratio=[0.0, 0.2, 0.5, 0.7, 0.8, 0.9, 1.0], adx28=[0, 20, 30],
                adx14=[0, 20, 30], adx7=[0, 20, 30], target=[0.2, 0.3, 0.4, 0.5], stop_loss=[-0.5, -0.4, -0.3])
@@ -203,21 +202,13 @@ def main() -> int:
     if args.phase:
         print(json.dumps(PHASES[args.phase](args)))
         return 0
-    results = {}
     with tempfile.TemporaryDirectory() as tmp:
         data, scale = Path(tmp) / "data.npz", Path(tmp) / "scale.npz"
         info = build_data(args.days, args.trades, 1, data)
         scale_info = build_data(args.days, args.scale_trades, 2, scale) if "scale" in args.phases else {}
         print("data", info, scale_info, flush=True)
-        for phase in args.phases.split(","):
-            cmd = [sys.executable, __file__, "--phase", phase, "--data", str(data), "--scale-data", str(scale),
-                   "--seed-combos", str(args.seed_combos)]
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            if out.returncode:
-                print(out.stderr[-4000:], file=sys.stderr)
-                return out.returncode
-            results[phase] = json.loads(out.stdout.strip().splitlines()[-1])
-            print(phase, results[phase], flush=True)
+        results = run_phases(__file__, args.phases.split(","),
+                             ["--data", str(data), "--scale-data", str(scale), "--seed-combos", str(args.seed_combos)])
     base = results.get("seed", {}).get("checks_per_s")
     same_top = len({tuple(results[p]["top"]) for p in ("brute", "cube", "torch") if p in results}) == 1
     cmd = f"python benchmarks/bench_grid.py --days {args.days} --trades {args.trades} --scale-trades {args.scale_trades}"
@@ -240,11 +231,7 @@ def main() -> int:
         lines.append(f"| scale: exits + dominance sums, {s['combinations']:,} x {s['trades']:,} trades | {s['combinations']:,} | "
                      f"{s['seconds']:.2f} (exits {s['exit_s']:.2f}) | {s['checks_per_s']:.3g} | {s['checks_per_s'] / base:,.0f}x | {s['peak_rss_mb']:.0f} |" if base else "")
     lines += ["", f"Same top-10 from brute force, dominance sums and torch: {same_top}.", ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.record:
-        with (REPO / "benchmarks" / "RESULTS.md").open("a") as fh:
-            fh.write("\n" + text)
+    emit(lines, args.record)
     return 0
 
 

@@ -24,7 +24,7 @@ import talib
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_ingest import machine  # noqa: E402
+from benchmarks.common import emit, machine  # noqa: E402
 from kernels import indicators as K  # noqa: E402
 
 
@@ -97,10 +97,7 @@ def main() -> int:
         f"Worst ratio: {worst:.2f} (f64), {worst32:.2f} (f32).",
         "",
     ]
-    text = "\n".join(lines)
-    if args.record:
-        with (REPO / "benchmarks" / "RESULTS.md").open("a") as fh:
-            fh.write("\n" + text)
+    emit(lines, args.record)
     return 0
 
 

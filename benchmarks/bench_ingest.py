@@ -15,12 +15,8 @@ Usage: python benchmarks/bench_ingest.py [--symbols 500] [--years 2000-2025] [--
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
-import platform
-import resource
-import subprocess
+import datetime as dt
 import sys
 import tempfile
 import time
@@ -29,18 +25,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-
-def peak_rss_mb() -> float:
-    """This process's peak RSS since its exec (VmHWM; ru_maxrss would carry the parent's
-    high-water mark across fork and exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024.0
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+from benchmarks.common import emit, machine, peak_rss_mb, run_phases, symbol_names, synthetic_instance  # noqa: E402
 
 
 def names(n: int) -> list[str]:
-    return [f"S{i:04d}" for i in range(n)]
+    return symbol_names(n)
 
 
 def phase_generator(args) -> dict:
@@ -54,33 +43,13 @@ def phase_generator(args) -> dict:
     return {"rows": df.height, "seconds": sec, "rows_per_s": df.height / sec, "peak_rss_mb": peak_rss_mb()}
 
 
-def _settings_file(tmp: Path, args) -> Path:
-    cfg = tmp / "settings.yaml"
-    cfg.write_text(
-        json.dumps(
-            {
-                "paths": {"data": str(tmp / "data"), "reports": str(tmp / "reports"), "models": str(tmp / "models")},
-                "years": {"start": args.y0, "end": args.y1},
-                "universe": {"source": "synthetic", "synthetic": {"symbols": names(args.symbols), "seed": 7, "end_date": f"{args.y1}-12-31"}},
-            }
-        )
-    )
-    return cfg
-
-
 def phase_dagster(args) -> dict:
     tmp = Path(args.tmp)
-    os.environ["PIPELINE_CONFIG"] = str(_settings_file(tmp, args))
-    os.environ["DAGSTER_HOME"] = str(tmp / "home")
-    from pipeline.definitions import defs
-    from pipeline.instance import get_instance
-    from pipeline.runs import run_rectangle
-    from pipeline.settings import load_settings
-    from pipeline.symbols import sync_symbols
-
-    instance = get_instance()
-    sync_symbols(instance, load_settings())
+    instance = synthetic_instance(tmp, args.symbols, args.y0, args.y1)
     from dagster import AssetKey
+
+    from pipeline.definitions import defs
+    from pipeline.runs import run_rectangle
 
     job = defs.resolve_job_def("historical_build_and_train").get_subset(asset_selection={AssetKey("raw_bars")})
     t0 = time.perf_counter()
@@ -113,19 +82,6 @@ def phase_baseline(args) -> dict:
 PHASES = {"generator": phase_generator, "dagster": phase_dagster, "baseline": phase_baseline}
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, Python {platform.python_version()}"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--symbols", type=int, default=500)
@@ -139,17 +95,10 @@ def main() -> int:
         print(json.dumps(PHASES[args.phase](args)))
         return 0
 
-    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for phase in ("generator", "dagster", "baseline"):
-            cmd = [sys.executable, __file__, "--phase", phase, "--tmp", tmp, "--symbols", str(args.symbols), "--years", args.years]
-            env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-            out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if out.returncode:
-                print(out.stderr[-4000:], file=sys.stderr)
-                return out.returncode
-            results[phase] = json.loads(out.stdout.strip().splitlines()[-1])
-            print(phase, results[phase], flush=True)
+        results = run_phases(__file__, ["generator", "dagster", "baseline"],
+                             ["--tmp", tmp, "--symbols", str(args.symbols), "--years", args.years],
+                             env={"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"})
 
     g, d, b = results["generator"], results["dagster"], results["baseline"]
     cmd = f"python benchmarks/bench_ingest.py --symbols {args.symbols} --years {args.years}"
@@ -171,12 +120,7 @@ def main() -> int:
         f"{1e3 * (d['seconds'] - d['step_seconds'] - d['write_seconds']) / d['partitions']:.1f} ms per partition.",
         "",
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.record:
-        path = REPO / "benchmarks" / "RESULTS.md"
-        with path.open("a") as fh:
-            fh.write("\n" + text)
+    emit(lines, args.record)
     return 0
 
 

@@ -135,7 +135,7 @@ def test_killed_writer_leaves_the_previous_partition_intact(tmp_path, point):
     before = sha(path)
 
     child = textwrap.dedent(
-        f"""
+        """
         import datetime as dt, os, sys
         import polars as pl
         from resources.parquet_store import ParquetStore

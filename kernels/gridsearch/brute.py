@@ -99,7 +99,7 @@ def brute_force(features: np.ndarray, results: np.ndarray, grid: Grid, *, k: int
 
 
 def _brute_force_cuda(features, results, grid, sizes, table, k, min_trades, launch, progress) -> TopK:
-    from numba import config, cuda
+    from numba import config
 
     total = grid.n_combinations
     threads = 256
