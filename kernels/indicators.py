@@ -66,14 +66,17 @@ SPECS: dict[str, Spec] = {
 }
 
 
+# Public names that run another name's core.
+_ALIASES = {"plus_di": "dmi", "minus_di": "dmi", "adx": "dmi", "rolling_std": "moments", "zscore": "moments",
+            "returns": "rocp"}
+
+
 def lookback(name: str, n: int) -> int:
     """Index of the first valid output of indicator `name` with period `n`."""
-    aliases = {"plus_di": ("dmi", n), "minus_di": ("dmi", n), "adx": ("dmi", 2 * n - 1)}
-    if name in aliases:
-        return n if name != "adx" else 2 * n - 1
-    key = {"rolling_std": "moments", "zscore": "moments", "returns": "rocp"}.get(name, name)
-    spec = SPECS[key]
-    return spec.lookback(n, 0) if key == "moments" else spec.lookback(n)
+    if name in ("plus_di", "minus_di"):
+        return n
+    spec = SPECS[_ALIASES.get(name, name)]
+    return spec.lookback(n, 0) if spec.core == "moments_core" else spec.lookback(n)
 
 
 def _kind(a):
