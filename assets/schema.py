@@ -97,3 +97,16 @@ def labels_schema(horizons: list[int]) -> TableSchema:
     rets = [(f"label_ret_h{h}", NUMBER) for h in horizons]
     bins = [(f"label_bin_h{h}", ENUM) for h in horizons]
     return TableSchema("labels", (("date", DATE), ("symbol", pl.String), *rets, *bins))
+
+
+def specialists_schema() -> TableSchema:
+    """date, symbol, then spec_<name>_score (float32 in [-1, 1]) in registry order."""
+    from assets.specialist_registry import SPECIALIST_COLUMNS
+
+    return TableSchema("specialists", (("date", DATE), ("symbol", pl.String), *[(c, NUMBER) for c in SPECIALIST_COLUMNS]))
+
+
+REGIME = TableSchema(
+    "regime",
+    (("date", DATE), ("regime", ENUM), ("index_close", NUMBER), ("members", pl.Int32)),
+)

@@ -8,7 +8,8 @@ from assets.features import features
 from assets.grid_search import grid_search, market_data, trade_log
 from assets.labels import labels
 from assets.raw_bars import raw_bars
-from pipeline.jobs import grid_search_job, historical_build_and_train
+from assets.regime import regime
+from pipeline.jobs import grid_search_job, historical_build_and_train, regime_job
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import new_symbol_sensor
 from pipeline.settings import config_path, load_settings
@@ -16,7 +17,7 @@ from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
 
-ALL_ASSETS = [raw_bars, features, labels, market_data, trade_log, grid_search]
+ALL_ASSETS = [raw_bars, features, labels, regime, market_data, trade_log, grid_search]
 
 
 def build_resources(settings_path: str | None = None) -> dict:
@@ -30,7 +31,7 @@ def build_resources(settings_path: str | None = None) -> dict:
 
 defs = Definitions(
     assets=ALL_ASSETS,
-    jobs=[historical_build_and_train, grid_search_job],
+    jobs=[historical_build_and_train, regime_job, grid_search_job],
     schedules=[nightly_rebuild],
     sensors=[new_symbol_sensor],
     resources=build_resources(),

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job
 
-from pipeline.partitions import symbol_year_partitions
+from pipeline.partitions import symbol_year_partitions, years_partitions
 
 GRID_GROUP = "grid_search"
+YEAR_GROUPS = ("regime",)  # year-partitioned stages: a job holds one partitions definition
 
 historical_build_and_train = define_asset_job(
     "historical_build_and_train",
-    selection=AssetSelection.all() - AssetSelection.groups(GRID_GROUP),
+    selection=AssetSelection.all() - AssetSelection.groups(GRID_GROUP, *YEAR_GROUPS),
     partitions_def=symbol_year_partitions,
     description="Every symbol x year stage of the graph, in dependency order, for the selected partitions.",
+)
+
+regime_job = define_asset_job(
+    "regime_job",
+    selection=AssetSelection.groups(*YEAR_GROUPS),
+    partitions_def=years_partitions,
+    description="The market regime of the selected years (after raw_bars of every symbol).",
 )
 
 grid_search_job = define_asset_job(

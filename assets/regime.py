@@ -1,0 +1,76 @@
+"""Stage `regime` (year): the causal market-regime tag of every trading day.
+
+The index is equal-weight: each day's mean simple return over the symbols that traded
+that day and the day before, compounded (or the close of `regime.index_symbol` when set).
+Partition Y reads raw_bars of every symbol for years Y-2..Y (the tagger's windows span
+about 272 days: kernels.regime) and stores the days of Y: 1 bull, -1 bear, 0 consolidate,
+2 oscillate, null during the warm-up of the first years. The check reads every stored year:
+no class under 5% or over 80% (the seed's "not degenerate").
+"""
+
+import polars as pl
+from dagster import AllPartitionMapping, AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, Output, asset
+
+from assets.observe import observe
+from assets.schema import REGIME
+from kernels.regime import NO_TAG, tag_regime
+from pipeline.partitions import years_partitions
+from resources.io_manager import ALLOW_MISSING
+from resources.parquet_store import ParquetStore
+from resources.project import ProjectResource
+
+HALO_YEARS = 2
+CLASS_BOUNDS = (0.05, 0.80)
+
+
+def equal_weight_index(bars: pl.DataFrame) -> pl.DataFrame:
+    """date, index_close (compounded mean daily return), members (symbols that day)."""
+    rets = (
+        bars.sort("symbol", "date")
+        .with_columns((pl.col("close").cast(pl.Float64) / pl.col("close").cast(pl.Float64).shift(1).over("symbol") - 1.0).alias("r"))
+        .group_by("date")
+        .agg(pl.col("r").mean().alias("r"), pl.col("r").is_not_null().sum().cast(pl.Int32).alias("members"))
+        .sort("date")
+    )
+    return rets.with_columns((1.0 + pl.col("r").fill_null(0.0)).cum_prod().alias("index_close")).drop("r")
+
+
+def build_regime(bars: pl.DataFrame, years: list[int]) -> pl.DataFrame:
+    idx = equal_weight_index(bars)
+    tags = tag_regime(idx["index_close"].to_numpy())
+    out = idx.with_columns(pl.Series("regime", tags).replace(NO_TAG, None).cast(pl.Int8))
+    out = out.filter(pl.col("date").dt.year().is_in(years))
+    return REGIME.cast(out)
+
+
+def class_shares(regime: pl.Series) -> dict[int, float]:
+    tagged = regime.drop_nulls()
+    n = max(len(tagged), 1)
+    return {k: float((tagged == k).sum()) / n for k in (1, -1, 0, 2)}
+
+
+@asset(
+    partitions_def=years_partitions,
+    ins={"raw_bars": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
+    io_manager_key="parquet_io_manager",
+    group_name="regime",
+    kinds={"polars"},
+    check_specs=[AssetCheckSpec("not_degenerate", asset="regime",
+                                description="over every stored year: no class under 5% and none over 80%")],
+)
+def regime(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: ProjectResource):
+    """Market regime per trading day (1 bull, -1 bear, 0 consolidate, 2 oscillate) from an
+    equal-weight index of the universe, causal (trailing windows only)."""
+    settings = project.settings()
+    years = [int(k) for k in context.partition_keys]
+    lo, hi = min(years) - HALO_YEARS, max(years)
+    with observe(context, settings.reports_dir, "regime") as obs:
+        bars = raw_bars.filter(pl.col("year").is_between(lo, hi)).select("date", "symbol", "close").collect()
+        df = obs.record(build_regime(bars, years))
+    yield Output(df)
+    store = ParquetStore(settings.data_dir)
+    stored = [pl.read_parquet(p) for p in sorted(store.asset_dir("regime").glob("year=*/part.parquet"))
+              if int(p.parent.name.split("=")[1]) not in years] if store.asset_dir("regime").is_dir() else []
+    shares = class_shares(pl.concat([*(s.select("regime") for s in stored), df.select("regime")])["regime"])
+    ok = all(CLASS_BOUNDS[0] <= v <= CLASS_BOUNDS[1] for v in shares.values())
+    yield AssetCheckResult(check_name="not_degenerate", passed=ok, metadata={"shares": {str(k): round(v, 4) for k, v in shares.items()}})

@@ -1,0 +1,72 @@
+"""The specialist registry: name, function over a Panel, inputs, warm-up.
+
+Each specialist returns float32 scores in [-1, 1], one per panel row; the stored column is
+`spec_<name>_score`, in registry order. To add one, append a `Specialist` here.
+
+    mean_reversion  -zscore(close vs its 20-day SMA, in 20-day standard deviations) / 2,
+                    clipped to [-1, 1]: stretched above the mean scores negative
+    rsi             (RSI(14) - 50) / 50
+    atc             the Adaptive Trend Classification final value (kernels.atc), in [-1, 1]
+    seller_exhaustion  1 on a seller-exhaustion signal bar (kernels.seller_exhaustion, daily
+                    preset), else 0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from assets.panel import Panel
+from kernels import indicators as K
+from kernels.seller_exhaustion import PRESETS, seller_exhaustion
+
+
+@dataclass(frozen=True)
+class Specialist:
+    name: str
+    fn: Callable[[Panel], np.ndarray]
+    inputs: tuple[str, ...]
+    warmup: int
+
+    @property
+    def column(self) -> str:
+        return f"spec_{self.name}_score"
+
+
+def mean_reversion(p: Panel) -> np.ndarray:
+    z = K.zscore(p.col("close"), 20)
+    return np.clip(-z / 2.0, -1.0, 1.0).astype(np.float32)
+
+
+def rsi_score(p: Panel) -> np.ndarray:
+    return ((K.rsi(p.col("close"), 14) - 50.0) / 50.0).astype(np.float32)
+
+
+def atc_score(p: Panel) -> np.ndarray:
+    from kernels.atc import average_signal
+
+    return np.asarray(average_signal(p.col("close")), dtype=np.float32)
+
+
+def seller_exhaustion_score(p: Panel) -> np.ndarray:
+    out = seller_exhaustion(p.col("high"), p.col("low"), p.col("close"), p.col("volume"), PRESETS["daily"])
+    return out["signal"].astype(np.float32)
+
+
+SPECIALISTS: tuple[Specialist, ...] = (
+    Specialist("mean_reversion", mean_reversion, ("close",), 19),
+    Specialist("rsi", rsi_score, ("close",), 14),
+    Specialist("atc", atc_score, ("close",), 28 + 6),
+    Specialist("seller_exhaustion", seller_exhaustion_score, ("high", "low", "close", "volume"),
+               PRESETS["daily"].atr_window + PRESETS["daily"].z_window),
+)
+SPECIALIST_COLUMNS = [s.column for s in SPECIALISTS]
+PANEL_COLUMNS = ["open", "high", "low", "close", "volume"]
+
+
+def run_specialists(panel: Panel) -> dict[str, np.ndarray]:
+    """Every registered specialist's scores over one symbol's panel."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {s.column: s.fn(panel) for s in SPECIALISTS}

@@ -1,0 +1,73 @@
+"""Stage `specialists` (symbol x year): the specialist registry over each symbol's panel.
+
+Partition SYMBOL|Y reads the symbol's whole stored history up to Y (raw_bars of every year
+from the first) and stores the rows of Y. ATC's equity curves scale returns by
+exp(lambda * (bar - cutout)), an absolute bar index, so no finite halo could reproduce
+them: the whole history makes every partition equal the whole-history computation exactly
+(tests/test_specialists.py). In a single-run backfill each symbol is computed once.
+"""
+
+import numpy as np
+import polars as pl
+from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
+
+from assets.observe import observe
+from assets.panel import Panel
+from assets.partition_frames import keep_partitions
+from assets.schema import specialists_schema
+from assets.specialist_registry import PANEL_COLUMNS, SPECIALIST_COLUMNS, run_specialists
+from assets.symbol_chunks import map_symbol_chunks
+from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from resources.project import ProjectResource
+
+ALL_HISTORY_YEARS = 500  # a halo longer than any history: every stored year before Y
+
+
+def specialists_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray) -> dict[str, np.ndarray]:
+    """Worker: one panel per symbol of the chunk, the registry over it."""
+    total = len(arrays["close"])
+    out = {c: np.empty(total, dtype=np.float32) for c in SPECIALIST_COLUMNS}
+    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        panel = Panel.from_columns({c: arrays[c][a:b] for c in PANEL_COLUMNS})
+        for col, values in run_specialists(panel).items():
+            out[col][a:b] = values
+    return out
+
+
+def build_specialists(bars: pl.DataFrame, keys: list[SymbolYear], *, workers: int = 1, chunk_rows: int = 131_072,
+                      executor: str = "thread") -> pl.DataFrame:
+    """Specialist scores of the rows of `keys` from `bars` (the symbols' history up to them)."""
+    bars = bars.sort("symbol", "date")
+    scores, _ = map_symbol_chunks(specialists_by_symbol, bars, PANEL_COLUMNS, workers=workers, chunk_rows=chunk_rows,
+                                  executor=executor)
+    frame = bars.select("date", "symbol").with_columns(
+        *[pl.Series(c, scores.get(c, np.empty(0, np.float32))) for c in SPECIALIST_COLUMNS]
+    )
+    out = keep_partitions(frame, keys)
+    specialists_schema().check(out)
+    return out
+
+
+@asset(
+    partitions_def=symbol_year_partitions,
+    backfill_policy=BackfillPolicy.single_run(),
+    ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(ALL_HISTORY_YEARS))},
+    io_manager_key="parquet_io_manager",
+    group_name="specialists",
+    kinds={"numba", "polars"},
+    check_specs=[AssetCheckSpec("scores_in_range", asset="specialists",
+                                description="every score is float32 in [-1, 1] (NaN only in warm-up)")],
+)
+def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource):
+    """Rule-based specialist scores in [-1, 1]: mean reversion, RSI, Adaptive Trend
+    Classification and seller exhaustion, from one zero-copy panel per symbol."""
+    settings = project.settings()
+    keys = [split_key(k) for k in context.partition_keys]
+    kw = {"workers": settings.build.worker_count(), "chunk_rows": settings.build.chunk_rows,
+          "executor": settings.build.executor}
+    with observe(context, settings.reports_dir, "specialists", args=kw) as obs:
+        df = obs.record(build_specialists(raw_bars, keys, **kw))
+    yield Output(df)
+    bad = {c: int(df.select((pl.col(c).abs() > 1.0).sum()).item()) for c in SPECIALIST_COLUMNS}
+    yield AssetCheckResult(check_name="scores_in_range", passed=not any(bad.values()),
+                           metadata={"out_of_range": bad, "nan": {c: int(df[c].is_nan().sum()) for c in SPECIALIST_COLUMNS}})
