@@ -12,6 +12,7 @@ import pytest
 from assets.panel import Panel
 from assets.regime import build_regime, class_shares, equal_weight_index
 from assets.sources.synthetic import SyntheticMarket
+from pipeline.partitions import SymbolYear
 from kernels.regime import NO_TAG, tag_regime
 from kernels.seller_exhaustion import PRESETS, SellerParams, seller_exhaustion
 from tests.kernel_data import goog_ohlc
@@ -96,3 +97,27 @@ def test_panel_columns_are_views_not_copies():
     assert close[3] == -1
     with pytest.raises(KeyError, match="panel has no column 'vwap'"):
         p.col("vwap")
+
+
+def test_regime_asset_with_its_halo_equals_the_whole_history(make_settings, instance):
+    from dagster import materialize
+
+    from assets.raw_bars import raw_bars
+    from assets.regime import regime
+    from pipeline.definitions import build_resources
+    from pipeline.settings import read_settings
+    from resources.parquet_store import ParquetStore
+    from tests.conftest import run_assets
+
+    cfg = make_settings()
+    syms, years = ["AAA", "BBB"], list(range(2000, 2007))
+    assert run_assets([raw_bars], cfg, instance, syms, years).success
+    res = materialize([raw_bars, regime], selection=[regime], partition_key="2006", instance=instance,
+                      resources=build_resources(str(cfg)))
+    assert res.success
+    check = res.get_asset_check_evaluations()[0]
+    assert check.check_name == "not_degenerate"
+    store = ParquetStore(read_settings(cfg).data_dir)
+    stored = pl.read_parquet(store.year_path("regime", 2006))
+    whole = build_regime(store.read("raw_bars", [SymbolYear(s, y) for s in syms for y in years]), [2006])
+    assert stored["regime"].to_list() == whole["regime"].to_list() and stored.height == 251
