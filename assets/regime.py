@@ -9,7 +9,16 @@ no class under 5% or over 80% (the seed's "not degenerate").
 """
 
 import polars as pl
-from dagster import AllPartitionMapping, AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, Output, asset
+from dagster import (
+    AllPartitionMapping,
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    BackfillPolicy,
+    Output,
+    asset,
+)
 
 from assets.observe import observe
 from assets.schema import REGIME
@@ -51,6 +60,7 @@ def class_shares(regime: pl.Series) -> dict[int, float]:
 
 @asset(
     partitions_def=years_partitions,
+    backfill_policy=BackfillPolicy.single_run(),
     ins={"raw_bars": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
     io_manager_key="parquet_io_manager",
     group_name="regime",

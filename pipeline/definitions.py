@@ -9,6 +9,7 @@ from assets.grid_search import grid_search, market_data, trade_log
 from assets.labels import labels
 from assets.raw_bars import raw_bars
 from assets.regime import regime
+from assets.specialists import specialists
 from pipeline.jobs import grid_search_job, historical_build_and_train, regime_job
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import new_symbol_sensor
@@ -17,7 +18,7 @@ from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
 
-ALL_ASSETS = [raw_bars, features, labels, regime, market_data, trade_log, grid_search]
+ALL_ASSETS = [raw_bars, features, labels, specialists, regime, market_data, trade_log, grid_search]
 
 
 def build_resources(settings_path: str | None = None) -> dict:

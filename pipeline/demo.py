@@ -7,6 +7,21 @@ import time
 from pipeline.settings import Settings
 
 
+def _regime_demo(settings: Settings, defs, instance, years: list[int]) -> str:
+    """The market regime of the demo years in one run; the class shares it found."""
+    import polars as pl
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+    job = defs.resolve_job_def("regime_job")
+    tags = {ASSET_PARTITION_RANGE_START_TAG: str(min(years)), ASSET_PARTITION_RANGE_END_TAG: str(max(years))}
+    job.execute_in_process(instance=instance, tags=tags,
+                           run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    tags_col = pl.scan_parquet(str(settings.data_dir / "regime" / "year=*" / "part.parquet")).select("regime").collect()["regime"]
+    shares = tags_col.drop_nulls().value_counts(normalize=True).sort("regime")
+    text = ", ".join(f"{ {1: 'bull', -1: 'bear', 0: 'consolidate', 2: 'oscillate'}[r] } {p:.0%}" for r, p in shares.iter_rows())
+    return f"regime            {len(years)} years tagged: {text}"
+
+
 def _grid_search_demo(settings: Settings, defs, instance) -> str:
     """Generate grid-search inputs if the configured ones are absent, run the job, return the winner."""
     import json
@@ -45,6 +60,7 @@ def run_demo(settings: Settings) -> int:
           f"({len(added)} newly registered)")
     job = defs.resolve_job_def("historical_build_and_train")
     summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "demo"})
+    regime_line = _regime_demo(settings, defs, instance, years)
     grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
     print()
@@ -52,6 +68,7 @@ def run_demo(settings: Settings) -> int:
     for name, s in summary.items():
         print(f"{name:<24}{s.partitions:>12}{s.rows:>12}{s.seconds:>10.2f}")
     print()
+    print(regime_line)
     print(grid_line)
     print(f"total wall time   {seconds:.1f} s")
     print(f"data              {settings.data_dir}/<asset>/symbol=<S>/year=<Y>/part.parquet")

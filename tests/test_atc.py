@@ -1,0 +1,328 @@
+"""Adaptive Trend Classification: the NumPy reference against hand-checkable cases, and the
+cpu (numba), torch and cuda (simulator in CI) kernels against the reference.
+
+What is compared:
+* cpu vs reference on GOOG closes (2148 bars): the final value and the six family signals,
+  NaN positions identical; float64 outputs (dtype=np.float64) within 1e-9 absolute, the
+  default float32 outputs within 1e-5 absolute of the float64 reference. Both compute in
+  float64 from the same input; they differ only where an MA (rolled in the cores, recomputed
+  from its window in the reference, ~1e-13 apart) decides a cross, which GOOG never hits.
+  A float32 input is compared with the reference run on the same float32 values widened.
+* torch (on the cpu here) vs cpu on a 2-D batch, float64 within 1e-9; cuda (simulator) vs
+  cpu on 3 series x 80 bars, bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from kernels import atc
+from kernels import atc_reference as ref
+from kernels import indicators as K
+
+
+@functools.cache
+def goog_close() -> np.ndarray:
+    from backtesting.test import GOOG
+
+    return GOOG.Close.to_numpy(dtype=np.float64)
+
+
+@functools.cache
+def ref_goog(robustness: str, length: int, cutout: int = 0, f32: bool = False):
+    x = goog_close().astype(np.float32).astype(np.float64) if f32 else goog_close()
+    return ref.compute(x, robustness=robustness, length=length, cutout=cutout)
+
+
+def v_shape(down: int = 120, up: int = 200, c: float = 0.004, top: float = 200.0) -> np.ndarray:
+    """An accelerating fall (top - c*t^2) for `down` bars, then an accelerating rise.
+
+    Curved legs on purpose: a straight leg is matched exactly by the LSMA (and in steady
+    state by the DEMA), a tie only rounding noise breaks, and a geometric fall is convex, so
+    the low-lag MAs (DEMA, LSMA) sit below the close through it and never get crossed."""
+    fall = top - c * np.arange(down) ** 2
+    return np.r_[fall, fall[-1] + c * np.arange(1, up + 1) ** 2]
+
+
+def walks(n_series: int, t_len: int, seed: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return 100.0 * np.exp(np.cumsum(rng.normal(0.0, 0.02, (n_series, t_len)), axis=1))
+
+
+# ---------------------------------------------------------------------------------------
+# The reference against hand-checkable cases
+# ---------------------------------------------------------------------------------------
+
+
+def test_rise_after_a_fall_gives_plus_one():
+    # The fall (120 bars) is longer than the longest warm-up (DEMA 34: 66 bars), so every
+    # MA is valid with the close below it; the rise crosses all 54 over: every signal +1.
+    x = v_shape()
+    fams, final = ref.compute(x)
+    assert np.all(final[150:] == 1.0)
+    for name in ref.FAMILIES:
+        assert np.all(fams[name][150:] == 1.0), name
+    np.testing.assert_array_equal(atc.average_signal(x, dtype=np.float64), final)
+
+
+def test_fall_after_a_rise_gives_minus_one():
+    x = 400.0 - v_shape()  # an accelerating rise, then an accelerating fall
+    final = ref.average_signal(x)
+    assert np.all(final[150:] == -1.0)
+    np.testing.assert_array_equal(atc.average_signal(x, dtype=np.float64), final)
+
+
+def test_constant_gives_zero():
+    # Every MA of a constant 100.0 is exactly 100.0 (integer sums, TA-Lib's EMA update), so
+    # nothing crosses.
+    x = np.full(300, 100.0)
+    fams, final = ref.compute(x)
+    assert np.all(final == 0.0)
+    assert all(np.all(f == 0.0) for f in fams.values())
+    np.testing.assert_array_equal(atc.average_signal(x, dtype=np.float64), final)
+
+
+def test_monotone_from_the_first_bar_never_crosses():
+    # Faithful to ta.crossover: the close sits above every MA from the MA's first valid bar
+    # (the bar before is NaN: no cross), so no signal ever turns on.
+    x = 100.0 * np.exp(np.arange(300) * 0.01)
+    assert np.all(ref.average_signal(x) == 0.0)
+    assert np.all(atc.average_signal(x) == 0.0)
+
+
+def test_equity_floor_holds():
+    t_len = 40
+    sig = np.full(t_len, -1.0)  # short through a market that gains 50% a bar
+    r = np.full(t_len, 0.5)
+    r[0] = np.nan
+    e = ref.equity_curve(1.0, sig, r, 0.0003, cutout=0)
+    assert e[0] == 1.0
+    assert e[1] == pytest.approx(1.0 * (1 - 0.0003) * 0.5)
+    assert np.all(e >= 0.25) and e[-1] == 0.25
+    # the compiled layer-2 core: fden accumulates E, which must equal the reference
+    fnom, fden = np.zeros(t_len), np.zeros(t_len)
+    atc._layer2(sig, r, 1 - 0.0003, 0, 1.0, fnom, fden)
+    np.testing.assert_array_equal(fden, e)
+    np.testing.assert_array_equal(fnom, -e)  # Cut(-1) * E
+
+
+def test_previous_signal_drives_the_equity_and_a_persists():
+    r = np.array([np.nan, 0.1, 0.2, 0.3, 0.4])
+    sig = np.array([0.0, 1.0, 0.0, -1.0, 0.0])
+    e = ref.equity_curve(1.0, sig, r, 0.0, cutout=0)
+    # t=1: sig[0] = 0, a stays 0; t=2: sig[1] > 0, a = r[2]; t=3: sig[2] = 0, a keeps r[2];
+    # t=4: sig[3] < 0, a = -r[4]
+    expected = [1.0, 1.0, 1.2, 1.2 * 1.2, 1.2 * 1.2 * 0.6]
+    np.testing.assert_allclose(e, expected, rtol=1e-15)
+
+
+def test_rounding_half_away_from_zero():
+    assert ref.round_half_away(0.125) == 0.13
+    assert ref.round_half_away(-0.125) == -0.13
+    assert ref.round_half_away(0.124999) == 0.12
+    assert ref.round_half_away(-0.5) == -0.5
+    assert np.isnan(ref.round_half_away(np.nan))
+    nom = np.array([0.125, -0.125, 0.375, -0.124999, 1.0, np.nan])
+    out = np.empty_like(nom)
+    atc._finish(nom, np.ones_like(nom), out)
+    np.testing.assert_array_equal(out, [0.13, -0.13, 0.38, -0.12, 1.0, np.nan])
+
+
+def test_cut_and_classify():
+    assert [ref.cut(v) for v in (0.5, 0.49, -0.49, -0.5, np.nan)] == [1.0, 0.0, 0.0, -1.0, 0.0]
+    np.testing.assert_array_equal(atc.classify([0.2, 0.1, -0.1, -0.2, np.nan]), [1, 0, 0, -1, 0])
+
+
+# ---------------------------------------------------------------------------------------
+# cpu (numba) against the reference
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("robustness", ["Narrow", "Medium", "Wide"])
+@pytest.mark.parametrize("length", [28, 14])
+def test_cpu_equals_reference_on_goog(robustness, length):
+    x = goog_close()
+    r_fams, r_final = ref_goog(robustness, length)
+    fams64, final64 = atc.compute(x, robustness=robustness, length=length, dtype=np.float64)
+    fams32, final32 = atc.compute(x, robustness=robustness, length=length)
+    assert final32.dtype == np.float32 and final64.dtype == np.float64
+    assert not np.isnan(r_final).any()
+    np.testing.assert_allclose(final64, r_final, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(final32, r_final, rtol=0, atol=1e-5)
+    for name in atc.FAMILIES:
+        np.testing.assert_allclose(fams64[name], r_fams[name], rtol=0, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(fams32[name], r_fams[name], rtol=0, atol=1e-5, err_msg=name)
+    assert np.unique(np.sign(r_final)).size == 3  # long, short and flat bars all occur
+
+
+def test_float32_input_is_computed_in_float64():
+    x32 = goog_close().astype(np.float32)
+    _, r_final = ref_goog("Medium", 28, f32=True)
+    out = atc.average_signal(x32)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, r_final, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(atc.average_signal(x32, dtype=np.float64), r_final, rtol=0, atol=1e-9)
+
+
+def test_cutout():
+    cutout = 300
+    x = goog_close()
+    _, r_final = ref_goog("Medium", 28, cutout=cutout)
+    fams, final = atc.compute(x, cutout=cutout, dtype=np.float64)
+    assert np.isnan(final[:cutout]).all() and not np.isnan(final[cutout:]).any()
+    for name in atc.FAMILIES:
+        assert np.isnan(fams[name][:cutout]).all() and not np.isnan(fams[name][cutout:]).any()
+    np.testing.assert_allclose(final, r_final, rtol=0, atol=1e-9)
+    # every equity starts at the cutout: on that bar each MA weighs 1, each family 1
+    sig_at_cut = {}
+    for name in ref.FAMILIES:
+        s = [ref.crossover_signal(x, ref.MA_FUNCTIONS[name](x, n))[cutout] for n in ref.ma_lengths(28, "Medium")]
+        sig_at_cut[name] = ref.round_half_away(sum(s) / 9.0)
+        assert fams[name][cutout] == sig_at_cut[name]
+    assert final[cutout] == pytest.approx(sum(ref.cut(v) for v in sig_at_cut.values()) / 6.0, abs=1e-15)
+    e = ref.equity_curve(1.0, np.ones(len(x)), np.full(len(x), 0.01), 0.0003, cutout)
+    assert np.isnan(e[:cutout]).all() and e[cutout] == 1.0
+
+
+def test_weights_and_per_family_lengths():
+    x = goog_close()[:700]
+    lengths = {"EMA": 20, "KAMA": 12}
+    weights = {"WMA": 2.0, "LSMA": 0.5}
+    r_fams, r_final = ref.compute(x, length=lengths, weights=weights)
+    fams, final = atc.compute(x, length=lengths, weights=weights, dtype=np.float64)
+    np.testing.assert_allclose(final, r_final, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fams["KAMA"], r_fams["KAMA"], rtol=0, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------
+# API, moving averages, cache
+# ---------------------------------------------------------------------------------------
+
+
+def test_family_signals_keys_and_shapes():
+    x = walks(4, 250)
+    fams = atc.family_signals(x)
+    assert tuple(fams) == ("EMA", "HMA", "WMA", "DEMA", "LSMA", "KAMA")
+    for v in fams.values():
+        assert v.shape == (4, 250) and v.dtype == np.float32
+        assert np.all(np.abs(v) <= 1.0)
+        np.testing.assert_allclose(v * 100, np.round(v * 100), atol=1e-4)  # 2 decimals
+    one = atc.family_signals(x[2])
+    for name, v in one.items():
+        assert v.shape == (250,)
+        np.testing.assert_array_equal(v, fams[name][2])
+    assert atc.average_signal(x).shape == (4, 250)
+
+
+def test_moving_averages_equal_the_indicators():
+    x = goog_close()[:800]
+    mas = atc.moving_averages(x, robustness="Wide", length=20)
+    assert len(mas) == 54
+    same = {"EMA": K.ema, "HMA": K.sma, "WMA": K.wma, "DEMA": K.dema, "LSMA": K.lsma}
+    for (name, n), ma in mas.items():
+        expected = ref.MA_FUNCTIONS[name](x, n)
+        np.testing.assert_allclose(ma, expected, rtol=1e-11, err_msg=f"{name} {n} vs reference")
+        if name in same:  # the very same cores: bit for bit
+            np.testing.assert_array_equal(ma, same[name](x, n, dtype=np.float64), err_msg=f"{name} {n}")
+    kama = mas[("KAMA", 20)]
+    assert np.isnan(kama[:20]).all() and not np.isnan(kama[20:]).any()
+
+
+def test_kama_is_seeded_from_zero():
+    x = np.r_[np.full(10, 50.0), 50.0 + np.arange(1, 11)]  # flat (ER = 0), then a straight rise (ER = 1)
+    out = np.empty_like(x)
+    atc._kama(x, 5, out)
+    sc_flat = atc.KAMA_SLOW**2
+    assert out[5] == pytest.approx(sc_flat * 50.0)
+    assert out[6] == pytest.approx(out[5] + sc_flat * (50.0 - out[5]))
+    np.testing.assert_allclose(out, ref.kama(x, 5), rtol=1e-13, equal_nan=True)
+
+
+def test_ma_cache_hits_on_repeated_call():
+    atc.ma_cache.clear()
+    x = walks(2, 300, seed=9)
+    first = atc.average_signal(x, cache=True)
+    st = atc.ma_cache.stats()
+    assert (st["hits"], st["misses"], st["entries"]) == (0, 108, 108)
+    second = atc.average_signal(x, cache=True)
+    st = atc.ma_cache.stats()
+    assert (st["hits"], st["misses"]) == (108, 108)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(first, atc.average_signal(x))  # cache off: same values
+    # Narrow shares L, L±1, L±2, L±4 with Medium: 7 of 9 lengths per family
+    atc.average_signal(x, robustness="Narrow", cache=True)
+    assert atc.ma_cache.stats()["hits"] == 108 + 2 * 6 * 7
+    atc.ma_cache.resize(0)
+    assert len(atc.ma_cache) == 0 and atc.ma_cache.stats()["evictions"] > 0
+    atc.ma_cache.resize(256 * 2**20)
+    atc.ma_cache.clear()
+
+
+def test_validation():
+    x = walks(1, 100)[0]
+    with pytest.raises(ValueError):
+        atc.average_signal(x, length=6, robustness="Medium")  # 6 - 6 = 0
+    with pytest.raises(ValueError):
+        atc.average_signal(x, robustness="Tight")
+    with pytest.raises(ValueError):
+        atc.average_signal(x, backend="tpu")
+    with pytest.raises(ValueError):
+        atc.average_signal(np.r_[x[:50], np.nan, x[51:]])
+    with pytest.raises(ValueError):
+        atc.average_signal(x, dtype=np.int32)
+
+
+# ---------------------------------------------------------------------------------------
+# torch and cuda against cpu
+# ---------------------------------------------------------------------------------------
+
+
+def test_torch_equals_cpu_batched():
+    g = goog_close()
+    x = np.stack([g[:500], g[800:1300], walks(1, 500, seed=3)[0]])
+    for cutout in (0, 40):
+        c_fams, c_final = atc.compute(x, dtype=np.float64, cutout=cutout, length=20)
+        t_fams, t_final = atc.compute(x, dtype=np.float64, cutout=cutout, length=20, backend="torch")
+        assert t_final.shape == (3, 500)
+        np.testing.assert_allclose(t_final, c_final, rtol=0, atol=1e-9)
+        for name in atc.FAMILIES:
+            np.testing.assert_allclose(t_fams[name], c_fams[name], rtol=0, atol=1e-9, err_msg=name)
+
+
+def test_torch_tensor_in_tensor_out():
+    torch = pytest.importorskip("torch")
+    x = walks(2, 200, seed=4)
+    out = atc.average_signal(torch.tensor(x), backend="torch", length=10)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and tuple(out.shape) == (2, 200)
+    np.testing.assert_allclose(out.numpy(), atc.average_signal(x, length=10), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("robustness,length,cutout", [("Narrow", 7, 0), ("Medium", 9, 5)])
+def test_cuda_equals_cpu(robustness, length, cutout):
+    x = np.stack([goog_close()[:80], goog_close()[1000:1080], walks(1, 80, seed=2)[0]])
+    kw = {"robustness": robustness, "length": length, "cutout": cutout, "dtype": np.float64}
+    c_fams, c_final = atc.compute(x, **kw)
+    g_fams, g_final = atc.compute(x, backend="cuda", **kw)
+    np.testing.assert_array_equal(g_final, c_final)
+    for name in atc.FAMILIES:
+        np.testing.assert_array_equal(g_fams[name], c_fams[name], err_msg=name)
+    assert atc.average_signal(x[1], backend="cuda", robustness=robustness, length=length).dtype == np.float32
+
+
+def test_chunking_does_not_change_results(monkeypatch):
+    x = walks(5, 120, seed=8)
+    c_fams, c_final = atc.compute(x, length=10, dtype=np.float64)
+    t_fams, t_final = atc.compute(x, length=10, dtype=np.float64, backend="torch")
+    monkeypatch.setattr(atc, "BANK_CHUNK_BYTES", 2 * 54 * 120 * 8)  # 2 symbols a chunk
+    monkeypatch.setattr(atc, "TORCH_CHUNK_ELEMENTS", 2 * 54 * 120)
+    c2_fams, c2_final = atc.compute(x, length=10, dtype=np.float64, cache=True)
+    t2_fams, t2_final = atc.compute(x, length=10, dtype=np.float64, backend="torch")
+    np.testing.assert_array_equal(c2_final, c_final)
+    np.testing.assert_array_equal(t2_final, t_final)
+    for name in atc.FAMILIES:
+        np.testing.assert_array_equal(c2_fams[name], c_fams[name])
+        np.testing.assert_array_equal(t2_fams[name], t_fams[name])
+    atc.ma_cache.clear()
