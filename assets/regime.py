@@ -1,7 +1,7 @@
 """Stage `regime` (year): the causal market-regime tag of every trading day.
 
-The index is equal-weight: each day's mean simple return over the symbols that traded
-that day and the day before, compounded (or the close of `regime.index_symbol` when set).
+The index is equal-weight (each day's mean simple return over the symbols that traded that
+day and the day before, compounded) or, with `regime.index_symbol` set, that symbol's close.
 Partition Y reads raw_bars of every symbol for years Y-2..Y (the tagger's windows span
 about 272 days: kernels.regime) and stores the days of Y: 1 bull, -1 bear, 0 consolidate,
 2 oscillate, null during the warm-up of the first years. The check reads every stored year:
@@ -44,8 +44,16 @@ def equal_weight_index(bars: pl.DataFrame) -> pl.DataFrame:
     return rets.with_columns((1.0 + pl.col("r").fill_null(0.0)).cum_prod().alias("index_close")).drop("r")
 
 
-def build_regime(bars: pl.DataFrame, years: list[int]) -> pl.DataFrame:
-    idx = equal_weight_index(bars)
+def symbol_index(bars: pl.DataFrame, symbol: str) -> pl.DataFrame:
+    """date, index_close (the symbol's own close), members (1)."""
+    own = bars.filter(pl.col("symbol") == symbol).sort("date")
+    if own.height == 0:
+        raise ValueError(f"regime.index_symbol {symbol!r} has no raw_bars in these years; register and ingest it first")
+    return own.select("date", pl.col("close").cast(pl.Float64).alias("index_close"), pl.lit(1, dtype=pl.Int32).alias("members"))
+
+
+def build_regime(bars: pl.DataFrame, years: list[int], index_symbol: str | None = None) -> pl.DataFrame:
+    idx = symbol_index(bars, index_symbol) if index_symbol else equal_weight_index(bars)
     tags = tag_regime(idx["index_close"].to_numpy())
     out = idx.with_columns(pl.Series("regime", tags).replace(NO_TAG, None).cast(pl.Int8))
     out = out.filter(pl.col("date").dt.year().is_in(years))
@@ -76,7 +84,7 @@ def regime(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: Proj
     lo, hi = min(years) - HALO_YEARS, max(years)
     with observe(context, settings.reports_dir, "regime") as obs:
         bars = raw_bars.filter(pl.col("year").is_between(lo, hi)).select("date", "symbol", "close").collect()
-        df = obs.record(build_regime(bars, years))
+        df = obs.record(build_regime(bars, years, settings.regime.index_symbol))
     yield Output(df)
     store = ParquetStore(settings.data_dir)
     stored = [pl.read_parquet(p) for p in sorted(store.asset_dir("regime").glob("year=*/part.parquet"))

@@ -5,6 +5,7 @@
     demo             the main job on the built-in data, with a summary
     grid-search      the trade-log grid search on a market-data folder and a trade log
     grid-data        write realistic grid-search inputs (seed 001 formats) for a try-out
+    atc-scan         the current ATC state of every symbol in the store (raw_bars)
 """
 
 from __future__ import annotations
@@ -106,6 +107,27 @@ def _grid_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _atc_scan(args: argparse.Namespace) -> int:
+    from assets.atc_scan import STATES, scan_universe
+    from resources.compute import select_device
+    from resources.parquet_store import ParquetStore
+
+    settings = load_settings()
+    a = settings.atc
+    bars = ParquetStore(settings.data_dir).scan("raw_bars").select("date", "symbol", "close").collect()
+    device = select_device(args.backend).backend
+    table, stats = scan_universe(bars, n_bars=args.bars or a.scan_bars, chunk_symbols=a.chunk_symbols,
+                                 device_backend=device, robustness=args.robustness or a.robustness,
+                                 length=args.length or a.length, cache=a.cache)
+    if args.out:
+        table.write_parquet(args.out) if args.out.endswith(".parquet") else table.write_csv(args.out)
+    print(f"{'symbol':<10}{'date':<12}{'ATC':>8}  state")
+    for r in table.sort("atc", descending=True).iter_rows(named=True):
+        print(f"{r['symbol']:<10}{r['date']:%Y-%m-%d}  {r['atc']:+.3f}  {STATES[int(r['state'])]}")
+    print(f"{table.height} symbols, {stats.chunks} chunk(s) on {stats.backends}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline.cli", description="tradelab pipeline commands")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -131,6 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--out", required=True, help="the JSON report to write")
     gp.add_argument("--quiet", action="store_true", help="no progress bar")
     gp.set_defaults(func=_grid_search)
+    ap_ = sub.add_parser("atc-scan", help="the current ATC state of every symbol in the store")
+    ap_.add_argument("--bars", type=int, help="last N bars per symbol (default: settings atc.scan_bars)")
+    ap_.add_argument("--robustness", choices=["Narrow", "Medium", "Wide"])
+    ap_.add_argument("--length", type=int)
+    ap_.add_argument("--backend", choices=["auto", "cpu", "cuda", "rocm"], default="auto")
+    ap_.add_argument("--out", help="write the table (.parquet or .csv)")
+    ap_.set_defaults(func=_atc_scan)
     gd = sub.add_parser("grid-data", help="write realistic grid-search inputs (seed 001 formats)")
     gd.add_argument("--out", required=True)
     gd.add_argument("--days", type=int, default=3)

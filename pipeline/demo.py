@@ -22,6 +22,18 @@ def _regime_demo(settings: Settings, defs, instance, years: list[int]) -> str:
     return f"regime            {len(years)} years tagged: {text}"
 
 
+def _atc_scan_demo(settings: Settings, defs, instance) -> str:
+    """The current ATC state of every demo symbol; the counts per state."""
+    import polars as pl
+
+    job = defs.resolve_job_def("atc_scan_job")
+    job.execute_in_process(instance=instance, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    table = pl.read_parquet(settings.data_dir / "atc_scan" / "part.parquet")
+    states = {1: "long", -1: "short", 0: "neutral"}
+    counts = ", ".join(f"{states[int(s)]} {n}" for s, n in table["state"].value_counts().sort("state").iter_rows())
+    return f"atc scan          {table.height} symbols on {table['date'].max():%Y-%m-%d}: {counts}"
+
+
 def _grid_search_demo(settings: Settings, defs, instance) -> str:
     """Generate grid-search inputs if the configured ones are absent, run the job, return the winner."""
     import json
@@ -61,6 +73,7 @@ def run_demo(settings: Settings) -> int:
     job = defs.resolve_job_def("historical_build_and_train")
     summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "demo"})
     regime_line = _regime_demo(settings, defs, instance, years)
+    scan_line = _atc_scan_demo(settings, defs, instance)
     grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
     print()
@@ -69,6 +82,7 @@ def run_demo(settings: Settings) -> int:
         print(f"{name:<24}{s.partitions:>12}{s.rows:>12}{s.seconds:>10.2f}")
     print()
     print(regime_line)
+    print(scan_line)
     print(grid_line)
     print(f"total wall time   {seconds:.1f} s")
     print(f"data              {settings.data_dir}/<asset>/symbol=<S>/year=<Y>/part.parquet")

@@ -8,10 +8,11 @@ from pipeline.partitions import symbol_year_partitions, years_partitions
 
 GRID_GROUP = "grid_search"
 YEAR_GROUPS = ("regime",)  # year-partitioned stages: a job holds one partitions definition
+SCAN_ASSETS = ("atc_scan",)  # unpartitioned: latest date, all symbols
 
 historical_build_and_train = define_asset_job(
     "historical_build_and_train",
-    selection=AssetSelection.all() - AssetSelection.groups(GRID_GROUP, *YEAR_GROUPS),
+    selection=AssetSelection.all() - AssetSelection.groups(GRID_GROUP, *YEAR_GROUPS) - AssetSelection.assets(*SCAN_ASSETS),
     partitions_def=symbol_year_partitions,
     description="Every symbol x year stage of the graph, in dependency order, for the selected partitions.",
 )
@@ -21,6 +22,12 @@ regime_job = define_asset_job(
     selection=AssetSelection.groups(*YEAR_GROUPS),
     partitions_def=years_partitions,
     description="The market regime of the selected years (after raw_bars of every symbol).",
+)
+
+atc_scan_job = define_asset_job(
+    "atc_scan_job",
+    selection=AssetSelection.assets(*SCAN_ASSETS),
+    description="The current ATC state of every symbol (after raw_bars).",
 )
 
 grid_search_job = define_asset_job(

@@ -138,6 +138,23 @@ class Build(_Model):
         return self.workers or (os.cpu_count() or 1)
 
 
+class ATC(_Model):
+    robustness: Literal["Narrow", "Medium", "Wide"] = "Medium"
+    length: int = Field(28, ge=3, le=1000)
+    scan_bars: int = Field(2000, ge=50)
+    chunk_symbols: int = Field(512, ge=1)
+    cache: bool = False
+
+
+class Regime(_Model):
+    index_symbol: str | None = None
+
+    @field_validator("index_symbol")
+    @classmethod
+    def _name(cls, v):
+        return v if v is None else _check_symbols([v])[0]
+
+
 class Automation(_Model):
     nightly_schedule: bool = False
     new_symbol_sensor: bool = False
@@ -198,6 +215,8 @@ class Settings(_Model):
     precision: Literal["float32", "float64"] = "float32"
     threads_per_worker: int = Field(1, ge=1, le=256)
     build: Build = Build()
+    atc: ATC = ATC()
+    regime: Regime = Regime()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     # Where the file was read from; relative paths resolve against its folder.

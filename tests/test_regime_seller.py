@@ -121,3 +121,12 @@ def test_regime_asset_with_its_halo_equals_the_whole_history(make_settings, inst
     stored = pl.read_parquet(store.year_path("regime", 2006))
     whole = build_regime(store.read("raw_bars", [SymbolYear(s, y) for s in syms for y in years]), [2006])
     assert stored["regime"].to_list() == whole["regime"].to_list() and stored.height == 251
+
+
+def test_a_configured_index_symbol_drives_the_regime():
+    bars = SyntheticMarket(7, dt.date(2000, 1, 1), dt.date(2004, 12, 31)).generate(["AAA", "BBB"])
+    own = build_regime(bars, [2003, 2004], index_symbol="AAA")
+    aaa = bars.filter(pl.col("symbol") == "AAA")["close"].to_numpy()
+    assert own["regime"].fill_null(NO_TAG).to_list() == [int(t) for t in tag_regime(aaa)[-own.height:]]
+    with pytest.raises(ValueError, match="index_symbol 'ZZZ' has no raw_bars"):
+        build_regime(bars, [2003], index_symbol="ZZZ")

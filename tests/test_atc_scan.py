@@ -1,0 +1,80 @@
+"""The ATC scanner: the same values as one ATC call per symbol, routing, fallback, asset."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+import pytest
+from dagster import materialize
+
+from assets import atc_scan as scanner
+from assets.atc_scan import GPU_MIN_WORK, atc_scan, route, scan_universe
+from assets.raw_bars import raw_bars
+from assets.sources.synthetic import SyntheticMarket
+from kernels import atc
+from pipeline.definitions import build_resources
+from tests.conftest import run_assets
+
+
+@pytest.fixture(scope="module")
+def bars():
+    frame = SyntheticMarket(3, dt.date(2015, 1, 1), dt.date(2017, 12, 31)).generate([f"S{i}" for i in range(5)])
+    # one symbol listed later: a shorter history is scanned in its own group
+    return frame.filter((pl.col("symbol") != "S4") | (pl.col("date") >= dt.datetime(2016, 6, 1)))
+
+
+def test_scan_equals_one_atc_call_per_symbol_on_its_last_bars(bars):
+    table, stats = scan_universe(bars, n_bars=300, chunk_symbols=2)
+    assert table["symbol"].to_list() == [f"S{i}" for i in range(5)] and stats.chunks == 3
+    for sym in ("S0", "S4"):
+        close = bars.filter(pl.col("symbol") == sym).sort("date")["close"].to_numpy()[-300:]
+        expected = atc.average_signal(close.astype(np.float64), dtype=np.float64)[-1]
+        row = table.filter(pl.col("symbol") == sym).row(0, named=True)
+        assert row["atc"] == pytest.approx(expected, abs=1e-6)
+        assert row["state"] == atc.classify(np.array([expected]))[0]
+        assert row["date"] == bars.filter(pl.col("symbol") == sym)["date"].max()
+
+
+def test_chunk_size_does_not_change_the_result(bars):
+    one, _ = scan_universe(bars, n_bars=250, chunk_symbols=100)
+    many, _ = scan_universe(bars, n_bars=250, chunk_symbols=1)
+    assert one.equals(many)
+
+
+def test_cost_model_sends_only_big_chunks_to_a_gpu():
+    assert route(10, 2000, "cuda") == "cpu"
+    assert route(GPU_MIN_WORK // 2000, 2000, "cuda") == "cuda"
+    assert route(5000, 2000, "torch") == "torch"
+    assert route(5000, 2000, "cpu") == "cpu"
+
+
+def test_a_failing_gpu_call_falls_back_to_the_cpu(bars, monkeypatch):
+    real = atc.compute
+
+    def flaky(closes, backend="cpu", **kw):
+        if backend != "cpu":
+            raise RuntimeError("device lost")
+        return real(closes, backend=backend, **kw)
+
+    monkeypatch.setattr(scanner.atc, "compute", flaky)
+    monkeypatch.setattr(scanner, "GPU_MIN_WORK", 1)
+    table, stats = scan_universe(bars, n_bars=200, device_backend="cuda")
+    assert stats.fallbacks == stats.chunks > 0 and table.height == 5
+
+
+def test_ma_cache_reports_hits_on_a_repeated_scan(bars):
+    atc.ma_cache.clear()
+    scan_universe(bars, n_bars=200, cache=True)
+    _, stats = scan_universe(bars, n_bars=200, cache=True)
+    assert stats.cache["hits"] > 0 and stats.cache["misses"] > 0
+
+
+def test_atc_scan_asset_reads_the_whole_store(make_settings, instance):
+    cfg = make_settings()
+    assert run_assets([raw_bars], cfg, instance, ["AAA", "BBB", "CCC"], [2010, 2011, 2012]).success
+    res = materialize([raw_bars, atc_scan], selection=[atc_scan], instance=instance, resources=build_resources(str(cfg)))
+    assert res.success
+    meta = res.asset_materializations_for_node("atc_scan")[0].metadata
+    assert "scan" in meta and meta["rows"].value == 3
