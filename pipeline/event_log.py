@@ -17,7 +17,9 @@ an instance with the stock storage still works (then batches are stored one by o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 from dagster._core.events.log import EventLogEntry
@@ -28,7 +30,12 @@ from dagster._core.storage.sqlalchemy_compat import db_result
 class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
     @classmethod
     def from_config_value(cls, inst_data, config_value) -> "BatchedSqliteEventLogStorage":
-        return cls(inst_data=inst_data, **config_value)
+        """A relative `base_dir` is relative to $DAGSTER_HOME, so the folder can move."""
+        config = dict(config_value)
+        base = Path(config["base_dir"])
+        if not base.is_absolute():
+            config["base_dir"] = str(Path(os.environ.get("DAGSTER_HOME", ".")) / base)
+        return cls(inst_data=inst_data, **config)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         events = list(events)

@@ -18,7 +18,7 @@ event_log_storage:
   module: pipeline.event_log
   class: BatchedSqliteEventLogStorage
   config:
-    base_dir: {home}/history/runs
+    base_dir: history/runs   # relative to DAGSTER_HOME
 """
 
 
@@ -28,7 +28,7 @@ def ensure_dagster_home() -> Path:
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     if not cfg.exists():
-        cfg.write_text(DAGSTER_YAML.format(home=home))
+        cfg.write_text(DAGSTER_YAML)
     return home
 
 

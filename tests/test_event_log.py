@@ -13,10 +13,12 @@ from tests.conftest import run_assets
 def test_batched_storage_records_every_partition_of_a_single_run_backfill(make_settings, tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
-    (home / "dagster.yaml").write_text(DAGSTER_YAML.format(home=home))
+    (home / "dagster.yaml").write_text(DAGSTER_YAML)
     monkeypatch.setenv("DAGSTER_EVENT_BATCH_SIZE", "1000")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
     with DagsterInstance.from_config(str(home)) as instance:
         assert isinstance(instance.event_log_storage, BatchedSqliteEventLogStorage)
+        assert instance.event_log_storage._base_dir == str(home / "history" / "runs")
         result = run_assets([raw_bars], make_settings(), instance, ["AAA", "BBB"], [2009, 2010, 2011])
         assert result.success
         done = instance.get_materialized_partitions(AssetKey("raw_bars"))
