@@ -5,13 +5,14 @@ from __future__ import annotations
 from dagster import Definitions, multiprocess_executor
 
 from assets.atc_scan import atc_scan
+from assets.cv_report import cv_report
 from assets.features import features
 from assets.grid_search import grid_search, market_data, trade_log
 from assets.labels import labels
 from assets.raw_bars import raw_bars
 from assets.regime import regime
 from assets.specialists import specialists
-from pipeline.jobs import atc_scan_job, grid_search_job, historical_build_and_train, regime_job
+from pipeline.jobs import atc_scan_job, grid_search_job, historical_build_and_train, yearly_stages
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import new_symbol_sensor
 from pipeline.settings import config_path, load_settings
@@ -19,7 +20,7 @@ from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
 
-ALL_ASSETS = [raw_bars, features, labels, specialists, regime, atc_scan, market_data, trade_log, grid_search]
+ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, atc_scan, market_data, trade_log, grid_search]
 
 
 def build_resources(settings_path: str | None = None) -> dict:
@@ -33,7 +34,7 @@ def build_resources(settings_path: str | None = None) -> dict:
 
 defs = Definitions(
     assets=ALL_ASSETS,
-    jobs=[historical_build_and_train, regime_job, atc_scan_job, grid_search_job],
+    jobs=[historical_build_and_train, yearly_stages, atc_scan_job, grid_search_job],
     schedules=[nightly_rebuild],
     sensors=[new_symbol_sensor],
     resources=build_resources(),

@@ -12,7 +12,7 @@ def _regime_demo(settings: Settings, defs, instance, years: list[int]) -> str:
     import polars as pl
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-    job = defs.resolve_job_def("regime_job")
+    job = defs.resolve_job_def("yearly_stages")
     tags = {ASSET_PARTITION_RANGE_START_TAG: str(min(years)), ASSET_PARTITION_RANGE_END_TAG: str(max(years))}
     job.execute_in_process(instance=instance, tags=tags,
                            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})

@@ -7,7 +7,7 @@ from dagster import AssetSelection, define_asset_job
 from pipeline.partitions import symbol_year_partitions, years_partitions
 
 GRID_GROUP = "grid_search"
-YEAR_GROUPS = ("regime",)  # year-partitioned stages: a job holds one partitions definition
+YEAR_GROUPS = ("regime", "learning")  # year-partitioned stages: a job holds one partitions definition
 SCAN_ASSETS = ("atc_scan",)  # unpartitioned: latest date, all symbols
 
 historical_build_and_train = define_asset_job(
@@ -17,11 +17,11 @@ historical_build_and_train = define_asset_job(
     description="Every symbol x year stage of the graph, in dependency order, for the selected partitions.",
 )
 
-regime_job = define_asset_job(
-    "regime_job",
+yearly_stages = define_asset_job(
+    "yearly_stages",
     selection=AssetSelection.groups(*YEAR_GROUPS),
     partitions_def=years_partitions,
-    description="The market regime of the selected years (after raw_bars of every symbol).",
+    description="The year-partitioned stages (regime, cv_report) of the selected years.",
 )
 
 atc_scan_job = define_asset_job(

@@ -155,6 +155,11 @@ class Regime(_Model):
         return v if v is None else _check_symbols([v])[0]
 
 
+class CV(_Model):
+    n_splits: int = Field(5, ge=2, le=50)
+    embargo_days: int = Field(5, ge=0)
+
+
 class Automation(_Model):
     nightly_schedule: bool = False
     new_symbol_sensor: bool = False
@@ -217,6 +222,7 @@ class Settings(_Model):
     build: Build = Build()
     atc: ATC = ATC()
     regime: Regime = Regime()
+    cv: CV = CV()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     # Where the file was read from; relative paths resolve against its folder.

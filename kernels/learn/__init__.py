@@ -1,0 +1,1 @@
+"""Learning kernels: arrays in, models and arrays out (no Dagster, no paths)."""

@@ -1,0 +1,153 @@
+"""Score calibration and probability metrics: arrays in, arrays and dicts out.
+
+- `fit_calibrator(scores, y, method)`: maps one raw score (a specialist's 0..100 score, a
+  logit, anything where higher means "more likely positive") to a probability.
+    platt     LogisticRegression on the standardised score: p = sigmoid(a * z + b), smooth,
+              strictly monotone (decreasing if the score is anti-informative, a < 0).
+    isotonic  IsotonicRegression(increasing=True, out_of_bounds="clip"): a non-decreasing
+              step/linear map fitted by pool-adjacent-violators; scores outside the
+              training range take the value at the nearest end.
+  `Calibrator.predict(scores)` returns float32 probabilities in [0, 1]; a non-finite score
+  gives NaN (the caller decides what a missing score means).
+- `fold_metrics(y, p)`: auc, brier, log_loss, n, positives of one fold (Python scalars, so
+  the dict goes straight into JSON). A fold with ONE class has no ROC curve: auc is None
+  there, brier and log_loss are still defined (log_loss with labels=[0, 1]). An empty fold
+  gives None for all three scores.
+- `reliability_curve(y, p, bins)`: the reliability diagram's points
+  (sklearn.calibration.calibration_curve) plus the count per non-empty bin.
+- `expected_calibration_error(y, p, bins)`: sum over bins of count/n * |mean(y) - mean(p)|.
+
+Every metric refuses non-finite probabilities (mask them first): a metric must not quietly
+score fewer rows than the caller thinks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.calibration import calibration_curve
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss, roc_auc_score
+
+METHODS = ("platt", "isotonic")
+
+
+def _binary_labels(y, n: int | None = None) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}")
+    if n is not None and y.shape[0] != n:
+        raise ValueError(f"y has {y.shape[0]} rows, expected {n}")
+    if y.dtype == bool:
+        return y.astype(np.int8)
+    if y.size and not np.isin(y, (0, 1)).all():
+        bad = np.unique(y[~np.isin(y, (0, 1))])[:5]
+        raise ValueError(f"y must be binary 0/1, found values {bad.tolist()}")
+    return y.astype(np.int8)
+
+
+def _probabilities(p, n: int) -> np.ndarray:
+    p = np.asarray(p, dtype=np.float64)
+    if p.ndim != 1 or p.shape[0] != n:
+        raise ValueError(f"p must be 1-D with {n} rows, got shape {p.shape}")
+    if not np.isfinite(p).all():
+        raise ValueError("p has non-finite values: score only the rows that have a prediction")
+    if p.size and (p.min() < 0.0 or p.max() > 1.0):
+        raise ValueError(f"p must lie in [0, 1], got [{p.min()}, {p.max()}]")
+    return p
+
+
+@dataclass(frozen=True)
+class Calibrator:
+    """A fitted score -> probability map (see the module docstring)."""
+
+    method: str
+    model: Any  # LogisticRegression (platt) or IsotonicRegression (isotonic)
+    center: float = 0.0  # platt: the score is standardised before the logistic fit
+    scale: float = 1.0
+
+    def predict(self, scores) -> np.ndarray:
+        s = np.asarray(scores, dtype=np.float64)
+        if s.ndim != 1:
+            raise ValueError(f"scores must be 1-D, got shape {s.shape}")
+        out = np.full(s.shape[0], np.nan, dtype=np.float32)
+        ok = np.isfinite(s)
+        if ok.any():
+            if self.method == "platt":
+                z = ((s[ok] - self.center) / self.scale).reshape(-1, 1)
+                out[ok] = self.model.predict_proba(z)[:, 1]
+            else:
+                out[ok] = np.clip(self.model.predict(s[ok]), 0.0, 1.0)
+        return out
+
+
+def fit_calibrator(scores, y, method: str = "platt") -> Calibrator:
+    """Fit a calibrator on finite (score, label) pairs; both classes must be present."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1:
+        raise ValueError(f"scores must be 1-D, got shape {s.shape}")
+    y = _binary_labels(y, s.shape[0])
+    if not np.isfinite(s).all():
+        raise ValueError("scores have non-finite values: fit on the rows that have a score")
+    if np.unique(y).size < 2:
+        raise ValueError("calibration needs both classes in y")
+    if method == "isotonic":
+        iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
+        return Calibrator("isotonic", iso.fit(s, y))
+    center = float(s.mean())
+    scale = float(s.std()) or 1.0
+    lr = LogisticRegression(C=1.0, max_iter=1000).fit(((s - center) / scale).reshape(-1, 1), y)
+    return Calibrator("platt", lr, center, scale)
+
+
+def fold_metrics(y, p) -> dict:
+    """{auc, brier, log_loss, n, positives} of one fold; auc None when y has one class."""
+    y = _binary_labels(y)
+    n = int(y.shape[0])
+    p = _probabilities(p, n)
+    positives = int(y.sum())
+    if n == 0:
+        return {"auc": None, "brier": None, "log_loss": None, "n": 0, "positives": 0}
+    auc = float(roc_auc_score(y, p)) if 0 < positives < n else None
+    return {
+        "auc": auc,
+        "brier": float(np.mean((p - y) ** 2)),  # == sklearn.metrics.brier_score_loss
+        "log_loss": float(log_loss(y, p, labels=[0, 1])),
+        "n": n,
+        "positives": positives,
+    }
+
+
+def reliability_curve(y, p, bins: int = 10, strategy: str = "uniform") -> dict[str, np.ndarray]:
+    """Reliability diagram points over non-empty bins.
+
+    prob_pred  mean predicted probability per bin (x axis)
+    prob_true  fraction of positives per bin (y axis)
+    count      rows per bin (int64), same binning as sklearn's calibration_curve
+    """
+    y = _binary_labels(y)
+    p = _probabilities(p, y.shape[0])
+    if y.size == 0:
+        empty = np.zeros(0)
+        return {"prob_true": empty, "prob_pred": empty, "count": np.zeros(0, dtype=np.int64)}
+    prob_true, prob_pred = calibration_curve(y, p, n_bins=bins, strategy=strategy)
+    if strategy == "uniform":
+        edges = np.linspace(0.0, 1.0, bins + 1)
+    else:
+        edges = np.percentile(p, np.linspace(0.0, 100.0, bins + 1))
+    counts = np.bincount(np.searchsorted(edges[1:-1], p), minlength=bins)
+    return {"prob_true": prob_true, "prob_pred": prob_pred, "count": counts[counts > 0].astype(np.int64)}
+
+
+def expected_calibration_error(y, p, bins: int = 10) -> float:
+    """Count-weighted mean |observed rate - mean prediction| over uniform bins."""
+    c = reliability_curve(y, p, bins)
+    if c["count"].sum() == 0:
+        return float("nan")
+    w = c["count"] / c["count"].sum()
+    return float(np.sum(w * np.abs(c["prob_true"] - c["prob_pred"])))

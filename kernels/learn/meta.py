@@ -1,0 +1,498 @@
+"""Meta model over specialist scores (+ the LSTM score + the market regime): arrays in,
+a calibrated P(label = 1) out.
+
+Matrix (`build_meta_matrix`)
+    columns: the k specialist scores, then the LSTM score (when given), then four regime
+    one-hot columns in the order bear (-1), consolidate (0), bull (1), oscillate (2).
+    The seed's "condition meta weights by regime" is done the simple way: one-hot regimes in
+    X shift the intercept per regime (no per-regime models, no interactions). A missing
+    regime (kernels.regime.NO_TAG, NaN, a masked entry, anything outside -1..2) is all zeros.
+    X is float32; the estimator is fitted and queried on those values cast to float64, so
+    its coefficients and arithmetic are float64 (and an ONNX copy can repeat them exactly).
+    Probabilities come back float32.
+
+Missing scores: NOT imputed. A NaN (or inf) specialist or LSTM score stays NaN in X.
+    `complete_rows(X)` is the mask of usable rows: the caller trains on X[mask], and
+    `MetaModel.predict_proba` returns NaN for incomplete rows (so outputs stay aligned with
+    the input rows and nothing is invented). `train_meta` refuses non-finite X.
+    Imputing 0 + an indicator column was rejected: a 0..100 score imputed at 0 is a strong
+    (false) signal and an indicator per specialist doubles the columns for a warm-up effect.
+
+Model (`train_meta`)
+    logistic (default): CalibratedClassifierCV(Pipeline(StandardScaler,
+        LogisticRegressionCV(Cs=10, inner cv=5, scoring="neg_log_loss", L2, lbfgs)),
+        method="isotonic", cv=5). The seed asked for LogisticRegressionCV; it stays fast
+        (5 outer x 5 inner folds x 10 Cs of a ~10-column lbfgs fit: about a second on 20k
+        rows). Cs=None falls back to a plain LogisticRegression(C=1.0).
+        The scaler matters: specialist scores live on 0..100, the LSTM score on 0..1.
+    lightgbm (optional extra): the same calibration around an LGBMClassifier (histogram
+        trees, GOSS sampling, deterministic, one thread unless n_jobs says otherwise).
+    blas_threads=1 (default) limits BLAS threads during the fit: the lbfgs steps on ~10
+        columns are too small for threads, which only contend (3x slower on 2 busy cores);
+        None leaves BLAS alone. Parallel folds are n_jobs (processes via joblib).
+    cv: an int (StratifiedKFold, NOT shuffled: folds are blocks of rows in the order given)
+        or any splitter / list of (train, test) index pairs, e.g. kernels.learn.purged_cv.
+        PurgedKFold for time-ordered rows whose labels overlap. With ensemble calibration
+        (sklearn's default) the model averages the cv calibrated copies.
+
+Persistence: `save_meta` writes a joblib payload (a plain dict, not this module's class, so
+a refactor here does not break old files) and a JSON sidecar (features, versions, training
+window, fold coefficients), each atomically (temp file in the same folder, os.replace).
+`load_meta` warns when the scikit-learn version differs from the one that trained.
+
+ONNX (optional extra: `onnx` to export, `onnxruntime` to run): `export_onnx` writes the
+logistic model (every calibrated copy: scaler, logistic decision, isotonic interpolation or
+sigmoid; then their mean) as a hand-built float64 graph with float32 input and output;
+`onnx_predict` runs it with onnxruntime on CPU. It matches `MetaModel.predict_proba` to
+float32 precision. skl2onnx is not used: it mis-converts this model (see export_onnx).
+LightGBM models are not exported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import json
+import numbers
+import os
+import platform
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import sklearn
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from kernels.learn.calibration import fold_metrics, reliability_curve
+from kernels.regime import BEAR, BULL, CONSOLIDATE, OSCILLATE
+
+REGIME_VALUES = (BEAR, CONSOLIDATE, BULL, OSCILLATE)  # -1, 0, 1, 2
+REGIME_COLUMNS = ("regime_bear", "regime_consolidate", "regime_bull", "regime_oscillate")
+LSTM_COLUMN = "lstm_score"
+MODELS = ("logistic", "lightgbm")
+CALIBRATIONS = {"isotonic": "isotonic", "sigmoid": "sigmoid", "platt": "sigmoid"}
+PAYLOAD_FORMAT = "tradelab.meta/1"
+LIGHTGBM_HINT = "pip install lightgbm (the project's optional extra: pip install 'tradelab[lightgbm]')"
+ONNX_HINT = "pip install onnx onnxruntime (the project's optional extra: pip install 'tradelab[onnx]')"
+LIGHTGBM_DEFAULTS = {
+    "n_estimators": 300,
+    "learning_rate": 0.05,
+    "num_leaves": 15,
+    "min_child_samples": 100,
+    "reg_lambda": 1.0,
+    "data_sample_strategy": "goss",
+    "deterministic": True,
+    "force_row_wise": True,
+    "verbose": -1,
+}
+
+
+# ---------------------------------------------------------------- matrix
+
+
+def regime_one_hot(regime) -> np.ndarray:
+    """float32 [n, 4]: columns bear, consolidate, bull, oscillate; missing -> all zeros."""
+    if isinstance(regime, np.ma.MaskedArray):
+        r = np.ma.filled(regime.astype(np.float64), np.nan)
+    else:
+        r = np.asarray(regime)
+    if r.ndim != 1:
+        raise ValueError(f"regime must be 1-D, got shape {r.shape}")
+    out = np.zeros((r.shape[0], len(REGIME_VALUES)), dtype=np.float32)
+    for j, v in enumerate(REGIME_VALUES):
+        out[:, j] = r == v  # NaN, None and NO_TAG never equal a regime
+    return out
+
+
+def build_meta_matrix(specialist_scores, lstm_score=None, regime=None, *,
+                      specialist_names: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
+    """(X float32 [n, k + lstm + 4], feature names). NaN scores stay NaN (see complete_rows)."""
+    s = np.asarray(specialist_scores, dtype=np.float32)
+    if s.ndim == 1:
+        s = s.reshape(-1, 1)
+    if s.ndim != 2:
+        raise ValueError(f"specialist_scores must be [n, k], got shape {s.shape}")
+    n, k = s.shape
+    names = [f"spec_{i}" for i in range(k)] if specialist_names is None else [str(x) for x in specialist_names]
+    if len(names) != k:
+        raise ValueError(f"{len(names)} specialist names for {k} score columns")
+    blocks = [s]
+    if lstm_score is not None:
+        lstm = np.asarray(lstm_score, dtype=np.float32)
+        if lstm.shape != (n,):
+            raise ValueError(f"lstm_score must have shape ({n},), got {lstm.shape}")
+        blocks.append(lstm.reshape(-1, 1))
+        names.append(LSTM_COLUMN)
+    if regime is not None:
+        oh = regime_one_hot(regime)
+        if oh.shape[0] != n:
+            raise ValueError(f"regime has {oh.shape[0]} rows, scores have {n}")
+        blocks.append(oh)
+        names.extend(REGIME_COLUMNS)
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate feature names: {names}")
+    return np.ascontiguousarray(np.concatenate(blocks, axis=1), dtype=np.float32), names
+
+
+def complete_rows(X) -> np.ndarray:
+    """bool [n]: rows whose every feature is finite (the rows a model can use)."""
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {X.shape}")
+    return np.isfinite(X).all(axis=1)
+
+
+# ---------------------------------------------------------------- model
+
+
+@dataclass
+class MetaModel:
+    estimator: Any  # fitted CalibratedClassifierCV
+    feature_names: list[str]
+    kind: str = "logistic"
+    calibration: str = "isotonic"
+    window: dict = field(default_factory=dict)  # the caller's training window metadata
+    versions: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # n_train, positives, cv, seed, fold coefficients
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """float32 [n] P(y = 1); NaN for rows with a non-finite feature."""
+        X = np.asarray(X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must be [n, {self.n_features}] ({self.feature_names}), got shape {X.shape}")
+        out = np.full(X.shape[0], np.nan, dtype=np.float32)
+        ok = complete_rows(X)
+        if ok.any():  # float64 in: sklearn then computes in float64 (as it trained), see export_onnx
+            out[ok] = self.estimator.predict_proba(X[ok].astype(np.float64))[:, 1]
+        return out
+
+    def metadata(self) -> dict:
+        """The JSON sidecar's content."""
+        return {
+            "format": PAYLOAD_FORMAT,
+            "kind": self.kind,
+            "calibration": self.calibration,
+            "features": list(self.feature_names),
+            "n_features": self.n_features,
+            "window": self.window,
+            "versions": self.versions,
+            **self.info,
+        }
+
+
+def library_versions(*extra: str) -> dict[str, str]:
+    out = {"python": platform.python_version(), "numpy": np.__version__,
+           "scikit-learn": sklearn.__version__, "joblib": joblib.__version__}
+    for name in extra:
+        with contextlib.suppress(ImportError):
+            out[name] = __import__(name).__version__
+    return out
+
+
+def _logistic(Cs, inner_cv, seed: int, n_jobs) -> Pipeline:
+    if Cs is None:
+        lr = LogisticRegression(C=1.0, max_iter=1000, random_state=seed)
+    else:
+        kw: dict[str, Any] = {}
+        params = inspect.signature(LogisticRegressionCV).parameters
+        if "use_legacy_attributes" in params:  # scikit-learn >= 1.8: pin the new defaults now
+            kw.update(l1_ratios=(0.0,), use_legacy_attributes=False)
+        lr = LogisticRegressionCV(Cs=Cs, cv=inner_cv, scoring="neg_log_loss", max_iter=1000,
+                                  random_state=seed, n_jobs=n_jobs, **kw)
+    return Pipeline([("scale", StandardScaler()), ("logit", lr)])
+
+
+def _lightgbm(seed: int, n_jobs, params: dict | None):
+    try:
+        import lightgbm
+    except ImportError as e:
+        raise ImportError(f"model='lightgbm' needs LightGBM, which is not installed: {LIGHTGBM_HINT}") from e
+    kw = {**LIGHTGBM_DEFAULTS, "random_state": seed, "n_jobs": 1 if n_jobs is None else n_jobs, **(params or {})}
+    return lightgbm.LGBMClassifier(**kw)
+
+
+def _fold_summary(est: CalibratedClassifierCV, names: list[str]) -> list[dict]:
+    """Per calibrated copy: the chosen C and the standardised coefficients (logistic only)."""
+    out = []
+    for cc in getattr(est, "calibrated_classifiers_", []):
+        inner = getattr(cc, "estimator", None)
+        if not isinstance(inner, Pipeline):
+            continue
+        lr = inner.named_steps["logit"]
+        C = getattr(lr, "C_", getattr(lr, "C", None))
+        out.append({
+            "C": float(np.ravel(C)[0]) if C is not None else None,
+            "intercept": float(np.ravel(lr.intercept_)[0]),
+            "coef": {n: float(c) for n, c in zip(names, np.ravel(lr.coef_))},
+        })
+    return out
+
+
+def _cv_description(cv, X, y) -> dict:
+    if isinstance(cv, int):
+        return {"kind": "StratifiedKFold", "n_splits": cv, "shuffle": False}
+    if isinstance(cv, list):
+        return {"kind": "splits", "n_splits": len(cv)}
+    return {"kind": type(cv).__name__, "n_splits": int(cv.get_n_splits(X, y))}
+
+
+def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", cv=5, seed: int = 0,
+               feature_names: Sequence[str] | None = None, window: dict | None = None,
+               Cs: int | Sequence[float] | None = 10, inner_cv: int = 5, n_jobs: int | None = None,
+               blas_threads: int | None = 1, lgbm_params: dict | None = None) -> MetaModel:
+    """Fit the calibrated meta model on complete rows (see the module docstring)."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {tuple(CALIBRATIONS)}, got {calibration!r}")
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {X.shape}")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+    if not np.isin(y, (0, 1)).all():
+        raise ValueError("y must be binary 0/1")
+    y = y.astype(np.int8)
+    if np.unique(y).size < 2:
+        raise ValueError("y has one class: nothing to learn")
+    ok = complete_rows(X)
+    if not ok.all():
+        raise ValueError(f"X has {int((~ok).sum())} rows with non-finite values: train on X[complete_rows(X)]")
+    names = [f"x{i}" for i in range(X.shape[1])] if feature_names is None else [str(f) for f in feature_names]
+    if len(names) != X.shape[1]:
+        raise ValueError(f"{len(names)} feature names for {X.shape[1]} columns")
+    if isinstance(cv, numbers.Integral):
+        cv = int(cv)
+    elif not hasattr(cv, "split"):
+        cv = [(np.asarray(tr), np.asarray(te)) for tr, te in cv]  # materialise a generator once
+
+    if model == "logistic":
+        base = _logistic(Cs, inner_cv, seed, n_jobs)
+        extra: tuple[str, ...] = ()
+    else:
+        base = _lightgbm(seed, n_jobs, lgbm_params)
+        extra = ("lightgbm",)
+    est = CalibratedClassifierCV(base, method=CALIBRATIONS[calibration], cv=cv, n_jobs=n_jobs)
+    with warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"):
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        est.fit(X.astype(np.float64), y)  # float32 values, float64 arithmetic (coefficients too)
+    info = {
+        "n_train": int(X.shape[0]),
+        "positives": int(y.sum()),
+        "seed": seed,
+        "cv": _cv_description(cv, X, y),
+        "base": ("LogisticRegressionCV" if Cs is not None else "LogisticRegression") if model == "logistic"
+        else "LGBMClassifier",
+    }
+    if model == "logistic":
+        info["Cs"] = Cs if Cs is None or isinstance(Cs, int) else [float(c) for c in Cs]
+        info["folds"] = _fold_summary(est, names)
+    else:
+        info["lgbm_params"] = {k: v for k, v in base.get_params().items() if isinstance(v, (int, float, str, bool))}
+    return MetaModel(est, names, model, calibration, dict(window or {}), library_versions(*extra), info)
+
+
+# ---------------------------------------------------------------- persistence
+
+
+def atomic_write(path, write: Callable[[Any], None], mode: str = "wb") -> Path:
+    """Write via `write(file)` to a temp file beside `path`, fsync, then os.replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def save_meta(model: MetaModel, path_joblib, path_json=None) -> dict:
+    """joblib payload + JSON sidecar (default: the joblib path with .json); returns the sidecar."""
+    path_joblib = Path(path_joblib)
+    path_json = path_joblib.with_suffix(".json") if path_json is None else Path(path_json)
+    payload = {
+        "format": PAYLOAD_FORMAT, "estimator": model.estimator, "feature_names": list(model.feature_names),
+        "kind": model.kind, "calibration": model.calibration, "window": model.window,
+        "versions": model.versions, "info": model.info,
+    }
+    atomic_write(path_joblib, lambda fh: joblib.dump(payload, fh))
+    meta = {**model.metadata(), "joblib": path_joblib.name,
+            "sha256": hashlib.sha256(path_joblib.read_bytes()).hexdigest()}
+    atomic_write(path_json, lambda fh: (json.dump(meta, fh, indent=2, default=str), fh.write("\n")), mode="w")
+    return meta
+
+
+def load_meta(path_joblib) -> MetaModel:
+    payload = joblib.load(Path(path_joblib))
+    if not isinstance(payload, dict) or payload.get("format") != PAYLOAD_FORMAT:
+        raise ValueError(f"{path_joblib} is not a {PAYLOAD_FORMAT} meta model")
+    trained = payload["versions"].get("scikit-learn")
+    if trained != sklearn.__version__:
+        warnings.warn(f"meta model trained with scikit-learn {trained}, loaded with {sklearn.__version__}",
+                      UserWarning, stacklevel=2)
+    return MetaModel(payload["estimator"], payload["feature_names"], payload["kind"], payload["calibration"],
+                     payload["window"], payload["versions"], payload["info"])
+
+
+# ---------------------------------------------------------------- plots
+
+
+def calibration_png(y, p, path, title: str = "", bins: int = 10) -> Path:
+    """Reliability diagram (top) and prediction histogram (bottom) as a PNG (Agg, no pyplot)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    curve = reliability_curve(y, p, bins)
+    m = fold_metrics(y, p)
+    fig = Figure(figsize=(6.0, 6.5), dpi=100)
+    FigureCanvasAgg(fig)
+    ax, hx = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect")
+    ax.plot(curve["prob_pred"], curve["prob_true"], marker="o", label="model")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("observed positive rate")
+    auc = "n/a" if m["auc"] is None else f"{m['auc']:.3f}"
+    brier = "n/a" if m["brier"] is None else f"{m['brier']:.4f}"
+    ax.legend(loc="upper left", title=f"n={m['n']}  AUC={auc}  Brier={brier}")
+    ax.set_title(title)
+    hx.hist(np.asarray(p, dtype=np.float64), bins=np.linspace(0, 1, bins + 1), color="tab:blue", alpha=0.7)
+    hx.set_xlim(0, 1)
+    hx.set_xlabel("predicted probability")
+    hx.set_ylabel("rows")
+    fig.tight_layout()
+    return atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
+
+
+# ---------------------------------------------------------------- ONNX (optional)
+#
+# The graph is built by hand with onnx.helper, not with skl2onnx: skl2onnx 1.20 gets this
+# model wrong in two ways. (1) Around a Pipeline it calibrates predict_proba instead of the
+# decision function (sklearn calibrates decision_function), off by up to 0.5. (2) Its
+# isotonic step takes the NEAREST threshold, sklearn interpolates linearly between
+# thresholds; with thresholds 1e-6 apart and slopes of 1e4 that is not a rounding error.
+# The hand graph repeats sklearn's arithmetic in float64 (MetaModel feeds the estimator
+# float64, see predict_proba), so the two agree to float32 output precision.
+
+
+def _fold_nodes(h, numpy_helper, TensorProto, cc, i: int, nodes: list, inits: list) -> str:
+    """Nodes for one calibrated copy: X -> decision (float64) -> calibrated P(y = 1)."""
+
+    def const(name, value, dtype=np.float64):
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), f"f{i}_{name}"))
+        return f"f{i}_{name}"
+
+    def node(op, inputs, name, **kw):
+        nodes.append(h.make_node(op, inputs, [f"f{i}_{name}"], name=f"f{i}_{name}", **kw))
+        return f"f{i}_{name}"
+
+    est, z = cc.estimator, "X64"
+    if isinstance(est, Pipeline):
+        steps = list(est.named_steps.values())
+        if len(steps) != 2 or not isinstance(steps[0], StandardScaler):
+            raise NotImplementedError(f"ONNX export expects Pipeline(StandardScaler, logistic), got {est}")
+        sc, est = steps
+        if sc.with_mean:
+            z = node("Sub", [z, const("mean", sc.mean_)], "centred")
+        if sc.with_std:
+            z = node("Div", [z, const("scale", sc.scale_)], "scaled")
+    if not isinstance(est, (LogisticRegression, LogisticRegressionCV)) or est.coef_.shape[0] != 1:
+        raise NotImplementedError(f"ONNX export covers a binary logistic regression, got {est}")
+    d = node("Add", [node("MatMul", [z, const("coef", est.coef_.T)], "xw"), const("b", est.intercept_)], "decision")
+    cal = cc.calibrators[0]
+    if cc.method == "sigmoid":  # expit(-(a * d + b))
+        lin = node("Add", [node("Mul", [d, const("a", cal.a_)], "ad"), const("sb", cal.b_)], "adb")
+        return node("Sigmoid", [node("Neg", [lin], "neg")], "p")
+    if cc.method != "isotonic":
+        raise NotImplementedError(f"ONNX export covers isotonic and sigmoid calibration, not {cc.method!r}")
+    xs, ys = np.asarray(cal.X_thresholds_, np.float64), np.asarray(cal.y_thresholds_, np.float64)
+    if xs.size == 1:  # constant calibrator
+        return node("Add", [node("Mul", [d, const("zero", 0.0)], "d0"), const("y", ys[0])], "p")
+    t = d
+    if cal.out_of_bounds == "clip":
+        t = node("Clip", [d, const("lo", cal.X_min_), const("hi", cal.X_max_)], "clipped")
+    # segment j = #{xs[1:] < t} (t <= xs[-1] after the clip), then scipy's interp1d formula
+    below = node("Cast", [node("Less", [const("xs_hi", xs[1:].reshape(1, -1)), t], "lt")], "lt64",
+                 to=TensorProto.INT64)
+    j = node("ReduceSum", [below, const("axis", [1], np.int64)], "j", keepdims=1)
+    j1 = node("Add", [j, const("one", 1, np.int64)], "j1")
+    xs_c, ys_c = const("xs", xs), const("ys", ys)
+    x0, x1 = node("Gather", [xs_c, j], "x0"), node("Gather", [xs_c, j1], "x1")
+    y0, y1 = node("Gather", [ys_c, j], "y0"), node("Gather", [ys_c, j1], "y1")
+    slope = node("Div", [node("Sub", [y1, y0], "dy"), node("Sub", [x1, x0], "dx")], "slope")
+    return node("Add", [node("Mul", [slope, node("Sub", [t, x0], "tx")], "rise"), y0], "p")
+
+
+def export_onnx(model: MetaModel, path, *, opset: int = 17) -> Path:
+    """Write the logistic meta model as ONNX: input "X" float32 [n, k], output
+    "probabilities" float32 [n, 2] (P(y = 0), P(y = 1)); the feature names, versions and
+    training window go into the model's metadata_props."""
+    if model.kind != "logistic":
+        raise NotImplementedError(f"ONNX export covers model='logistic' only, not {model.kind!r}")
+    try:
+        import onnx
+        from onnx import TensorProto, helper as h, numpy_helper
+    except ImportError as e:
+        raise ImportError(f"ONNX export needs the onnx package: {ONNX_HINT}") from e
+    k = model.n_features
+    nodes = [h.make_node("Cast", ["X"], ["X64"], name="X64", to=TensorProto.DOUBLE)]
+    inits: list = []
+    folds = [_fold_nodes(h, numpy_helper, TensorProto, cc, i, nodes, inits)
+             for i, cc in enumerate(model.estimator.calibrated_classifiers_)]
+    inits.append(numpy_helper.from_array(np.asarray(len(folds), np.float64), "n_folds"))
+    inits.append(numpy_helper.from_array(np.asarray(1.0, np.float64), "one64"))
+    nodes += [
+        h.make_node("Sum", folds, ["p_sum"], name="p_sum"),
+        h.make_node("Div", ["p_sum", "n_folds"], ["p1"], name="p1"),
+        h.make_node("Sub", ["one64", "p1"], ["p0"], name="p0"),
+        h.make_node("Concat", ["p0", "p1"], ["p64"], name="p64", axis=1),
+        h.make_node("Cast", ["p64"], ["probabilities"], name="probabilities", to=TensorProto.FLOAT),
+    ]
+    graph = h.make_graph(nodes, "tradelab_meta", [h.make_tensor_value_info("X", TensorProto.FLOAT, ["n", k])],
+                         [h.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["n", 2])], inits)
+    onx = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="tradelab.kernels.learn.meta")
+    onx.ir_version = 8
+    h.set_model_props(onx, {"features": json.dumps(model.feature_names), "versions": json.dumps(model.versions),
+                            "window": json.dumps(model.window, default=str), "calibration": model.calibration})
+    onnx.checker.check_model(onx)
+    return atomic_write(path, lambda fh: fh.write(onx.SerializeToString()))
+
+
+def onnx_predict(path, X) -> np.ndarray:
+    """float32 [n] P(y = 1) from an exported model; NaN for rows with a non-finite feature."""
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise ImportError(f"ONNX inference needs onnxruntime: {ONNX_HINT}") from e
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    X = np.asarray(X, dtype=np.float32)
+    k = sess.get_inputs()[0].shape[1]
+    if X.ndim != 2 or (isinstance(k, int) and X.shape[1] != k):
+        raise ValueError(f"X must be [n, {k}], got shape {X.shape}")
+    out = np.full(X.shape[0], np.nan, dtype=np.float32)
+    ok = complete_rows(X)
+    if ok.any():
+        proba = sess.run(["probabilities"], {"X": np.ascontiguousarray(X[ok])})[0]
+        out[ok] = proba[:, 1]
+    return out

@@ -1,0 +1,312 @@
+"""Meta model and calibration kernels (kernels.learn.meta, kernels.learn.calibration).
+
+The synthetic problem has a known truth: P(y = 1) = sigmoid(linear score of two specialists,
+the LSTM score and the regime), so the trained model can be held to the oracle's Brier
+score and to a small calibration error on held-out rows.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from sklearn.calibration import calibration_curve
+from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
+
+from kernels.learn.calibration import (
+    expected_calibration_error,
+    fit_calibrator,
+    fold_metrics,
+    reliability_curve,
+)
+from kernels.learn.meta import (
+    REGIME_COLUMNS,
+    build_meta_matrix,
+    calibration_png,
+    complete_rows,
+    export_onnx,
+    load_meta,
+    onnx_predict,
+    regime_one_hot,
+    save_meta,
+    train_meta,
+)
+from kernels.regime import NO_TAG
+
+SPECIALISTS = ["spec_mr", "spec_trend", "spec_noise_a", "spec_noise_b"]
+
+
+def make_problem(n: int, seed: int):
+    """(X, y, true probability, feature names): specialists on 0..100, LSTM on 0..1."""
+    rng = np.random.default_rng(seed)
+    spec = rng.uniform(0, 100, size=(n, 4)).astype(np.float32)
+    lstm = rng.uniform(0, 1, size=n).astype(np.float32)
+    regime = rng.choice(np.array([-1, 0, 1, 2, NO_TAG], dtype=np.int8), size=n)
+    X, names = build_meta_matrix(spec, lstm, regime, specialist_names=SPECIALISTS)
+    logit = (0.045 * (spec[:, 0] - 50) - 0.03 * (spec[:, 1] - 50) + 2.0 * (lstm - 0.5)
+             + 0.6 * (regime == 1) - 0.6 * (regime == -1))
+    p = 1.0 / (1.0 + np.exp(-logit.astype(np.float64)))
+    y = (rng.uniform(size=n) < p).astype(np.int8)
+    return X, y, p, names
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y, _, names = make_problem(20_000, seed=1)
+    Xt, yt, pt, _ = make_problem(20_000, seed=2)
+    window = {"start": "2001-01-02", "end": "2015-12-31", "horizon": 7, "symbols": ["AAA", "BBB"]}
+    model = train_meta(X, y, feature_names=names, window=window, seed=0)
+    return {"X": X, "y": y, "Xt": Xt, "yt": yt, "pt": pt, "names": names, "window": window, "model": model}
+
+
+# ---------------------------------------------------------------- calibration
+
+
+@pytest.mark.parametrize("method", ["platt", "isotonic"])
+def test_calibrator_probabilities_are_monotone_in_the_score(method):
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0, 100, 5_000)
+    y = (rng.uniform(size=s.size) < 1 / (1 + np.exp(-(s - 50) / 10))).astype(np.int8)
+    cal = fit_calibrator(s, y, method=method)
+    grid = np.linspace(-50, 150, 2_001)  # beyond the training range on both sides
+    p = cal.predict(grid)
+    assert p.dtype == np.float32
+    assert p.min() >= 0.0 and p.max() <= 1.0
+    assert np.all(np.diff(p) >= 0), "probability must not decrease as the score rises"
+    inside = (grid >= 10) & (grid <= 90)
+    truth = 1 / (1 + np.exp(-(grid[inside] - 50) / 10))
+    assert np.abs(p[inside] - truth).max() < (0.05 if method == "platt" else 0.15)
+    assert np.isnan(cal.predict(np.array([np.nan, 50.0]))[0])
+    if method == "isotonic":  # clip: outside the range the end values hold
+        assert p[0] == cal.predict(np.array([s.min()]))[0] and p[-1] == cal.predict(np.array([s.max()]))[0]
+
+
+def test_calibrator_rejects_bad_input():
+    with pytest.raises(ValueError, match="both classes"):
+        fit_calibrator(np.arange(10.0), np.zeros(10), "platt")
+    with pytest.raises(ValueError, match="method"):
+        fit_calibrator(np.arange(10.0), np.arange(10) % 2, "beta")
+    with pytest.raises(ValueError, match="non-finite"):
+        fit_calibrator(np.array([1.0, np.nan, 3.0, 4.0]), np.array([0, 1, 0, 1]), "isotonic")
+
+
+def test_fold_metrics_equal_sklearn():
+    y = np.array([0, 0, 1, 1])
+    p = np.array([0.1, 0.4, 0.35, 0.8])
+    m = fold_metrics(y, p)
+    assert m["auc"] == pytest.approx(0.75)  # the textbook ROC example
+    assert m == {"auc": pytest.approx(roc_auc_score(y, p)), "brier": pytest.approx(brier_score_loss(y, p)),
+                 "log_loss": pytest.approx(log_loss(y, p)), "n": 4, "positives": 2}
+    rng = np.random.default_rng(3)
+    y, p = (rng.uniform(size=500) < 0.3).astype(int), rng.uniform(size=500)
+    m = fold_metrics(y, p)
+    assert m["auc"] == pytest.approx(roc_auc_score(y, p), abs=1e-12)
+    assert m["brier"] == pytest.approx(brier_score_loss(y, p), abs=1e-12)
+    assert m["log_loss"] == pytest.approx(log_loss(y, p), abs=1e-12)
+    json.dumps(m)  # plain Python scalars
+
+
+def test_fold_metrics_one_class_fold():
+    p = np.array([0.1, 0.2, 0.3])
+    m = fold_metrics(np.zeros(3, dtype=int), p)
+    assert m["auc"] is None and m["n"] == 3 and m["positives"] == 0
+    assert m["brier"] == pytest.approx(np.mean(p**2))
+    assert m["log_loss"] == pytest.approx(-np.mean(np.log(1 - p)))
+    m = fold_metrics(np.ones(3, dtype=int), p)
+    assert m["auc"] is None and m["positives"] == 3
+    assert m["brier"] == pytest.approx(np.mean((1 - p) ** 2))
+    assert fold_metrics(np.zeros(0, dtype=int), np.zeros(0)) == {
+        "auc": None, "brier": None, "log_loss": None, "n": 0, "positives": 0}
+    with pytest.raises(ValueError, match="non-finite"):
+        fold_metrics(np.array([0, 1]), np.array([0.2, np.nan]))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        fold_metrics(np.array([0, 1]), np.array([0.2, 1.5]))
+
+
+def test_reliability_curve_matches_sklearn_and_ece():
+    rng = np.random.default_rng(4)
+    p = rng.uniform(size=50_000)
+    y = (rng.uniform(size=p.size) < p).astype(np.int8)  # calibrated by construction
+    c = reliability_curve(y, p, bins=10)
+    t, q = calibration_curve(y, p, n_bins=10)
+    np.testing.assert_array_equal(c["prob_true"], t)
+    np.testing.assert_array_equal(c["prob_pred"], q)
+    assert c["count"].sum() == p.size and c["count"].size == t.size
+    assert expected_calibration_error(y, p) < 0.01
+    assert expected_calibration_error(y, np.clip(p + 0.2, 0, 1)) > 0.1
+
+
+# ---------------------------------------------------------------- matrix
+
+
+def test_regime_one_hot():
+    r = np.array([-1, 0, 1, 2, NO_TAG, 5], dtype=np.int8)
+    oh = regime_one_hot(r)
+    assert oh.dtype == np.float32 and oh.shape == (6, 4)
+    expected = np.zeros((6, 4), dtype=np.float32)
+    expected[np.arange(4), np.arange(4)] = 1  # bear, consolidate, bull, oscillate
+    np.testing.assert_array_equal(oh, expected)
+    assert REGIME_COLUMNS == ("regime_bear", "regime_consolidate", "regime_bull", "regime_oscillate")
+    np.testing.assert_array_equal(regime_one_hot(np.array([1.0, np.nan])), [[0, 0, 1, 0], [0, 0, 0, 0]])
+    masked = np.ma.array([2, 2], mask=[False, True], dtype=np.int8)
+    np.testing.assert_array_equal(regime_one_hot(masked), [[0, 0, 0, 1], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(regime_one_hot(np.array([0, None], dtype=object)), [[0, 1, 0, 0], [0, 0, 0, 0]])
+
+
+def test_build_meta_matrix_keeps_missing_scores_missing():
+    spec = np.array([[10, 20], [np.nan, 30], [40, 50]], dtype=np.float64)
+    X, names = build_meta_matrix(spec, np.array([0.5, 0.6, np.nan]), np.array([1, -1, NO_TAG], np.int8))
+    assert names == ["spec_0", "spec_1", "lstm_score", *REGIME_COLUMNS]
+    assert X.dtype == np.float32 and X.shape == (3, 7) and X.flags.c_contiguous
+    np.testing.assert_array_equal(complete_rows(X), [True, False, False])
+    np.testing.assert_array_equal(X[0], [10, 20, 0.5, 0, 0, 1, 0])
+    X2, names2 = build_meta_matrix(spec[:, :1], specialist_names=["a"])
+    assert names2 == ["a"] and X2.shape == (3, 1)
+    with pytest.raises(ValueError, match="lstm_score"):
+        build_meta_matrix(spec, np.zeros(2))
+    with pytest.raises(ValueError, match="names"):
+        build_meta_matrix(spec, specialist_names=["a"])
+
+
+# ---------------------------------------------------------------- model
+
+
+def test_meta_model_beats_constant_and_is_calibrated(problem):
+    model, yt = problem["model"], problem["yt"]
+    p = model.predict_proba(problem["Xt"])
+    assert p.dtype == np.float32 and p.shape == yt.shape and p.min() >= 0 and p.max() <= 1
+    m, oracle = fold_metrics(yt, p), fold_metrics(yt, problem["pt"])
+    constant = fold_metrics(yt, np.full(yt.shape, problem["y"].mean()))
+    assert m["auc"] > 0.7
+    assert m["brier"] < constant["brier"] - 0.03
+    assert m["brier"] < oracle["brier"] + 0.003  # close to the true probabilities
+    assert expected_calibration_error(yt, p) < 0.05
+    assert model.feature_names == problem["names"]
+    assert model.info["base"] == "LogisticRegressionCV" and len(model.info["folds"]) == 5
+    coef = model.info["folds"][0]["coef"]  # standardised coefficients: signal > noise
+    assert coef["spec_mr"] > 0.5 and coef["spec_trend"] < -0.5 and abs(coef["spec_noise_a"]) < 0.1
+
+
+def test_incomplete_rows_predict_nan_and_are_refused_in_training(problem):
+    model, Xt = problem["model"], problem["Xt"][:100].copy()
+    clean = model.predict_proba(Xt)
+    Xt[[3, 7], [0, 4]] = [np.nan, np.inf]
+    p = model.predict_proba(Xt)
+    assert np.isnan(p[[3, 7]]).all()
+    keep = complete_rows(Xt)
+    np.testing.assert_array_equal(p[keep], clean[keep])
+    with pytest.raises(ValueError, match="complete_rows"):
+        train_meta(Xt, problem["yt"][:100])
+    with pytest.raises(ValueError, match=r"\[n, 9\]"):
+        model.predict_proba(Xt[:, :5])
+
+
+def test_train_meta_with_explicit_splits():
+    X, y, _, names = make_problem(3_000, seed=5)
+    blocks = np.array_split(np.arange(len(y)), 3)  # blocked, time-ordered folds
+    splits = [(np.setdiff1d(np.arange(len(y)), b), b) for b in blocks]
+    m = train_meta(X, y, feature_names=names, cv=splits, Cs=None, calibration="platt")
+    assert m.info["cv"] == {"kind": "splits", "n_splits": 3} and m.info["base"] == "LogisticRegression"
+    assert len(m.estimator.calibrated_classifiers_) == 3
+    assert fold_metrics(y, m.predict_proba(X))["auc"] > 0.7
+    purged = pytest.importorskip("kernels.learn.purged_cv")
+    pos = np.arange(len(y))
+    m = train_meta(X, y, feature_names=names, cv=purged.PurgedKFold(3, t0=pos, t1=pos + 7, embargo=2))
+    assert m.info["cv"] == {"kind": "PurgedKFold", "n_splits": 3}
+
+
+def test_train_meta_rejects_bad_arguments(problem):
+    X, y = problem["X"][:200], problem["y"][:200]
+    with pytest.raises(ValueError, match="model"):
+        train_meta(X, y, model="xgboost")
+    with pytest.raises(ValueError, match="calibration"):
+        train_meta(X, y, calibration="beta")
+    with pytest.raises(ValueError, match="one class"):
+        train_meta(X, np.zeros_like(y))
+
+
+def test_save_load_round_trip(problem, tmp_path):
+    model = problem["model"]
+    job, side = tmp_path / "models" / "meta_h7.joblib", tmp_path / "models" / "meta_h7.json"
+    meta = save_meta(model, job, side)
+    assert sorted(p.name for p in job.parent.iterdir()) == ["meta_h7.joblib", "meta_h7.json"]  # no temp files
+    loaded = load_meta(job)
+    Xt = problem["Xt"]
+    np.testing.assert_array_equal(loaded.predict_proba(Xt), model.predict_proba(Xt))
+    assert loaded.feature_names == model.feature_names and loaded.window == problem["window"]
+    sidecar = json.loads(side.read_text())
+    assert sidecar == json.loads(json.dumps(meta))
+    assert sidecar["features"] == problem["names"] and sidecar["n_features"] == 9
+    assert sidecar["window"] == problem["window"]
+    assert {"python", "numpy", "scikit-learn", "joblib"} <= set(sidecar["versions"])
+    assert sidecar["kind"] == "logistic" and sidecar["calibration"] == "isotonic" and sidecar["joblib"] == job.name
+    import hashlib
+
+    assert sidecar["sha256"] == hashlib.sha256(job.read_bytes()).hexdigest()
+    import joblib
+
+    joblib.dump({"not": "a model"}, tmp_path / "other.joblib")
+    with pytest.raises(ValueError, match="not a"):
+        load_meta(tmp_path / "other.joblib")
+
+
+def test_calibration_png(problem, tmp_path):
+    p = problem["model"].predict_proba(problem["Xt"])
+    out = calibration_png(problem["yt"], p, tmp_path / "plots" / "calibration.png", title="meta h7")
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
+    assert [f.name for f in out.parent.iterdir()] == ["calibration.png"]
+
+
+# ---------------------------------------------------------------- optional extras
+
+
+def test_lightgbm_missing_names_the_extra(monkeypatch, problem):
+    monkeypatch.setitem(sys.modules, "lightgbm", None)  # import lightgbm -> ImportError
+    with pytest.raises(ImportError, match="pip install lightgbm"):
+        train_meta(problem["X"][:200], problem["y"][:200], model="lightgbm")
+
+
+def test_lightgbm_meta_model(tmp_path):
+    pytest.importorskip("lightgbm")
+    X, y, _, names = make_problem(4_000, seed=6)
+    Xt, yt, _, _ = make_problem(4_000, seed=7)
+    m = train_meta(X, y, feature_names=names, model="lightgbm", lgbm_params={"n_estimators": 100})
+    p = m.predict_proba(Xt)
+    assert p.dtype == np.float32 and fold_metrics(yt, p)["auc"] > 0.7
+    assert "lightgbm" in m.versions and m.info["base"] == "LGBMClassifier"
+    with pytest.raises(NotImplementedError, match="logistic"):
+        export_onnx(m, tmp_path / "m.onnx")
+
+
+def test_onnx_missing_names_the_extra(monkeypatch, problem, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ImportError, match="pip install onnx onnxruntime"):
+        export_onnx(problem["model"], tmp_path / "m.onnx")
+    with pytest.raises(ImportError, match="pip install onnx onnxruntime"):
+        onnx_predict(tmp_path / "m.onnx", problem["Xt"])
+
+
+@pytest.mark.parametrize("calibration", ["isotonic", "sigmoid"])
+def test_onnx_matches_sklearn(problem, tmp_path, calibration):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import onnx
+
+    if calibration == "isotonic":
+        model = problem["model"]
+    else:
+        X, y, _, names = make_problem(5_000, seed=8)
+        model = train_meta(X, y, feature_names=names, calibration=calibration, Cs=None)
+    Xt = problem["Xt"][:5_000].copy()
+    Xt[:20, 0], Xt[20:40, 1], Xt[40, 2] = 1e4, -1e4, np.nan  # out of range both ways, a missing score
+    path = export_onnx(model, tmp_path / "meta.onnx")
+    got, want = onnx_predict(path, Xt), model.predict_proba(Xt)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0, equal_nan=True)
+    props = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    assert json.loads(props["features"]) == model.feature_names
+    assert "scikit-learn" in json.loads(props["versions"])
