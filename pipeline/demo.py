@@ -22,6 +22,23 @@ def _regime_demo(settings: Settings, defs, instance, years: list[int]) -> str:
     return f"regime            {len(years)} years tagged: {text}"
 
 
+def _cv_summary(settings: Settings, year: int) -> str:
+    """The best specialist by out-of-sample AUC (isotonic) per horizon, from cv_report."""
+    import json
+
+    parts = []
+    for h in settings.labels.horizons:
+        path = settings.reports_dir / "cv" / f"h{h}" / f"{year}.json"
+        if not path.exists():
+            continue
+        summary = json.loads(path.read_text())["summary"]
+        scored = [(v["isotonic"]["auc"], k) for k, v in summary.items() if v.get("isotonic", {}).get("auc") is not None]
+        if scored:
+            auc, name = max(scored)
+            parts.append(f"h{h} {name.removeprefix('spec_').removesuffix('_score')} {auc:.3f}")
+    return f"purged CV {year}    best out-of-sample AUC: " + ("; ".join(parts) if parts else "n/a")
+
+
 def _atc_scan_demo(settings: Settings, defs, instance) -> str:
     """The current ATC state of every demo symbol; the counts per state."""
     import polars as pl
@@ -74,6 +91,7 @@ def run_demo(settings: Settings) -> int:
     summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "demo"})
     regime_line = _regime_demo(settings, defs, instance, years)
     scan_line = _atc_scan_demo(settings, defs, instance)
+    cv_line = _cv_summary(settings, max(years))
     grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
     print()
@@ -82,6 +100,7 @@ def run_demo(settings: Settings) -> int:
         print(f"{name:<24}{s.partitions:>12}{s.rows:>12}{s.seconds:>10.2f}")
     print()
     print(regime_line)
+    print(cv_line)
     print(scan_line)
     print(grid_line)
     print(f"total wall time   {seconds:.1f} s")
