@@ -9,6 +9,7 @@ from assets.cv_report import cv_report
 from assets.features import features
 from assets.grid_search import grid_search, market_data, trade_log
 from assets.labels import labels
+from assets.meta_model import meta_model
 from assets.raw_bars import raw_bars
 from assets.regime import regime
 from assets.specialists import specialists
@@ -20,7 +21,7 @@ from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
 
-ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, atc_scan, market_data, trade_log, grid_search]
+ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, atc_scan, market_data, trade_log, grid_search]
 
 
 def build_resources(settings_path: str | None = None) -> dict:

@@ -8,7 +8,8 @@ from pipeline.settings import Settings
 
 
 def _regime_demo(settings: Settings, defs, instance, years: list[int]) -> str:
-    """The market regime of the demo years in one run; the class shares it found."""
+    """The yearly stages (regime, cv_report, meta_model) of `years` in one run; the regime's
+    class shares."""
     import polars as pl
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
@@ -19,7 +20,7 @@ def _regime_demo(settings: Settings, defs, instance, years: list[int]) -> str:
     tags_col = pl.scan_parquet(str(settings.data_dir / "regime" / "year=*" / "part.parquet")).select("regime").collect()["regime"]
     shares = tags_col.drop_nulls().value_counts(normalize=True).sort("regime")
     text = ", ".join(f"{ {1: 'bull', -1: 'bear', 0: 'consolidate', 2: 'oscillate'}[r] } {p:.0%}" for r, p in shares.iter_rows())
-    return f"regime            {len(years)} years tagged: {text}"
+    return f"regime            {min(years)}-{max(years)} tagged: {text}"
 
 
 def _cv_summary(settings: Settings, year: int) -> str:
@@ -37,6 +38,20 @@ def _cv_summary(settings: Settings, year: int) -> str:
             auc, name = max(scored)
             parts.append(f"h{h} {name.removeprefix('spec_').removesuffix('_score')} {auc:.3f}")
     return f"purged CV {year}    best out-of-sample AUC: " + ("; ".join(parts) if parts else "n/a")
+
+
+def _meta_summary(settings: Settings, year: int) -> str:
+    """The meta model's out-of-sample AUC and Brier per horizon for `year`."""
+    import json
+
+    parts = []
+    for h in settings.labels.horizons:
+        path = settings.reports_dir / "meta" / f"h{h}_{year}.json"
+        if path.exists():
+            m = json.loads(path.read_text())
+            auc = f"{m['auc']:.3f}" if m.get("auc") is not None else "n/a"
+            parts.append(f"h{h} AUC {auc} Brier {m['brier']:.3f}")
+    return f"meta model {year}   out of sample: " + ("; ".join(parts) if parts else "n/a")
 
 
 def _atc_scan_demo(settings: Settings, defs, instance) -> str:
@@ -89,9 +104,10 @@ def run_demo(settings: Settings) -> int:
           f"({len(added)} newly registered)")
     job = defs.resolve_job_def("historical_build_and_train")
     summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "demo"})
-    regime_line = _regime_demo(settings, defs, instance, years)
+    regime_line = _regime_demo(settings, defs, instance, years[-5:])  # yearly stages: the last 5 years
     scan_line = _atc_scan_demo(settings, defs, instance)
     cv_line = _cv_summary(settings, max(years))
+    meta_line = _meta_summary(settings, max(years))
     grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
     print()
@@ -101,6 +117,7 @@ def run_demo(settings: Settings) -> int:
     print()
     print(regime_line)
     print(cv_line)
+    print(meta_line)
     print(scan_line)
     print(grid_line)
     print(f"total wall time   {seconds:.1f} s")

@@ -79,13 +79,13 @@ class PartitionedParquetIOManager(ConfigurableIOManager):
         if not context.has_asset_partitions:
             path = store.unpartitioned_path(asset)
             return pl.scan_parquet(path) if lazy else pl.read_parquet(path)
+        allow_missing = bool((context.definition_metadata or {}).get(ALLOW_MISSING))
         if not _is_multi(context):
-            paths = [store.year_path(asset, int(k)) for k in context.asset_partition_keys]
+            paths = store.paths_for(asset, [int(k) for k in context.asset_partition_keys], allow_missing)
             scan = pl.scan_parquet([str(p) for p in paths], hive_partitioning=True)
             return scan if lazy else scan.collect()
         if lazy and not context.has_partition_key:
             # An unpartitioned downstream asset reads the whole dataset.
             return store.scan(asset)
         keys = [split_key(k) for k in context.asset_partition_keys]
-        allow_missing = bool((context.definition_metadata or {}).get(ALLOW_MISSING))
         return store.scan(asset, keys, allow_missing) if lazy else store.read(asset, keys, allow_missing)

@@ -119,11 +119,13 @@ class ParquetStore:
         return atomic_write_parquet(df, self.unpartitioned_path(asset))
 
     # reads -----------------------------------------------------------------------------
-    def paths_for(self, asset: str, keys: Iterable[SymbolYear], allow_missing: bool = False) -> list[Path]:
-        """The files of `keys`, in symbol then year order; a missing one is an error unless
-        `allow_missing` (then it is skipped; all missing is still an error)."""
+    def paths_for(self, asset: str, keys: Iterable[SymbolYear | int], allow_missing: bool = False) -> list[Path]:
+        """The files of `keys` (SymbolYear, or years for a year-partitioned asset), in order;
+        a missing one is an error unless `allow_missing` (then it is skipped; all missing is
+        still an error)."""
         ordered = sorted(set(keys))
-        paths = [self.partition_path(asset, k.symbol, k.year) for k in ordered]
+        paths = [self.year_path(asset, k) if isinstance(k, int) else self.partition_path(asset, k.symbol, k.year)
+                 for k in ordered]
         missing = [str(k) for k, p in zip(ordered, paths) if not p.is_file()]
         if allow_missing and len(missing) < len(paths):
             return [p for p in paths if p.is_file()]

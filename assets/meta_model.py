@@ -1,0 +1,92 @@
+"""Stage `meta_model` (year): per horizon, a calibrated meta model over the specialists.
+
+Walk-forward: the model of year Y is trained on the rows whose labels were known by the end
+of Y-1 (assets.training_data) and scored on the rows of Y, so every figure it reports for
+Y is out of sample. Features: the specialist scores and the regime one-hot (the seed's
+"condition by regime"); rows missing any score are left out. Model: logistic regression
+with isotonic calibration (kernels.learn.meta), its calibration folds purged on the label
+intervals. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
+a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
+"""
+
+import numpy as np
+import polars as pl
+from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
+
+from assets.observe import observe, write_json_atomic
+from assets.specialist_registry import SPECIALIST_COLUMNS
+from assets.training_data import training_frame
+from kernels.learn.calibration import fold_metrics
+from kernels.learn.meta import build_meta_matrix, calibration_png, complete_rows, save_meta, train_meta
+from kernels.learn.purged_cv import PurgedKFold
+from pipeline.partitions import years_partitions
+from resources.io_manager import ALLOW_MISSING
+from resources.project import ProjectResource
+
+
+def _matrix(frame: pl.DataFrame, horizon: int):
+    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
+    regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
+    X, names = build_meta_matrix(scores, None, regime, specialist_names=SPECIALIST_COLUMNS)
+    y = frame[f"label_bin_h{horizon}"].to_numpy()
+    return X, y, names
+
+
+def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int, seed: int = 0):
+    """(model, out-of-sample metrics, test probabilities, test labels) for one horizon."""
+    train = frame_train.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
+    X, y, names = _matrix(train, horizon)
+    ok = complete_rows(X)
+    train, X, y = train.filter(pl.Series(ok)), X[ok], y[ok].astype(np.int8)
+    t0 = train["date"].to_numpy().astype("datetime64[D]")
+    t1 = train[f"t1_h{horizon}"].to_numpy().astype("datetime64[D]")
+    folds = list(PurgedKFold(n_splits, t0, t1, embargo=np.timedelta64(embargo_days, "D")).split())
+    window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
+              "horizon": horizon}
+    model = train_meta(X, y, cv=folds, seed=seed, feature_names=names, window=window)
+    test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
+    Xt, yt, _ = _matrix(test, horizon)
+    okt = complete_rows(Xt)
+    p = model.predict_proba(Xt[okt])
+    return model, {**fold_metrics(yt[okt].astype(np.int8), p), "train_rows": int(len(y))}, p, yt[okt].astype(np.int8)
+
+
+@asset(
+    partitions_def=years_partitions,
+    backfill_policy=BackfillPolicy.single_run(),
+    ins={"specialists": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
+         "labels": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
+         "regime": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
+    io_manager_key="parquet_io_manager",
+    group_name="learning",
+    kinds={"scikitlearn"},
+)
+def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame,
+               project: ProjectResource):
+    """Per horizon, the calibrated meta model of year Y (trained on labels known before Y)
+    and its out-of-sample AUC, Brier and log loss on year Y."""
+    settings = project.settings()
+    horizons = settings.labels.horizons
+    rows, previews = [], {}
+    with observe(context, settings.reports_dir, "meta_model") as obs:
+        for year in (int(k) for k in context.partition_keys):
+            train = training_frame(specialists, labels, horizons, known_by_year=year - 1, regime=regime)
+            test = training_frame(specialists, labels, horizons, known_by_year=year, regime=regime).filter(
+                pl.col("date").dt.year() == year)
+            for h in horizons:
+                if train.filter(pl.col(f"label_bin_h{h}").is_not_null()).height < 200:
+                    context.log.warning(f"meta_model {year} h{h}: too little history before {year}; skipped")
+                    continue
+                model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
+                                                embargo_days=settings.cv.embargo_days)
+                stem = settings.models_dir / f"meta_h{h}_{year}"
+                save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
+                if len(y) and len(np.unique(y)) == 2:
+                    calibration_png(y, p, settings.reports_dir / "meta" / f"calibration_h{h}_{year}.png",
+                                    title=f"meta h{h}, out of sample {year}")
+                write_json_atomic(settings.reports_dir / "meta" / f"h{h}_{year}.json", {"year": year, "horizon": h, **metrics})
+                rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "n", "train_rows")}})
+                previews[f"{year}/h{h}"] = metrics
+        table = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"year": pl.Int32})
+        obs.record(table)
+    yield Output(table, metadata={"out_of_sample": MetadataValue.json(previews)})

@@ -1,0 +1,33 @@
+"""meta_model: walk-forward, out of sample, saved with its JSON and a calibration plot."""
+
+from __future__ import annotations
+
+import json
+
+from dagster import materialize
+
+from assets.labels import labels
+from assets.meta_model import meta_model
+from assets.raw_bars import raw_bars
+from assets.regime import regime
+from assets.specialists import specialists
+from pipeline.definitions import build_resources
+from pipeline.settings import read_settings
+from tests.conftest import run_assets
+
+
+def test_meta_model_of_a_year_is_trained_before_it_and_scored_on_it(make_settings, instance):
+    cfg = make_settings()
+    syms, years = ["AAA", "BBB", "CCC"], [2000, 2001, 2002, 2003]
+    assert run_assets([raw_bars, specialists, labels], cfg, instance, syms, years).success
+    res = materialize([raw_bars, specialists, labels, regime, meta_model], selection=[regime, meta_model],
+                      partition_key="2003", instance=instance, resources=build_resources(str(cfg)))
+    assert res.success
+    s = read_settings(cfg)
+    side = json.loads((s.models_dir / "meta_h7_2003.json").read_text())
+    assert side["window"]["train_to"] < "2003" and "spec_atc_score" in side["features"]
+    assert any(f.startswith("regime_") for f in side["features"])
+    assert (s.models_dir / "meta_h7_2003.joblib").is_file()
+    report = json.loads((s.reports_dir / "meta" / "h7_2003.json").read_text())
+    assert report["n"] > 200 and 0 <= report["brier"] <= 1
+    assert (s.reports_dir / "meta" / "calibration_h7_2003.png").read_bytes()[:4] == b"\x89PNG"
