@@ -8,11 +8,13 @@ from pipeline.partitions import symbol_year_partitions, years_partitions
 
 GRID_GROUP = "grid_search"
 YEAR_GROUPS = ("regime", "learning")  # year-partitioned stages: a job holds one partitions definition
+LSTM_GROUP = "lstm"  # year-partitioned too, in its own job: training is slow on a CPU
 SCAN_ASSETS = ("atc_scan",)  # unpartitioned: latest date, all symbols
 
 historical_build_and_train = define_asset_job(
     "historical_build_and_train",
-    selection=AssetSelection.all() - AssetSelection.groups(GRID_GROUP, *YEAR_GROUPS) - AssetSelection.assets(*SCAN_ASSETS),
+    selection=AssetSelection.all() - AssetSelection.groups(GRID_GROUP, LSTM_GROUP, *YEAR_GROUPS)
+    - AssetSelection.assets(*SCAN_ASSETS),
     partitions_def=symbol_year_partitions,
     description="Every symbol x year stage of the graph, in dependency order, for the selected partitions.",
 )
@@ -22,6 +24,13 @@ yearly_stages = define_asset_job(
     selection=AssetSelection.groups(*YEAR_GROUPS),
     partitions_def=years_partitions,
     description="The year-partitioned stages (regime, cv_report) of the selected years.",
+)
+
+lstm_job = define_asset_job(
+    "lstm_job",
+    selection=AssetSelection.groups(LSTM_GROUP),
+    partitions_def=years_partitions,
+    description="The LSTM specialist of the selected years (walk-forward; after features and labels).",
 )
 
 atc_scan_job = define_asset_job(

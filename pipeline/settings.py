@@ -160,6 +160,18 @@ class CV(_Model):
     embargo_days: int = Field(5, ge=0)
 
 
+class LSTMSettings(_Model):
+    horizon: int = Field(7, ge=1)
+    seq_len: int = Field(32, ge=2)
+    hidden: int = Field(32, ge=1)
+    layers: int = Field(2, ge=1)
+    epochs: int = Field(3, ge=1)
+    batch_size: int = Field(256, ge=1)
+    max_steps: int | None = Field(300, ge=1)
+    patience: int = Field(2, ge=1)
+    val_days: int = Field(91, ge=1)
+
+
 class Automation(_Model):
     nightly_schedule: bool = False
     new_symbol_sensor: bool = False
@@ -223,6 +235,7 @@ class Settings(_Model):
     atc: ATC = ATC()
     regime: Regime = Regime()
     cv: CV = CV()
+    lstm: LSTMSettings = LSTMSettings()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     # Where the file was read from; relative paths resolve against its folder.
