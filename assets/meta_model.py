@@ -2,8 +2,10 @@
 
 Walk-forward: the model of year Y is trained on the rows whose labels were known by the end
 of Y-1 (assets.training_data) and scored on the rows of Y, so every figure it reports for
-Y is out of sample. Features: the specialist scores and the regime one-hot (the seed's
-"condition by regime"); rows missing any score are left out. Model: logistic regression
+Y is out of sample. Features: the specialist scores, the LSTM score (`lstm_model`: each
+year's scores come from a model trained before that year, so they are out of fold for
+every row here) when it covers at least half of the training rows, and the regime one-hot
+(the seed's "condition by regime"); rows missing any feature are left out. Model: logistic regression
 with isotonic calibration (kernels.learn.meta), its calibration folds purged on the label
 intervals. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
 a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
@@ -24,15 +26,21 @@ from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
 
+LSTM_COLUMN = "spec_lstm_score"
+LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share of training rows
+
+
 def _matrix(frame: pl.DataFrame, horizon: int):
     scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
     regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
-    X, names = build_meta_matrix(scores, None, regime, specialist_names=SPECIALIST_COLUMNS)
+    lstm = frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns else None
+    X, names = build_meta_matrix(scores, lstm, regime, specialist_names=SPECIALIST_COLUMNS)
     y = frame[f"label_bin_h{horizon}"].to_numpy()
     return X, y, names
 
 
-def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int, seed: int = 0):
+def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
+             model: str = "logistic", calibration: str = "isotonic", seed: int = 0):
     """(model, out-of-sample metrics, test probabilities, test labels) for one horizon."""
     train = frame_train.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     X, y, names = _matrix(train, horizon)
@@ -43,7 +51,7 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     folds = list(PurgedKFold(n_splits, t0, t1, embargo=np.timedelta64(embargo_days, "D")).split())
     window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
               "horizon": horizon}
-    model = train_meta(X, y, cv=folds, seed=seed, feature_names=names, window=window)
+    model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window)
     test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     Xt, yt, _ = _matrix(test, horizon)
     okt = complete_rows(Xt)
@@ -56,13 +64,14 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     backfill_policy=BackfillPolicy.single_run(),
     ins={"specialists": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "labels": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
-         "regime": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
+         "regime": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
+         "lstm_model": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
     io_manager_key="parquet_io_manager",
     group_name="learning",
     kinds={"scikitlearn"},
 )
 def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame,
-               project: ProjectResource):
+               lstm_model: pl.LazyFrame, project: ProjectResource):
     """Per horizon, the calibrated meta model of year Y (trained on labels known before Y)
     and its out-of-sample AUC, Brier and log loss on year Y."""
     settings = project.settings()
@@ -73,12 +82,22 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
             train = training_frame(specialists, labels, horizons, known_by_year=year - 1, regime=regime)
             test = training_frame(specialists, labels, horizons, known_by_year=year, regime=regime).filter(
                 pl.col("date").dt.year() == year)
+            if LSTM_COLUMN in lstm_model.collect_schema().names():
+                scores = lstm_model.select("symbol", "date", LSTM_COLUMN).collect()
+                train = train.join(scores, on=["symbol", "date"], how="left")
+                coverage = train[LSTM_COLUMN].drop_nans().drop_nulls().len() / max(train.height, 1)
+                if coverage >= LSTM_MIN_COVERAGE:
+                    test = test.join(scores, on=["symbol", "date"], how="left")
+                else:
+                    train = train.drop(LSTM_COLUMN)
+                    context.log.info(f"meta_model {year}: LSTM scores cover {coverage:.0%} of training rows; not used")
             for h in horizons:
                 if train.filter(pl.col(f"label_bin_h{h}").is_not_null()).height < 200:
                     context.log.warning(f"meta_model {year} h{h}: too little history before {year}; skipped")
                     continue
                 model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
-                                                embargo_days=settings.cv.embargo_days)
+                                                embargo_days=settings.cv.embargo_days, model=settings.meta.model,
+                                                calibration=settings.meta.calibration)
                 stem = settings.models_dir / f"meta_h{h}_{year}"
                 save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
                 if len(y) and len(np.unique(y)) == 2:

@@ -30,7 +30,7 @@ def training_frame(specialists: pl.LazyFrame, labels: pl.LazyFrame, horizons: li
     labs = label_ends(labels.select("symbol", "date", *[f"label_bin_h{h}" for h in horizons],
                                     *[f"label_ret_h{h}" for h in horizons]), horizons)
     frame = specialists.select("symbol", "date", *SPECIALIST_COLUMNS).join(labs, on=["symbol", "date"], how="inner")
-    if regime is not None:
+    if regime is not None and "regime" in regime.collect_schema().names():  # empty when none is stored yet
         frame = frame.join(regime.select("date", "regime"), on="date", how="left")
     frame = frame.filter(pl.col("date") < cutoff)
     for h in horizons:  # a label not known by the cutoff is not a training label yet

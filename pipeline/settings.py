@@ -172,6 +172,11 @@ class LSTMSettings(_Model):
     val_days: int = Field(91, ge=1)
 
 
+class MetaSettings(_Model):
+    model: Literal["logistic", "lightgbm"] = "logistic"
+    calibration: Literal["isotonic", "sigmoid"] = "isotonic"
+
+
 class Automation(_Model):
     nightly_schedule: bool = False
     new_symbol_sensor: bool = False
@@ -236,6 +241,7 @@ class Settings(_Model):
     regime: Regime = Regime()
     cv: CV = CV()
     lstm: LSTMSettings = LSTMSettings()
+    meta: MetaSettings = MetaSettings()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     # Where the file was read from; relative paths resolve against its folder.

@@ -11,7 +11,8 @@ Inputs, by the input's annotation:
 - `pl.DataFrame`: the requested upstream partitions as one frame sorted by symbol then
   date: the halo years of a partition mapping, or a single partition. A missing upstream
   partition is an error naming it, unless the input's metadata sets
-  `allow_missing_partitions` (labels: a next year not stored yet is a future not known yet).
+  `allow_missing_partitions` (labels: a next year not stored yet is a future not known yet;
+  for a year-partitioned upstream with nothing stored at all, an empty frame).
 - `pl.LazyFrame`: a lazy scan with hive columns; an unpartitioned downstream asset scans
   the whole upstream dataset.
 """
@@ -81,7 +82,12 @@ class PartitionedParquetIOManager(ConfigurableIOManager):
             return pl.scan_parquet(path) if lazy else pl.read_parquet(path)
         allow_missing = bool((context.definition_metadata or {}).get(ALLOW_MISSING))
         if not _is_multi(context):
-            paths = store.paths_for(asset, [int(k) for k in context.asset_partition_keys], allow_missing)
+            try:
+                paths = store.paths_for(asset, [int(k) for k in context.asset_partition_keys], allow_missing)
+            except FileNotFoundError:
+                if not allow_missing:
+                    raise
+                return pl.LazyFrame() if lazy else pl.DataFrame()  # nothing stored yet: an optional input
             scan = pl.scan_parquet([str(p) for p in paths], hive_partitioning=True)
             return scan if lazy else scan.collect()
         if lazy and not context.has_partition_key:

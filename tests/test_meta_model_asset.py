@@ -6,7 +6,9 @@ import json
 
 from dagster import materialize
 
+from assets.features import features
 from assets.labels import labels
+from assets.lstm_model import lstm_model
 from assets.meta_model import meta_model
 from assets.raw_bars import raw_bars
 from assets.regime import regime
@@ -20,7 +22,7 @@ def test_meta_model_of_a_year_is_trained_before_it_and_scored_on_it(make_setting
     cfg = make_settings()
     syms, years = ["AAA", "BBB", "CCC"], [2000, 2001, 2002, 2003]
     assert run_assets([raw_bars, specialists, labels], cfg, instance, syms, years).success
-    res = materialize([raw_bars, specialists, labels, regime, meta_model], selection=[regime, meta_model],
+    res = materialize([raw_bars, specialists, labels, regime, lstm_model, features, meta_model], selection=[regime, meta_model],
                       partition_key="2003", instance=instance, resources=build_resources(str(cfg)))
     assert res.success
     s = read_settings(cfg)
@@ -31,3 +33,18 @@ def test_meta_model_of_a_year_is_trained_before_it_and_scored_on_it(make_setting
     report = json.loads((s.reports_dir / "meta" / "h7_2003.json").read_text())
     assert report["n"] > 200 and 0 <= report["brier"] <= 1
     assert (s.reports_dir / "meta" / "calibration_h7_2003.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_meta_model_uses_out_of_sample_lstm_scores_when_they_cover_the_training_rows(make_settings, instance):
+    cfg = make_settings(lstm={"seq_len": 8, "hidden": 8, "layers": 1, "epochs": 1, "max_steps": 3, "batch_size": 64})
+    syms, years = ["AAA", "BBB"], [2000, 2001, 2002, 2003]
+    assert run_assets([raw_bars, features, specialists, labels], cfg, instance, syms, years).success
+    every = [raw_bars, features, specialists, labels, regime, lstm_model, meta_model]
+    for year in ("2001", "2002"):
+        assert materialize(every, selection=[lstm_model], partition_key=year, instance=instance,
+                           resources=build_resources(str(cfg))).success
+    assert materialize(every, selection=[meta_model], partition_key="2003", instance=instance,
+                       resources=build_resources(str(cfg))).success
+    side = json.loads((read_settings(cfg).models_dir / "meta_h7_2003.json").read_text())
+    assert "lstm_score" in side["features"]
+    assert side["window"]["train_from"] >= "2001"  # rows without an out-of-sample LSTM score are left out
