@@ -1,5 +1,8 @@
 """Stage `meta_model` (year): per horizon, a calibrated meta model over the specialists.
 
+Out-of-sample metrics of year Y: AUC, Brier, log loss, and IC (Spearman rank correlation
+of the predicted probability with the realised forward return).
+
 Walk-forward: the model of year Y is trained on the rows whose labels were known by the end
 of Y-1 (assets.training_data) and scored on the rows of Y, so every figure it reports for
 Y is out of sample. Features: the specialist scores, the LSTM score (`lstm_model`: each
@@ -13,6 +16,7 @@ a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
 
 import numpy as np
 import polars as pl
+from scipy.stats import spearmanr
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 
 from assets.observe import observe, write_json_atomic
@@ -56,7 +60,10 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     Xt, yt, _ = _matrix(test, horizon)
     okt = complete_rows(Xt)
     p = model.predict_proba(Xt[okt])
-    return model, {**fold_metrics(yt[okt].astype(np.int8), p), "train_rows": int(len(y))}, p, yt[okt].astype(np.int8)
+    ret = test[f"label_ret_h{horizon}"].to_numpy()[okt]
+    ic = float(spearmanr(p, ret).statistic) if len(p) > 2 and np.ptp(p) > 0 else None
+    metrics = {**fold_metrics(yt[okt].astype(np.int8), p), "ic": ic, "train_rows": int(len(y))}
+    return model, metrics, p, yt[okt].astype(np.int8)
 
 
 @asset(
@@ -104,7 +111,7 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
                     calibration_png(y, p, settings.reports_dir / "meta" / f"calibration_h{h}_{year}.png",
                                     title=f"meta h{h}, out of sample {year}")
                 write_json_atomic(settings.reports_dir / "meta" / f"h{h}_{year}.json", {"year": year, "horizon": h, **metrics})
-                rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "n", "train_rows")}})
+                rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
                 previews[f"{year}/h{h}"] = metrics
         table = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"year": pl.Int32})
         obs.record(table)
