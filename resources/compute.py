@@ -54,9 +54,9 @@ def probe_cuda() -> str | None:
     except Exception:
         pass
     try:
-        from numba import cuda
+        from numba import config, cuda
 
-        if cuda.is_available():
+        if not config.ENABLE_CUDASIM and cuda.is_available():  # the simulator is not a GPU
             return cuda.get_current_device().name.decode()
     except Exception:
         pass
@@ -78,12 +78,14 @@ def probe_rocm() -> str | None:
 def select_device(
     requested: str,
     *,
-    cuda: Callable[[], str | None] = probe_cuda,
-    rocm: Callable[[], str | None] = probe_rocm,
+    cuda: Callable[[], str | None] | None = None,
+    rocm: Callable[[], str | None] | None = None,
     log: logging.Logger | None = None,
 ) -> Device:
     """The device to use for `requested` (auto|cpu|cuda|rocm), falling back to CPU."""
     log = log or logging.getLogger(__name__)
+    cuda = cuda or probe_cuda
+    rocm = rocm or probe_rocm
     if requested == "cpu":
         return Device.cpu()
     if requested in ("auto", "cuda"):

@@ -66,10 +66,25 @@ def test_rmm_pool_is_set_up_in_the_only_safe_order():
     ]
 
 
-def test_resource_logs_device_and_falls_back_on_this_machine(caplog):
-    res = ComputeResource(device="cpu")
-    res.setup_for_execution(build_init_resource_context())
-    assert res.backend == "cpu"
+def test_resource_without_the_requested_gpu_warns_and_runs_on_cpu(monkeypatch, caplog):
+    import resources.compute as compute
+
+    monkeypatch.setattr(compute, "probe_cuda", NONE)
+    monkeypatch.setattr(compute, "probe_rocm", NONE)
+    res = ComputeResource(device="cuda")
+    with pytest.warns(RuntimeWarning, match="'cuda' was requested but none is available"):
+        res.setup_for_execution(build_init_resource_context())
+    assert res.selected == Device.cpu() and res.backend == "cpu"
+
+
+def test_the_cuda_simulator_is_not_taken_for_a_gpu(monkeypatch):
+    from numba import config
+
+    monkeypatch.setattr(config, "ENABLE_CUDASIM", 1)
+    monkeypatch.setitem(__import__("sys").modules, "cupy", None)  # no CuPy: only numba could answer
+    from resources.compute import probe_cuda
+
+    assert probe_cuda() is None
 
 
 def test_thread_defaults_never_override_the_user(monkeypatch):
