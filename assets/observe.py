@@ -43,18 +43,23 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """Write `data` to `path` via a temp file in the same folder and a rename."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2, default=str)
-            fh.write("\n")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
+    return write_bytes_atomic(path, (json.dumps(payload, indent=2, default=str) + "\n").encode())
 
 
 def write_sidecar(reports_dir: Path, stage: str, partition: str, **fields: Any) -> Path:

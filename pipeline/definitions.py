@@ -5,24 +5,27 @@ from __future__ import annotations
 from dagster import Definitions, multiprocess_executor
 
 from assets.atc_scan import atc_scan
+from assets.backtest import backtest
 from assets.cv_report import cv_report
+from assets.evaluation import evaluation
 from assets.features import features
 from assets.grid_search import grid_search, market_data, trade_log
 from assets.labels import labels
 from assets.lstm_model import lstm_model
 from assets.meta_model import meta_model
+from assets.predictions import predictions
 from assets.raw_bars import raw_bars
 from assets.regime import regime
 from assets.specialists import specialists
-from pipeline.jobs import atc_scan_job, grid_search_job, historical_build_and_train, lstm_job, yearly_stages
+from pipeline.jobs import atc_scan_job, grid_search_job, historical_build_and_train, live_paper_trade, lstm_job, yearly_stages
 from pipeline.schedules import nightly_rebuild
-from pipeline.sensors import new_symbol_sensor
+from pipeline.sensors import build_chain_sensor, new_symbol_sensor
 from pipeline.settings import config_path, load_settings
 from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
 
-ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, lstm_model, atc_scan, market_data, trade_log, grid_search]
+ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, predictions, backtest, evaluation, lstm_model, atc_scan, market_data, trade_log, grid_search]
 
 
 def build_resources(settings_path: str | None = None) -> dict:
@@ -36,9 +39,9 @@ def build_resources(settings_path: str | None = None) -> dict:
 
 defs = Definitions(
     assets=ALL_ASSETS,
-    jobs=[historical_build_and_train, yearly_stages, lstm_job, atc_scan_job, grid_search_job],
+    jobs=[historical_build_and_train, yearly_stages, lstm_job, atc_scan_job, grid_search_job, live_paper_trade],
     schedules=[nightly_rebuild],
-    sensors=[new_symbol_sensor],
+    sensors=[new_symbol_sensor, build_chain_sensor],
     resources=build_resources(),
     executor=multiprocess_executor,
 )

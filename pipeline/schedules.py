@@ -1,8 +1,10 @@
 """The nightly rebuild: at 02:00 every day, the latest year of every registered symbol
 (in January also the previous year, whose last labels need the new year's first rows).
 
-One RunRequest per partition key, each with a run_key (date + key) so a tick that is
-evaluated twice launches nothing twice. Off by default; `automation.nightly_schedule:
+One RunRequest: a single-run backfill over every registered symbol x those years (the
+partition-range tags; the symbols are contiguous because all of them are in it), with a
+run_key (the date) so a tick that is evaluated twice launches nothing twice. When it
+succeeds, `build_chain_sensor` runs the yearly stages of the same years (pipeline.chain). Off by default; `automation.nightly_schedule:
 true` in the settings starts it with the daemon, or switch it on in the UI.
 """
 
@@ -17,7 +19,9 @@ from dagster import (
 )
 
 from pipeline.jobs import historical_build_and_train
-from pipeline.partitions import SYMBOLS, make_key
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from pipeline.partitions import SYMBOLS
 from pipeline.settings import load_settings
 
 _settings = load_settings()
@@ -41,8 +45,8 @@ def nightly_rebuild(context: ScheduleEvaluationContext):
     when = context.scheduled_execution_time
     year = latest_year(when.year)
     years = [year - 1, year] if when.month == 1 and year - 1 >= load_settings().years.start else [year]
-    return [
-        RunRequest(run_key=f"nightly:{when:%Y-%m-%d}:{sym}|{y}", partition_key=make_key(sym, y))
-        for y in years
-        for sym in symbols
-    ]
+    return RunRequest(
+        run_key=f"nightly:{when:%Y-%m-%d}",
+        tags={ASSET_PARTITION_RANGE_START_TAG: f"{symbols[0]}|{years[0]}",
+              ASSET_PARTITION_RANGE_END_TAG: f"{symbols[-1]}|{years[-1]}"},
+    )

@@ -1,4 +1,4 @@
-"""The new-symbol sensor: registers symbols that appear in the configured source (a new
+"""Sensors. The new-symbol sensor: registers symbols that appear in the configured source (a new
 file in the user's folder) and requests their runs.
 
 Each evaluation compares the source's fingerprints (file name, mtime, size) with the
@@ -6,6 +6,9 @@ cursor: a new symbol is added to the `symbols` dynamic partitions and gets one r
 all its years (a single-run backfill, via partition-range tags); a changed file re-runs
 its symbol. A file the source cannot read is logged and skipped, the others go on.
 Off by default; `automation.new_symbol_sensor: true` starts it with the daemon.
+
+`build_chain_sensor` continues the chain of jobs (pipeline.chain) after a successful run:
+the yearly stages of the years a build covered, then the ATC scan. On by default.
 """
 
 from __future__ import annotations
@@ -13,18 +16,22 @@ from __future__ import annotations
 import json
 
 from dagster import (
+    DagsterRunStatus,
     DefaultSensorStatus,
+    RunStatusSensorContext,
     RunRequest,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
+    run_status_sensor,
     sensor,
 )
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from assets.errors import InputDataError
 from assets.sources import make_source
-from pipeline.jobs import historical_build_and_train
+from pipeline.chain import follow_ups
+from pipeline.jobs import atc_scan_job, historical_build_and_train, lstm_job, yearly_stages
 from pipeline.partitions import SYMBOLS, symbol_partitions
 from pipeline.settings import load_settings
 
@@ -73,3 +80,20 @@ def new_symbol_sensor(context: SensorEvaluationContext):
         dynamic_partitions_requests=[symbol_partitions.build_add_request(new)] if new else [],
         cursor=json.dumps(fingerprints, sort_keys=True),
     )
+
+
+@run_status_sensor(
+    name="build_chain_sensor",
+    run_status=DagsterRunStatus.SUCCESS,
+    monitored_jobs=[historical_build_and_train, lstm_job],
+    request_jobs=[yearly_stages, atc_scan_job],
+    default_status=DefaultSensorStatus.RUNNING if _settings.automation.build_chain_sensor else DefaultSensorStatus.STOPPED,
+)
+def build_chain_sensor(context: RunStatusSensorContext):
+    """Continue the chain of pipeline.chain.FOLLOW_UPS after a successful run."""
+    run = context.dagster_run
+    requests = [
+        RunRequest(run_key=f"chain:{run.run_id}:{step.job}", job_name=step.job, tags={**step.tags, "tradelab/after": run.run_id})
+        for step in follow_ups(run.job_name, run.tags)
+    ]
+    return requests or SkipReason(f"{run.job_name} run {run.run_id} covered no years")

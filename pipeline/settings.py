@@ -177,9 +177,22 @@ class MetaSettings(_Model):
     calibration: Literal["isotonic", "sigmoid"] = "isotonic"
 
 
+class BacktestSettings(_Model):
+    """Portfolio backtest of the meta model's probabilities (backtest, live_paper_trade)."""
+    horizon: int = Field(7, ge=1)          # which p_h{H} drives the weights
+    threshold: float = Field(0.5, ge=0.0, le=1.0)  # long only above this probability
+    long_short: bool = False               # True: w ~ (p - 0.5) * 2, the seed's mapping
+    max_weight: float = Field(0.25, gt=0.0, le=1.0)
+    max_gross: float = Field(1.0, gt=0.0, le=10.0)
+    fee_bps: float = Field(1.0, ge=0.0)
+    slippage_bps: float = Field(2.0, ge=0.0)
+    chunk_days: int = Field(256, ge=1)     # days per numba call between log flushes
+
+
 class Automation(_Model):
     nightly_schedule: bool = False
     new_symbol_sensor: bool = False
+    build_chain_sensor: bool = True
 
 
 class GridParams(_Model):
@@ -242,10 +255,18 @@ class Settings(_Model):
     cv: CV = CV()
     lstm: LSTMSettings = LSTMSettings()
     meta: MetaSettings = MetaSettings()
+    backtest: BacktestSettings = BacktestSettings()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     # Where the file was read from; relative paths resolve against its folder.
     root: Path = Field(PROJECT_ROOT, exclude=True)
+
+    @model_validator(mode="after")
+    def _horizons_exist(self) -> "Settings":
+        for key, h in (("backtest.horizon", self.backtest.horizon), ("lstm.horizon", self.lstm.horizon)):
+            if h not in self.labels.horizons:
+                raise ValueError(f"{key} is {h}, which is not one of labels.horizons {self.labels.horizons}")
+        return self
 
     def resolve(self, path: Path) -> Path:
         return path if path.is_absolute() else (self.root / path)

@@ -71,3 +71,55 @@ def clean_env(monkeypatch):
     for var in ("PIPELINE_CONFIG", "DAGSTER_HOME"):
         monkeypatch.delenv(var, raising=False)
     return os.environ
+
+
+LEARNED_SYMBOLS = ["AAA", "BBB", "CCC"]
+LEARNED_YEARS = [2000, 2001, 2002, 2003]
+LEARNED_YEAR = 2003  # the out-of-sample year that has a meta model
+
+
+@pytest.fixture(scope="session")
+def learned_store(tmp_path_factory):
+    """A tiny universe built once per session through Dagster: raw_bars, features,
+    specialists, labels for 3 symbols x 2000-2003, then regime, meta_model and predictions
+    of 2003. Tests read it; they must not write into it (copy it first)."""
+    from assets.features import features
+    from assets.labels import labels
+    from assets.lstm_model import lstm_model
+    from assets.meta_model import meta_model
+    from assets.predictions import predictions
+    from assets.raw_bars import raw_bars
+    from assets.regime import regime
+    from assets.specialists import specialists
+    from pipeline.definitions import build_resources
+
+    root = tmp_path_factory.mktemp("learned")
+    cfg = root / "settings.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "paths": {"data": str(root / "data"), "reports": str(root / "reports"), "models": str(root / "models")},
+        "years": {"start": 2000, "end": None},
+        "universe": {"source": "synthetic", "synthetic": {"symbols": LEARNED_SYMBOLS, "seed": 3, "end_date": "2012-12-31"}},
+    }))
+    with instance_for_test() as inst:
+        assert run_assets([raw_bars, features, specialists, labels], cfg, inst, LEARNED_SYMBOLS, LEARNED_YEARS).success
+        every = [raw_bars, features, specialists, labels, regime, lstm_model, meta_model, predictions]
+        assert materialize(every, selection=[regime], instance=inst, resources=build_resources(str(cfg)),
+                           tags={ASSET_PARTITION_RANGE_START_TAG: "2000", ASSET_PARTITION_RANGE_END_TAG: "2003"}).success
+        assert materialize(every, selection=[meta_model, predictions], partition_key=str(LEARNED_YEAR), instance=inst,
+                           resources=build_resources(str(cfg))).success
+    return cfg
+
+
+@pytest.fixture
+def learned_copy(learned_store, tmp_path):
+    """A private copy of `learned_store` (same data, models, reports) that a test may write to."""
+    import shutil
+
+    src = learned_store.parent
+    dst = tmp_path / "learned"
+    shutil.copytree(src, dst)
+    cfg = yaml.safe_load(learned_store.read_text())
+    cfg["paths"] = {k: str(dst / k) for k in ("data", "reports", "models")}
+    path = dst / "settings.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path

@@ -77,21 +77,22 @@ def test_an_unreadable_file_is_skipped_and_the_others_go_on(folder_config, insta
     assert list(result.dynamic_partitions_requests[0].partition_keys) == ["AAA"]
 
 
-def test_schedule_requests_the_latest_year_of_every_symbol_with_run_keys(instance, monkeypatch, make_settings):
+def test_schedule_requests_one_run_over_the_latest_year_of_every_symbol_with_a_run_key(instance, monkeypatch, make_settings):
     monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings(years={"start": 2000, "end": None})))
     instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB", "CCC"])
     when = dt.datetime(2024, 3, 5, 2, 0, tzinfo=dt.timezone.utc)
-    requests = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
-    assert [str(r.partition_key) for r in requests] == ["AAA|2024", "BBB|2024", "CCC|2024"]
-    assert [r.run_key for r in requests] == [f"nightly:2024-03-05:{s}|2024" for s in ("AAA", "BBB", "CCC")]
+    request = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert request.run_key == "nightly:2024-03-05"
+    assert request.tags[ASSET_PARTITION_RANGE_START_TAG] == "AAA|2024"
+    assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "CCC|2024"
 
 
 def test_schedule_in_january_also_reruns_the_previous_year(instance, monkeypatch, make_settings):
     monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings(years={"start": 2000, "end": None})))
     instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
     when = dt.datetime(2024, 1, 3, 2, 0, tzinfo=dt.timezone.utc)
-    requests = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
-    assert [str(r.partition_key) for r in requests] == ["AAA|2023", "AAA|2024"]
+    request = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert (request.tags[ASSET_PARTITION_RANGE_START_TAG], request.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("AAA|2023", "AAA|2024")
 
 
 def test_schedule_without_symbols_skips_with_a_hint(instance):
@@ -107,3 +108,43 @@ def test_definitions_load_with_jobs_schedule_and_sensor_off_by_default():
     assert schedule.default_status == DefaultScheduleStatus.STOPPED
     assert defs.resolve_sensor_def("new_symbol_sensor").default_status == DefaultSensorStatus.STOPPED
     assert {"project", "compute", "parquet_io_manager"} <= set(defs.resources)
+
+
+def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build_covered(instance):
+    from dagster import DagsterRunStatus, build_run_status_sensor_context
+
+    from pipeline.sensors import build_chain_sensor
+
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    run = instance.create_run_for_job(
+        defs.resolve_job_def("historical_build_and_train"),
+        tags={ASSET_PARTITION_RANGE_START_TAG: "AAA|2001", ASSET_PARTITION_RANGE_END_TAG: "BBB|2003"},
+    )
+    instance.report_run_failed(run)  # any finished run will do for the context; the status is given below
+    ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=_success_event(instance, run),
+                                          dagster_instance=instance, dagster_run=run)
+    requests = build_chain_sensor(ctx)
+    by_job = {r.job_name: r for r in requests}
+    assert set(by_job) == {"yearly_stages", "atc_scan_job"}
+    assert by_job["yearly_stages"].tags[ASSET_PARTITION_RANGE_START_TAG] == "2001"
+    assert by_job["yearly_stages"].tags[ASSET_PARTITION_RANGE_END_TAG] == "2003"
+    assert len({r.run_key for r in requests}) == 2 and all(run.run_id in r.run_key for r in requests)
+    assert defs.resolve_sensor_def("build_chain_sensor").default_status == DefaultSensorStatus.RUNNING
+
+
+def _success_event(instance, run):
+    from dagster import DagsterEventType
+
+    records = instance.get_records_for_run(run.run_id).records
+    return next(r.event_log_entry.dagster_event for r in records if r.event_log_entry.dagster_event is not None)
+
+
+def test_run_years_reads_single_keys_ranges_and_year_keys():
+    from dagster._core.storage.tags import PARTITION_NAME_TAG
+
+    from pipeline.chain import run_years
+
+    assert run_years({PARTITION_NAME_TAG: "AAA|2005"}) == [2005]
+    assert run_years({PARTITION_NAME_TAG: "2005"}) == [2005]
+    assert run_years({ASSET_PARTITION_RANGE_START_TAG: "AAA|2003", ASSET_PARTITION_RANGE_END_TAG: "CCC|2001"}) == [2001, 2002, 2003]
+    assert run_years({}) == []

@@ -1,0 +1,117 @@
+"""Stage `predictions` (year): every symbol's meta-model probabilities for the days of Y.
+
+    p_h{H}[symbol, date] = meta_h{H}_{Y}.predict_proba(X[symbol, date])   for date in Y
+
+X is the matrix the model was trained on (kernels.learn.meta.build_meta_matrix): the
+specialist scores of the day, the LSTM score when the model uses it, the regime one-hot.
+The model of year Y was trained on labels known by the end of Y-1 (`meta_model`), so every
+probability stored here is out of sample. A day whose inputs are incomplete (warm-up, no
+LSTM score) gets NaN, as does a horizon whose model of Y does not exist (too little
+history before Y). Rows: every (symbol, date) of Y with specialist scores, labelled or not:
+the last days of a year have no realised label yet but still have a prediction.
+
+Columns: symbol, date, regime (int8, null when untagged), p_h3, p_h7, p_h14 (float32).
+`score_rows` is the one function that turns scores into probabilities; the inference path
+(assets.inference) calls it too, so batch and live predictions cannot drift apart.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
+
+from assets.observe import observe
+from assets.specialist_registry import SPECIALIST_COLUMNS
+from kernels.learn.meta import LSTM_COLUMN, MetaModel, build_meta_matrix, load_meta
+from pipeline.partitions import years_partitions
+from resources.io_manager import ALLOW_MISSING
+from resources.project import ProjectResource
+
+
+def model_path(models_dir: Path, horizon: int, year: int) -> Path:
+    return Path(models_dir) / f"meta_h{horizon}_{year}.joblib"
+
+
+def load_year_models(models_dir: Path, year: int, horizons: list[int]) -> dict[int, MetaModel]:
+    """The meta models of `year` that exist, by horizon."""
+    return {h: load_meta(model_path(models_dir, h, year)) for h in horizons if model_path(models_dir, h, year).exists()}
+
+
+def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list[int]) -> dict[str, np.ndarray]:
+    """p_h{H} float32 [rows] for the rows of `frame` (specialist columns, optional `regime`
+    and `spec_lstm_score`); NaN where a horizon has no model or a row's inputs are incomplete."""
+    n = frame.height
+    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32) if n else np.empty((0, len(SPECIALIST_COLUMNS)), np.float32)
+    regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
+    out = {}
+    for h in horizons:
+        model = models.get(h)
+        if model is None or n == 0:
+            out[f"p_h{h}"] = np.full(n, np.nan, dtype=np.float32)
+            continue
+        lstm = None
+        if LSTM_COLUMN in model.feature_names:
+            lstm = (frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns
+                    else np.full(n, np.nan, dtype=np.float32))
+        X, names = build_meta_matrix(scores, lstm, regime if any(c.startswith("regime_") for c in model.feature_names) else None,
+                                     specialist_names=SPECIALIST_COLUMNS)
+        if names != list(model.feature_names):
+            raise ValueError(f"meta model h{h} expects features {model.feature_names}, the inputs give {names}")
+        out[f"p_h{h}"] = model.predict_proba(X)
+    return out
+
+
+def scoring_frame(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None,
+                  year: int) -> pl.DataFrame:
+    """The rows of `year`: symbol, date, the specialist scores, regime and LSTM score when stored."""
+    lo, hi = pl.datetime(year, 1, 1), pl.datetime(year + 1, 1, 1)
+    frame = specialists.select("symbol", "date", *SPECIALIST_COLUMNS).filter(
+        (pl.col("date") >= lo) & (pl.col("date") < hi))
+    if regime is not None and "regime" in regime.collect_schema().names():
+        frame = frame.join(regime.select("date", pl.col("regime").cast(pl.Int8)), on="date", how="left")
+    else:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.Int8).alias("regime"))
+    if lstm is not None and LSTM_COLUMN in lstm.collect_schema().names():
+        frame = frame.join(lstm.select("symbol", "date", LSTM_COLUMN), on=["symbol", "date"], how="left")
+    return frame.sort("date", "symbol").collect()
+
+
+def predict_year(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None, year: int,
+                 models: dict[int, MetaModel], horizons: list[int]) -> pl.DataFrame:
+    frame = scoring_frame(specialists, regime, lstm, year)
+    probs = score_rows(frame, models, horizons)
+    return frame.select("symbol", "date", "regime").with_columns(
+        *[pl.Series(k, v, dtype=pl.Float32) for k, v in probs.items()])
+
+
+@asset(
+    partitions_def=years_partitions,
+    backfill_policy=BackfillPolicy.single_run(),
+    ins={"specialists": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
+         "regime": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
+         "lstm_model": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
+         "meta_model": AssetIn(metadata={ALLOW_MISSING: True})},
+    io_manager_key="parquet_io_manager",
+    group_name="learning",
+    kinds={"scikitlearn", "polars"},
+)
+def predictions(context: AssetExecutionContext, specialists: pl.LazyFrame, regime: pl.LazyFrame,
+                lstm_model: pl.LazyFrame, meta_model: pl.LazyFrame, project: ProjectResource):
+    """Out-of-sample P(label = 1) per horizon for every symbol and day of Y, from the meta
+    models of Y (trained before Y)."""
+    settings = project.settings()
+    horizons = settings.labels.horizons
+    frames, coverage = [], {}
+    with observe(context, settings.reports_dir, "predictions") as obs:
+        for year in (int(k) for k in context.partition_keys):
+            models = load_year_models(settings.models_dir, year, horizons)
+            if not models:
+                context.log.warning(f"predictions {year}: no meta model of {year} in {settings.models_dir}; all NaN")
+            df = predict_year(specialists, regime, lstm_model, year, models, horizons)
+            frames.append(df)
+            coverage[str(year)] = {f"h{h}": round(float(df[f"p_h{h}"].is_not_nan().mean() or 0.0), 4) for h in horizons}
+        table = pl.concat(frames) if frames else pl.DataFrame()
+        obs.extra["coverage"] = coverage
+        obs.record(table)
+    yield Output(table, metadata={"coverage": MetadataValue.json(coverage)})

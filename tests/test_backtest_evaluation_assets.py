@@ -1,0 +1,82 @@
+"""backtest and evaluation assets over the stored out-of-sample predictions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+from dagster import materialize
+
+from assets.backtest import backtest, backtest_panel
+from assets.evaluation import evaluation
+from kernels.backtest.portfolio import run_portfolio
+from pipeline.definitions import ALL_ASSETS, build_resources
+from pipeline.settings import read_settings
+from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
+
+
+def _materialize(cfg, instance, selection):
+    from pipeline.symbols import register_symbols
+
+    register_symbols(instance, LEARNED_SYMBOLS)
+    return materialize(ALL_ASSETS, selection=selection, partition_key=str(LEARNED_YEAR), instance=instance,
+                       resources=build_resources(str(cfg)))
+
+
+def _scan(cfg, asset):
+    return pl.scan_parquet(str(read_settings(cfg).data_dir / asset / "**" / "*.parquet"), hive_partitioning=True)
+
+
+def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equity_png(learned_copy, instance):
+    res = _materialize(learned_copy, instance, [backtest])
+    assert res.success
+    s = read_settings(learned_copy)
+    daily = _scan(learned_copy, "backtest").collect()
+    bars_days = _scan(learned_copy, "raw_bars").filter(pl.col("date").dt.year() == LEARNED_YEAR).select("date").unique().collect()
+    assert daily.height == bars_days.height
+    assert (daily["turnover"] >= 0).all() and (daily["cost"] >= 0).all() and daily["positions"].max() >= 1
+    report = json.loads((s.reports_dir / "backtest" / f"year_{LEARNED_YEAR}.json").read_text())
+    assert report["n_days"] == daily.height and {"cagr", "sharpe", "max_drawdown", "annual_turnover"} <= set(report)
+    assert report["max_drawdown"] <= 0
+    log = [json.loads(x) for x in (s.reports_dir / "backtest" / "daily.jsonl").read_text().splitlines()]
+    assert len(log) == daily.height and abs(log[-1]["equity"] - float(daily["equity"][-1])) < 1e-6  # stored as float32
+    assert (s.reports_dir / "backtest" / "equity.png").read_bytes()[:4] == b"\x89PNG"
+    meta = res.asset_materializations_for_node("backtest")[0].metadata
+    assert "overall_sharpe" in meta and "per_year" in meta
+
+
+def test_backtest_equals_the_kernel_on_the_pivoted_panel(learned_copy, instance):
+    assert _materialize(learned_copy, instance, [backtest]).success
+    s = read_settings(learned_copy)
+    dates, symbols, prices, probs = backtest_panel(_scan(learned_copy, "predictions"), _scan(learned_copy, "raw_bars"), 7)
+    assert symbols == LEARNED_SYMBOLS and prices.shape == probs.shape == (len(dates), 3)
+    from assets.backtest import portfolio_config
+
+    res = run_portfolio(prices, probs, portfolio_config(s.backtest), chunk_days=10_000)
+    daily = _scan(learned_copy, "backtest").sort("date").collect()
+    np.testing.assert_allclose(daily["equity"].to_numpy(), res.equity.astype(np.float32))
+
+
+def test_evaluation_reports_metrics_deciles_by_regime_and_reliability_per_horizon(learned_copy, instance):
+    res = _materialize(learned_copy, instance, [evaluation])
+    assert res.success
+    s = read_settings(learned_copy)
+    table = _scan(learned_copy, "evaluation").collect()
+    assert sorted(table["horizon"].to_list()) == [3, 7, 14]
+    report = json.loads((s.reports_dir / "eval" / f"{LEARNED_YEAR}.json").read_text())
+    for h in (3, 7, 14):
+        r = report[f"h{h}"]
+        assert 0 <= r["auc"] <= 1 and 0 <= r["pr_auc"] <= 1 and 0 <= r["brier"] <= 1 and r["log_loss"] > 0
+        assert sum(d["count"] for d in r["deciles"]) == r["n"]
+        assert r["deciles_by_regime"] and set(r["deciles_by_regime"]) <= {"bear", "consolidate", "bull", "oscillate"}
+        assert (s.reports_dir / "eval" / f"reliability_h{h}_{LEARNED_YEAR}.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((s.reports_dir / "eval" / "overall.json").read_text())["h7"]["n"] == report["h7"]["n"]
+
+
+def test_evaluation_counts_only_predictions_whose_label_is_realised(learned_copy):
+    from assets.evaluation import outcomes
+
+    joined = outcomes(_scan(learned_copy, "predictions"), _scan(learned_copy, "labels"), [14])
+    last = joined.filter(pl.col("date") == joined["date"].max())
+    assert last["label_bin_h14"].null_count() == last.height  # t + 14 is past the stored data
