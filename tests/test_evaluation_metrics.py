@@ -1,0 +1,231 @@
+"""Evaluation kernel (kernels.learn.evaluation) against sklearn, scipy and pandas as oracles."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+from sklearn.metrics import average_precision_score, brier_score_loss, log_loss, roc_auc_score
+
+from kernels.learn.evaluation import (
+    DECILE_COLUMNS,
+    classification_metrics,
+    decile_returns,
+    decile_returns_by_group,
+    equity_png_bytes,
+    information_coefficient,
+    quantile_bins,
+    reliability_png_bytes,
+)
+
+
+def problem(n: int, seed: int):
+    """p, y ~ Bernoulli(p), ret = signal in p + noise."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.02, 0.98, n)
+    y = (rng.uniform(size=n) < p).astype(np.int8)
+    ret = 0.02 * (p - 0.5) + rng.normal(0, 0.02, n)
+    return p, y, ret
+
+
+# ---------------------------------------------------------------- classification
+
+
+def test_classification_metrics_match_sklearn():
+    p, y, _ = problem(3000, seed=1)
+    m = classification_metrics(y, p)
+    assert m["auc"] == pytest.approx(roc_auc_score(y, p), abs=1e-12)
+    assert m["pr_auc"] == pytest.approx(average_precision_score(y, p), abs=1e-12)
+    assert m["brier"] == pytest.approx(brier_score_loss(y, p), abs=1e-12)
+    assert m["log_loss"] == pytest.approx(log_loss(y, p), abs=1e-12)
+    assert m["n"] == 3000 and m["positives"] == int(y.sum()) and m["n_dropped"] == 0
+    assert m["base_rate"] == pytest.approx(y.mean())
+
+
+def test_classification_metrics_one_class_has_no_auc_or_pr_auc():
+    p = np.array([0.2, 0.7, 0.9])
+    for y in (np.zeros(3), np.ones(3)):
+        m = classification_metrics(y, p)
+        assert m["auc"] is None and m["pr_auc"] is None
+        assert m["brier"] == pytest.approx(brier_score_loss(y, p))
+        assert m["log_loss"] == pytest.approx(log_loss(y, p, labels=[0, 1]))
+        assert m["base_rate"] == y.mean()
+
+
+def test_classification_metrics_nan_rows_dropped():
+    p, y, _ = problem(500, seed=2)
+    pn, yn = p.copy(), y.astype(np.float64)
+    pn[::7] = np.nan
+    yn[3::11] = np.nan  # label not known yet
+    ok = np.isfinite(pn) & np.isfinite(yn)
+    m = classification_metrics(yn, pn)
+    assert m == {**classification_metrics(y[ok], p[ok]), "n_dropped": int((~ok).sum())}
+    assert m["n"] == int(ok.sum())
+
+
+def test_classification_metrics_no_rows():
+    m = classification_metrics(np.array([np.nan]), np.array([0.5]))
+    assert m["n"] == 0 and m["n_dropped"] == 1
+    assert m["auc"] is m["pr_auc"] is m["brier"] is m["log_loss"] is m["base_rate"] is None
+
+
+def test_classification_metrics_refuse_non_binary_labels_and_bad_probabilities():
+    with pytest.raises(ValueError, match="binary"):
+        classification_metrics([0, 2], [0.1, 0.2])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        classification_metrics([0, 1], [0.1, 1.2])
+
+
+# ---------------------------------------------------------------- information coefficient
+
+
+def test_information_coefficient_matches_scipy_spearman_with_ties():
+    p, _, ret = problem(2000, seed=3)
+    assert information_coefficient(p, ret) == pytest.approx(spearmanr(p, ret).statistic, abs=1e-12)
+    p_tied, ret_tied = np.round(p, 1), np.round(ret, 3)  # many ties in both
+    assert information_coefficient(p_tied, ret_tied) == pytest.approx(spearmanr(p_tied, ret_tied).statistic,
+                                                                       abs=1e-12)
+
+
+def test_information_coefficient_constant_predictions_or_fewer_than_3_rows_is_none():
+    assert information_coefficient(np.full(10, 0.5), np.arange(10.0)) is None
+    assert information_coefficient(np.arange(10.0), np.zeros(10)) is None
+    assert information_coefficient([0.1, 0.2], [1.0, 2.0]) is None
+    assert information_coefficient([0.1, 0.2, np.nan], [1.0, 2.0, 3.0]) is None  # 2 rows left
+
+
+def test_information_coefficient_nan_rows_dropped():
+    p, _, ret = problem(300, seed=4)
+    pn, rn = p.copy(), ret.copy()
+    pn[::5] = np.nan
+    rn[1::9] = np.inf
+    ok = np.isfinite(pn) & np.isfinite(rn)
+    assert information_coefficient(pn, rn) == pytest.approx(spearmanr(p[ok], ret[ok]).statistic, abs=1e-12)
+
+
+# ---------------------------------------------------------------- deciles
+
+
+def test_deciles_without_ties_match_pandas_qcut():
+    p, _, ret = problem(1000, seed=5)
+    d = decile_returns(p, ret)
+    labels = pd.qcut(p, 10, labels=False)
+    frame = pd.DataFrame({"b": labels, "p": p, "ret": ret, "hit": ret > 0}).groupby("b")
+    np.testing.assert_array_equal(d["bin"], np.arange(10))
+    np.testing.assert_array_equal(d["count"], np.full(10, 100))
+    np.testing.assert_allclose(d["p_mean"], frame["p"].mean(), rtol=1e-12)
+    np.testing.assert_allclose(d["p_min"], frame["p"].min(), rtol=0)
+    np.testing.assert_allclose(d["p_max"], frame["p"].max(), rtol=0)
+    np.testing.assert_allclose(d["ret_mean"], frame["ret"].mean(), rtol=1e-10)
+    np.testing.assert_allclose(d["hit_rate"], frame["hit"].mean(), rtol=1e-12)
+    assert set(d) == set(DECILE_COLUMNS)
+    assert d["ret_mean"][-1] > d["ret_mean"][0]  # the synthetic signal: top decile beats bottom
+
+
+def test_deciles_are_rank_bins_of_near_equal_size_for_any_n():
+    p, _, ret = problem(1003, seed=6)
+    b = quantile_bins(p)
+    rank = np.argsort(np.argsort(p))
+    np.testing.assert_array_equal(b, rank * 10 // 1003)
+    counts = decile_returns(p, ret)["count"]
+    assert counts.sum() == 1003 and counts.max() - counts.min() <= 1
+
+
+def test_deciles_tied_predictions_share_a_bin_whatever_the_row_order():
+    rng = np.random.default_rng(7)
+    p = np.round(rng.uniform(size=400), 2)  # ~100 distinct values, many ties
+    ret = rng.normal(size=400)
+    b = quantile_bins(p)
+    for v in np.unique(p):
+        assert np.unique(b[p == v]).size == 1
+    perm = rng.permutation(400)
+    d, dp = decile_returns(p, ret), decile_returns(p[perm], ret[perm])
+    for k in DECILE_COLUMNS:
+        np.testing.assert_allclose(d[k], dp[k], rtol=1e-12)
+    assert (d["p_max"][:-1] < d["p_min"][1:]).all()  # bins do not overlap
+
+
+def test_deciles_fewer_distinct_values_than_bins_give_fewer_bins():
+    p = np.array([0.2] * 6 + [0.5] * 3 + [0.9])
+    ret = np.arange(10.0) - 4.5
+    d = decile_returns(p, ret)
+    np.testing.assert_array_equal(d["bin"], [0, 6, 9])  # the quantile of each block's lowest rank
+    np.testing.assert_array_equal(d["count"], [6, 3, 1])
+    np.testing.assert_allclose(d["ret_mean"], [ret[:6].mean(), ret[6:9].mean(), ret[9]])
+    np.testing.assert_allclose(d["hit_rate"], [1 / 6, 1.0, 1.0])
+
+
+def test_deciles_constant_predictions_are_one_bin():
+    d = decile_returns(np.full(50, 0.5), np.linspace(-1, 1, 50))
+    np.testing.assert_array_equal(d["bin"], [0])
+    np.testing.assert_array_equal(d["count"], [50])
+
+
+def test_deciles_nan_rows_dropped_and_empty_input():
+    p, _, ret = problem(200, seed=8)
+    pn, rn = p.copy(), ret.copy()
+    pn[::4] = np.nan
+    rn[1::6] = np.nan
+    ok = np.isfinite(pn) & np.isfinite(rn)
+    d, ref = decile_returns(pn, rn), decile_returns(p[ok], ret[ok])
+    for k in DECILE_COLUMNS:
+        np.testing.assert_array_equal(d[k], ref[k])
+    empty = decile_returns(np.array([np.nan]), np.array([1.0]))
+    assert all(v.size == 0 for v in empty.values())
+
+
+def test_deciles_by_group_bin_each_group_on_its_own():
+    p, _, ret = problem(3000, seed=9)
+    rng = np.random.default_rng(9)
+    regime = rng.choice(np.array([-1, 0, 1, 2], dtype=np.int8), size=3000)
+    out = decile_returns_by_group(p, ret, regime, n_bins=5)
+    assert list(out) == [-1, 0, 1, 2] and all(type(k) is int for k in out)
+    for g, d in out.items():
+        ref = decile_returns(p[regime == g], ret[regime == g], n_bins=5)
+        for k in DECILE_COLUMNS:
+            np.testing.assert_array_equal(d[k], ref[k])
+
+
+def test_deciles_by_group_nan_group_dropped():
+    p = np.linspace(0, 1, 12)
+    ret = np.linspace(-1, 1, 12)
+    group = np.array([0.0, 1.0, np.nan] * 4)
+    out = decile_returns_by_group(p, ret, group, n_bins=2)
+    assert list(out) == [0.0, 1.0]
+    assert sum(int(d["count"].sum()) for d in out.values()) == 8
+
+
+# ---------------------------------------------------------------- figures
+
+
+def _png_shape(data: bytes):
+    import matplotlib.image
+
+    return matplotlib.image.imread(io.BytesIO(data), format="png").shape
+
+
+def test_reliability_png_bytes_is_a_deterministic_png():
+    p, y, _ = problem(1000, seed=10)
+    p[:10] = np.nan
+    png = reliability_png_bytes(y, p, title="h7 2015")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert _png_shape(png)[:2] == (650, 600)
+    assert png == reliability_png_bytes(y, p, title="h7 2015")  # same inputs, same bytes
+
+
+def test_reliability_png_bytes_one_class_and_no_rows_still_draw():
+    assert reliability_png_bytes(np.ones(20), np.linspace(0, 1, 20))[:4] == b"\x89PNG"
+    assert reliability_png_bytes(np.array([np.nan]), np.array([0.5]))[:4] == b"\x89PNG"
+
+
+def test_equity_png_bytes_with_dates_without_dates_and_a_wiped_out_curve():
+    days = np.arange("2020-01-01", "2021-01-01", dtype="datetime64[D]")
+    eq = np.cumprod(1 + np.random.default_rng(11).normal(0, 0.01, days.size))
+    png = equity_png_bytes(days, eq, title="backtest")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and _png_shape(png)[:2] == (500, 800)
+    assert equity_png_bytes(None, np.array([1.0, 0.5, 0.0]))[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="dates must have shape"):
+        equity_png_bytes(days[:3], eq)
