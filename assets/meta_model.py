@@ -82,7 +82,7 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
     """Per horizon, the calibrated meta model of year Y (trained on labels known before Y)
     and its out-of-sample AUC, Brier and log loss on year Y."""
     settings = project.settings()
-    horizons = settings.labels.horizons
+    horizons = settings.meta.horizons or settings.labels.horizons
     rows, previews = [], {}
     with observe(context, settings.reports_dir, "meta_model") as obs:
         for year in (int(k) for k in context.partition_keys):

@@ -81,10 +81,24 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
     build = defs.resolve_job_def("historical_build_and_train")
     summary = run_rectangle(build, instance, symbols, years, tags=tags, log_level=log_level)
     yearly = sorted(yearly_years or years)
+    if min(yearly) > min(years):  # the meta models of `yearly` train on earlier rows: tag their regimes too
+        from dagster import materialize
+
+        from pipeline.definitions import ALL_ASSETS, build_resources
+
+        res = materialize(ALL_ASSETS, selection=["regime"], instance=instance, resources=build_resources(),
+                          tags={**year_range_tags(years), **(tags or {})})
+        res.success or _fail("regime", years)
     if lstm:
-        defs.resolve_job_def("lstm_job").execute_in_process(
+        res = defs.resolve_job_def("lstm_job").execute_in_process(
             instance=instance, tags={**year_range_tags(yearly), **(tags or {})}, run_config=run_config)
+        res.success or _fail("lstm_job", yearly)
     for step in follow_ups("historical_build_and_train", year_range_tags(yearly)):
-        defs.resolve_job_def(step.job).execute_in_process(instance=instance, tags={**step.tags, **(tags or {})},
-                                                          run_config=run_config)
+        res = defs.resolve_job_def(step.job).execute_in_process(instance=instance, tags={**step.tags, **(tags or {})},
+                                                                run_config=run_config)
+        res.success or _fail(step.job, yearly)
     return summary
+
+
+def _fail(what: str, years: list[int]):
+    raise RuntimeError(f"{what} failed for {min(years)}..{max(years)}: see the run in `make ui`")

@@ -6,6 +6,8 @@
     grid-search      the trade-log grid search on a market-data folder and a trade log
     grid-data        write realistic grid-search inputs (seed 001 formats) for a try-out
     atc-scan         the current ATC state of every symbol in the store (raw_bars)
+    build-features, train-lstm, train-meta, backtest, evaluate, build-all, infer:
+                     the stages, materialized through Dagster (pipeline.stage_commands)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 
 from assets.errors import InputDataError
 from pipeline.settings import SettingsError, load_settings
+from pipeline.stage_commands import add_stage_commands
 
 
 def _symbols(args: argparse.Namespace) -> int:
@@ -166,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     gd.add_argument("--trades-per-day", type=int, default=200)
     gd.add_argument("--seed", type=int, default=11)
     gd.set_defaults(func=_grid_data)
+    add_stage_commands(sub)
     return ap
 
 
@@ -176,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     except (SettingsError, InputDataError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except RuntimeError as err:  # a failed run: its id is in the message
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

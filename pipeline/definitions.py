@@ -13,6 +13,7 @@ from assets.grid_search import grid_search, market_data, trade_log
 from assets.labels import labels
 from assets.lstm_model import lstm_model
 from assets.meta_model import meta_model
+from assets.paper_trade import paper_trades
 from assets.predictions import predictions
 from assets.raw_bars import raw_bars
 from assets.regime import regime
@@ -25,7 +26,7 @@ from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
 
-ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, predictions, backtest, evaluation, lstm_model, atc_scan, market_data, trade_log, grid_search]
+ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, predictions, backtest, evaluation, paper_trades, lstm_model, atc_scan, market_data, trade_log, grid_search]
 
 
 def build_resources(settings_path: str | None = None) -> dict:

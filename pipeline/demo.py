@@ -7,20 +7,46 @@ import time
 from pipeline.settings import Settings
 
 
-def _regime_demo(settings: Settings, defs, instance, years: list[int]) -> str:
-    """The yearly stages (regime, cv_report, meta_model) of `years` in one run; the regime's
-    class shares."""
+def _regime_line(settings: Settings) -> str:
+    """The regime's class shares over every stored year."""
     import polars as pl
-    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-    job = defs.resolve_job_def("yearly_stages")
-    tags = {ASSET_PARTITION_RANGE_START_TAG: str(min(years)), ASSET_PARTITION_RANGE_END_TAG: str(max(years))}
-    job.execute_in_process(instance=instance, tags=tags,
-                           run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
     tags_col = pl.scan_parquet(str(settings.data_dir / "regime" / "year=*" / "part.parquet")).select("regime").collect()["regime"]
     shares = tags_col.drop_nulls().value_counts(normalize=True).sort("regime")
     text = ", ".join(f"{ {1: 'bull', -1: 'bear', 0: 'consolidate', 2: 'oscillate'}[r] } {p:.0%}" for r, p in shares.iter_rows())
-    return f"regime            {min(years)}-{max(years)} tagged: {text}"
+    return f"regime            tagged: {text}"
+
+
+def _headline(settings: Settings, years: list[int]) -> list[str]:
+    """Meta AUC per horizon and the backtest over `years` (out of sample), the grid-search
+    winner with its out-of-sample ROI."""
+    import json
+
+    lines = []
+    ev = settings.reports_dir / "eval" / "overall.json"
+    if ev.exists():
+        report = json.loads(ev.read_text())
+        aucs = "  ".join(f"h{h} {report[f'h{h}']['auc']:.3f}" if report.get(f"h{h}", {}).get("auc") is not None else f"h{h} n/a"
+                         for h in settings.labels.horizons)
+        lines.append(f"meta model AUC    out of sample {min(years)}-{max(years)}: {aucs}")
+    bt = settings.reports_dir / "backtest" / "overall.json"
+    if bt.exists():
+        b = json.loads(bt.read_text())
+        fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
+        lines.append(f"backtest          p_h{b['horizon']} {b['from']}..{b['to']}: Sharpe {fmt(b['sharpe'], '.2f')}, "
+                     f"CAGR {fmt(b['cagr'], '.1%')}, max drawdown {fmt(b['max_drawdown'], '.1%')}, "
+                     f"turnover {fmt(b['annual_turnover'], '.0f')}x/yr")
+    gs = settings.reports_dir / "grid_search" / "top10.json"
+    if gs.exists():
+        g = json.loads(gs.read_text())
+        rows = [r for r in g.get("overfitting", {}).get("in_out_of_sample", []) if r["source"] == "in_sample_top"]
+        if rows:
+            w = rows[0]
+            lines.append(f"grid-search winner (chosen on the in-sample half): volatility>={w['volatility']:g} ratio>={w['ratio']:g} "
+                         f"adx28>={w['adx28']:g} adx14>={w['adx14']:g} adx7>={w['adx7']:g} target {w['target']:g}% stop {w['stop_loss']:g}%"
+                         f" -> ROI in sample {w['roi_in']:.2f}% ({w['trades_in']} trades), "
+                         f"out of sample {w['roi_out']:.2f}% ({w['trades_out']} trades)")
+    return lines
 
 
 def _cv_summary(settings: Settings, year: int) -> str:
@@ -54,16 +80,24 @@ def _meta_summary(settings: Settings, year: int) -> str:
     return f"meta model {year}   out of sample: " + ("; ".join(parts) if parts else "n/a")
 
 
-def _atc_scan_demo(settings: Settings, defs, instance) -> str:
+def _atc_scan_line(settings: Settings) -> str:
     """The current ATC state of every demo symbol; the counts per state."""
     import polars as pl
 
-    job = defs.resolve_job_def("atc_scan_job")
-    job.execute_in_process(instance=instance, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
     table = pl.read_parquet(settings.data_dir / "atc_scan" / "part.parquet")
     states = {1: "long", -1: "short", 0: "neutral"}
     counts = ", ".join(f"{states[int(s)]} {n}" for s, n in table["state"].value_counts().sort("state").iter_rows())
     return f"atc scan          {table.height} symbols on {table['date'].max():%Y-%m-%d}: {counts}"
+
+
+def _paper_trade_demo(settings: Settings, defs, instance) -> str:
+    """The live_paper_trade job on the demo universe (the last stored day)."""
+    job = defs.resolve_job_def("live_paper_trade")
+    res = job.execute_in_process(instance=instance, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    orders = res.output_for_node("paper_trades")
+    day = orders["date"].max() if orders.height else None
+    return (f"paper trading     {orders.height} order(s)" + (f" for {day:%Y-%m-%d}" if day else "") +
+            f"; log {settings.reports_dir / 'paper' / 'orders.jsonl'}")
 
 
 def _grid_search_demo(settings: Settings, defs, instance) -> str:
@@ -87,11 +121,14 @@ def _grid_search_demo(settings: Settings, defs, instance) -> str:
             f"stop {w['stop_loss']:g}% -> ROI {w['roi']:.2f}% over {w['trades']} trades")
 
 
+DEMO_YEARLY_YEARS = 5  # the yearly stages (meta models, predictions, backtest, evaluation): the last 5 years
+
+
 def run_demo(settings: Settings) -> int:
     from assets.sources import make_source
+    from pipeline.chain import run_graph
     from pipeline.definitions import defs
     from pipeline.instance import ensure_dagster_home, get_instance
-    from pipeline.runs import run_rectangle
     from pipeline.symbols import sync_symbols
 
     home = ensure_dagster_home()
@@ -100,14 +137,11 @@ def run_demo(settings: Settings) -> int:
     added = sync_symbols(instance, settings)
     symbols = settings.demo.symbols or make_source(settings).symbols()
     years = settings.demo_years()
+    yearly = years[-DEMO_YEARLY_YEARS:]
     print(f"[demo] source={settings.universe.source} symbols={len(symbols)} years={min(years)}..{max(years)} "
-          f"({len(added)} newly registered)")
-    job = defs.resolve_job_def("historical_build_and_train")
-    summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "demo"})
-    regime_line = _regime_demo(settings, defs, instance, years[-5:])  # yearly stages: the last 5 years
-    scan_line = _atc_scan_demo(settings, defs, instance)
-    cv_line = _cv_summary(settings, max(years))
-    meta_line = _meta_summary(settings, max(years))
+          f"({len(added)} newly registered); yearly stages {min(yearly)}..{max(yearly)}")
+    summary = run_graph(instance, symbols, years, yearly_years=yearly, tags={"tradelab/origin": "demo"})
+    paper_line = _paper_trade_demo(settings, defs, instance)
     grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
     print()
@@ -115,11 +149,17 @@ def run_demo(settings: Settings) -> int:
     for name, s in summary.items():
         print(f"{name:<24}{s.partitions:>12}{s.rows:>12}{s.seconds:>10.2f}")
     print()
-    print(regime_line)
-    print(cv_line)
-    print(meta_line)
-    print(scan_line)
+    print(_regime_line(settings))
+    print(_cv_summary(settings, max(years)))
+    print(_meta_summary(settings, max(years)))
+    print(_atc_scan_line(settings))
+    print(paper_line)
     print(grid_line)
+    print()
+    print("headline")
+    for line in _headline(settings, yearly):
+        print(f"  {line}")
+    print()
     print(f"total wall time   {seconds:.1f} s")
     print(f"data              {settings.data_dir}/<asset>/symbol=<S>/year=<Y>/part.parquet")
     print(f"reports           {settings.reports_dir}/<stage>/*.json")

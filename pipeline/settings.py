@@ -175,6 +175,7 @@ class LSTMSettings(_Model):
 class MetaSettings(_Model):
     model: Literal["logistic", "lightgbm"] = "logistic"
     calibration: Literal["isotonic", "sigmoid"] = "isotonic"
+    horizons: list[int] | None = None  # null = every labels.horizons
 
 
 class BacktestSettings(_Model):
@@ -263,7 +264,9 @@ class Settings(_Model):
 
     @model_validator(mode="after")
     def _horizons_exist(self) -> "Settings":
-        for key, h in (("backtest.horizon", self.backtest.horizon), ("lstm.horizon", self.lstm.horizon)):
+        pairs = [("backtest.horizon", self.backtest.horizon), ("lstm.horizon", self.lstm.horizon)]
+        pairs += [("meta.horizons", h) for h in self.meta.horizons or []]
+        for key, h in pairs:
             if h not in self.labels.horizons:
                 raise ValueError(f"{key} is {h}, which is not one of labels.horizons {self.labels.horizons}")
         return self

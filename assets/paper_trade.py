@@ -1,0 +1,121 @@
+"""Stage `paper_trades` (job `live_paper_trade`): latest bars -> incremental features ->
+specialists -> meta -> paper orders -> log.
+
+One run, for the day `now` (config; default: the last stored bar):
+1. `assets.inference.infer_batch` gives each symbol's probabilities from the incremental
+   updaters (the same path as `infer_one`), with the meta models of year(now).
+2. Target weights: the backtest's rule (kernels.backtest.portfolio.run_portfolio on that one
+   day, settings `backtest.*`), so the paper book is the book the backtest would hold.
+3. The current paper book (data/paper_positions/part.parquet: symbol, weight, price, date)
+   drifts with prices to today: w_i * (p_now / p_then) / (1 + sum_j w_j (p_now_j / p_then_j - 1)).
+4. Orders: target - drifted, for |delta| >= MIN_TRADE; every order (and a run record) goes
+   to reports/paper/orders.jsonl through the asynchronous writer; the new book is written
+   atomically. A second run for the same day finds the book at its targets: no orders.
+The stored value (data/paper_trades/part.parquet) is the run's order table.
+"""
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+from dagster import AssetExecutionContext, Config, MetadataValue, Output, asset
+
+from assets.async_writer import AsyncWriter
+from assets.backtest import portfolio_config
+from assets.observe import observe
+from kernels.backtest.portfolio import run_portfolio
+from pipeline.partitions import SYMBOLS
+from resources.parquet_store import ParquetStore
+from resources.project import ProjectResource
+
+MIN_TRADE = 1e-4  # weight changes smaller than this are not traded
+BOOK = "paper_positions"
+
+
+class PaperTradeConfig(Config):
+    now: str | None = None  # ISO date or date-time; default: the last stored bar
+
+
+def last_closes(store: ParquetStore, symbols: list[str], now: dt.datetime) -> pl.DataFrame:
+    """symbol, date, close of each symbol's last stored bar at or before `now`."""
+    return (store.scan("raw_bars").filter(pl.col("symbol").is_in(symbols) & (pl.col("date") <= now))
+            .sort("date").group_by("symbol").agg(pl.col("date").last(), pl.col("close").last().cast(pl.Float64))
+            .sort("symbol").collect())
+
+
+def drifted_book(book: pl.DataFrame, closes: pl.DataFrame) -> dict[str, float]:
+    """The stored weights moved with prices to today's closes (module docstring, step 3)."""
+    if book.is_empty():
+        return {}
+    j = book.join(closes.select("symbol", pl.col("close").alias("now")), on="symbol", how="left")
+    ratio = (j["now"].fill_null(j["price"]) / j["price"]).to_numpy()
+    w = j["weight"].to_numpy().astype(np.float64)
+    growth = 1.0 + float(np.sum(w * (ratio - 1.0)))
+    moved = w * ratio / growth if growth > 0 else np.zeros_like(w)
+    return dict(zip(j["symbol"].to_list(), moved.tolist()))
+
+
+def paper_orders(probs: dict[str, float], closes: pl.DataFrame, book: pl.DataFrame, settings) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(orders, new book) for one day: targets by the backtest's rule, minus the drifted book."""
+    symbols = closes["symbol"].to_list()
+    prices = closes["close"].to_numpy().reshape(1, -1)
+    p = np.array([[probs.get(s, np.nan) for s in symbols]], dtype=np.float32)
+    target = run_portfolio(prices, p, portfolio_config(settings.backtest)).weights[0].astype(np.float64)
+    held = drifted_book(book, closes)
+    rows = []
+    for i, s in enumerate(symbols):
+        delta = float(target[i]) - held.get(s, 0.0)
+        if abs(delta) >= MIN_TRADE:
+            rows.append({"symbol": s, "date": closes["date"][i], "p": float(p[0, i]), "price": float(prices[0, i]),
+                         "previous_weight": held.get(s, 0.0), "target_weight": float(target[i]), "delta": delta,
+                         "side": "buy" if delta > 0 else "sell"})
+    schema = {"symbol": pl.String, "date": pl.Datetime("us"), "p": pl.Float64, "price": pl.Float64,
+              "previous_weight": pl.Float64, "target_weight": pl.Float64, "delta": pl.Float64, "side": pl.String}
+    orders = pl.DataFrame(rows, schema=schema)
+    new_book = pl.DataFrame({"symbol": symbols, "weight": target, "price": prices[0], "date": closes["date"]}).filter(
+        pl.col("weight") != 0.0)
+    return orders, new_book
+
+
+@asset(
+    group_name="live",
+    deps=["raw_bars", "meta_model", "regime"],
+    io_manager_key="parquet_io_manager",
+    kinds={"numba", "polars"},
+)
+def paper_trades(context: AssetExecutionContext, config: PaperTradeConfig, project: ProjectResource):
+    """Paper orders of the day from the live inference path; logged, and the paper book updated."""
+    from assets.inference import infer_batch
+
+    settings = project.settings()
+    store = ParquetStore(settings.data_dir)
+    symbols = list(context.instance.get_dynamic_partitions(SYMBOLS))
+    if not symbols:
+        raise ValueError("paper_trades: no symbols registered: run `python -m pipeline.cli symbols sync` and build first")
+    if config.now:
+        now = dt.datetime.fromisoformat(config.now)
+    else:
+        now = store.scan("raw_bars").select(pl.col("date").max()).collect().item()
+        if now is None:
+            raise ValueError(f"paper_trades: no raw_bars stored under {store.asset_dir('raw_bars')}: build first")
+    h = settings.backtest.horizon
+    with observe(context, settings.reports_dir, "paper_trades", args={"now": str(now)}) as obs:
+        closes = last_closes(store, symbols, now)
+        preds = infer_batch(closes["symbol"].to_list(), now, settings=settings)
+        probs = {r["symbol"]: (np.nan if r[f"h{h}"] is None else float(r[f"h{h}"])) for r in preds.iter_rows(named=True)}
+        book_path = store.unpartitioned_path(BOOK)
+        book = pl.read_parquet(book_path) if book_path.exists() else pl.DataFrame(
+            schema={"symbol": pl.String, "weight": pl.Float64, "price": pl.Float64, "date": pl.Datetime("us")})
+        orders, new_book = paper_orders(probs, closes, book, settings)
+        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        with AsyncWriter(settings.reports_dir / "paper" / "orders.jsonl") as log:
+            log.write({"run": context.run_id, "at": stamp, "now": str(now), "symbols": len(closes), "orders": orders.height,
+                       "horizon": h})
+            log.write_many({"run": context.run_id, **r} for r in orders.iter_rows(named=True))
+        store.write_unpartitioned(BOOK, new_book)
+        obs.record(orders)
+    yield Output(orders, metadata={
+        "now": MetadataValue.text(str(now)), "orders": orders.height,
+        "gross_exposure": float(new_book["weight"].abs().sum()) if new_book.height else 0.0,
+        "positions": new_book.height,
+    })

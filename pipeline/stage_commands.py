@@ -1,0 +1,263 @@
+"""CLI commands that materialize stages: the same assets, the same code path as Dagster.
+
+    build-features   raw_bars, features, labels, specialists (historical_build_and_train)
+    train-lstm       lstm_model per year (walk-forward; one run per year, in order)
+    train-meta       regime, meta_model, predictions of the years (optionally one horizon)
+    backtest         the backtest of the stored predictions; --log copies the day log
+    evaluate         evaluation of the stored predictions
+    build-all        the whole chain (pipeline.chain.run_graph)
+    live-paper-trade the live_paper_trade job (paper orders of the day)
+    infer            infer_one / infer_batch on the stored data (prints JSON)
+
+Each command runs `dagster.materialize` (in process, on DAGSTER_HOME's instance, so the UI
+shows the runs) over pipeline.definitions.ALL_ASSETS with a selection and partition tags.
+Flags that change settings (--raw, --epochs, --horizon, ...) write a derived settings file
+next to the one in force (`.cli-<name>.yaml`, so relative paths keep their meaning) and run
+with it; the file in force is never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+from pipeline.settings import config_path, load_settings, read_settings
+
+
+def derived_settings(overrides: dict, name: str) -> Path:
+    """The settings file in force with `overrides` (nested dict) applied, validated."""
+    base = config_path()
+    data = yaml.safe_load(base.read_text()) or {}
+
+    def merge(dst: dict, src: dict) -> None:
+        for k, v in src.items():
+            if isinstance(v, dict) and isinstance(dst.get(k), dict):
+                merge(dst[k], v)
+            else:
+                dst[k] = v
+
+    merge(data, overrides)
+    path = base.parent / f".cli-{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    read_settings(path)  # validation errors name the key
+    return path
+
+
+def parse_years(text: str | None, settings) -> list[int]:
+    """`2005`, `2005-2010` or `2005,2007`; default: the configured years."""
+    if not text:
+        return settings.years.all()
+    out: list[int] = []
+    for part in text.split(","):
+        if "-" in part:
+            a, b = (int(x) for x in part.split("-", 1))
+            out.extend(range(a, b + 1))
+        else:
+            out.append(int(part))
+    bad = [y for y in out if y not in settings.years.all()]
+    if bad:
+        raise ValueError(f"--years {text}: {bad} outside the configured years {settings.years.start}..{settings.years.last}")
+    return sorted(set(out))
+
+
+def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: str, per_year: bool = False) -> None:
+    """Materialize year-partitioned `selection` for `years`: one run over the range, or one
+    run per year in order (per_year: walk-forward stages whose year Y reads Y-1's output)."""
+    from dagster import materialize
+    from tqdm import tqdm
+
+    from pipeline.chain import year_range_tags
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    from pipeline.instance import get_instance
+
+    instance = get_instance()
+    batches = [[y] for y in years] if per_year else [years]
+    for batch in tqdm(batches, desc=desc, unit="run" if not per_year else "year", disable=len(batches) == 1):
+        res = materialize(ALL_ASSETS, selection=selection, instance=instance, resources=build_resources(str(cfg)),
+                          tags=year_range_tags(batch), raise_on_error=False)
+        if not res.success:
+            raise RuntimeError(f"{desc} failed for {batch[0]}..{batch[-1]}: see `make ui` (run {res.run_id})")
+
+
+def _cfg_and_settings(overrides: dict, name: str):
+    cfg = derived_settings(overrides, name) if overrides else config_path()
+    return cfg, load_settings(cfg)
+
+
+def cmd_build_features(args: argparse.Namespace) -> int:
+    from dagster import Definitions
+
+    from assets.sources import make_source
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    from pipeline.instance import get_instance
+    from pipeline.jobs import historical_build_and_train
+    from pipeline.runs import run_rectangle
+    from pipeline.symbols import sync_symbols
+
+    overrides = {"universe": {"source": "folder", "folder": {"path": str(Path(args.raw).resolve())}}} if args.raw else {}
+    if args.workers:
+        overrides["build"] = {"workers": args.workers}
+    cfg, settings = _cfg_and_settings(overrides, "build-features")
+    instance = get_instance()
+    sync_symbols(instance, settings)
+    symbols = args.symbols.split(",") if args.symbols else make_source(settings).symbols()
+    years = parse_years(args.years, settings)
+    job = Definitions(assets=ALL_ASSETS, jobs=[historical_build_and_train],
+                      resources=build_resources(str(cfg))).resolve_job_def("historical_build_and_train")
+    print(f"build-features: {len(symbols)} symbols x {years[0]}..{years[-1]} ({cfg.name})", file=sys.stderr)
+    summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "cli"}, log_level="WARNING")
+    for name, s in summary.items():
+        print(f"{name:<14}{s.partitions:>8} partitions {s.rows:>10} rows {s.seconds:>8.2f} s")
+    print(f"data: {settings.data_dir}")
+    return 0
+
+
+def cmd_train_lstm(args: argparse.Namespace) -> int:
+    lstm = {k: v for k, v in {"seq_len": args.seq_len, "epochs": args.epochs, "max_steps": args.max_steps}.items() if v}
+    overrides = {"lstm": lstm} if lstm else {}
+    if args.device:
+        overrides["device"] = {"gpu": "cuda", "cpu": "cpu", "auto": "auto"}[args.device]
+    cfg, settings = _cfg_and_settings(overrides, "train-lstm")
+    if args.device == "gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            print("error: --device gpu: torch sees no CUDA/ROCm device (use --device cpu)", file=sys.stderr)
+            return 3
+    years = parse_years(args.years, settings)
+    _materialize_years(cfg, ["lstm_model"], years, "train-lstm", per_year=True)
+    print(f"models: {settings.models_dir}/lstm_*.pt")
+    return 0
+
+
+def cmd_train_meta(args: argparse.Namespace) -> int:
+    cfg, settings = _cfg_and_settings({"meta": {"horizons": [args.horizon]}} if args.horizon else {}, "train-meta")
+    years = parse_years(args.years, settings)
+    _materialize_years(cfg, ["regime", "meta_model", "predictions"], years, "train-meta")
+    hs = settings.meta.horizons or settings.labels.horizons
+    for y in years:
+        for h in hs:
+            path = settings.reports_dir / "meta" / f"h{h}_{y}.json"
+            if path.exists():
+                m = json.loads(path.read_text())
+                print(f"meta h{h} {y}: AUC {m['auc'] if m['auc'] is None else round(m['auc'], 4)} "
+                      f"Brier {m['brier']:.4f} n {m['n']}")
+    print(f"models: {settings.models_dir}/meta_h*_*.joblib")
+    return 0
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    cfg, settings = _cfg_and_settings({"backtest": {"horizon": args.horizon}} if args.horizon else {}, "backtest")
+    years = parse_years(args.years, settings)
+    _materialize_years(cfg, ["backtest"], years, "backtest")
+    out = settings.reports_dir / "backtest"
+    overall = json.loads((out / "overall.json").read_text())
+    if args.log:
+        Path(args.log).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / "daily.jsonl", args.log)
+    print(json.dumps({k: overall.get(k) for k in ("from", "to", "cagr", "sharpe", "max_drawdown", "annual_turnover")},
+                     indent=2))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    cfg, settings = _cfg_and_settings({}, "evaluate")
+    years = parse_years(args.years, settings)
+    _materialize_years(cfg, ["evaluation"], years, "evaluate")
+    overall = json.loads((settings.reports_dir / "eval" / "overall.json").read_text())
+    for h in settings.labels.horizons:
+        m = overall[f"h{h}"]
+        print(f"h{h}: AUC {m['auc']} PR-AUC {m['pr_auc']} Brier {m['brier']} IC {m['ic']} n {m['n']}")
+    return 0
+
+
+def cmd_build_all(args: argparse.Namespace) -> int:
+    from assets.sources import make_source
+    from pipeline.chain import run_graph
+    from pipeline.instance import get_instance
+    from pipeline.symbols import sync_symbols
+
+    settings = load_settings()
+    instance = get_instance()
+    sync_symbols(instance, settings)
+    symbols = args.symbols.split(",") if args.symbols else make_source(settings).symbols()
+    years = parse_years(args.years, settings)
+    run_graph(instance, symbols, years, lstm=args.lstm)
+    print(f"built {len(symbols)} symbols x {years[0]}..{years[-1]}; reports: {settings.reports_dir}")
+    return 0
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from assets.inference import infer_batch, infer_one
+
+    now = dt.datetime.fromisoformat(args.now) if args.now else dt.datetime.now()
+    symbols = args.symbols.split(",")
+    if len(symbols) == 1:
+        out = infer_one(symbols[0], now)
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        print(infer_batch(symbols, now).write_json())
+    return 0
+
+
+def cmd_live_paper_trade(args: argparse.Namespace) -> int:
+    from pipeline.definitions import defs
+    from pipeline.instance import ensure_dagster_home, get_instance
+
+    ensure_dagster_home()
+    job = defs.resolve_job_def("live_paper_trade")
+    config = {"ops": {"paper_trades": {"config": {"now": args.now}}}} if args.now else None
+    res = job.execute_in_process(instance=get_instance(), run_config=config, raise_on_error=False)
+    if not res.success:
+        raise RuntimeError(f"live_paper_trade failed: see `make ui` (run {res.run_id})")
+    orders = res.output_for_node("paper_trades")
+    print(orders.write_json() if args.json else orders)
+    return 0
+
+
+def add_stage_commands(sub) -> None:
+    bf = sub.add_parser("build-features", help="raw_bars, features, labels, specialists for symbols x years")
+    bf.add_argument("--raw", help="a folder of CSV/Parquet bars to use as the source (default: settings universe)")
+    bf.add_argument("--symbols", help="comma-separated (default: every symbol of the source)")
+    bf.add_argument("--years", help="2005, 2005-2010 or 2005,2007 (default: settings years)")
+    bf.add_argument("--workers", type=int, default=0, help="worker count (0: settings build.workers)")
+    bf.set_defaults(func=cmd_build_features)
+    tl = sub.add_parser("train-lstm", help="the LSTM specialist, year by year (walk-forward)")
+    tl.add_argument("--years")
+    tl.add_argument("--seq-len", type=int)
+    tl.add_argument("--epochs", type=int)
+    tl.add_argument("--max-steps", type=int)
+    tl.add_argument("--device", choices=["cpu", "gpu", "auto"])
+    tl.set_defaults(func=cmd_train_lstm)
+    tm = sub.add_parser("train-meta", help="regime, meta models and predictions of the years")
+    tm.add_argument("--horizon", type=int, help="train this horizon only (default: every labels.horizons)")
+    tm.add_argument("--years")
+    tm.set_defaults(func=cmd_train_meta)
+    bt = sub.add_parser("backtest", help="the portfolio backtest of the stored predictions")
+    bt.add_argument("--log", help="also copy the day log (JSON lines) here")
+    bt.add_argument("--horizon", type=int, help="the p_h{H} that drives the weights (default: settings)")
+    bt.add_argument("--years")
+    bt.set_defaults(func=cmd_backtest)
+    ev = sub.add_parser("evaluate", help="AUC, PR-AUC, Brier, IC, deciles by regime of the stored predictions")
+    ev.add_argument("--years")
+    ev.set_defaults(func=cmd_evaluate)
+    ba = sub.add_parser("build-all", help="the whole chain: build, (LSTM), yearly stages, ATC scan")
+    ba.add_argument("--symbols")
+    ba.add_argument("--years")
+    ba.add_argument("--lstm", action="store_true", help="also train the LSTM (slow on a CPU)")
+    ba.set_defaults(func=cmd_build_all)
+    lp = sub.add_parser("live-paper-trade", help="latest bars -> inference -> paper orders -> log (job live_paper_trade)")
+    lp.add_argument("--now", help="ISO date (default: the last stored bar)")
+    lp.add_argument("--json", action="store_true", help="print the orders as JSON")
+    lp.set_defaults(func=cmd_live_paper_trade)
+    inf = sub.add_parser("infer", help="probabilities per horizon for symbols at a time (incremental path)")
+    inf.add_argument("symbols", help="one symbol, or comma-separated for the batch variant")
+    inf.add_argument("--now", help="ISO date/time (default: now): the last bar at or before it")
+    inf.set_defaults(func=cmd_infer)
