@@ -1,0 +1,27 @@
+"""Seller-exhaustion strategy backtest over a population of parameter sets (seed 003).
+
+- `params`: Individual = SellerParams + BacktestParams (frozen dataclasses), exit REASONS.
+- `trade_walk`: the rules and the per-individual walk, one Python function compiled with
+  numba.njit (cpu) and numba.cuda.jit(device=True) (cuda); host-side stop/target lines.
+- `cpu`: `backtest_one` (the reference, one individual) and the batched CPU engine.
+- `cuda`: the batched CUDA engine, one thread per individual (imported on demand).
+- `population`: unique indicator series shared across individuals, `backtest_population`
+  (engine dispatch and CPU fallback), `backtest_signals` (rules on an external signal).
+- `results`: ragged results (offsets + flat trade arrays) and `metrics`: summary metrics.
+- `reference`: the rules in plain Python, for tests.
+
+Same trades, bit for bit, from `backtest_one`, the cpu engine and the cuda engine.
+"""
+
+from kernels.strategy.cpu import backtest_one
+from kernels.strategy.metrics import METRICS
+from kernels.strategy.params import REASONS, BacktestParams, Individual
+from kernels.strategy.population import (
+           backtest_population,
+           backtest_signals,
+           build_walk_inputs,
+)
+from kernels.strategy.results import PopulationResult
+
+__all__ = ["METRICS", "REASONS", "BacktestParams", "Individual", "PopulationResult", "backtest_one",
+           "backtest_population", "backtest_signals", "build_walk_inputs"]

@@ -1,0 +1,142 @@
+"""The per-individual trade walk, written once and compiled twice (numba njit and
+numba.cuda device function), plus the host-side per-bar price lines it reads.
+
+Rules (long only, one position at a time; t is a bar index, n the number of bars):
+
+    signal[t]  ema_f[t] < ema_s[t] and vol_z[t] > vol_z_min and tr_z[t] > tr_z_min
+               and cloc[t] > cloc_min (NaN compares false: warm-up rows never signal),
+               the seller-exhaustion test of `kernels.seller_exhaustion`
+    entry      at open[t+1] (e = t+1) when flat and signal[t]; a signal on the last bar
+               (no next open) does not trade
+    stop       stop[t] = low[t] - atr_stop_mult * atr[t]          (ATR of the signal bar)
+    risk       entry - stop; a trade is skipped when risk <= 0 (entry open at or below the
+               stop) or NaN (ATR still in warm-up): nothing is entered and the next bar may
+               signal again
+    target     target[t] = entry + reward_r * risk
+    exit       on the first bar j > e, in this priority:
+                 open[j] <= stop        exit at open[j]   reason 0 stop_gap
+                 low[j] <= stop         exit at stop      reason 1 stop
+                 high[j] >= target      exit at target    reason 2 tp
+                 j - e >= max_hold      exit at close[j]  reason 3 time
+               no exit by the last bar: closed at close[n-1], exit index n-1, reason 4 end
+               (an entry on the last bar itself is closed there: exit index == entry index)
+    next       the walk resumes at bar x+1: signals while in the position and on the exit
+               bar x are ignored
+    costs      cost = (entry + exit) * cost_bp / 1e4 with cost_bp = fee_bp + slippage_bp
+    pnl        (exit - entry - cost) / entry        (fraction of the entry price, net)
+    r_mult     (exit - entry - cost) / risk         (net result in units of the initial risk)
+
+Float parity. All prices and lines are float64. CUDA contracts a*b + c into one fused
+multiply-add (a different rounding) wherever it can, so no product in the walk feeds an
+addition: the stop and target lines (the only a*b + c of the rules) are computed on the
+host by `stop_line` / `target_line` (NumPy, each operation rounded on its own, as a plain
+Python loop would) and passed in per bar; inside the walk the cost is
+((entry + exit) * cost_bp) / 1e4, whose product feeds a division. Every comparison and
+every recorded number is then the same bits on the CPU and the GPU.
+
+The walk writes trade k into slot k of its output buffers while k < capacity and returns
+the number of trades (callers check it against the capacity). Every trade spans at least
+two bars between its signal bar and its exit and the next signal comes after the exit, so
+n // 2 + 1 slots always suffice (`capacity(n)`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def capacity(n_bars: int) -> int:
+    """Trade slots that always suffice for a series of n_bars bars."""
+    return n_bars // 2 + 1
+
+
+def stop_line(low: np.ndarray, atr: np.ndarray, atr_stop_mult: float, out: np.ndarray | None = None) -> np.ndarray:
+    """stop[t] = low[t] - atr_stop_mult * atr[t] (float64; NaN where the ATR is in warm-up).
+    Two rounded operations, the product first; written into `out` when given."""
+    low = np.asarray(low, dtype=np.float64)
+    out = np.empty(low.shape[0]) if out is None else out
+    np.multiply(np.float64(atr_stop_mult), np.asarray(atr, dtype=np.float64), out=out)
+    np.subtract(low, out, out=out)
+    return out
+
+
+def target_line(open_: np.ndarray, stop: np.ndarray, reward_r: float, out: np.ndarray | None = None) -> np.ndarray:
+    """target[t] = open[t+1] + reward_r * (open[t+1] - stop[t]): the target of a trade
+    signalled on bar t (NaN on the last bar, which cannot signal a trade). Three rounded
+    operations in that order; written into `out` when given."""
+    open_ = np.asarray(open_, dtype=np.float64)
+    t_len = open_.shape[0]
+    out = np.empty(t_len) if out is None else out
+    entry = open_[1:]
+    body = out[:-1]
+    np.subtract(entry, stop[:-1], out=body)
+    np.multiply(np.float64(reward_r), body, out=body)
+    np.add(entry, body, out=body)
+    if t_len:
+        out[-1] = np.nan
+    return out
+
+
+def walk_core(open_, high, low, close, ema_f, ema_s, vol_z, tr_z, cloc, stop, target,
+              vol_z_min, tr_z_min, cloc_min, max_hold, cost_bp,
+              entry_idx, exit_idx, reason, entry_px, exit_px, pnl, r_mult):
+    """Walk the bars of one individual (rules in the module docstring); returns the trade count.
+
+    Inputs: float64 series of length n (stop/target from `stop_line`/`target_line`), the
+    individual's thresholds, max_hold (int) and cost_bp (float). Outputs: buffers of one
+    capacity; entry_idx/exit_idx int64, reason int8, entry_px/exit_px/pnl/r_mult float64.
+    """
+    n = open_.shape[0]
+    cap = entry_idx.shape[0]
+    k = 0
+    t = 0
+    while t < n - 1:
+        if not (ema_f[t] < ema_s[t] and vol_z[t] > vol_z_min and tr_z[t] > tr_z_min and cloc[t] > cloc_min):
+            t += 1
+            continue
+        e = t + 1
+        entry = open_[e]
+        s = stop[t]
+        risk = entry - s
+        if not (risk > 0.0):  # ATR in warm-up (NaN) or entry at/below the stop: no trade
+            t += 1
+            continue
+        tgt = target[t]
+        x = n - 1
+        code = 4
+        px = close[n - 1]
+        for j in range(e + 1, n):
+            o = open_[j]
+            if o <= s:
+                x = j
+                code = 0
+                px = o
+                break
+            if low[j] <= s:
+                x = j
+                code = 1
+                px = s
+                break
+            if high[j] >= tgt:
+                x = j
+                code = 2
+                px = tgt
+                break
+            if j - e >= max_hold:
+                x = j
+                code = 3
+                px = close[j]
+                break
+        if k < cap:
+            cost = (entry + px) * cost_bp / 1e4
+            net = px - entry - cost
+            entry_idx[k] = e
+            exit_idx[k] = x
+            reason[k] = code
+            entry_px[k] = entry
+            exit_px[k] = px
+            pnl[k] = net / entry
+            r_mult[k] = net / risk
+        k += 1
+        t = x + 1
+    return k

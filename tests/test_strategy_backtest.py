@@ -1,0 +1,381 @@
+"""Seller-exhaustion strategy backtest over a population (kernels.strategy) and its NSGA-II
+search (assets.strategy_search): the rules on hand-checked bars, CPU/CUDA parity on real
+GOOG prices, shared indicator series, the CPU fallback, and the optimizer's contract.
+
+The cuda engine runs under numba's CUDA simulator here (conftest sets NUMBA_ENABLE_CUDASIM
+when there is no GPU), on a few hundred bars.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernels.seller_exhaustion import PRESETS, seller_exhaustion
+from kernels.strategy import (
+    REASONS,
+    BacktestParams,
+    Individual,
+    backtest_one,
+    backtest_population,
+    backtest_signals,
+    build_walk_inputs,
+)
+from kernels.strategy import population as population_mod
+from kernels.strategy.metrics import summarize
+from kernels.strategy.reference import reference_individual
+from kernels.strategy.results import TRADE_FIELDS, PopulationResult
+from kernels.strategy.trade_walk import capacity
+
+ENGINES = ["cpu", "cuda"]
+STOP_GAP, STOP, TP, TIME, END = range(5)
+
+
+def goog(a: int = 0, b: int | None = None):
+    from backtesting.test import GOOG
+
+    return tuple(GOOG[k].to_numpy(dtype=np.float64)[a:b] for k in ("Open", "High", "Low", "Close", "Volume"))
+
+
+def bars(rows):
+    """(open, high, low, close) arrays from rows of (o, h, l, c)."""
+    return tuple(np.array(col, dtype=np.float64) for col in zip(*rows))
+
+
+def one_trade(rows, signal_bars, params, engine, atr=2.0):
+    o, h, l, c = bars(rows)
+    sig = np.zeros(len(o), dtype=bool)
+    sig[list(signal_bars)] = True
+    res = backtest_signals(o, h, l, c, sig, np.full(len(o), atr), params, engine=engine)
+    assert res.engine == engine
+    return res.trades(0)
+
+
+# Signal on bar 1 (low 98, ATR 2, atr_stop_mult 1 -> stop 96); entry at bar 2's open 100;
+# risk 4; reward_r 2 -> target 108. Bar 2 (the entry bar) dips to 90: exits are only
+# checked from the bar after the entry, so it does not stop the trade.
+HEAD = [(100, 101, 99, 100), (100, 101, 98, 100), (100, 101, 90, 100)]
+QUIET = (101, 102, 100, 101)  # touches neither the stop nor the target
+FREE = BacktestParams(atr_stop_mult=1.0, reward_r=2.0, max_hold=50, fee_bp=0.0, slippage_bp=0.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case, bar3, params, want", [
+    ("stop_gap: open at or below the stop, exit at the open", (95, 99, 94, 97), FREE, (3, STOP_GAP, 95.0)),
+    ("stop: low touches the stop, exit at the stop", (99, 101, 96, 100), FREE, (3, STOP, 96.0)),
+    ("tp: high touches the target, exit at the target", (101, 108, 100, 107), FREE, (3, TP, 108.0)),
+    ("gap over the target still exits at the target", (110, 112, 109, 111), FREE, (3, TP, 108.0)),
+    ("time: bars held >= max_hold, exit at the close", QUIET, BacktestParams(1.0, 2.0, 1, 0.0, 0.0), (3, TIME, 101.0)),
+    ("stop_gap wins over tp on the same bar", (95, 120, 94, 110), FREE, (3, STOP_GAP, 95.0)),
+    ("stop wins over tp on the same bar", (100, 120, 90, 110), FREE, (3, STOP, 96.0)),
+    ("stop wins over time on the same bar", (99, 101, 96, 100), BacktestParams(1.0, 2.0, 1, 0.0, 0.0), (3, STOP, 96.0)),
+    ("tp wins over time on the same bar", (101, 108, 100, 107), BacktestParams(1.0, 2.0, 1, 0.0, 0.0), (3, TP, 108.0)),
+])
+def test_exit_reason_and_priority_on_hand_checked_bars(engine, case, bar3, params, want):
+    t = one_trade(HEAD + [bar3, QUIET], [1], params, engine)
+    assert len(t["entry_idx"]) == 1, case
+    assert (t["entry_idx"][0], t["entry_px"][0]) == (2, 100.0)
+    assert (t["exit_idx"][0], t["reason"][0], t["exit_px"][0]) == want, case
+    assert t["pnl"][0] == (want[2] - 100.0) / 100.0
+    assert t["r_mult"][0] == (want[2] - 100.0) / 4.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_time_exit_counts_bars_after_the_entry_bar(engine):
+    rows = HEAD + [QUIET, QUIET, (101, 102, 100, 101.5), QUIET]
+    t = one_trade(rows, [1], BacktestParams(1.0, 2.0, 3, 0.0, 0.0), engine)
+    assert (t["entry_idx"][0], t["exit_idx"][0], t["reason"][0], t["exit_px"][0]) == (2, 5, TIME, 101.5)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_position_open_at_the_end_is_closed_at_the_last_close(engine):
+    rows = HEAD + [QUIET, (101, 102, 100, 101.25)]
+    t = one_trade(rows, [1], FREE, engine)
+    assert (t["entry_idx"][0], t["exit_idx"][0], t["reason"][0], t["exit_px"][0]) == (2, 4, END, 101.25)
+    assert REASONS[END] == "end"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_signal_on_the_last_bar_does_not_trade_and_one_before_it_enters_and_ends_there(engine):
+    rows = HEAD + [QUIET, (101, 102, 100, 101.5)]
+    assert one_trade(rows, [4], FREE, engine)["entry_idx"].size == 0
+    t = one_trade(rows, [3], FREE, engine)  # entry at the last bar's open, closed at its close
+    assert (t["entry_idx"][0], t["exit_idx"][0], t["reason"][0], t["entry_px"][0], t["exit_px"][0]) == (4, 4, END, 101.0, 101.5)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_costs_are_charged_on_entry_and_exit(engine):
+    params = BacktestParams(atr_stop_mult=1.0, reward_r=2.0, max_hold=50, fee_bp=4.0, slippage_bp=6.0)
+    t = one_trade(HEAD + [(101, 108, 100, 107), QUIET], [1], params, engine)
+    cost = (100.0 + 108.0) * 10.0 / 1e4  # 0.208
+    assert t["pnl"][0] == pytest.approx((8.0 - cost) / 100.0, abs=1e-15)  # 0.07792
+    assert t["r_mult"][0] == pytest.approx((8.0 - cost) / 4.0, abs=1e-15)  # 1.948
+    assert t["pnl"][0] == pytest.approx(0.07792, abs=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_position_at_a_time_signals_in_position_and_on_the_exit_bar_are_ignored(engine):
+    rows = HEAD + [QUIET, (101, 108, 100, 107), QUIET, (100, 101, 98, 100), (100, 101, 99, 100), QUIET, QUIET]
+    # signals on 1 (trade), 2 (entry bar), 3 (in position), 4 (exit bar: tp), then 5 (trade)
+    t = one_trade(rows, [1, 2, 3, 4, 5], FREE, engine)
+    assert t["entry_idx"].tolist() == [2, 6]
+    assert t["exit_idx"].tolist() == [4, 9]
+    assert t["reason"].tolist() == [TP, END]
+    assert np.all(t["entry_idx"][1:] > t["exit_idx"][:-1])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_entry_at_or_below_the_stop_is_skipped_and_the_next_signal_trades(engine):
+    # bar 1 signals, stop 96, but bar 2 opens at 96 (risk 0): skipped; bar 2 signals again
+    # (low 95 -> stop 93), entry at bar 3's open 100.
+    rows = [(100, 101, 99, 100), (100, 101, 98, 100), (96, 101, 95, 100), (100, 101, 99, 100), QUIET, QUIET]
+    t = one_trade(rows, [1, 2], FREE, engine)
+    assert t["entry_idx"].tolist() == [3]
+    assert t["reason"].tolist() == [END]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_warm_up_rows_without_atr_never_trade(engine):
+    o, h, l, c = bars(HEAD + [QUIET] * 5)
+    atr = np.full(len(o), 2.0)
+    atr[:4] = np.nan
+    res = backtest_signals(o, h, l, c, np.ones(len(o), dtype=bool), atr, BacktestParams(1.0, 2.0, 1, 0.0, 0.0), engine=engine)
+    assert res.trades(0)["entry_idx"].tolist() == [5]  # first signal bar with an ATR: 4
+
+
+def test_warm_up_rows_never_trade_on_goog_with_thresholds_that_always_pass():
+    o, h, l, c, v = goog(0, 500)
+    ind = Individual.from_dict({"ema_fast": 5, "ema_slow": 40, "z_window": 30, "atr_window": 14, "vol_z_min": -1e9, "tr_z_min": -1e9,
+                                    "cloc_min": -1.0, "atr_stop_mult": 1.0, "reward_r": 2.0, "max_hold": 5})
+    r = backtest_one(o, h, l, c, v, ind)
+    f = seller_exhaustion(h, l, c, v, ind.seller)
+    first_valid = 14 - 1 + 30 - 1  # ATR lookback + tr_z lookback
+    assert np.isnan(f["tr_z"][first_valid - 1]) and not np.isnan(f["tr_z"][first_valid])
+    assert r.n_trades[0] > 10
+    signal_bars = r.entry_idx - 1
+    assert signal_bars.min() >= first_valid
+    assert not np.isnan(f["atr"][signal_bars]).any()
+    assert f["signal"][signal_bars].all()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_signal_every_bar_fills_the_buffer_below_its_capacity(engine):
+    n = 40
+    o, h, l, c = bars([QUIET] * n)
+    params = [BacktestParams(1.0, 2.0, 1, 0.0, 0.0), BacktestParams(1.0, 2.0, 2, 0.0, 0.0)]
+    res = backtest_signals(o, h, l, c, np.ones(n, dtype=bool), np.full(n, 2.0), params, engine=engine)
+    # max_hold 1: signal t, entry t+1, exit t+2, next signal t+3 -> one trade per 3 bars; the last bar signals but cannot enter
+    assert res.trades(0)["entry_idx"].tolist() == list(range(1, n, 3))
+    assert res.trades(1)["entry_idx"].tolist() == list(range(1, n, 4))
+    assert res.n_trades.max() <= capacity(n)
+
+
+def test_summary_metrics_by_hand():
+    pnl = np.array([0.10, -0.20, 0.05, 0.0, 0.30])
+    r_mult = np.array([1.0, -1.0, 0.5, 0.0, 3.0])
+    m = summarize(np.array([0, 3, 3, 5]), pnl, r_mult)
+    assert m["n_trades"].tolist() == [3, 0, 2]
+    eq = np.cumprod(1 + pnl[:3])  # 1.1, 0.88, 0.924
+    assert m["total_return"][0] == pytest.approx(eq[-1] - 1)
+    assert m["win_rate"][0] == pytest.approx(2 / 3)
+    assert m["avg_r"][0] == pytest.approx(0.5 / 3)
+    assert m["max_drawdown"][0] == pytest.approx(1 - 0.88 / 1.1)  # peak 1.1 -> 0.88
+    assert m["sharpe"][0] == pytest.approx(np.mean(pnl[:3]) / np.std(pnl[:3], ddof=1))
+    assert [m[k][1] for k in ("total_return", "win_rate", "avg_r", "max_drawdown", "sharpe")] == [0, 0, 0, 0, 0]
+    assert m["total_return"][2] == pytest.approx(0.3) and m["max_drawdown"][2] == 0.0
+
+
+def test_a_losing_first_trade_is_a_drawdown_from_the_starting_equity():
+    m = summarize(np.array([0, 2]), np.array([-0.1, 0.05]), np.array([-1.0, 0.5]))
+    assert m["max_drawdown"][0] == pytest.approx(0.1)
+
+
+def varied_population(n: int, seed: int) -> list[Individual]:
+    """n parameter sets with lenient daily thresholds (so there are trades on a few hundred
+    bars) and repeated windows (so series are shared)."""
+    rng = np.random.default_rng(seed)
+    pick = lambda xs: rng.choice(xs).item()
+    return [Individual.from_dict({
+        "ema_fast": pick([5, 8, 10, 15]), "ema_slow": pick([20, 30, 50]), "z_window": pick([15, 20, 30]),
+        "atr_window": pick([5, 10, 14]), "vol_z_min": pick([0.0, 0.5, 1.0]), "tr_z_min": pick([-0.5, 0.0, 0.5]),
+        "cloc_min": pick([0.2, 0.4, 0.6]), "atr_stop_mult": pick([0.5, 1.0, 1.5]), "reward_r": pick([1.0, 1.5, 2.5]),
+        "max_hold": pick([3, 8, 20]), "fee_bp": pick([0.0, 2.5, 5.0]), "slippage_bp": pick([0.0, 1.0, 3.0])})
+        for _ in range(n)]
+
+
+def assert_same_trades(a: PopulationResult, b: PopulationResult, pnl_tol: float = 1e-9):
+    np.testing.assert_array_equal(a.offsets, b.offsets)  # same trade count per individual
+    for f in ("entry_idx", "exit_idx", "reason"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    for f in ("entry_px", "exit_px", "pnl", "r_mult"):
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=pnl_tol, err_msg=f)
+    for k in a.metrics:
+        np.testing.assert_allclose(a.metrics[k], b.metrics[k], rtol=0, atol=pnl_tol, err_msg=k)
+
+
+GOOG_SLICE = (750, 1050)  # 300 bars of 2007-2009: a bull run, the crash and its rebound
+
+
+@pytest.fixture(scope="module")
+def goog_slice():
+    return goog(*GOOG_SLICE)
+
+
+@pytest.fixture(scope="module")
+def pop32():
+    return varied_population(32, seed=3)
+
+
+@pytest.fixture(scope="module")
+def reference32(goog_slice, pop32):
+    """CPU reference: one individual at a time, indicators from seller_exhaustion()."""
+    return PopulationResult.concat([backtest_one(*goog_slice, ind) for ind in pop32])
+
+
+def test_reference_trades_every_exit_reason_on_the_goog_slice(reference32):
+    assert reference32.n_trades.sum() > 200
+    assert (reference32.n_trades > 0).all()
+    assert set(np.unique(reference32.reason).tolist()) == {STOP_GAP, STOP, TP, TIME, END}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_population_engines_equal_the_one_at_a_time_reference_on_goog(engine, goog_slice, pop32, reference32):
+    res = backtest_population(*goog_slice, pop32, engine=engine, fallback=False)
+    assert res.engine == engine and res.fallback is None
+    assert len(res) == 32
+    assert_same_trades(res, reference32)
+    # the same bits, in fact (no FMA anywhere on the simulator or the CPU)
+    for f in ("entry_px", "exit_px", "pnl", "r_mult"):
+        assert np.array_equal(getattr(res, f), getattr(reference32, f)), f
+
+
+def test_cuda_equals_cpu_for_a_population_of_one(goog_slice, pop32, reference32):
+    for i in (0, 7):
+        cpu = backtest_population(*goog_slice, [pop32[i]], engine="cpu")
+        gpu = backtest_population(*goog_slice, [pop32[i]], engine="cuda", fallback=False)
+        assert gpu.engine == "cuda"
+        assert_same_trades(cpu, gpu)
+        assert cpu.n_trades[0] == reference32.n_trades[i] > 0
+
+
+def test_cuda_equals_cpu_for_a_population_of_512_on_a_short_slice():
+    data = goog(800, 920)
+    pop = varied_population(512, seed=11)
+    cpu = backtest_population(*data, pop, engine="cpu")
+    gpu = backtest_population(*data, pop, engine="cuda", fallback=False)
+    assert gpu.engine == "cuda" and cpu.n_trades.sum() > 500
+    assert_same_trades(cpu, gpu)
+
+
+def test_compiled_walk_equals_the_plain_python_rules_on_full_goog():
+    data = goog()
+    inds = varied_population(6, seed=5) + [Individual(), Individual(PRESETS["daily"], BacktestParams(0.0, 0.5, 1, 1.0, 1.0))]
+    for ind in inds:
+        got = backtest_one(*data, ind).trades(0)
+        want = reference_individual(*data, ind)
+        assert len(got["entry_idx"]) == len(want) > 0
+        for f in TRADE_FIELDS:
+            np.testing.assert_array_equal(got[f], np.array([w[f] for w in want]), err_msg=f)
+
+
+def test_each_unique_indicator_series_is_computed_once_and_equals_seller_exhaustion(goog_slice, monkeypatch):
+    base = {"vol_z_min": 0.5, "tr_z_min": 0.0, "cloc_min": 0.4, "max_hold": 8}
+    grid = [{"ema_fast": f, "ema_slow": s, "z_window": z, "atr_window": w, "atr_stop_mult": m, "reward_r": r}
+            for f, s in ((10, 20), (20, 50), (10, 50)) for z in (15, 30) for w in (5, 14)
+            for m, r in ((1.0, 2.0), (1.0, 1.5), (0.5, 2.0))]
+    pop = [Individual.from_dict({**base, **g}) for g in grid] * 2  # 72 individuals, each twice
+    calls = []
+    real = population_mod.ewm_adjust_false
+    monkeypatch.setattr(population_mod, "ewm_adjust_false", lambda x, span: calls.append(span) or real(x, span))
+    inp = build_walk_inputs(*goog_slice, pop)
+    assert sorted(calls) == [10, 20, 50]  # spans shared between ema_fast and ema_slow
+    assert inp.n_series == {"true_range": 1, "cloc": 1, "ema": 3, "atr": 2, "vol_z": 2, "tr_z": 4, "stop": 4, "target": 6}
+    # every individual reads exactly the reference's columns
+    for i in (0, 1, 17, 35, 71):
+        ind = pop[i]
+        f = seller_exhaustion(*goog_slice[1:], ind.seller)
+        assert np.array_equal(inp.ema[inp.k_fast[i]], f["ema_f"])
+        assert np.array_equal(inp.ema[inp.k_slow[i]], f["ema_s"])
+        assert np.array_equal(inp.vol_z[inp.k_vz[i]], f["vol_z"], equal_nan=True)
+        assert np.array_equal(inp.tr_z[inp.k_trz[i]], f["tr_z"], equal_nan=True)
+        assert np.array_equal(inp.cloc, f["cloc"], equal_nan=True)
+    res = backtest_population(*goog_slice, pop, engine="cpu")
+    assert res.n_series == inp.n_series
+    np.testing.assert_array_equal(res.n_trades[:36], res.n_trades[36:])
+
+
+def test_cuda_failure_falls_back_to_cpu_with_a_warning(goog_slice, pop32, reference32, monkeypatch):
+    from numba.cuda.cudadrv.error import CudaSupportError
+
+    from kernels.strategy import cuda as cuda_engine
+
+    def broken(_inp):
+        raise CudaSupportError("no CUDA driver (test)")
+
+    monkeypatch.setattr(cuda_engine, "walk_population", broken)
+    with pytest.warns(RuntimeWarning, match="CUDA backtest failed"):
+        res = backtest_population(*goog_slice, pop32, engine="cuda")
+    assert res.engine == "cpu" and "no CUDA driver" in res.fallback
+    assert_same_trades(res, reference32)
+    with pytest.raises(CudaSupportError):
+        backtest_population(*goog_slice, pop32[:2], engine="cuda", fallback=False)
+
+
+def test_auto_engine_uses_cpu_without_a_real_gpu(goog_slice, pop32, monkeypatch):
+    monkeypatch.setattr(population_mod, "real_gpu", lambda: False)
+    assert backtest_population(*goog_slice, pop32[:3], engine="auto").engine == "cpu"
+
+
+def test_inputs_are_validated(goog_slice):
+    o, h, l, c, v = goog_slice
+    with pytest.raises(ValueError, match="engine"):
+        backtest_population(o, h, l, c, v, [Individual()], engine="gpu")
+    with pytest.raises(ValueError, match="non-finite"):
+        backtest_population(np.r_[o[:-1], np.nan], h, l, c, v, [Individual()], engine="cpu")
+    with pytest.raises(ValueError, match="at least one"):
+        backtest_population(o, h, l, c, v, [], engine="cpu")
+    with pytest.raises(ValueError, match="max_hold"):
+        BacktestParams(max_hold=0)
+    with pytest.raises(ValueError, match="unknown"):
+        Individual.from_dict({"ema_fastt": 3})
+    assert Individual.from_dict(Individual().as_dict()) == Individual()
+
+
+# --- the optimizer ---------------------------------------------------------------------
+
+def run_search(monkeypatch=None, **kw):
+    from assets import strategy_search
+
+    return strategy_search.search(*goog(), **{"population": 16, "generations": 3, "seed": 7, "engine": "cpu", **kw})
+
+
+def test_search_evaluates_each_generation_in_one_call_and_returns_a_pareto_front(monkeypatch):
+    from assets import strategy_search
+
+    sizes = []
+    real = strategy_search.backtest_population
+
+    def counting(*args, **kw):
+        sizes.append(len(args[5]))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(strategy_search, "backtest_population", counting)
+    out = run_search()
+    assert sizes == [16, 16, 16] and out.evaluations == 3
+    t = out.trials
+    assert t.height == 48 and t["generation"].to_list() == [g for g in range(3) for _ in range(16)]
+    assert out.front.height > 0 and out.front["feasible"].all()
+    feasible = t.filter(t["feasible"])
+    mask = strategy_search.pareto_mask(feasible.select(["total_return", "sharpe"]).to_numpy())
+    assert sorted(feasible.filter(mask)["trial"].to_list()) == sorted(out.front["trial"].to_list())
+    # the table's metrics are the backtest's own
+    row = out.front.row(0, named=True)
+    ind = strategy_search.individual_from_params({k: row[k] for k in strategy_search.SPACE}, 5.0, 5.0)
+    again = backtest_one(*goog(), ind)
+    assert again.metrics["total_return"][0] == row["total_return"] and again.n_trades[0] == row["n_trades"]
+
+
+def test_search_is_deterministic_with_a_seed():
+    a, b, c = run_search(), run_search(), run_search(seed=8)
+    assert a.trials.equals(b.trials) and a.front.equals(b.front)
+    assert not a.trials.equals(c.trials)
