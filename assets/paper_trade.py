@@ -102,7 +102,7 @@ def paper_trades(context: AssetExecutionContext, config: PaperTradeConfig, proje
     with observe(context, settings.reports_dir, "paper_trades", args={"now": str(now)}) as obs:
         closes = last_closes(store, symbols, now)
         preds = infer_batch(closes["symbol"].to_list(), now, settings=settings)
-        probs = {r["symbol"]: (np.nan if r[f"h{h}"] is None else float(r[f"h{h}"])) for r in preds.iter_rows(named=True)}
+        probs = {r["symbol"]: (np.nan if r[f"p_h{h}"] is None else float(r[f"p_h{h}"])) for r in preds.iter_rows(named=True)}
         book_path = store.unpartitioned_path(BOOK)
         book = pl.read_parquet(book_path) if book_path.exists() else pl.DataFrame(
             schema={"symbol": pl.String, "weight": pl.Float64, "price": pl.Float64, "date": pl.Datetime("us")})

@@ -23,7 +23,9 @@ from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, Backfil
 
 from assets.observe import observe
 from assets.specialist_registry import SPECIALIST_COLUMNS
-from kernels.learn.meta import LSTM_COLUMN, MetaModel, build_meta_matrix, load_meta
+from assets.meta_model import LSTM_COLUMN as STORED_LSTM_COLUMN
+from kernels.learn.meta import LSTM_COLUMN as MODEL_LSTM_FEATURE
+from kernels.learn.meta import MetaModel, build_meta_matrix, load_meta
 from pipeline.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
@@ -40,7 +42,7 @@ def load_year_models(models_dir: Path, year: int, horizons: list[int]) -> dict[i
 
 def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list[int]) -> dict[str, np.ndarray]:
     """p_h{H} float32 [rows] for the rows of `frame` (specialist columns, optional `regime`
-    and `spec_lstm_score`); NaN where a horizon has no model or a row's inputs are incomplete."""
+    and `spec_lstm_score`, the stored name of the model's `lstm_score` feature); NaN where a horizon has no model or a row's inputs are incomplete."""
     n = frame.height
     scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32) if n else np.empty((0, len(SPECIALIST_COLUMNS)), np.float32)
     regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
@@ -51,8 +53,8 @@ def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list
             out[f"p_h{h}"] = np.full(n, np.nan, dtype=np.float32)
             continue
         lstm = None
-        if LSTM_COLUMN in model.feature_names:
-            lstm = (frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns
+        if MODEL_LSTM_FEATURE in model.feature_names:
+            lstm = (frame[STORED_LSTM_COLUMN].to_numpy().astype(np.float32) if STORED_LSTM_COLUMN in frame.columns
                     else np.full(n, np.nan, dtype=np.float32))
         X, names = build_meta_matrix(scores, lstm, regime if any(c.startswith("regime_") for c in model.feature_names) else None,
                                      specialist_names=SPECIALIST_COLUMNS)
@@ -72,8 +74,8 @@ def scoring_frame(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: 
         frame = frame.join(regime.select("date", pl.col("regime").cast(pl.Int8)), on="date", how="left")
     else:
         frame = frame.with_columns(pl.lit(None, dtype=pl.Int8).alias("regime"))
-    if lstm is not None and LSTM_COLUMN in lstm.collect_schema().names():
-        frame = frame.join(lstm.select("symbol", "date", LSTM_COLUMN), on=["symbol", "date"], how="left")
+    if lstm is not None and STORED_LSTM_COLUMN in lstm.collect_schema().names():
+        frame = frame.join(lstm.select("symbol", "date", STORED_LSTM_COLUMN), on=["symbol", "date"], how="left")
     return frame.sort("date", "symbol").collect()
 
 

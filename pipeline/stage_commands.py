@@ -7,6 +7,7 @@
     evaluate         evaluation of the stored predictions
     build-all        the whole chain (pipeline.chain.run_graph)
     live-paper-trade the live_paper_trade job (paper orders of the day)
+    strategy-search  NSGA-II over seller-exhaustion parameter sets (kernels.strategy populations)
     infer            infer_one / infer_batch on the stored data (prints JSON)
 
 Each command runs `dagster.materialize` (in process, on DAGSTER_HOME's instance, so the UI
@@ -222,6 +223,33 @@ def cmd_live_paper_trade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_strategy_search(args: argparse.Namespace) -> int:
+    """NSGA-II over seller-exhaustion parameter sets on one stored symbol's bars."""
+    import polars as pl
+
+    from assets.observe import write_json_atomic
+    from assets.strategy_search import search
+    from resources.parquet_store import ParquetStore
+
+    settings = load_settings()
+    bars = (ParquetStore(settings.data_dir).scan("raw_bars").filter(pl.col("symbol") == args.symbol)
+            .sort("date").select("open", "high", "low", "close", "volume").collect())
+    if bars.is_empty():
+        raise ValueError(f"strategy-search: no raw_bars of {args.symbol} under {settings.data_dir / 'raw_bars'}: "
+                         f"run build-features first")
+    cols = [bars[c].to_numpy().astype("float64") for c in ("open", "high", "low", "close", "volume")]
+    print(f"strategy-search: {args.symbol}, {bars.height} bars, {args.generations} generations x {args.population}",
+          file=sys.stderr)
+    res = search(*cols, population=args.population, generations=args.generations, seed=args.seed,
+                 engine=args.engine, min_trades=args.min_trades)
+    out = Path(args.out) if args.out else settings.reports_dir / "strategy" / f"front_{args.symbol}.json"
+    write_json_atomic(out, {"symbol": args.symbol, "bars": bars.height, "population": args.population,
+                            "generations": args.generations, "seed": args.seed, "front": res.front.to_dicts()})
+    print(res.front.head(10))
+    print(f"Pareto front: {res.front.height} parameter sets of {res.trials.height} trials; {out}")
+    return 0
+
+
 def add_stage_commands(sub) -> None:
     bf = sub.add_parser("build-features", help="raw_bars, features, labels, specialists for symbols x years")
     bf.add_argument("--raw", help="a folder of CSV/Parquet bars to use as the source (default: settings universe)")
@@ -257,6 +285,15 @@ def add_stage_commands(sub) -> None:
     lp.add_argument("--now", help="ISO date (default: the last stored bar)")
     lp.add_argument("--json", action="store_true", help="print the orders as JSON")
     lp.set_defaults(func=cmd_live_paper_trade)
+    ss = sub.add_parser("strategy-search", help="NSGA-II over seller-exhaustion parameters (population backtests)")
+    ss.add_argument("--symbol", required=True)
+    ss.add_argument("--population", type=int, default=64)
+    ss.add_argument("--generations", type=int, default=10)
+    ss.add_argument("--min-trades", type=int, default=5)
+    ss.add_argument("--seed", type=int, default=0)
+    ss.add_argument("--engine", choices=["auto", "cpu", "cuda"], default="auto")
+    ss.add_argument("--out", help="JSON report (default: reports/strategy/front_<symbol>.json)")
+    ss.set_defaults(func=cmd_strategy_search)
     inf = sub.add_parser("infer", help="probabilities per horizon for symbols at a time (incremental path)")
     inf.add_argument("symbols", help="one symbol, or comma-separated for the batch variant")
     inf.add_argument("--now", help="ISO date/time (default: now): the last bar at or before it")

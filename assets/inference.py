@@ -1,0 +1,583 @@
+"""The fast inference path (seed 000 section 12): features -> specialists -> meta model ->
+P(label = 1) per horizon for one symbol at a time `now`, or a list of symbols.
+
+    infer_one(symbol, now, settings=None) -> dict
+        {"symbol", "date": the last stored bar at or before `now` (datetime),
+         "h3", "h7", "h14": float probabilities (one key per labels.horizons; NaN without a model
+                            or with incomplete inputs),
+         "model_year": the year whose meta models scored the row (year of `now`), None when
+                       no model of that year exists,
+         "features": {every f_* feature, every spec_*_score, "regime" (int or None),
+                      "meta_inputs": {the meta model's feature name: the value it saw}},
+         "bar": {"open", "high", "low", "close", "volume"} of that date}
+    infer_batch(symbols, now, settings=None) -> polars.DataFrame, one row per symbol:
+        symbol, date, model_year, p_h{H}..., regime, the features, the specialist scores.
+
+`settings` is a Settings object, a settings-file path, or None (the settings in force,
+`pipeline.settings.load_settings`).
+
+Contract (tests/test_inference.py):
+* The probabilities come from `assets.predictions.score_rows`, the function the batch
+  `predictions` asset uses, fed the float32 specialist scores, the day's regime and (when
+  a model uses it) the stored LSTM score: for a date of year Y they equal the stored
+  predictions of Y (to float32 rounding of the meta model's output).
+* Specialist scores equal the stored `specialists` rows bit for bit (both come from the
+  symbol's whole stored history; kernels/streaming.py). Features equal
+  `compute_features` over the whole history bit for bit; the stored `features` rows come
+  from a halo of `halo.years` years and agree with them within float32 tolerance.
+* Walk-forward: the meta models of year(now) (`models/meta_h{H}_{Y}.joblib`, trained
+  before Y). A `now` inside year Y whose last bar is in Y therefore uses the same models
+  as the batch predictions of that bar. No model of that year: NaN, model_year None (no
+  fallback to an older model: the caller sees that the year's models are missing).
+* Nothing after `now` is read into the state: the bar used is the last one at or before it.
+
+How it is fast: LiveState and InferenceSession
+----------------------------------------------
+A `LiveState` per symbol holds a `kernels.streaming.SymbolStream` fed with the symbol's
+stored raw_bars from its first bar (cold: O(history), ~0.1 ms per bar in Python) and then
+only with bars it has not seen (warm: O(1) per new bar). An `InferenceSession` keeps the
+states, the symbols' bars, the meta models and the regime table in memory; the module's
+`infer_one` / `infer_batch` use one session per (data dir, models dir, precision), so
+repeated calls in a process are warm. Every call re-checks the stored files (a stat per
+file): new bars are fed, a re-trained model file is reloaded, and if the bars the state
+was fed from have changed (a backfill or correction), that state is rebuilt from history.
+The state only moves forward: a `now` before a state's last bar is answered by a fresh
+replay up to that bar (cold cost), leaving the cached state where it was.
+
+Persistence (optional): `InferenceSession(settings, state_dir=...)` (e.g.
+`<data>/live_state`) loads `<state_dir>/symbol=<S>/state.pkl` at a cold start and
+`save_states()` writes every state there atomically. A stored state is used only if its
+format, the precision, the source of the streaming code (a hash of the kernel modules the
+stream is made of) and a blake2b digest of the bars it was fed all match the current ones;
+otherwise it is ignored and rebuilt from history, so a stale or foreign pickle can cost
+time but never change a value. Only load pickles you wrote (pickle executes code).
+The module-level functions do not persist.
+
+Regime of the day: the stored `regime` row of that date. When that date is not stored
+(no partition, or a bar newer than the last regime run) it is computed causally with
+`assets.regime.build_regime` (kernels.regime.tag_regime) from the stored raw_bars of every
+symbol for years Y-2..Y up to that date, as a single-year `regime` run would tag it
+(the tagger only uses trailing windows). Values are cached per session.
+
+LSTM: when a meta model's features include the LSTM score, the stored out-of-sample
+`spec_lstm_score` of (symbol, date) from the `lstm_model` asset is used (NaN, hence NaN
+probabilities, when absent): live LSTM scoring needs the torch model and a sequence of
+feature rows and is not part of this path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from assets.feature_registry import FEATURE_NAMES
+from assets.predictions import load_year_models, model_path, score_rows
+from assets.specialist_registry import SPECIALIST_COLUMNS, SPECIALISTS
+from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
+from kernels.streaming import STREAM_FEATURES, STREAM_SPECIALISTS, SymbolStream
+from pipeline.settings import SYMBOL_PATTERN, Settings, load_settings
+from resources.parquet_store import FILE_NAME, ParquetStore
+
+STATE_FORMAT = "tradelab.live_state/1"
+STATE_FILE = "state.pkl"
+BAR_COLUMNS = ("open", "high", "low", "close", "volume")
+STORED_LSTM_COLUMN = "spec_lstm_score"  # the lstm_model asset's column
+REGIME_HALO_YEARS = 2  # as assets.regime.HALO_YEARS
+
+
+class SymbolDataError(FileNotFoundError):
+    """No stored raw_bars for a symbol (the message names the symbol and the folder)."""
+
+
+# ---------------------------------------------------------------------------------------
+# small helpers
+# ---------------------------------------------------------------------------------------
+
+
+def to_datetime64(now) -> np.datetime64:
+    """`now` (datetime, date, ISO string, numpy datetime64, pandas/polars timestamp) as a
+    naive datetime64[ns]; a timezone-aware datetime is converted to UTC first; a date is
+    its midnight (daily bars are stamped at midnight, so the day's bar is included)."""
+    if isinstance(now, np.datetime64):
+        return now.astype("datetime64[ns]")
+    if isinstance(now, str):
+        return np.datetime64(now, "ns")
+    if isinstance(now, dt.datetime):
+        if now.tzinfo is not None:
+            now = now.astimezone(dt.UTC).replace(tzinfo=None)
+        return np.datetime64(now, "ns")
+    if isinstance(now, dt.date):
+        return np.datetime64(dt.datetime(now.year, now.month, now.day), "ns")
+    if hasattr(now, "to_datetime64"):  # pandas Timestamp
+        return np.datetime64(now.to_datetime64(), "ns")
+    raise TypeError(f"now must be a datetime, date, ISO string or numpy datetime64, got {type(now).__name__}")
+
+
+def _year(t: np.datetime64) -> int:
+    return int(t.astype("datetime64[Y]").astype(np.int64)) + 1970
+
+
+def _as_datetime(t: np.datetime64) -> dt.datetime:
+    return t.astype("datetime64[us]").item()
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    """A file's identity for the caches: (inode, mtime, size); atomic writes (the store's
+    temp file + rename) always give a new inode. None when the file does not exist."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _code_fingerprint() -> str:
+    """A hash of the source files the streaming state is made of (for persisted states)."""
+    import kernels.atc
+    import kernels.seller_exhaustion
+    import kernels.streaming
+    import kernels.updaters
+
+    h = hashlib.blake2b(digest_size=16)
+    for mod in (kernels.streaming, kernels.updaters, kernels.atc, kernels.seller_exhaustion):
+        h.update(Path(mod.__file__).read_bytes())
+    return h.hexdigest()
+
+
+def _symbol_folder(symbol: str) -> str:
+    """`symbol=<S>` for a valid symbol name (never a path: `../x` is refused)."""
+    if not isinstance(symbol, str) or not SYMBOL_PATTERN.match(symbol):
+        raise ValueError(f"symbol {symbol!r} is not a valid symbol name: expected [A-Z0-9._-]{{1,16}}")
+    return f"symbol={symbol}"
+
+
+def _check_registries() -> None:
+    names = tuple(s.name for s in SPECIALISTS)
+    if tuple(FEATURE_NAMES) != STREAM_FEATURES or names != STREAM_SPECIALISTS:
+        raise RuntimeError(
+            "kernels/streaming.py is out of step with the registries: streaming features "
+            f"{STREAM_FEATURES} vs feature registry {tuple(FEATURE_NAMES)}; streaming specialists "
+            f"{STREAM_SPECIALISTS} vs specialist registry {names}. Add the streaming counterpart of "
+            "every registered feature and specialist (tests/test_streaming.py checks the values).")
+
+
+# ---------------------------------------------------------------------------------------
+# stored bars of one symbol
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SymbolBars:
+    """A symbol's stored raw_bars, every year, in date order: dates datetime64[ns] [T] and
+    ohlcv float32 [T, 5]; `stats` identifies the files they were read from."""
+
+    symbol: str
+    folder: Path
+    dates: np.ndarray
+    ohlcv: np.ndarray
+    stats: tuple
+
+    def __len__(self) -> int:
+        return self.dates.shape[0]
+
+    def digest(self, n: int) -> str:
+        """blake2b of the first n bars (dates and values)."""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(np.ascontiguousarray(self.dates[:n]).view(np.int64).tobytes())
+        h.update(np.ascontiguousarray(self.ohlcv[:n]).tobytes())
+        return h.hexdigest()
+
+
+def _read_year(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    df = pl.read_parquet(path, columns=["date", *BAR_COLUMNS]).sort("date")
+    dates = df["date"].cast(pl.Datetime("ns")).to_numpy()
+    ohlcv = np.column_stack([df[c].cast(pl.Float32).to_numpy() for c in BAR_COLUMNS]) if df.height else \
+        np.empty((0, len(BAR_COLUMNS)), np.float32)
+    return dates, np.ascontiguousarray(ohlcv, dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------------------
+# the live state of one symbol
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class LiveState:
+    """A symbol's streaming state after its first `n_bars` stored bars.
+
+    `features` (precision dtype, STREAM_FEATURES order) and `scores` (float32,
+    STREAM_SPECIALISTS order) are the values of the last bar fed (`last_date`, `bar`)."""
+
+    symbol: str
+    stream: SymbolStream
+    n_bars: int = 0
+    last_date: np.datetime64 | None = None
+    bar: np.ndarray = field(default_factory=lambda: np.full(len(BAR_COLUMNS), np.nan, np.float32))
+
+    @classmethod
+    def new(cls, symbol: str, precision: str = "float32") -> LiveState:
+        return cls(symbol, SymbolStream(precision))
+
+    @property
+    def features(self) -> np.ndarray:
+        return self.stream.features
+
+    @property
+    def scores(self) -> np.ndarray:
+        return self.stream.scores
+
+    def advance(self, bars: SymbolBars, upto: int) -> int:
+        """Feed bars[n_bars .. upto] (inclusive); returns how many bars were fed."""
+        if upto + 1 < self.n_bars:
+            raise ValueError(f"{self.symbol}: the state is at bar {self.n_bars - 1}, cannot go back to {upto}")
+        start = self.n_bars
+        if upto < start:
+            return 0
+        update = self.stream.update
+        for row in bars.ohlcv[start : upto + 1].tolist():
+            update(*row)
+        self.n_bars = upto + 1
+        self.last_date = bars.dates[upto]
+        self.bar = bars.ohlcv[upto].copy()
+        return upto + 1 - start
+
+
+# ---------------------------------------------------------------------------------------
+# the session
+# ---------------------------------------------------------------------------------------
+
+
+def _settings(settings) -> Settings:
+    if settings is None:
+        return load_settings()
+    if isinstance(settings, Settings):
+        return settings
+    return load_settings(settings)
+
+
+class InferenceSession:
+    """In-memory caches for repeated inference over one store (see the module docstring).
+
+    Not thread-safe: use one session per thread."""
+
+    def __init__(self, settings=None, *, state_dir: Path | str | None = None):
+        _check_registries()
+        self.settings = _settings(settings)
+        self.store = ParquetStore(self.settings.data_dir)
+        self.models_dir = Path(self.settings.models_dir)
+        self.horizons = list(self.settings.labels.horizons)
+        self.precision = self.settings.precision
+        self.state_dir = Path(state_dir) if state_dir is not None else None
+        self._bars: dict[str, SymbolBars] = {}
+        self._year_files: dict[Path, tuple] = {}  # path -> (stat, dates, ohlcv)
+        self._states: dict[str, LiveState] = {}
+        self._models: dict[int, tuple] = {}  # year -> (stats, models)
+        self._regime_stored: dict[int, tuple] = {}  # year -> (stat, {date int64: regime or None})
+        self._regime_computed: dict[int, int | None] = {}
+        self._lstm: dict[int, tuple] = {}  # year -> (stat, {(symbol, date int64): score})
+        self._code: str | None = None
+        self.counters = {"bars_fed": 0, "cold_starts": 0, "rebuilds": 0, "replays": 0, "persisted_loads": 0}
+
+    # -- bars --------------------------------------------------------------------------
+    def bars(self, symbol: str) -> SymbolBars:
+        """The symbol's stored bars, re-read only where a file changed; drops a cached state
+        whose bars changed under it."""
+        folder = self.store.asset_dir("raw_bars") / _symbol_folder(symbol)
+        files = sorted(folder.glob(f"year=*/{FILE_NAME}"), key=lambda p: int(p.parent.name.split("=", 1)[1]))
+        stats = tuple((p, _stat(p)) for p in files)
+        cached = self._bars.get(symbol)
+        if cached is not None and cached.stats == stats:
+            return cached
+        if not files:
+            raise SymbolDataError(
+                f"no raw_bars stored for symbol {symbol!r}: {folder} has no year=<Y>/{FILE_NAME} "
+                f"(materialize raw_bars for {symbol} first, or check the data dir {self.store.root})")
+        parts = []
+        for p, st in stats:
+            hit = self._year_files.get(p)
+            if hit is None or hit[0] != st:
+                hit = (st, *_read_year(p))
+                self._year_files[p] = hit
+            parts.append(hit[1:])
+        dates = np.concatenate([d for d, _ in parts])
+        ohlcv = np.concatenate([v for _, v in parts]) if parts else np.empty((0, len(BAR_COLUMNS)), np.float32)
+        fresh = SymbolBars(symbol, folder, dates, ohlcv, stats)
+        state = self._states.get(symbol)
+        if state is not None and cached is not None:
+            n = state.n_bars
+            same = (len(fresh) >= n and np.array_equal(cached.dates[:n], fresh.dates[:n])
+                    and np.array_equal(cached.ohlcv[:n], fresh.ohlcv[:n]))
+            if not same:
+                del self._states[symbol]
+                self.counters["rebuilds"] += 1
+        self._bars[symbol] = fresh
+        return fresh
+
+    # -- states ------------------------------------------------------------------------
+    def state(self, symbol: str, now) -> tuple[LiveState, SymbolBars]:
+        """The state of `symbol` at its last stored bar at or before `now` (fed as needed)."""
+        t = to_datetime64(now)
+        bars = self.bars(symbol)
+        idx = int(np.searchsorted(bars.dates, t, side="right")) - 1
+        if idx < 0:
+            raise ValueError(f"{symbol}: no stored bar at or before {t}; the first bar in {bars.folder} is "
+                             f"{bars.dates[0]}")
+        st = self._states.get(symbol)
+        if st is None:
+            st = self._load_state(symbol, bars) or LiveState.new(symbol, self.precision)
+            self.counters["cold_starts"] += 1
+        if idx + 1 < st.n_bars:  # a date before the cached state: a fresh replay, cache untouched
+            self._states[symbol] = st
+            tmp = LiveState.new(symbol, self.precision)
+            self.counters["bars_fed"] += tmp.advance(bars, idx)
+            self.counters["replays"] += 1
+            return tmp, bars
+        self.counters["bars_fed"] += st.advance(bars, idx)
+        self._states[symbol] = st
+        return st, bars
+
+    def reset(self, symbol: str | None = None) -> None:
+        """Forget the cached state (and bars) of one symbol, or of all."""
+        for d in (self._states, self._bars):
+            if symbol is None:
+                d.clear()
+            else:
+                d.pop(symbol, None)
+
+    def _state_path(self, symbol: str) -> Path:
+        return self.state_dir / _symbol_folder(symbol) / STATE_FILE
+
+    def _code_id(self) -> str:
+        if self._code is None:
+            self._code = _code_fingerprint()
+        return self._code
+
+    def _load_state(self, symbol: str, bars: SymbolBars) -> LiveState | None:
+        if self.state_dir is None:
+            return None
+        path = self._state_path(symbol)
+        if not path.is_file():
+            return None
+        try:
+            with path.open("rb") as fh:
+                payload = pickle.load(fh)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+            # unreadable, or written by other code: rebuilt from history
+            return None
+        if not isinstance(payload, dict) or payload.get("format") != STATE_FORMAT:
+            return None
+        st = payload.get("state")
+        if (payload.get("code") != self._code_id() or payload.get("precision") != self.precision
+                or not isinstance(st, LiveState) or st.symbol != symbol or st.n_bars > len(bars)
+                or payload.get("digest") != bars.digest(st.n_bars)):
+            return None
+        self.counters["persisted_loads"] += 1
+        return st
+
+    def save_states(self) -> list[Path]:
+        """Write every cached state to `state_dir` (atomically); returns the paths."""
+        if self.state_dir is None:
+            raise ValueError("this session has no state_dir: InferenceSession(settings, state_dir=...)")
+        out = []
+        for symbol, st in self._states.items():
+            bars = self._bars[symbol]
+            payload = {"format": STATE_FORMAT, "code": self._code_id(), "precision": self.precision,
+                       "digest": bars.digest(st.n_bars), "state": st}
+            path = self._state_path(symbol)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            out.append(path)
+        return out
+
+    # -- models, regime, lstm -------------------------------------------------------------
+    def models(self, year: int) -> dict:
+        """The meta models of `year` by horizon (reloaded when a file changes)."""
+        stats = tuple(_stat(model_path(self.models_dir, h, year)) for h in self.horizons)
+        hit = self._models.get(year)
+        if hit is None or hit[0] != stats:
+            hit = (stats, load_year_models(self.models_dir, year, self.horizons))
+            self._models[year] = hit
+        return hit[1]
+
+    def regime(self, date: np.datetime64) -> int | None:
+        """The regime tag of `date` (stored, else computed causally; None when untagged)."""
+        year = _year(date)
+        path = self.store.year_path("regime", year)
+        st = _stat(path)
+        hit = self._regime_stored.get(year)
+        if hit is None or hit[0] != st:
+            table = {}
+            if st is not None:
+                df = pl.read_parquet(path, columns=["date", "regime"])
+                table = dict(zip(df["date"].cast(pl.Datetime("ns")).cast(pl.Int64).to_list(), df["regime"].to_list()))
+            hit = (st, table)
+            self._regime_stored[year] = hit
+        key = int(date.astype("datetime64[ns]").astype(np.int64))
+        if key in hit[1]:
+            return hit[1][key]
+        if key not in self._regime_computed:
+            self._regime_computed[key] = self._compute_regime(date)
+        return self._regime_computed[key]
+
+    def _compute_regime(self, date: np.datetime64) -> int | None:
+        from assets.regime import build_regime
+
+        year = _year(date)
+        paths = [p for p in self.store.asset_dir("raw_bars").glob(f"symbol=*/year=*/{FILE_NAME}")
+                 if year - REGIME_HALO_YEARS <= int(p.parent.name.split("=", 1)[1]) <= year]
+        if not paths:
+            return None
+        bars = pl.scan_parquet([str(p) for p in paths], hive_partitioning=True).select(
+            pl.col("date").cast(pl.Datetime("ns")), pl.col("symbol").cast(pl.String), "close").filter(
+            pl.col("date") <= pl.lit(_as_datetime(date)).cast(pl.Datetime("ns"))).collect()
+        tags = build_regime(bars, [year], self.settings.regime.index_symbol)
+        row = tags.filter(pl.col("date").cast(pl.Datetime("ns")) == pl.lit(_as_datetime(date)).cast(pl.Datetime("ns")))
+        return None if row.height == 0 else row["regime"][0]
+
+    def lstm_score(self, symbol: str, date: np.datetime64) -> float:
+        """The stored out-of-sample LSTM score of (symbol, date), NaN when absent."""
+        year = _year(date)
+        path = self.store.year_path("lstm_model", year)
+        st = _stat(path)
+        hit = self._lstm.get(year)
+        if hit is None or hit[0] != st:
+            table = {}
+            if st is not None:
+                df = pl.read_parquet(path)
+                if STORED_LSTM_COLUMN in df.columns:
+                    keys = zip(df["symbol"].to_list(), df["date"].cast(pl.Datetime("ns")).cast(pl.Int64).to_list())
+                    table = dict(zip(keys, df[STORED_LSTM_COLUMN].to_list()))
+            hit = (st, table)
+            self._lstm[year] = hit
+        v = hit[1].get((symbol, int(date.astype("datetime64[ns]").astype(np.int64))))
+        return math.nan if v is None else float(v)
+
+    # -- inference ---------------------------------------------------------------------
+    def _rows(self, symbols: list[str], now, skip_missing: bool):
+        rows = []
+        for symbol in symbols:
+            try:
+                st, _ = self.state(symbol, now)
+            except SymbolDataError:
+                if skip_missing:
+                    continue
+                raise
+            rows.append(st)
+        return rows
+
+    def _frame(self, states: list[LiveState], models: dict) -> pl.DataFrame:
+        """The scoring frame of `score_rows` (batch layout): symbol, date, spec_* (float32),
+        regime (Int8, null when untagged), the LSTM score when a model uses it."""
+        n = len(states)
+        scores = np.stack([s.scores for s in states]) if n else np.empty((0, len(SPECIALIST_COLUMNS)), np.float32)
+        dates = [s.last_date for s in states]
+        cols = [pl.Series("symbol", [s.symbol for s in states], dtype=pl.String),
+                pl.Series("date", np.array(dates, dtype="datetime64[ns]")),
+                *[pl.Series(c, scores[:, j], dtype=pl.Float32) for j, c in enumerate(SPECIALIST_COLUMNS)],
+                pl.Series("regime", [self.regime(d) for d in dates], dtype=pl.Int8)]
+        if any(LSTM_COLUMN in m.feature_names for m in models.values()):
+            lstm = np.array([self.lstm_score(s.symbol, s.last_date) for s in states], dtype=np.float32)
+            cols += [pl.Series(STORED_LSTM_COLUMN, lstm, dtype=pl.Float32), pl.Series(LSTM_COLUMN, lstm, dtype=pl.Float32)]
+        return pl.DataFrame(cols)
+
+    def _score(self, states: list[LiveState], now) -> tuple[pl.DataFrame, dict, int | None, dict]:
+        year = _year(to_datetime64(now))
+        models = self.models(year)
+        frame = self._frame(states, models)
+        probs = score_rows(frame, models, self.horizons)
+        return frame, probs, (year if models else None), models
+
+    def infer_one(self, symbol: str, now) -> dict:
+        """See the module docstring."""
+        (st,) = self._rows([symbol], now, skip_missing=False)
+        frame, probs, model_year, models = self._score([st], now)
+        regime = frame["regime"][0]
+        features = {name: float(v) for name, v in zip(FEATURE_NAMES, st.features.tolist())}
+        features.update({c: float(v) for c, v in zip(SPECIALIST_COLUMNS, st.scores.tolist())})
+        features["regime"] = None if regime is None else int(regime)
+        if LSTM_COLUMN in frame.columns:
+            features[STORED_LSTM_COLUMN] = float(frame[LSTM_COLUMN][0])
+        features["meta_inputs"] = _meta_inputs(frame, models)
+        out = {"symbol": symbol, "date": _as_datetime(st.last_date), "model_year": model_year}
+        out.update({f"h{h}": float(probs[f"p_h{h}"][0]) for h in self.horizons})
+        out["features"] = features
+        out["bar"] = {c: float(v) for c, v in zip(BAR_COLUMNS, st.bar.tolist())}
+        return out
+
+    def infer_batch(self, symbols, now, *, skip_missing: bool = False) -> pl.DataFrame:
+        """One row per symbol (see the module docstring); `skip_missing` leaves out symbols
+        without stored bars instead of raising."""
+        states = self._rows(list(symbols), now, skip_missing)
+        frame, probs, model_year, _ = self._score(states, now)
+        dtype = pl.Float32 if self.precision == "float32" else pl.Float64
+        feats = np.stack([s.features for s in states]) if states else np.empty((0, len(FEATURE_NAMES)))
+        return frame.select("symbol", "date").with_columns(
+            pl.lit(model_year, dtype=pl.Int32).alias("model_year"),
+            *[pl.Series(k, v, dtype=pl.Float32) for k, v in probs.items()],
+            frame["regime"],
+            *[pl.Series(name, feats[:, j], dtype=dtype) for j, name in enumerate(FEATURE_NAMES)],
+            *[frame[c] for c in SPECIALIST_COLUMNS],
+            *([frame[STORED_LSTM_COLUMN]] if STORED_LSTM_COLUMN in frame.columns else []),
+        )
+
+
+def _meta_inputs(frame: pl.DataFrame, models: dict) -> dict[str, float]:
+    """{feature name: value} of the first row as the meta models saw it (the union of their
+    features; empty without a model)."""
+    if not models:
+        return {}
+    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
+    lstm = frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns else None
+    X, names = build_meta_matrix(scores, lstm, frame["regime"].to_numpy(), specialist_names=SPECIALIST_COLUMNS)
+    wanted = {n for m in models.values() for n in m.feature_names}
+    return {n: float(X[0, j]) for j, n in enumerate(names) if n in wanted}
+
+
+# ---------------------------------------------------------------------------------------
+# module-level API: one session per store
+# ---------------------------------------------------------------------------------------
+
+_SESSIONS: dict[tuple, InferenceSession] = {}
+
+
+def get_session(settings=None) -> InferenceSession:
+    """The process's session for these settings' data dir, models dir, precision and horizons."""
+    s = _settings(settings)
+    key = (str(Path(s.data_dir).resolve()), str(Path(s.models_dir).resolve()), s.precision,
+           tuple(s.labels.horizons), s.regime.index_symbol)
+    session = _SESSIONS.get(key)
+    if session is None:
+        session = _SESSIONS[key] = InferenceSession(s)
+    return session
+
+
+def clear_sessions() -> None:
+    """Drop every cached session (the next call starts cold)."""
+    _SESSIONS.clear()
+
+
+def infer_one(symbol: str, now, settings=None) -> dict:
+    """P(label = 1) per horizon for `symbol` at its last bar at or before `now`, with the
+    feature snapshot used (see the module docstring)."""
+    return get_session(settings).infer_one(symbol, now)
+
+
+def infer_batch(symbols, now, settings=None, *, skip_missing: bool = False) -> pl.DataFrame:
+    """`infer_one` for several symbols as one frame, one meta-model call per horizon."""
+    return get_session(settings).infer_batch(symbols, now, skip_missing=skip_missing)

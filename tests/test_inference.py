@@ -1,0 +1,275 @@
+"""The fast inference path (assets.inference) as a specification, on the session's learned
+store (3 symbols x 2000-2003, meta models and predictions of 2003).
+
+infer_one(symbol, now) scores the symbol's last stored bar at or before `now` with the
+meta models of year(now), from streaming state warmed on the stored history: it must give
+what the batch `predictions` asset stored for that day, with the stored specialist scores
+and features as its snapshot. Tests that change files work on a copy of the store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+from assets.feature_registry import FEATURE_NAMES
+from assets.inference import InferenceSession, SymbolDataError, clear_sessions, get_session, infer_batch, infer_one
+from assets.specialist_registry import SPECIALIST_COLUMNS
+from kernels.learn.meta import LSTM_COLUMN, REGIME_COLUMNS
+from pipeline.settings import read_settings
+from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
+
+HORIZONS = (3, 7, 14)
+# (symbol, day of 2003): the first day, days across the year, the last day
+PAIRS = [("AAA", dt.date(2003, 1, 2)), ("BBB", dt.date(2003, 2, 14)), ("CCC", dt.date(2003, 6, 2)),
+         ("AAA", dt.date(2003, 9, 17)), ("BBB", dt.date(2003, 11, 3)), ("CCC", dt.date(2003, 12, 31))]
+
+
+def _read(cfg, asset: str, year: int, symbol: str | None = None) -> pl.DataFrame:
+    data = read_settings(cfg).data_dir / asset
+    path = (data / f"symbol={symbol}" if symbol else data) / f"year={year}" / "part.parquet"
+    return pl.read_parquet(path)
+
+
+def _row(df: pl.DataFrame, day, symbol: str | None = None) -> dict:
+    cond = pl.col("date") == pl.lit(dt.datetime(day.year, day.month, day.day)).cast(pl.Datetime("ns"))
+    if symbol is not None:
+        cond = cond & (pl.col("symbol") == symbol)
+    out = df.filter(cond)
+    assert out.height == 1, f"{symbol} {day}: {out.height} rows"
+    return out.row(0, named=True)
+
+
+@pytest.fixture
+def store_copy(learned_store, tmp_path):
+    """A writable copy of the learned store (data and models); returns its settings path."""
+    src = read_settings(learned_store)
+    root = tmp_path / "store"
+    shutil.copytree(src.data_dir, root / "data")
+    shutil.copytree(src.models_dir, root / "models")
+    data = yaml.safe_load(learned_store.read_text())
+    data["paths"] = {"data": str(root / "data"), "reports": str(root / "reports"), "models": str(root / "models")}
+    cfg = root / "settings.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    return cfg
+
+
+# ---- equal to the batch path -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("symbol", "day"), PAIRS, ids=[f"{s}-{d}" for s, d in PAIRS])
+def test_infer_one_equals_the_stored_prediction_of_the_same_day(learned_store, symbol, day):
+    out = infer_one(symbol, day, learned_store)
+    stored = _row(_read(learned_store, "predictions", LEARNED_YEAR), day, symbol)
+    assert out["symbol"] == symbol and out["date"] == dt.datetime(day.year, day.month, day.day)
+    assert out["model_year"] == LEARNED_YEAR
+    for h in HORIZONS:
+        assert type(out[f"h{h}"]) is float
+        assert abs(out[f"h{h}"] - stored[f"p_h{h}"]) <= 1e-6, h
+    assert out["features"]["regime"] == stored["regime"]
+
+
+@pytest.mark.parametrize(("symbol", "day"), PAIRS[:3], ids=[f"{s}-{d}" for s, d in PAIRS[:3]])
+def test_the_snapshot_is_the_stored_features_and_specialist_rows_of_that_day(learned_store, symbol, day):
+    snap = infer_one(symbol, day, learned_store)["features"]
+    spec = _row(_read(learned_store, "specialists", LEARNED_YEAR, symbol), day)
+    feat = _row(_read(learned_store, "features", LEARNED_YEAR, symbol), day)
+    for col in SPECIALIST_COLUMNS:  # the stored scores come from the whole history too: exact
+        assert snap[col] == float(np.float32(spec[col])), col
+    # stored features come from a halo of halo.years years: equal within float32 tolerance
+    np.testing.assert_allclose([snap[n] for n in FEATURE_NAMES], [feat[n] for n in FEATURE_NAMES], rtol=1e-6, atol=1e-7)
+    # what the meta model saw: the scores, then the regime one-hot
+    inputs = snap["meta_inputs"]
+    assert list(inputs) == [*SPECIALIST_COLUMNS, *REGIME_COLUMNS]
+    assert [inputs[c] for c in SPECIALIST_COLUMNS] == [snap[c] for c in SPECIALIST_COLUMNS]
+    assert [inputs[c] for c in REGIME_COLUMNS] == [float(snap["regime"] == v) for v in (-1, 0, 1, 2)]
+
+
+def test_infer_batch_equals_infer_one_row_by_row(learned_store):
+    day = dt.date(2003, 7, 15)
+    batch = infer_batch(LEARNED_SYMBOLS, day, learned_store)
+    assert batch["symbol"].to_list() == LEARNED_SYMBOLS and batch.height == len(LEARNED_SYMBOLS)
+    assert batch.schema["date"] == pl.Datetime("ns") and batch.schema["p_h7"] == pl.Float32
+    for row, symbol in zip(batch.iter_rows(named=True), LEARNED_SYMBOLS):
+        one = infer_one(symbol, day, learned_store)
+        assert row["date"] == one["date"] and row["model_year"] == one["model_year"]
+        assert row["regime"] == one["features"]["regime"]
+        for h in HORIZONS:
+            assert row[f"p_h{h}"] == one[f"h{h}"]
+        for name in [*FEATURE_NAMES, *SPECIALIST_COLUMNS]:
+            assert row[name] == one["features"][name], name
+
+
+def test_daily_batches_over_the_last_months_equal_the_stored_predictions(learned_store):
+    """The warm path, one new bar per call, over every day from September to the year's end."""
+    stored = (_read(learned_store, "predictions", LEARNED_YEAR).filter(pl.col("date").dt.month() >= 9)
+              .sort("date", "symbol"))
+    session = InferenceSession(learned_store)
+    got = pl.concat([session.infer_batch(LEARNED_SYMBOLS, d) for d in stored["date"].unique().sort().to_list()])
+    got = got.sort("date", "symbol")
+    assert got["date"].to_list() == stored["date"].to_list()
+    for h in HORIZONS:
+        np.testing.assert_allclose(got[f"p_h{h}"].to_numpy(), stored[f"p_h{h}"].to_numpy(), rtol=0, atol=1e-6)
+    assert got["regime"].to_list() == stored["regime"].to_list()
+    assert session.counters["cold_starts"] == len(LEARNED_SYMBOLS)
+    assert session.counters["bars_fed"] == sum(
+        _read(learned_store, "raw_bars", y, s).height for s in LEARNED_SYMBOLS for y in range(2000, LEARNED_YEAR + 1))
+
+
+# ---- which bar, which model ------------------------------------------------------------------
+
+
+def test_now_between_bars_picks_the_last_bar_before_it(learned_store):
+    friday = infer_one("BBB", dt.date(2003, 3, 7), learned_store)
+    for now in (dt.datetime(2003, 3, 8, 12, 0), "2003-03-09", np.datetime64("2003-03-09T23:59"),
+                dt.datetime(2003, 3, 9, 23, 0, tzinfo=dt.UTC), dt.datetime(2003, 3, 7, 16, 30)):
+        out = infer_one("BBB", now, learned_store)
+        assert out["date"] == dt.datetime(2003, 3, 7), now
+        assert [out[f"h{h}"] for h in HORIZONS] == [friday[f"h{h}"] for h in HORIZONS]
+
+
+def test_a_symbol_without_data_is_a_clear_error_naming_the_symbol_and_the_folder(learned_store):
+    folder = read_settings(learned_store).data_dir / "raw_bars" / "symbol=ZZZ"
+    with pytest.raises(SymbolDataError, match="ZZZ") as err:
+        infer_one("ZZZ", dt.date(2003, 5, 5), learned_store)
+    assert str(folder) in str(err.value)
+    with pytest.raises(SymbolDataError, match="ZZZ"):
+        infer_batch(["AAA", "ZZZ"], dt.date(2003, 5, 5), learned_store)
+    skipped = infer_batch(["AAA", "ZZZ"], dt.date(2003, 5, 5), learned_store, skip_missing=True)
+    assert skipped["symbol"].to_list() == ["AAA"]
+    nothing = infer_batch(["ZZZ"], dt.date(2003, 5, 5), learned_store, skip_missing=True)
+    assert nothing.height == 0 and nothing.columns == skipped.columns
+    with pytest.raises(ValueError, match="not a valid symbol"):
+        infer_one("../AAA", dt.date(2003, 5, 5), learned_store)
+
+
+def test_a_date_before_the_first_bar_is_a_clear_error(learned_store):
+    with pytest.raises(ValueError, match="AAA: no stored bar at or before 1999-12-31"):
+        infer_one("AAA", dt.date(1999, 12, 31), learned_store)
+
+
+def test_a_date_before_any_model_gives_nan_probabilities_and_no_model_year(learned_store):
+    day = dt.date(2002, 6, 3)  # bars and specialists exist, the first meta models are of 2003
+    out = infer_one("CCC", day, learned_store)
+    assert out["model_year"] is None
+    assert all(math.isnan(out[f"h{h}"]) for h in HORIZONS)
+    assert out["features"]["meta_inputs"] == {}
+    spec = _row(_read(learned_store, "specialists", 2002, "CCC"), day)
+    assert [out["features"][c] for c in SPECIALIST_COLUMNS] == [float(np.float32(spec[c])) for c in SPECIALIST_COLUMNS]
+    batch = infer_batch(["CCC"], day, learned_store)
+    assert batch["model_year"].to_list() == [None] and batch["p_h3"].is_nan().all()
+
+
+def test_the_models_are_those_of_the_year_of_now(learned_store):
+    """New Year's Day 2003: the last bar is of 2002, the models are 2003's (trained before 2003)."""
+    out = infer_one("AAA", dt.date(2003, 1, 1), learned_store)
+    assert out["date"].year == 2002 and out["model_year"] == 2003
+    assert all(0.0 <= out[f"h{h}"] <= 1.0 for h in HORIZONS)
+
+
+# ---- the live state --------------------------------------------------------------------------
+
+
+def test_repeated_calls_reuse_the_warm_state(learned_store):
+    clear_sessions()
+    first = infer_one("AAA", dt.date(2003, 4, 1), learned_store)
+    session = get_session(learned_store)
+    fed = session.counters["bars_fed"]
+    again = infer_one("AAA", dt.date(2003, 4, 1), learned_store)
+    nxt = infer_one("AAA", dt.date(2003, 4, 2), learned_store)
+    assert again == first
+    assert session.counters["bars_fed"] == fed + 1 and session.counters["cold_starts"] == 1
+    assert nxt["date"] == dt.datetime(2003, 4, 2)
+
+
+def test_a_date_before_the_cached_state_is_a_replay_that_leaves_the_state_alone(learned_store):
+    session = InferenceSession(learned_store)
+    late = session.infer_one("BBB", dt.date(2003, 10, 1))
+    early = session.infer_one("BBB", dt.date(2003, 2, 3))
+    assert session.counters["replays"] == 1
+    assert early == InferenceSession(learned_store).infer_one("BBB", dt.date(2003, 2, 3))
+    assert session._states["BBB"].last_date == np.datetime64("2003-10-01", "ns")
+    assert session.infer_one("BBB", dt.date(2003, 10, 1)) == late
+
+
+def test_new_bars_are_fed_incrementally_and_a_changed_history_rebuilds_the_state(store_copy, learned_store):
+    path = read_settings(store_copy).data_dir / "raw_bars" / "symbol=AAA" / f"year={LEARNED_YEAR}" / "part.parquet"
+    full = pl.read_parquet(path)
+    full.head(100).write_parquet(path)  # the store as it was after the 100th session of 2003
+    session = InferenceSession(store_copy)
+    day100, day101 = full["date"][99], full["date"][100]
+    assert session.infer_one("AAA", day101)["date"] == day100  # no newer bar stored yet
+    fed = session.counters["bars_fed"]
+    full.write_parquet(path)  # the next bar arrives
+    out = session.infer_one("AAA", day101)
+    assert out["date"] == day101 and session.counters["bars_fed"] == fed + 1
+    assert out == infer_one("AAA", day101, learned_store)
+    # a correction of an old bar: the state fed from the old value is rebuilt
+    old = read_settings(store_copy).data_dir / "raw_bars" / "symbol=AAA" / "year=2001" / "part.parquet"
+    bars = pl.read_parquet(old)
+    bars.with_columns(pl.when(pl.int_range(pl.len()) == 10).then(pl.col("close") * 1.01).otherwise(pl.col("close"))
+                      .alias("close")).write_parquet(old)
+    rebuilt = session.infer_one("AAA", full["date"][101])
+    assert session.counters["rebuilds"] == 1
+    assert rebuilt == InferenceSession(store_copy).infer_one("AAA", full["date"][101])
+
+
+def test_a_day_without_a_stored_regime_is_tagged_causally_from_the_raw_bars(store_copy, learned_store):
+    (read_settings(store_copy).data_dir / "regime" / f"year={LEARNED_YEAR}" / "part.parquet").unlink()
+    stored = _read(learned_store, "regime", LEARNED_YEAR)
+    session = InferenceSession(store_copy)
+    for symbol, day in PAIRS:
+        out = session.infer_one(symbol, day)
+        assert out["features"]["regime"] == _row(stored, day)["regime"], day
+        assert out == infer_one(symbol, day, learned_store)
+
+
+def test_persisted_states_are_used_only_when_they_match_the_stored_bars(store_copy):
+    state_dir = read_settings(store_copy).data_dir / "live_state"
+    day = dt.date(2003, 8, 1)
+    writer = InferenceSession(store_copy, state_dir=state_dir)
+    want = writer.infer_one("CCC", day)
+    (path,) = writer.save_states()
+    assert path == state_dir / "symbol=CCC" / "state.pkl"
+    reader = InferenceSession(store_copy, state_dir=state_dir)
+    assert reader.infer_one("CCC", day) == want
+    assert reader.counters["persisted_loads"] == 1 and reader.counters["bars_fed"] == 0
+    # the bars it was fed from changed: the pickle is ignored, the state rebuilt from history
+    raw = read_settings(store_copy).data_dir / "raw_bars" / "symbol=CCC" / "year=2000" / "part.parquet"
+    pl.read_parquet(raw).with_columns(pl.col("volume") + 1.0).write_parquet(raw)
+    stale = InferenceSession(store_copy, state_dir=state_dir)
+    stale.infer_one("CCC", day)
+    assert stale.counters["persisted_loads"] == 0 and stale.counters["bars_fed"] > 0
+
+
+def test_a_model_that_uses_the_lstm_score_gets_the_stored_one_of_that_day(store_copy, monkeypatch):
+    """The meta model sees the stored out-of-sample LSTM score of (symbol, date) as the batch
+    scoring frame would carry it."""
+    day = dt.datetime(2003, 5, 6)
+    lstm = pl.DataFrame({"date": [day, day], "symbol": ["AAA", "BBB"], "spec_lstm_score": [0.75, 0.25]}).with_columns(
+        pl.col("date").cast(pl.Datetime("ns")), pl.col("spec_lstm_score").cast(pl.Float32))
+    folder = read_settings(store_copy).data_dir / "lstm_model" / f"year={LEARNED_YEAR}"
+    folder.mkdir(parents=True)
+    lstm.write_parquet(folder / "part.parquet")
+
+    class Seen:
+        def __init__(self):
+            self.feature_names = [*SPECIALIST_COLUMNS, LSTM_COLUMN]
+
+        def predict_proba(self, X):
+            self.X = X
+            return X[:, -1].astype(np.float32)  # echoes the LSTM input
+
+    session = InferenceSession(store_copy)
+    model = Seen()
+    monkeypatch.setattr(session, "models", lambda year: {7: model})
+    out = session.infer_one("AAA", day)
+    assert out["h7"] == 0.75 and math.isnan(out["h3"]) and out["features"]["spec_lstm_score"] == 0.75
+    assert out["features"]["meta_inputs"][LSTM_COLUMN] == 0.75
+    assert math.isnan(session.infer_one("CCC", day)["h7"])  # no stored score: incomplete input

@@ -1,0 +1,80 @@
+"""live_paper_trade: inference -> the backtest's weight rule -> orders against the paper book."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from assets.paper_trade import drifted_book, paper_orders
+from pipeline.definitions import defs
+from pipeline.settings import read_settings
+from tests.conftest import LEARNED_SYMBOLS
+
+
+def _run(cfg, instance, monkeypatch, now="2003-12-31"):
+    from dagster import materialize
+
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    from pipeline.symbols import register_symbols
+
+    register_symbols(instance, LEARNED_SYMBOLS)
+    return materialize(ALL_ASSETS, selection=["paper_trades"], instance=instance, resources=build_resources(str(cfg)),
+                       run_config={"ops": {"paper_trades": {"config": {"now": now}}}})
+
+
+def _a_day_with_a_signal(cfg) -> str:
+    """The last day of the stored predictions on which some symbol's p_h7 clears the threshold."""
+    s = read_settings(cfg)
+    pred = pl.read_parquet(s.data_dir / "predictions" / "year=2003" / "part.parquet")
+    days = pred.filter(pl.col("p_h7") > s.backtest.threshold + 0.01)["date"]
+    return f"{days.max():%Y-%m-%d}"
+
+
+def test_live_paper_trade_orders_the_backtest_targets_and_a_second_run_of_the_day_orders_nothing(learned_copy, instance, monkeypatch):
+    day = _a_day_with_a_signal(learned_copy)
+    first = _run(learned_copy, instance, monkeypatch, now=day)
+    assert first.success
+    orders = first.output_for_node("paper_trades")
+    s = read_settings(learned_copy)
+    book = pl.read_parquet(s.data_dir / "paper_positions" / "part.parquet")
+    assert orders.height == book.height >= 1  # from an empty book every target is an order
+    assert (orders["side"] == "buy").all() and orders["target_weight"].max() <= s.backtest.max_weight + 1e-12
+    assert float(book["weight"].abs().sum()) <= s.backtest.max_gross + 1e-12
+    second = _run(learned_copy, instance, monkeypatch, now=day)
+    assert second.output_for_node("paper_trades").height == 0
+    log = [json.loads(x) for x in (s.reports_dir / "paper" / "orders.jsonl").read_text().splitlines()]
+    runs = [r for r in log if "orders" in r]
+    assert [r["orders"] for r in runs] == [orders.height, 0]
+    assert sum("side" in r for r in log) == orders.height
+
+
+def test_paper_targets_equal_the_backtest_weights_for_the_same_day_probabilities(learned_copy):
+    from assets.backtest import portfolio_config
+    from kernels.backtest.portfolio import run_portfolio
+
+    s = read_settings(learned_copy)
+    closes = pl.DataFrame({"symbol": ["AAA", "BBB", "CCC"], "close": [10.0, 20.0, 30.0]}).with_columns(
+        pl.lit(np.datetime64("2003-12-31", "us")).alias("date"))
+    probs = {"AAA": 0.9, "BBB": 0.55, "CCC": 0.3}
+    orders, book = paper_orders(probs, closes, pl.DataFrame(schema={"symbol": pl.String, "weight": pl.Float64,
+                                                                  "price": pl.Float64, "date": pl.Datetime("us")}), s)
+    expected = run_portfolio(np.array([[10.0, 20.0, 30.0]]), np.array([[0.9, 0.55, 0.3]], dtype=np.float32),
+                             portfolio_config(s.backtest)).weights[0]
+    np.testing.assert_allclose(orders["target_weight"].to_numpy(), expected[expected != 0])
+    assert "CCC" not in orders["symbol"].to_list()  # p below the threshold: no position
+
+
+def test_the_held_book_drifts_with_prices_before_the_orders_are_computed():
+    book = pl.DataFrame({"symbol": ["AAA", "BBB"], "weight": [0.5, 0.5], "price": [10.0, 10.0]})
+    closes = pl.DataFrame({"symbol": ["AAA", "BBB"], "close": [12.0, 8.0]})
+    held = drifted_book(book, closes)
+    # growth = 1 + 0.5*0.2 + 0.5*(-0.2) = 1: weights become 0.6 and 0.4
+    assert held == pytest.approx({"AAA": 0.6, "BBB": 0.4})
+
+
+def test_the_live_job_holds_only_the_paper_stage():
+    job = defs.resolve_job_def("live_paper_trade")
+    assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == {"paper_trades"}

@@ -1,0 +1,204 @@
+"""Streaming features and specialists (kernels.streaming) equal the batch registries.
+
+Fed the bars one at a time, a `SymbolStream` gives every bar's 19 features and 4
+specialist scores exactly (bit for bit, NaN warm-up included) as the batch path computes
+them over the same history: `compute_features` (float32 and float64 precision) and
+`run_specialists` (float32 scores, what the `specialists` asset stores). Series: GOOG
+daily (backtesting.test, 2148 bars, cast to float32 as raw_bars stores them) and a random
+walk with a flat stretch and gaps (zero ranges, zero variance, RSI 0/0).
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from assets.feature_registry import FEATURE_NAMES, compute_features
+from assets.panel import Panel
+from assets.specialist_registry import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
+from kernels import atc, indicators
+from kernels.seller_exhaustion import PRESETS, SellerParams, ewm_adjust_false, seller_exhaustion
+from kernels.streaming import (
+    STREAM_FEATURES,
+    STREAM_SPECIALISTS,
+    ATCUpdater,
+    EwmUpdater,
+    HullUpdater,
+    PineKAMAUpdater,
+    SellerExhaustionUpdater,
+    SymbolStream,
+)
+from kernels.updaters import HMAUpdater, replay
+from tests.kernel_data import walk_ohlc
+
+
+def _goog() -> dict[str, np.ndarray]:
+    from backtesting.test import GOOG
+
+    return {c: GOOG[c.capitalize()].to_numpy(dtype=np.float32) for c in PANEL_COLUMNS}
+
+
+def _walk() -> dict[str, np.ndarray]:
+    o, h, l, c = walk_ohlc(1500, seed=3)
+    rng = np.random.default_rng(3)
+    volume = rng.lognormal(13.0, 0.4, c.shape[0])
+    volume[rng.integers(60, c.shape[0], 40)] *= 8.0  # volume spikes: seller-exhaustion candidates
+    return {k: v.astype(np.float32) for k, v in zip(PANEL_COLUMNS, (o, h, l, c, volume))}
+
+
+SERIES = {"goog": _goog(), "walk": _walk()}
+
+
+def _stream(bars, precision="float32"):
+    return SymbolStream(precision).replay(*(bars[c] for c in PANEL_COLUMNS))
+
+
+def _assert_same(got, want, what):
+    assert got.dtype == want.dtype, what
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{what}: NaN positions")
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def test_streaming_names_follow_the_registries():
+    assert STREAM_FEATURES == tuple(FEATURE_NAMES)
+    assert STREAM_SPECIALISTS == tuple(s.name for s in SPECIALISTS)
+
+
+@pytest.mark.parametrize("series", sorted(SERIES))
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_every_feature_equals_compute_features_bit_for_bit(series, precision):
+    bars = SERIES[series]
+    feats, _ = _stream(bars, precision)
+    want = compute_features(bars, dtype=np.float32 if precision == "float32" else np.float64)
+    for j, name in enumerate(FEATURE_NAMES):
+        _assert_same(feats[:, j], want[name], f"{series} {precision} {name}")
+
+
+@pytest.mark.parametrize("series", sorted(SERIES))
+def test_every_specialist_equals_run_specialists_bit_for_bit(series):
+    bars = SERIES[series]
+    _, scores = _stream(bars)
+    want = run_specialists(Panel.from_columns({c: bars[c] for c in PANEL_COLUMNS}))
+    for j, col in enumerate(SPECIALIST_COLUMNS):
+        _assert_same(scores[:, j], want[col], f"{series} {col}")
+
+
+def test_the_series_exercise_every_specialist_branch():
+    """Not a vacuous comparison: signals fire, ATC takes both signs, scores clip."""
+    for name, bars in SERIES.items():
+        _, scores = _stream(bars)
+        mr, rsi, atc_, seller = scores.T
+        assert np.nanmax(np.abs(mr)) == 1.0, name  # clipped
+        assert np.nanmin(atc_) < -0.5 < 0.5 < np.nanmax(atc_), name
+        assert 0 < np.nansum(seller) < len(seller) / 10, name
+        assert np.isfinite(rsi[20:]).all(), name
+
+
+def test_a_stream_continued_after_pickling_equals_one_unbroken_replay():
+    bars = SERIES["goog"]
+    cols = [bars[c] for c in PANEL_COLUMNS]
+    whole_f, whole_s = SymbolStream().replay(*cols)
+    first = SymbolStream()
+    first.replay(*(c[:1000] for c in cols))
+    resumed = pickle.loads(pickle.dumps(first))
+    rest_f, rest_s = resumed.replay(*(c[1000:] for c in cols))
+    np.testing.assert_array_equal(rest_f, whole_f[1000:])
+    np.testing.assert_array_equal(rest_s, whole_s[1000:])
+    assert resumed.bars == len(cols[0])
+
+
+def test_update_returns_the_last_bar_and_keeps_it():
+    bars = SERIES["goog"]
+    s = SymbolStream()
+    for row in zip(*(bars[c][:300].tolist() for c in PANEL_COLUMNS)):
+        feats, scores = s.update(*row)
+    assert feats.shape == (len(FEATURE_NAMES),) and feats.dtype == np.float32
+    assert scores.shape == (len(SPECIALIST_COLUMNS),) and scores.dtype == np.float32
+    assert s.features is feats and s.scores is scores and s.bars == 300
+    assert np.isfinite(feats).all() and np.isfinite(scores).all()
+
+
+# ---- the updaters kernels/streaming.py adds -------------------------------------------
+
+
+@pytest.mark.parametrize("span", [1, 10, 50])
+def test_ewm_updater_equals_pandas_style_ewm_adjust_false(span):
+    x = SERIES["goog"]["close"].astype(np.float64)
+    np.testing.assert_array_equal(replay(EwmUpdater(span), x), ewm_adjust_false(x, span))
+
+
+@pytest.mark.parametrize("series", sorted(SERIES))
+@pytest.mark.parametrize("n", [3, 10, 28, 34])
+def test_pine_kama_updater_equals_the_atc_core(series, n):
+    x = SERIES[series]["close"]
+    want = np.empty(x.shape[0])
+    atc._kama(x, n, want)  # the compiled core the cpu bank runs
+    _assert_same(replay(PineKAMAUpdater(n), x), want, f"kama {n}")
+
+
+@pytest.mark.parametrize("series", sorted(SERIES))
+def test_hull_updater_repeats_the_core_for_both_output_dtypes(series):
+    x = SERIES[series]["close"]
+    rounded = replay(HullUpdater(20, round_diff=True), x)
+    _assert_same(rounded.astype(np.float32), indicators.hma(x, 20, dtype=np.float32), "hma float32")
+    _assert_same(replay(HullUpdater(20, round_diff=False), x), indicators.hma(x, 20, dtype=np.float64), "hma float64")
+    _assert_same(replay(HullUpdater(9, round_diff=False), x), replay(HMAUpdater(9), x), "HMAUpdater")
+
+
+@pytest.mark.parametrize("series", sorted(SERIES))
+@pytest.mark.parametrize("params", [PRESETS["daily"], SellerParams(ema_fast=5, ema_slow=20, z_window=30, atr_window=7,
+                                                                    vol_z_min=1.5, tr_z_min=0.5, cloc_min=0.5)])
+def test_seller_exhaustion_updater_equals_the_batch_signal_and_intermediates(series, params):
+    b = SERIES[series]
+    want = seller_exhaustion(b["high"], b["low"], b["close"], b["volume"], params)
+    u = SellerExhaustionUpdater(params)
+    got = {k: [] for k in want}
+    for row in zip(b["high"].tolist(), b["low"].tolist(), b["close"].tolist(), b["volume"].tolist()):
+        got["signal"].append(u.update(*row) == 1.0)
+        for k in ("ema_f", "ema_s", "atr", "vol_z", "tr_z", "cloc"):
+            got[k].append(getattr(u, k))
+    for k, w in want.items():
+        _assert_same(np.array(got[k], dtype=w.dtype), w, k)
+    assert want["signal"].any()
+
+
+@pytest.mark.parametrize(("kwargs"), [
+    {},
+    {"robustness": "Wide", "length": 20, "cutout": 40},
+    {"robustness": "Narrow", "length": {"EMA": 10, "KAMA": 15}, "lam": 0.5, "decay": 0.1,
+     "weights": {"EMA": 2.0, "LSMA": 0.5}},
+], ids=["default", "wide-cutout", "narrow-lengths-weights"])
+def test_atc_updater_equals_the_batch_kernel_final_and_families(kwargs):
+    x = SERIES["goog"]["close"]
+    families, final = atc.compute(x, dtype=np.float64, **kwargs)
+    u = ATCUpdater(**kwargs)
+    got_final, got_fam = [], []
+    for v in x.tolist():
+        got_final.append(u.update(v))
+        got_fam.append(list(u.families))
+    _assert_same(np.array(got_final), final, "final")
+    got_fam = np.array(got_fam)
+    for f, name in enumerate(atc.FAMILIES):
+        _assert_same(got_fam[:, f], families[name], name)
+
+
+def test_atc_growth_blocks_repeat_the_kernels_growth_bit_for_bit():
+    """growth[t] = exp(lam*(t - cutout)) of the absolute bar index, evaluated a block at a
+    time, equals the batch kernel's one-array evaluation across block boundaries."""
+    u = ATCUpdater(lam=3.0, cutout=5)
+    want = atc._Params("Medium", 28, 3.0, 0.03, 5, None).growth(3 * ATCUpdater._GROWTH_BLOCK + 7)
+    got = np.array([u._growth_at(t) for t in range(want.shape[0])])
+    np.testing.assert_array_equal(got, want)
+    assert u._growth.shape[0] == ATCUpdater._GROWTH_BLOCK  # O(1) state
+
+
+def test_atc_updater_refuses_a_non_finite_close_as_the_batch_kernel_does():
+    u = ATCUpdater()
+    u.update(10.0)
+    with pytest.raises(ValueError, match="finite"):
+        u.update(math.nan)
+    with pytest.raises(ValueError, match="finite"):
+        atc.average_signal(np.array([10.0, math.nan]))
