@@ -87,7 +87,7 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
         from pipeline.definitions import ALL_ASSETS, build_resources
 
         res = materialize(ALL_ASSETS, selection=["regime"], instance=instance, resources=build_resources(),
-                          tags={**year_range_tags(years), **(tags or {})})
+                          tags={**year_range_tags(years), **(tags or {})}, run_config=run_config)
         res.success or _fail("regime", years)
     if lstm:
         res = defs.resolve_job_def("lstm_job").execute_in_process(

@@ -80,7 +80,8 @@ def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: 
     batches = [[y] for y in years] if per_year else [years]
     for batch in tqdm(batches, desc=desc, unit="run" if not per_year else "year", disable=len(batches) == 1):
         res = materialize(ALL_ASSETS, selection=selection, instance=instance, resources=build_resources(str(cfg)),
-                          tags=year_range_tags(batch), raise_on_error=False)
+                          tags=year_range_tags(batch), raise_on_error=False,
+                          run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
         if not res.success:
             raise RuntimeError(f"{desc} failed for {batch[0]}..{batch[-1]}: see `make ui` (run {res.run_id})")
 
