@@ -7,7 +7,9 @@ score and to a small calibration error on held-out rows.
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import sys
 
 import numpy as np
@@ -23,6 +25,8 @@ from kernels.learn.calibration import (
 )
 from kernels.learn.meta import (
     REGIME_COLUMNS,
+    MetaModel,
+    _logistic_folds,
     build_meta_matrix,
     calibration_png,
     complete_rows,
@@ -258,6 +262,140 @@ def test_calibration_png(problem, tmp_path):
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
     assert [f.name for f in out.parent.iterdir()] == ["calibration.png"]
+
+
+# ---------------------------------------------------------------- NumPy inference path
+
+
+def _no_sklearn(*_, **__):
+    raise AssertionError("the sklearn path was used")
+
+
+def _sklearn_spy(model, monkeypatch) -> list:
+    """Count the calls that reach the (copied) estimator's sklearn predict_proba."""
+    calls, real = [], model.estimator.predict_proba
+
+    def spy(X):
+        calls.append(X.shape)
+        return real(X)
+
+    monkeypatch.setattr(model.estimator, "predict_proba", spy)
+    return calls
+
+
+@pytest.fixture(scope="module")
+def sigmoid_model():
+    X, y, _, names = make_problem(5_000, seed=8)
+    return train_meta(X, y, feature_names=names, calibration="sigmoid")
+
+
+@pytest.mark.parametrize("calibration", ["isotonic", "sigmoid"])
+def test_numpy_path_equals_sklearn(problem, sigmoid_model, calibration, monkeypatch):
+    model = copy.deepcopy(problem["model"] if calibration == "isotonic" else sigmoid_model)
+    folds = _logistic_folds(model.estimator)
+    assert len(folds) == 5 and {f.method for f in folds} == {calibration}
+    Xt = problem["Xt"][:2_000].copy()
+    Xt[:20, 0], Xt[20:40, 1] = 1e4, -1e4  # decisions far outside the isotonic thresholds, both ways
+    X64 = Xt.astype(np.float64)
+    want = model.estimator.predict_proba(X64)[:, 1]  # sklearn, float64
+    if calibration == "isotonic":  # the clip is exercised on both sides in every copy
+        for f in folds:
+            d = f.decision(X64)
+            assert (d < f.xs[0]).any() and (d > f.xs[-1]).any()
+    monkeypatch.setattr(model.estimator, "predict_proba", _no_sklearn)  # from here on: NumPy only
+    got = model._proba64(X64)
+    assert got.dtype == np.float64 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    for i in (0, 25, 1_000):  # a single row
+        np.testing.assert_allclose(model._proba64(X64[i:i + 1]), want[i:i + 1], rtol=0, atol=1e-12)
+        p1 = model.predict_proba(Xt[i:i + 1])
+        assert p1.dtype == np.float32 and p1.shape == (1,)
+        np.testing.assert_allclose(p1, want[i:i + 1].astype(np.float32), rtol=0, atol=1e-7)
+    p = model.predict_proba(Xt)
+    assert p.dtype == np.float32 and p.shape == (2_000,)
+    np.testing.assert_allclose(p, want.astype(np.float32), rtol=0, atol=1e-7)
+    with pytest.raises(ValueError, match=r"\[n, 9\]"):
+        model.predict_proba(Xt[0])  # 1-D: the same shape validation as before
+
+
+def test_numpy_path_keeps_nan_rows(problem, monkeypatch):
+    model = copy.deepcopy(problem["model"])
+    Xt = problem["Xt"][:50].copy()
+    want = model.estimator.predict_proba(Xt.astype(np.float64))[:, 1].astype(np.float32)
+    Xt[[3, 7, 9], [0, 4, 8]] = [np.nan, np.inf, -np.inf]
+    monkeypatch.setattr(model.estimator, "predict_proba", _no_sklearn)
+    p = model.predict_proba(Xt)
+    keep = complete_rows(Xt)
+    assert np.isnan(p[~keep]).all() and np.isfinite(p[keep]).all() and (~keep).sum() == 3
+    np.testing.assert_allclose(p[keep], want[keep], rtol=0, atol=1e-7)
+    assert np.isnan(model.predict_proba(Xt[3:4])).all()  # one incomplete row: nothing computed
+    assert model.predict_proba(Xt[:0]).shape == (0,)
+
+
+def test_numpy_path_constant_isotonic_copy(problem):
+    model = copy.deepcopy(problem["model"])
+    cal = model.estimator.calibrated_classifiers_[1].calibrators[0]
+    cal.fit(np.array([0.5, 0.5]), np.array([0.3, 0.3]))  # a one-threshold (constant) calibrator
+    assert cal.X_thresholds_.size == 1
+    X64 = problem["Xt"][:500].astype(np.float64)
+    want = model.estimator.predict_proba(X64)[:, 1]
+    np.testing.assert_allclose(model._proba64(X64), want, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["lightgbm", "something_else"])
+def test_other_kinds_use_sklearn(problem, monkeypatch, kind):
+    model = copy.deepcopy(problem["model"])
+    Xt = problem["Xt"][:30]
+    fast = model.predict_proba(Xt)
+    calls = _sklearn_spy(model, monkeypatch)
+    assert model.predict_proba(Xt).dtype == np.float32 and calls == []  # logistic: NumPy
+    monkeypatch.setattr(model, "kind", kind)
+    p = model.predict_proba(Xt)
+    assert calls == [(30, 9)]
+    np.testing.assert_allclose(p, fast, rtol=0, atol=1e-7)
+
+
+def test_unrecognised_estimator_falls_back_to_sklearn(problem, monkeypatch):
+    class Stub:  # anything with predict_proba: not a CalibratedClassifierCV
+        def predict_proba(self, X):
+            return np.column_stack([np.full(len(X), 0.75), np.full(len(X), 0.25)])
+
+    names = problem["names"]
+    model = MetaModel(Stub(), names)
+    np.testing.assert_array_equal(model.predict_proba(problem["Xt"][:4]), np.full(4, 0.25, np.float32))
+    assert model._fast == (model.estimator, None)  # extraction failed once, remembered
+    # one calibrated copy the extraction does not cover: the whole model goes to sklearn
+    model = copy.deepcopy(problem["model"])
+    model.estimator.calibrated_classifiers_[2].calibrators[0].out_of_bounds = "nan"  # no clip
+    with pytest.raises(NotImplementedError, match="out_of_bounds='clip'"):
+        _logistic_folds(model.estimator)
+    calls = _sklearn_spy(model, monkeypatch)
+    want = problem["model"].predict_proba(problem["Xt"][:3])  # in range: the clip changes nothing
+    np.testing.assert_array_equal(model.predict_proba(problem["Xt"][:3]), want)
+    assert len(calls) == 1 and model._fast[1] is None
+    other = copy.deepcopy(problem["model"])
+    other.estimator.calibrated_classifiers_[0].method = "temperature"
+    with pytest.raises(NotImplementedError, match="temperature"):
+        _logistic_folds(other.estimator)
+    # replacing the estimator re-extracts (the cache is per estimator object)
+    model.estimator = copy.deepcopy(problem["model"].estimator)
+    monkeypatch.setattr(model.estimator, "predict_proba", _no_sklearn)
+    np.testing.assert_array_equal(model.predict_proba(problem["Xt"][:3]), problem["model"].predict_proba(
+        problem["Xt"][:3]))
+
+
+def test_fast_cache_is_not_pickled(problem, tmp_path):
+    model = copy.deepcopy(problem["model"])
+    Xt = problem["Xt"][:100]
+    p = model.predict_proba(Xt)
+    assert model._fast is not None and model._fast[1] is not None
+    clone = pickle.loads(pickle.dumps(model))
+    assert "_fast" not in clone.__dict__ and clone._fast is None
+    np.testing.assert_array_equal(clone.predict_proba(Xt), p)
+    save_meta(model, tmp_path / "m.joblib")
+    loaded = load_meta(tmp_path / "m.joblib")
+    assert loaded._fast is None
+    np.testing.assert_array_equal(loaded.predict_proba(Xt), p)
 
 
 # ---------------------------------------------------------------- optional extras
