@@ -30,7 +30,7 @@ How the batch arithmetic is repeated
   repeated in float32 here: f_vol_pct = atr14_f32 / close_f32 * 100 and f_vol_ratio =
   atr14_f32 / atr28_f32 (float32 array arithmetic in the registry), and the Hull MA, whose
   core keeps its intermediate series 2*WMA(n/2) - WMA(n) in a scratch array of the output
-  dtype (so it is rounded to float32 before the final WMA reads it): `HullUpdater(n,
+  dtype (so it is rounded to float32 before the final WMA reads it): `HMAUpdater(n,
   round_diff=True)`.
 * mean_reversion = clip(-float32(zscore(close, 20)) / 2, -1, 1) and
   rsi = (float32(RSI14) - 50) / 50 are float32 operations, as in the registry.
@@ -75,6 +75,7 @@ from kernels.updaters import (
     DEMAUpdater,
     DMIUpdater,
     EMAUpdater,
+    HMAUpdater,
     KAMAUpdater,
     LSMAUpdater,
     ReturnsUpdater,
@@ -92,7 +93,6 @@ __all__ = [
     "STREAM_SPECIALISTS",
     "ATCUpdater",
     "EwmUpdater",
-    "HullUpdater",
     "PineKAMAUpdater",
     "SellerExhaustionUpdater",
     "SymbolStream",
@@ -188,40 +188,6 @@ class PineKAMAUpdater(Updater):
         self._kama = self._kama + sc * (x - self._kama)
         self.value = self._kama
         return self._kama
-
-
-class HullUpdater(Updater):
-    """Hull MA, WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))), as `kernels.cores.hma_core`
-    computes it for a given output dtype: with round_diff=True the intermediate series is
-    rounded to float32 (the core's scratch array is float32 for float32 outputs);
-    round_diff=False is `kernels.updaters.HMAUpdater` (float64 outputs)."""
-
-    def __init__(self, n: int, round_diff: bool = True) -> None:
-        super().__init__()
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-            raise ValueError(f"period must be an integer >= 2, got {n!r}")
-        self.n = int(n)
-        m = int(math.sqrt(self.n))
-        self.lookback = self.n - 1 + m - 1
-        self._half = WMAUpdater(self.n // 2)
-        self._full = WMAUpdater(self.n)
-        self._diff = WMAUpdater(m)
-        self._round = bool(round_diff)
-
-    def update(self, x) -> float:
-        x = float(x)
-        self._count += 1
-        w_h = self._half.update(x)
-        w_f = self._full.update(x)
-        if not self._full.ready:
-            return NAN
-        d = 2.0 * w_h - w_f
-        if self._round:
-            d = float(_F32(d))
-        out = self._diff.update(d)
-        if self._diff.ready:
-            self.value = out
-        return out
 
 
 class SellerExhaustionUpdater(Updater):
@@ -423,7 +389,7 @@ class SymbolStream:
         self._ret1, self._ret5 = ReturnsUpdater(1), ReturnsUpdater(5)
         self._sma, self._ema, self._wma = SMAUpdater(20), EMAUpdater(20), WMAUpdater(20)
         self._dema, self._tema = DEMAUpdater(20), TEMAUpdater(20)
-        self._hma, self._lsma, self._kama = HullUpdater(20, round_diff=f32), LSMAUpdater(20), KAMAUpdater(10)
+        self._hma, self._lsma, self._kama = HMAUpdater(20, round_diff=f32), LSMAUpdater(20), KAMAUpdater(10)
         self._rsi, self._atr14, self._atr28, self._dmi = RSIUpdater(14), ATRUpdater(14), ATRUpdater(28), DMIUpdater(14)
         self._std, self._z = StdDevUpdater(20), ZScoreUpdater(20)
         self._atc = ATCUpdater()

@@ -241,9 +241,13 @@ class WMAUpdater(Updater):
 
 
 class HMAUpdater(Updater):
-    """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))), three rolling WMAs."""
+    """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))), three rolling WMAs.
 
-    def __init__(self, n: int) -> None:
+    round_diff=True rounds the intermediate series to float32 before the final WMA reads it,
+    as `kernels.cores.hma_core` does for float32 outputs (its scratch array is float32);
+    False (default) matches the float64 batch kernel."""
+
+    def __init__(self, n: int, round_diff: bool = False) -> None:
         super().__init__()
         self.n = _period(n, 2)
         m = int(math.sqrt(self.n))
@@ -251,6 +255,7 @@ class HMAUpdater(Updater):
         self._half = WMAUpdater(self.n // 2)
         self._full = WMAUpdater(self.n)
         self._diff = WMAUpdater(m)
+        self._round = bool(round_diff)
 
     def update(self, x) -> float:
         x = float(x)
@@ -259,7 +264,10 @@ class HMAUpdater(Updater):
         w_f = self._full.update(x)
         if not self._full.ready:
             return NAN
-        out = self._diff.update(2.0 * w_h - w_f)
+        d = 2.0 * w_h - w_f
+        if self._round:
+            d = float(np.float32(d))
+        out = self._diff.update(d)
         if self._diff.ready:
             self.value = out
         return out
