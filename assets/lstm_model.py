@@ -96,7 +96,7 @@ def lstm_model(context: AssetExecutionContext, features: pl.LazyFrame, labels: p
     with observe(context, settings.reports_dir, "lstm_model", args=cfg.model_dump()) as obs:
         for year in (int(k) for k in context.partition_keys):
             frame = lstm_frame(features, labels, cfg.horizon, year)
-            result, scores, window = fit_and_score(frame, year, cfg.horizon, cfg, device)
+            result, scores, window = fit_and_score(frame, year, cfg.horizon, cfg, device, seed=cfg.seed)
             stem = settings.models_dir / f"lstm_h{cfg.horizon}_{year}"
             save_weights(result.model.state_dict(), stem.with_suffix(".pt"))
             write_json_atomic(stem.with_suffix(".json"), {

@@ -170,6 +170,7 @@ class LSTMSettings(_Model):
     max_steps: int | None = Field(300, ge=1)
     patience: int = Field(2, ge=1)
     val_days: int = Field(91, ge=1)
+    seed: int = Field(0, ge=0)
 
 
 class MetaSettings(_Model):
