@@ -27,7 +27,7 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 ui: $(STAMP)
-	$(PY) -c "from pipeline.instance import ensure_dagster_home; ensure_dagster_home()"
+	$(PY) -c "from pipeline.instance import get_instance; get_instance()"
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 bench: $(STAMP)

@@ -30,7 +30,7 @@ from kernels.gridsearch.cube import cube_roi, cube_roi_torch
 from kernels.gridsearch.exits import resolve_exits
 from kernels.gridsearch.grid import PARAMS, Grid
 from kernels.gridsearch.ranking import top_k_full
-from resources.compute import ComputeResource
+from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
 
 ENGINES = ("auto", "brute", "cube")
@@ -214,7 +214,7 @@ def trade_log(context: AssetExecutionContext, market_data: pl.DataFrame, project
 
 
 @asset(io_manager_key="parquet_io_manager", group_name="grid_search", kinds={"numba", "polars"},
-       ins={"market_data": AssetIn(), "trade_log": AssetIn()})
+       ins={"market_data": AssetIn(), "trade_log": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags())
 def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade_log: pl.DataFrame,
                 project: ProjectResource, compute: ComputeResource):
     """The exact top combinations of entry filters and exits by ROI over the trade history

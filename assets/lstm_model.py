@@ -26,7 +26,7 @@ from assets.symbol_chunks import symbol_offsets
 from assets.training_data import label_ends
 from kernels.learn.lstm import predict_lstm, train_lstm
 from pipeline.partitions import years_partitions
-from resources.compute import ComputeResource
+from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
@@ -84,6 +84,8 @@ def fit_and_score(frame: pl.DataFrame, year: int, horizon: int, cfg, device: str
     io_manager_key="parquet_io_manager",
     group_name="lstm",
     kinds={"pytorch"},
+    pool=GPU_POOL,
+    op_tags=gpu_step_tags(),
 )
 def lstm_model(context: AssetExecutionContext, features: pl.LazyFrame, labels: pl.LazyFrame, project: ProjectResource,
                compute: ComputeResource):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dagster import Definitions, multiprocess_executor
+from dagster import Definitions
 
 from assets.atc_scan import atc_scan
 from assets.backtest import backtest
@@ -18,6 +18,7 @@ from assets.predictions import predictions
 from assets.raw_bars import raw_bars
 from assets.regime import regime
 from assets.specialists import specialists
+from pipeline.executors import build_executor
 from pipeline.jobs import atc_scan_job, grid_search_job, historical_build_and_train, live_paper_trade, lstm_job, yearly_stages
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import build_chain_sensor, new_symbol_sensor
@@ -44,5 +45,5 @@ defs = Definitions(
     schedules=[nightly_rebuild],
     sensors=[new_symbol_sensor, build_chain_sensor],
     resources=build_resources(),
-    executor=multiprocess_executor,
+    executor=build_executor(load_settings()),
 )

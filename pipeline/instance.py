@@ -18,7 +18,7 @@ event_log_storage:
   module: pipeline.event_log
   class: BatchedSqliteEventLogStorage
   config:
-    base_dir: history/runs   # relative to DAGSTER_HOME
+    base_dir: {base_dir}
 """
 
 
@@ -28,10 +28,17 @@ def ensure_dagster_home() -> Path:
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     if not cfg.exists():
-        cfg.write_text(DAGSTER_YAML)
+        # absolute: a process that opens this file without DAGSTER_HOME set must not write elsewhere
+        cfg.write_text(DAGSTER_YAML.format(base_dir=home / "history" / "runs"))
     return home
 
 
 def get_instance() -> DagsterInstance:
+    """The instance of DAGSTER_HOME, its `gpu` concurrency pool sized (pipeline.executors)."""
+    from pipeline.executors import ensure_gpu_pool
+    from pipeline.settings import load_settings
+
     ensure_dagster_home()
-    return DagsterInstance.get()
+    instance = DagsterInstance.get()
+    ensure_gpu_pool(instance, load_settings())
+    return instance

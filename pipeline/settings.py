@@ -191,6 +191,21 @@ class BacktestSettings(_Model):
     chunk_days: int = Field(256, ge=1)     # days per numba call between log flushes
 
 
+class DaskCluster(_Model):
+    scheduler: str | None = None       # an existing scheduler address, e.g. tcp://10.0.0.5:8786
+    workers: int = Field(2, ge=1)      # LocalCluster workers when no scheduler is given
+    threads_per_worker: int = Field(1, ge=1)
+    gpu_resources: bool = False        # GPU steps ask Dask for resource GPU=1 (workers started with --resources GPU=n)
+
+
+class ExecutorSettings(_Model):
+    """How Dagster runs the steps of a run (pipeline.executors)."""
+    kind: Literal["in_process", "multiprocess", "dask"] = "multiprocess"
+    max_concurrent: int | None = Field(None, ge=1)  # multiprocess: parallel step processes (null = CPU count)
+    gpus: int | None = Field(None, ge=1)             # size of the `gpu` concurrency pool; null = GPUs found (at least 1)
+    dask: DaskCluster = DaskCluster()
+
+
 class Automation(_Model):
     nightly_schedule: bool = False
     new_symbol_sensor: bool = False
@@ -258,6 +273,7 @@ class Settings(_Model):
     lstm: LSTMSettings = LSTMSettings()
     meta: MetaSettings = MetaSettings()
     backtest: BacktestSettings = BacktestSettings()
+    executor: ExecutorSettings = ExecutorSettings()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     # Where the file was read from; relative paths resolve against its folder.

@@ -1,0 +1,63 @@
+"""The Dagster executor and the GPU concurrency pool, from settings (`executor.*`).
+
+    in_process     every step in the run's process (debugging)
+    multiprocess   a process per step, at most `max_concurrent` at once (the default)
+    dask           dagster-dask: each step is a task on a Dask cluster: an existing scheduler
+                   (`executor.dask.scheduler`) or a LocalCluster started for the run
+
+Steps that may use a GPU (GPU_ASSETS) belong to the Dagster concurrency pool `gpu`, whose
+limit is the number of GPUs (`executor.gpus`, else the GPUs found, at least 1): two such
+steps never share one GPU. On Dask they can also carry the resource requirement GPU=1
+(`executor.dask.gpu_resources`), so the scheduler puts them on workers that declare GPUs.
+"""
+
+from __future__ import annotations
+
+from dagster import in_process_executor, multiprocess_executor
+
+from pipeline.settings import Settings
+from resources.compute import GPU_POOL
+
+GPU_ASSETS = ("lstm_model", "atc_scan", "grid_search")  # declared with pool=GPU_POOL, op_tags=gpu_step_tags()
+
+
+def build_executor(settings: Settings):
+    ex = settings.executor
+    if ex.kind == "in_process":
+        return in_process_executor
+    if ex.kind == "multiprocess":
+        return multiprocess_executor.configured({"max_concurrent": ex.max_concurrent or 0}, name="multiprocess")
+    try:
+        from dagster_dask import dask_executor
+    except ImportError:
+        raise ImportError("executor.kind is dask but dagster-dask is not installed: pip install -e '.[cluster]'") from None
+    d = ex.dask
+    cluster = ({"existing": {"address": d.scheduler}} if d.scheduler
+               else {"local": {"n_workers": d.workers, "threads_per_worker": d.threads_per_worker}})
+    return dask_executor.configured({"cluster": cluster}, name="dask")
+
+
+def gpu_count() -> int:
+    """GPUs this process can see (CUDA through numba or CuPy, ROCm through torch); 0 if none."""
+    from resources.compute import probe_cuda, probe_rocm
+
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.device_count()
+    except Exception:
+        pass
+    return 1 if (probe_cuda() or probe_rocm()) else 0
+
+
+def gpu_pool_limit(settings: Settings) -> int:
+    return settings.executor.gpus or max(1, gpu_count())
+
+
+def ensure_gpu_pool(instance, settings: Settings) -> int:
+    """Set the `gpu` pool's limit on `instance` (idempotent); returns the limit."""
+    limit = gpu_pool_limit(settings)
+    if instance.event_log_storage.get_concurrency_info(GPU_POOL).slot_count != limit:
+        instance.event_log_storage.set_concurrency_slots(GPU_POOL, limit)
+    return limit
