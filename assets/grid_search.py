@@ -74,6 +74,25 @@ def describe(index: np.ndarray, roi_units: np.ndarray, grid: Grid, trades: Trade
     return rows
 
 
+def engine_top(features, results, grid: Grid, engine: str, backend: str, k: int, min_trades: int, progress=None):
+    """The exact top-k (kernels.gridsearch.ranking.TopK) of one grid with one engine: brute
+    (numba on cpu or cuda) or cube (NumPy, CuPy or torch). Used whole here and per shard by
+    assets.grid_dask."""
+    if engine == "brute":
+        return brute_force(features, results, grid, k=k, min_trades=min_trades,
+                           backend="cuda" if backend == "cuda" else "cpu", progress=progress)
+    if backend == "torch":
+        roi, counts = cube_roi_torch(features, results, grid)
+        return top_k_full(roi, counts, k, min_trades)
+    if backend == "cuda":
+        import cupy as cp
+
+        roi, counts = cube_roi(cp.asarray(features), cp.asarray(results), grid, xp=cp)
+        return top_k_full(roi, counts, k, min_trades, xp=cp)
+    roi, counts = cube_roi(features, results, grid)
+    return top_k_full(roi, counts, k, min_trades)
+
+
 def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engine: str = "auto", backend: str = "cpu",
                     top: int = 10, min_trades: int = 1, progress=None) -> tuple[GridSearchResult, np.ndarray]:
     """The exact top-`top` combinations; also returns the resolved results [pairs, trades]."""
@@ -87,20 +106,7 @@ def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engi
     results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, grid.target,
                                grid.stop_loss, backend=exit_backend)
     t1 = time.perf_counter()
-    if engine == "brute":
-        best = brute_force(trades.features, results, grid, k=top, min_trades=min_trades,
-                           backend="cuda" if backend == "cuda" else "cpu", progress=progress)
-    elif backend == "torch":
-        roi, counts = cube_roi_torch(trades.features, results, grid)
-        best = top_k_full(roi, counts, top, min_trades)
-    elif backend == "cuda":
-        import cupy as cp
-
-        roi, counts = cube_roi(cp.asarray(trades.features), cp.asarray(results), grid, xp=cp)
-        best = top_k_full(roi, counts, top, min_trades, xp=cp)
-    else:
-        roi, counts = cube_roi(trades.features, results, grid)
-        best = top_k_full(roi, counts, top, min_trades)
+    best = engine_top(trades.features, results, grid, engine, backend, top, min_trades, progress=progress)
     if progress and engine != "brute":
         progress(grid.n_combinations)
     t2 = time.perf_counter()
@@ -228,6 +234,13 @@ def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade
     with observe(context, settings.reports_dir, "grid_search", args={"engine": gs.engine, "backend": backend}) as obs:
         if gs.engine == "optuna":
             result, results = run_smart_search(prices, trades, gs, backend)
+        elif gs.dask.enabled:
+            from assets.grid_dask import cluster_client, run_grid_search_dask
+
+            with cluster_client(gs.dask) as client:
+                result, results = run_grid_search_dask(prices, trades, grid, client=client, engine=gs.engine,
+                                                       backend=backend, top=gs.top, min_trades=gs.min_trades,
+                                                       shards=gs.dask.shards, scatter=gs.dask.scatter)
         else:
             result, results = run_grid_search(prices, trades, grid, engine=gs.engine, backend=backend, top=gs.top,
                                               min_trades=gs.min_trades)

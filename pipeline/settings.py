@@ -244,6 +244,16 @@ class SmartSearch(_Model):
     seed: int = 0
 
 
+class DaskSettings(_Model):
+    """`grid_search.dask`: shard the grid search over a Dask cluster (assets.grid_dask)."""
+    enabled: bool = False
+    scheduler: str | None = None             # an existing scheduler address, e.g. tcp://10.0.0.5:8786
+    workers: int = Field(2, ge=1)            # LocalCluster workers (1 thread each) when no scheduler; gpu: at most one per GPU
+    gpu: bool = False                        # dask_cuda.LocalCUDACluster: RMM pool per worker (needs dask-cuda, rmm)
+    shards: int | None = Field(None, ge=1)   # (target, stop_loss) pair shards; null = the cluster's worker threads
+    scatter: Literal["broadcast", "rows"] = "broadcast"  # inputs to every worker, or each shard's result rows to one
+
+
 class GridSearch(_Model):
     market_data: Path = Path("grid_data/market_data")
     trade_log: Path = Path("grid_data/all_trade_logs.csv")
@@ -254,6 +264,7 @@ class GridSearch(_Model):
     overfitting: bool = True
     params: GridParams = GridParams()
     smart: SmartSearch = SmartSearch()
+    dask: DaskSettings = DaskSettings()
 
 
 class Settings(_Model):

@@ -51,6 +51,21 @@ def test_assets_write_top10_json_markdown_and_heatmap(grid_data, make_settings, 
     assert len(full) == 10 and all(abs(r["roi_in"] + r["roi_out"] - r["roi_full"]) < 1e-6 for r in full)
 
 
+def test_the_asset_on_a_dask_cluster_stores_the_same_top10(grid_data, make_settings, instance, tmp_path):
+    pytest.importorskip("distributed", reason="the cluster extra: pip install -e '.[cluster]'")
+    common = {"market_data": str(grid_data.market_data), "trade_log": str(grid_data.trade_log), "params": SMALL_PARAMS,
+              "overfitting": False}
+    tops = []
+    for dask in ({"enabled": False}, {"enabled": True, "workers": 2, "shards": 3}):
+        cfg = make_settings(paths={"reports": str(tmp_path / f"reports_{dask['enabled']}")},
+                            grid_search={**common, "dask": dask})
+        cfg = cfg.rename(cfg.with_name(f"settings_dask_{dask['enabled']}.yaml"))  # settings are cached per file
+        assert materialize([market_data, trade_log, grid_search], instance=instance,
+                           resources=build_resources(str(cfg))).success
+        tops.append(json.loads((read_settings(cfg).reports_dir / "grid_search" / "top10.json").read_text()))
+    assert tops[1]["top"] == tops[0]["top"] and tops[1]["dask"]["shards"] == 3
+
+
 def test_cli_writes_the_same_json(grid_data, tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text(json.dumps(SMALL_PARAMS))
