@@ -78,3 +78,14 @@ def test_specialists_through_dagster(make_settings, instance):
     assert res.success and all(e.passed for e in res.get_asset_check_evaluations())
     stored = ParquetStore(read_settings(cfg).data_dir).read("specialists", [SymbolYear("AAA", 2002)])
     assert stored.height == 252 and not stored["spec_atc_score"].is_nan().any()
+
+
+def test_scores_in_range_check_passes_on_the_first_year_whose_warm_up_is_nan(make_settings, instance):
+    cfg = make_settings()
+    assert run_assets([raw_bars], cfg, instance, SYMS, [2000]).success
+    res = materialize([raw_bars, specialists], selection=[specialists], partition_key="AAA|2000", instance=instance,
+                      resources=build_resources(str(cfg)))
+    (check,) = res.get_asset_check_evaluations()
+    stored = ParquetStore(read_settings(cfg).data_dir).read("specialists", [SymbolYear("AAA", 2000)])
+    assert stored["spec_rsi_score"].is_nan().sum() > 0  # the warm-up
+    assert check.passed and check.metadata["out_of_range"].value == {c: 0 for c in check.metadata["out_of_range"].value}

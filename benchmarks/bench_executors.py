@@ -1,0 +1,94 @@
+"""The partition fan-out of the feature rebuild through each Dagster executor (issue 8).
+
+One run of `historical_build_and_train`'s stages (raw_bars, features, labels, specialists)
+over a symbols x years rectangle, from the shell (`dagster asset materialize
+--partition-range`), with `executor.kind` in_process, multiprocess and dask (a 2-worker
+LocalCluster started by the benchmark, shared DAGSTER_HOME and settings). Each executor
+gets a fresh store and instance. Stages are single-run backfills, so one step per stage
+carries every partition: what differs is how the four steps are launched and where they run
+(the ratio to in_process is the executor's overhead on this machine).
+
+Usage: python benchmarks/bench_executors.py [--symbols 40] [--years 2000-2009] [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.common import emit, machine, symbol_names  # noqa: E402
+
+DAGSTER = str(Path(sys.executable).parent / "dagster")
+SELECT = "raw_bars,features,labels,specialists"
+
+
+def run_once(tmp: Path, kind: str, symbols: list[str], y0: int, y1: int, scheduler: str | None) -> dict:
+    cfg = tmp / f"settings_{kind}.yaml"
+    executor = {"kind": kind, **({"dask": {"scheduler": scheduler}} if scheduler else {})}
+    cfg.write_text(json.dumps({
+        "paths": {"data": str(tmp / kind / "data"), "reports": str(tmp / kind / "reports"), "models": str(tmp / kind / "models")},
+        "years": {"start": y0, "end": y1},
+        "universe": {"source": "synthetic", "synthetic": {"symbols": symbols, "seed": 7, "end_date": f"{y1}-12-31"}},
+        "executor": executor,
+    }))
+    env = {**os.environ, "PIPELINE_CONFIG": str(cfg), "DAGSTER_HOME": str(tmp / kind / "home")}
+    sync = subprocess.run([sys.executable, "-m", "pipeline.cli", "symbols", "sync"], cwd=REPO, env=env, capture_output=True, text=True)
+    if sync.returncode:
+        raise RuntimeError(sync.stderr[-3000:])
+    t0 = time.perf_counter()
+    out = subprocess.run([DAGSTER, "asset", "materialize", "-m", "pipeline.definitions", "--select", SELECT,
+                          "--partition-range", f"{symbols[0]}|{y0}...{symbols[-1]}|{y1}"], cwd=REPO, env=env,
+                         capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if out.returncode:
+        raise RuntimeError(f"{kind}: {out.stderr[-3000:]}")
+    return {"kind": kind, "seconds": seconds}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--symbols", type=int, default=40)
+    ap.add_argument("--years", default="2000-2009")
+    ap.add_argument("--record", action="store_true")
+    args = ap.parse_args()
+    y0, y1 = (int(x) for x in args.years.split("-"))
+    symbols = symbol_names(args.symbols)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for kind in ("in_process", "multiprocess"):
+            rows.append(run_once(tmp, kind, symbols, y0, y1, None))
+        from distributed import LocalCluster
+
+        # the workers need the run's settings and instance: they inherit this environment
+        os.environ["PIPELINE_CONFIG"] = str(tmp / "settings_dask.yaml")
+        os.environ["DAGSTER_HOME"] = str(tmp / "dask" / "home")
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+            rows.append(run_once(tmp, "dask", symbols, y0, y1, cluster.scheduler_address))
+    partitions = len(symbols) * (y1 - y0 + 1)
+    base = rows[0]["seconds"]
+    lines = [f"### Executors: the feature rebuild's fan-out through Dagster ({dt.date.today()})", "",
+             f"Machine: {machine()}. Command: `python benchmarks/bench_executors.py --symbols {args.symbols} "
+             f"--years {args.years}`. One run of {SELECT} over {len(symbols)} symbols x {y1 - y0 + 1} years "
+             f"({partitions} partitions per stage) from the shell, fresh store and instance per executor; "
+             "dask = a 2-worker LocalCluster (not counted in the time).", "",
+             "| executor | seconds | / in_process |", "|---|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['kind']} | {r['seconds']:.1f} | {r['seconds'] / base:.2f}x |")
+    lines.append("")
+    emit(lines, args.record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
