@@ -415,22 +415,24 @@ class InferenceSession:
             self._models[year] = hit
         return hit[1]
 
+    def _year_table(self, cache: dict, asset: str, year: int, build) -> dict:
+        """`build(frame)` of the stored year file of `asset`, cached until the file changes
+        ({} when it is absent)."""
+        path = self.store.year_path(asset, year)
+        st = _stat(path)
+        hit = cache.get(year)
+        if hit is None or hit[0] != st:
+            hit = (st, build(pl.read_parquet(path)) if st is not None else {})
+            cache[year] = hit
+        return hit[1]
+
     def regime(self, date: np.datetime64) -> int | None:
         """The regime tag of `date` (stored, else computed causally; None when untagged)."""
-        year = _year(date)
-        path = self.store.year_path("regime", year)
-        st = _stat(path)
-        hit = self._regime_stored.get(year)
-        if hit is None or hit[0] != st:
-            table = {}
-            if st is not None:
-                df = pl.read_parquet(path, columns=["date", "regime"])
-                table = dict(zip(df["date"].cast(pl.Datetime("ns")).cast(pl.Int64).to_list(), df["regime"].to_list()))
-            hit = (st, table)
-            self._regime_stored[year] = hit
+        table = self._year_table(self._regime_stored, "regime", _year(date), lambda df: dict(
+            zip(df["date"].cast(pl.Datetime("ns")).cast(pl.Int64).to_list(), df["regime"].to_list())))
         key = int(date.astype("datetime64[ns]").astype(np.int64))
-        if key in hit[1]:
-            return hit[1][key]
+        if key in table:
+            return table[key]
         if key not in self._regime_computed:
             self._regime_computed[key] = self._compute_regime(date)
         return self._regime_computed[key]
@@ -452,20 +454,14 @@ class InferenceSession:
 
     def lstm_score(self, symbol: str, date: np.datetime64) -> float:
         """The stored out-of-sample LSTM score of (symbol, date), NaN when absent."""
-        year = _year(date)
-        path = self.store.year_path("lstm_model", year)
-        st = _stat(path)
-        hit = self._lstm.get(year)
-        if hit is None or hit[0] != st:
-            table = {}
-            if st is not None:
-                df = pl.read_parquet(path)
-                if STORED_LSTM_COLUMN in df.columns:
-                    keys = zip(df["symbol"].to_list(), df["date"].cast(pl.Datetime("ns")).cast(pl.Int64).to_list())
-                    table = dict(zip(keys, df[STORED_LSTM_COLUMN].to_list()))
-            hit = (st, table)
-            self._lstm[year] = hit
-        v = hit[1].get((symbol, int(date.astype("datetime64[ns]").astype(np.int64))))
+        def build(df: pl.DataFrame) -> dict:
+            if STORED_LSTM_COLUMN not in df.columns:
+                return {}
+            keys = zip(df["symbol"].to_list(), df["date"].cast(pl.Datetime("ns")).cast(pl.Int64).to_list())
+            return dict(zip(keys, df[STORED_LSTM_COLUMN].to_list()))
+
+        table = self._year_table(self._lstm, "lstm_model", _year(date), build)
+        v = table.get((symbol, int(date.astype("datetime64[ns]").astype(np.int64))))
         return math.nan if v is None else float(v)
 
     # -- inference ---------------------------------------------------------------------
