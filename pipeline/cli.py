@@ -3,7 +3,8 @@
     symbols sync     register every symbol of the configured source in DAGSTER_HOME
     symbols list     the registered symbols
     demo             the main job on the built-in data, with a summary
-    grid-search      the trade-log grid search on a market-data folder and a trade log
+    grid-search      the trade-log grid search: the grid_search_job assets from the settings, or a
+                     direct run on --market-data and --trade-log (the same stage functions)
     grid-data        write realistic grid-search inputs (seed 001 formats) for a try-out
     atc-scan         the current ATC state of every symbol in the store (raw_bars)
     build-features, train-lstm, train-meta, backtest, evaluate, build-all, infer:
@@ -42,9 +43,60 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(load_settings())
 
 
+def _grid_search_assets(args: argparse.Namespace) -> int:
+    """Materialize market_data -> trade_log -> grid_search from the settings; the flags
+    become derived settings (pipeline.stage_commands.derived_settings)."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    import yaml
+    from dagster import materialize
+
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    from pipeline.instance import get_instance
+    from pipeline.settings import config_path
+    from pipeline.stage_commands import derived_settings
+
+    gs = {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}
+    if args.tickers:
+        gs["tickers"] = args.tickers.split(",")
+    if args.overfitting:
+        gs["overfitting"] = True
+    if args.params:
+        gs["params"] = yaml.safe_load(Path(args.params).read_text()) or {}
+    smart = {k: v for k, v in {"sampler": args.sampler, "trials": args.trials, "storage": args.storage,
+                               "study_name": args.study_name}.items() if v}
+    if smart:
+        gs["smart"] = smart
+    overrides = {"grid_search": gs, **({"device": args.backend} if args.backend != "auto" else {})}
+    cfg = derived_settings(overrides, "grid-search")
+    settings = load_settings(cfg)
+    res = materialize(ALL_ASSETS, selection=["market_data", "trade_log", "grid_search"], instance=get_instance(), resources=build_resources(str(cfg)), raise_on_error=False,
+                      run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    if not res.success:
+        raise RuntimeError(f"grid_search_job failed: see `make ui` (run {res.run_id})")
+    report_path = settings.reports_dir / "grid_search" / "top10.json"
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(report_path, args.out)
+    report = json.loads(report_path.read_text())
+    print(json.dumps({"winner": report["top"][0] if report["top"] else None, "combinations": report["combinations"],
+                      "trades": report["trades"], "seconds": round(report["seconds"], 3),
+                      "out": str(args.out or report_path)}, indent=2))
+    return 0
+
+
 def _grid_search(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
+
+    if not args.market_data and not args.trade_log:
+        return _grid_search_assets(args)
+    if not (args.market_data and args.trade_log and args.out):
+        print("error: a direct run needs --market-data, --trade-log and --out (or none of the first two: the "
+              "settings' inputs through Dagster)", file=sys.stderr)
+        return 2
 
     import yaml
     from tqdm import tqdm
@@ -111,23 +163,32 @@ def _grid_data(args: argparse.Namespace) -> int:
 
 
 def _atc_scan(args: argparse.Namespace) -> int:
-    from assets.atc_scan import STATES, scan_universe
-    from resources.compute import select_device
-    from resources.parquet_store import ParquetStore
+    """Materialize `atc_scan` (flags become derived settings), then print the stored table."""
+    import polars as pl
+    from dagster import materialize
 
-    settings = load_settings()
-    a = settings.atc
-    bars = ParquetStore(settings.data_dir).scan("raw_bars").select("date", "symbol", "close").collect()
-    device = select_device(args.backend).backend
-    table, stats = scan_universe(bars, n_bars=args.bars or a.scan_bars, chunk_symbols=a.chunk_symbols,
-                                 device_backend=device, robustness=args.robustness or a.robustness,
-                                 length=args.length or a.length, cache=a.cache)
+    from assets.atc_scan import STATES
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    from pipeline.instance import get_instance
+    from pipeline.settings import config_path
+    from pipeline.stage_commands import derived_settings
+
+    atc = {k: v for k, v in {"scan_bars": args.bars, "robustness": args.robustness, "length": args.length}.items() if v}
+    overrides = {**({"atc": atc} if atc else {}), **({"device": args.backend} if args.backend != "auto" else {})}
+    cfg = derived_settings(overrides, "atc-scan") if overrides else config_path()
+    settings = load_settings(cfg)
+    res = materialize(ALL_ASSETS, selection=["atc_scan"], instance=get_instance(), resources=build_resources(str(cfg)),
+                      raise_on_error=False, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    if not res.success:
+        raise RuntimeError(f"atc_scan failed: see `make ui` (run {res.run_id})")
+    table = pl.read_parquet(settings.data_dir / "atc_scan" / "part.parquet")
     if args.out:
         table.write_parquet(args.out) if args.out.endswith(".parquet") else table.write_csv(args.out)
     print(f"{'symbol':<10}{'date':<12}{'ATC':>8}  state")
     for r in table.sort("atc", descending=True).iter_rows(named=True):
         print(f"{r['symbol']:<10}{r['date']:%Y-%m-%d}  {r['atc']:+.3f}  {STATES[int(r['state'])]}")
-    print(f"{table.height} symbols, {stats.chunks} chunk(s) on {stats.backends}", file=sys.stderr)
+    meta = res.asset_materializations_for_node("atc_scan")[0].metadata
+    print(f"{table.height} symbols; {meta['states'].value}", file=sys.stderr)
     return 0
 
 
@@ -140,8 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     dp = sub.add_parser("demo", help="materialize the demo partitions and print a summary")
     dp.set_defaults(func=_demo)
     gp = sub.add_parser("grid-search", help="exact top-k parameter combinations over a trade log")
-    gp.add_argument("--market-data", required=True, help="folder of Raw_Market_data_MM-DD-YYYY.csv")
-    gp.add_argument("--trade-log", required=True, help="all_trade_logs.csv")
+    gp.add_argument("--market-data", help="folder of Raw_Market_data_MM-DD-YYYY.csv; with --trade-log, a direct run "
+                    "on these files; without both, the grid_search_job assets are materialized from the settings")
+    gp.add_argument("--trade-log", help="all_trade_logs.csv")
     gp.add_argument("--tickers", help="comma-separated (default: settings grid_search.tickers)")
     gp.add_argument("--engine", choices=["auto", "brute", "cube", "optuna"], default="auto")
     gp.add_argument("--sampler", choices=["tpe", "nsga2", "random"], help="optuna engine: sampler (default: settings)")
@@ -153,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--top", type=int, default=10)
     gp.add_argument("--min-trades", type=int, default=1)
     gp.add_argument("--params", help="YAML file with the parameter lists (keys as grid_search.params)")
-    gp.add_argument("--out", required=True, help="the JSON report to write")
+    gp.add_argument("--out", help="the JSON report to write (required for a direct run; else a copy of top10.json)")
     gp.add_argument("--quiet", action="store_true", help="no progress bar")
     gp.set_defaults(func=_grid_search)
     ap_ = sub.add_parser("atc-scan", help="the current ATC state of every symbol in the store")

@@ -165,3 +165,17 @@ def test_market_price_that_is_not_a_number_names_file_row_and_column(grid_data, 
     ticker = lines[3].split(",")[0]
     with pytest.raises(InputDataError, match=r"column 'Price', row 3: cannot parse 'n/a'; expected a number"):
         read_market_data(folder, [ticker])
+
+
+def test_cli_without_input_files_materializes_the_grid_search_assets_from_the_settings(grid_data, make_settings, tmp_path):
+    cfg = make_settings(grid_search={"market_data": str(grid_data.market_data), "trade_log": str(grid_data.trade_log),
+                                     "params": SMALL_PARAMS})
+    env = {**__import__("os").environ, "PIPELINE_CONFIG": str(cfg), "DAGSTER_HOME": str(tmp_path / "home")}
+    out = tmp_path / "copy.json"
+    run = subprocess.run([sys.executable, "-m", "pipeline.cli", "grid-search", "--engine", "brute", "--top", "4",
+                          "--out", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["engine"] == "brute" and len(report["top"]) == 4 and report["combinations"] == 128
+    assert (read_settings(cfg).data_dir / "grid_search" / "part.parquet").is_file()  # stored by the asset
+    assert json.loads(run.stdout)["winner"] == report["top"][0]

@@ -34,3 +34,24 @@ def test_parse_years_accepts_single_ranges_and_lists_and_refuses_years_outside_t
     assert parse_years(None, s) == list(range(2000, 2011))
     with pytest.raises(ValueError, match="outside the configured years"):
         parse_years("1999-2001", s)
+
+
+def test_atc_scan_command_materializes_the_asset_with_its_flags_as_settings(make_settings, instance, monkeypatch, tmp_path, capsys):
+    from assets.raw_bars import raw_bars
+    from pipeline.cli import main
+    from tests.conftest import run_assets
+
+    cfg = make_settings()
+    assert run_assets([raw_bars], cfg, instance, ["AAA", "BBB"], [2010, 2011, 2012]).success
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["atc-scan", "--bars", "300", "--out", str(tmp_path / "scan.csv")]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines()[0].split() == ["symbol", "date", "ATC", "state"]
+    assert "2 symbols" in out.err
+    from dagster import AssetKey, DagsterInstance
+
+    with DagsterInstance.from_config(str(tmp_path / "home")) as home_instance:
+        assert home_instance.get_latest_materialization_event(AssetKey("atc_scan")) is not None
+    assert read_settings(cfg.with_name(".cli-atc-scan.yaml")).atc.scan_bars == 300
+    assert (tmp_path / "scan.csv").read_text().count("\n") == 3
