@@ -62,6 +62,7 @@ def run_backtest(dates, symbols, prices, probs, bt: BacktestSettings, log_path: 
     the asynchronous writer. The log is written to a temp file and renamed when complete."""
     writer = tmp = None
     if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = log_path.with_name(f".tmp-{os.getpid()}-{log_path.name}")
         writer = AsyncWriter(tmp)
 
@@ -73,13 +74,20 @@ def run_backtest(dates, symbols, prices, probs, bt: BacktestSettings, log_path: 
                           for i in range(b - a))
 
     try:
-        res = run_portfolio(prices, probs, portfolio_config(bt), chunk_days=bt.chunk_days,
-                            on_chunk=log_chunk if writer is not None else None)
-    finally:
-        if writer is not None:
-            writer.close()
-    if tmp is not None:
-        os.replace(tmp, log_path)
+        try:
+            res = run_portfolio(prices, probs, portfolio_config(bt), chunk_days=bt.chunk_days,
+                                on_chunk=log_chunk if writer is not None else None)
+        finally:
+            if writer is not None:
+                writer.close()
+        if tmp is not None:
+            if not tmp.exists():  # no day to log: an empty log, not a stale one
+                tmp.write_text("")
+            os.replace(tmp, log_path)
+    except BaseException:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        raise
     return pl.DataFrame({
         "date": pl.Series(dates).cast(pl.Datetime("us")),
         "net_return": res.net.astype(np.float32), "gross_return": res.gross.astype(np.float32),
@@ -125,6 +133,8 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
         if daily.height:
             write_bytes_atomic(png, equity_png_bytes(dates, daily["equity"].to_numpy(),
                                                      f"meta h{bt.horizon} portfolio, out of sample"))
+        else:
+            context.log.warning("backtest: no stored predictions to trade: run the yearly stages (meta_model, predictions) first")
         table = daily.filter(pl.col("date").dt.year().is_in(years))
         obs.extra["overall"] = {k: overall[k] for k in HEADLINE}
         obs.record(table)
@@ -132,5 +142,5 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
         **{f"overall_{k}": MetadataValue.float(float(overall[k])) if overall[k] is not None else MetadataValue.text("n/a")
            for k in HEADLINE},
         "per_year": MetadataValue.json({str(y): {k: v[k] for k in HEADLINE} for y, v in per_year.items()}),
-        "equity_png": MetadataValue.path(str(png)),
+        **({"equity_png": MetadataValue.path(str(png))} if daily.height else {}),
     })

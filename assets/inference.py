@@ -309,7 +309,10 @@ class InferenceSession:
                 self._year_files[p] = hit
             parts.append(hit[1:])
         dates = np.concatenate([d for d, _ in parts])
-        ohlcv = np.concatenate([v for _, v in parts]) if parts else np.empty((0, len(BAR_COLUMNS)), np.float32)
+        if dates.size == 0:  # raw_bars writes an empty file for a partition without rows
+            raise SymbolDataError(f"no raw bars of symbol {symbol!r}: every file under {folder} is empty "
+                                  f"(check the source for {symbol})")
+        ohlcv = np.concatenate([v for _, v in parts])
         fresh = SymbolBars(symbol, folder, dates, ohlcv, stats)
         state = self._states.get(symbol)
         if state is not None and cached is not None:

@@ -58,7 +58,8 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     from pipeline.settings import config_path
     from pipeline.stage_commands import derived_settings
 
-    gs = {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}
+    gs = {k: v for k, v in {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}.items()
+          if v is not None}  # only the flags given override the settings
     if args.tickers:
         gs["tickers"] = args.tickers.split(",")
     if args.overfitting:
@@ -108,10 +109,14 @@ def _grid_search(args: argparse.Namespace) -> int:
     from resources.compute import select_device
 
     settings = load_settings()
+    # flags not given: the settings' values, as on the asset path
+    args.engine = args.engine or settings.grid_search.engine
+    args.top = args.top or settings.grid_search.top
+    args.min_trades = args.min_trades or settings.grid_search.min_trades
     params = settings.grid_search.params
     if args.params:
-        try:
-            params = GridParams(**(yaml.safe_load(Path(args.params).read_text()) or {}))
+        try:  # merged over the settings' lists key by key, as derived settings are on the asset path
+            params = GridParams(**{**params.model_dump(), **(yaml.safe_load(Path(args.params).read_text()) or {})})
         except Exception as err:  # pydantic's message names the key
             print(f"error: {args.params}: {err}", file=sys.stderr)
             return 2
@@ -205,15 +210,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "on these files; without both, the grid_search_job assets are materialized from the settings")
     gp.add_argument("--trade-log", help="all_trade_logs.csv")
     gp.add_argument("--tickers", help="comma-separated (default: settings grid_search.tickers)")
-    gp.add_argument("--engine", choices=["auto", "brute", "cube", "optuna"], default="auto")
+    gp.add_argument("--engine", choices=["auto", "brute", "cube", "optuna"], help="default: settings grid_search.engine")
     gp.add_argument("--sampler", choices=["tpe", "nsga2", "random"], help="optuna engine: sampler (default: settings)")
     gp.add_argument("--trials", type=int, help="optuna engine: trials (default: settings)")
     gp.add_argument("--storage", help="optuna engine: journal file (*.log) or DB URL shared by workers")
     gp.add_argument("--study-name", help="optuna engine: study name")
     gp.add_argument("--overfitting", action="store_true", help="add in/out-of-sample ROI, PBO and deflated Sharpe")
     gp.add_argument("--backend", choices=["auto", "cpu", "cuda", "rocm"], default="auto")
-    gp.add_argument("--top", type=int, default=10)
-    gp.add_argument("--min-trades", type=int, default=1)
+    gp.add_argument("--top", type=int, help="default: settings grid_search.top")
+    gp.add_argument("--min-trades", type=int, help="default: settings grid_search.min_trades")
     gp.add_argument("--params", help="YAML file with the parameter lists (keys as grid_search.params)")
     gp.add_argument("--out", help="the JSON report to write (required for a direct run; else a copy of top10.json)")
     gp.add_argument("--quiet", action="store_true", help="no progress bar")

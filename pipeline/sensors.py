@@ -17,6 +17,7 @@ import json
 
 from dagster import (
     DagsterRunStatus,
+    RunsFilter,
     DefaultSensorStatus,
     RunStatusSensorContext,
     RunRequest,
@@ -30,12 +31,15 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from assets.errors import InputDataError
 from assets.sources import make_source
-from pipeline.chain import follow_ups
+from pipeline.chain import follow_ups, run_years, year_range_tags
 from pipeline.jobs import atc_scan_job, historical_build_and_train, lstm_job, yearly_stages
 from pipeline.partitions import SYMBOLS, symbol_partitions
 from pipeline.settings import load_settings
 
 _settings = load_settings()
+CHAIN_MONITORED = ("historical_build_and_train", "lstm_job")
+CHAIN_TAG = "tradelab/chain"  # on the runs build_chain_sensor requests
+IN_FLIGHT = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
 
 
 def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str) -> RunRequest:
@@ -90,10 +94,25 @@ def new_symbol_sensor(context: SensorEvaluationContext):
     default_status=DefaultSensorStatus.RUNNING if _settings.automation.build_chain_sensor else DefaultSensorStatus.STOPPED,
 )
 def build_chain_sensor(context: RunStatusSensorContext):
-    """Continue the chain of pipeline.chain.FOLLOW_UPS after a successful run."""
+    """Continue the chain of pipeline.chain.FOLLOW_UPS after a successful run.
+
+    Many build runs (a sensor's new symbols, a backfill) must not each retrain the yearly
+    stages: while another monitored run is still queued or running, this one waits; the
+    last to finish requests the follow-ups once, over the years of every monitored run that
+    succeeded since the chain last ran."""
     run = context.dagster_run
-    requests = [
-        RunRequest(run_key=f"chain:{run.run_id}:{step.job}", job_name=step.job, tags={**step.tags, "tradelab/after": run.run_id})
-        for step in follow_ups(run.job_name, run.tags)
-    ]
+    instance = context.instance
+    busy = [r for job in CHAIN_MONITORED for r in instance.get_runs(RunsFilter(job_name=job, statuses=IN_FLIGHT))
+            if r.run_id != run.run_id]
+    if busy:
+        return SkipReason(f"{len(busy)} build run(s) still in flight; the last to finish continues the chain")
+    last = instance.get_runs(RunsFilter(tags={CHAIN_TAG: "1"}), limit=1)
+    since = instance.get_run_record_by_id(last[0].run_id).create_timestamp if last else None
+    done = [run] + [r.dagster_run for job in CHAIN_MONITORED for r in instance.get_run_records(
+        RunsFilter(job_name=job, statuses=[DagsterRunStatus.SUCCESS], updated_after=since))]
+    years = sorted({y for r in done for y in run_years(r.tags)})
+    jobs = {r.job_name for r in done}
+    steps = {s.job: s for job in sorted(jobs) for s in follow_ups(job, year_range_tags(years) if years else {})}
+    requests = [RunRequest(run_key=f"chain:{run.run_id}:{step.job}", job_name=step.job,
+                           tags={**step.tags, "tradelab/after": run.run_id, CHAIN_TAG: "1"}) for step in steps.values()]
     return requests or SkipReason(f"{run.job_name} run {run.run_id} covered no years")

@@ -363,11 +363,17 @@ def read_settings(path: Path | str) -> Settings:
     return parse_settings(data, origin=str(path), root=path.parent)
 
 
-@functools.lru_cache(maxsize=8)
-def _cached(path: Path) -> Settings:
+@functools.lru_cache(maxsize=16)
+def _cached(path: Path, mtime_ns: int, size: int) -> Settings:
     return read_settings(path)
 
 
 def load_settings(path: Path | str | None = None) -> Settings:
-    """The validated settings, read once per file and process."""
-    return _cached(Path(path).resolve() if path else config_path())
+    """The validated settings, read once per file version and process (the cache key is the
+    path with its mtime and size: a rewritten file is read again)."""
+    path = Path(path).resolve() if path else config_path()
+    try:
+        st = path.stat()
+    except OSError:
+        return read_settings(path)  # names the missing file
+    return _cached(path, st.st_mtime_ns, st.st_size)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -44,8 +45,14 @@ def derived_settings(overrides: dict, name: str) -> Path:
 
     merge(data, overrides)
     path = base.parent / f".cli-{name}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    read_settings(path)  # validation errors name the key
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False))
+    try:
+        read_settings(tmp)  # validation errors name the key (and the temp file's folder)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)  # atomic; load_settings sees the new version (cache keyed on mtime and size)
     return path
 
 
@@ -63,7 +70,10 @@ def parse_years(text: str | None, settings) -> list[int]:
     bad = [y for y in out if y not in settings.years.all()]
     if bad:
         raise ValueError(f"--years {text}: {bad} outside the configured years {settings.years.start}..{settings.years.last}")
-    return sorted(set(out))
+    years = sorted(set(out))
+    if years != list(range(years[0], years[-1] + 1)):
+        raise ValueError(f"--years {text}: the years must be contiguous (runs cover ranges), got {years}")
+    return years
 
 
 def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: str, per_year: bool = False) -> None:
@@ -147,8 +157,8 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
             path = settings.reports_dir / "meta" / f"h{h}_{y}.json"
             if path.exists():
                 m = json.loads(path.read_text())
-                print(f"meta h{h} {y}: AUC {m['auc'] if m['auc'] is None else round(m['auc'], 4)} "
-                      f"Brier {m['brier']:.4f} n {m['n']}")
+                fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731  (no labelled rows yet)
+                print(f"meta h{h} {y}: AUC {fmt(m['auc'])} Brier {fmt(m['brier'])} n {m['n']}")
     print(f"models: {settings.models_dir}/meta_h*_*.joblib")
     return 0
 

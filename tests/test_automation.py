@@ -148,3 +148,45 @@ def test_run_years_reads_single_keys_ranges_and_year_keys():
     assert run_years({PARTITION_NAME_TAG: "2005"}) == [2005]
     assert run_years({ASSET_PARTITION_RANGE_START_TAG: "AAA|2003", ASSET_PARTITION_RANGE_END_TAG: "CCC|2001"}) == [2001, 2002, 2003]
     assert run_years({}) == []
+
+
+def _build_run(instance, start, end, status):
+    from dagster import DagsterRunStatus  # noqa: F401
+
+    return instance.create_run_for_job(
+        defs.resolve_job_def("historical_build_and_train"),
+        tags={ASSET_PARTITION_RANGE_START_TAG: start, ASSET_PARTITION_RANGE_END_TAG: end}, status=status)
+
+
+def _chain_tick(instance, run):
+    from dagster import build_run_status_sensor_context
+
+    from pipeline.sensors import build_chain_sensor
+
+    ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=_success_event(instance, run),
+                                          dagster_instance=instance, dagster_run=run)
+    return build_chain_sensor(ctx)
+
+
+def test_chain_sensor_waits_while_other_build_runs_are_in_flight(instance):
+    from dagster import DagsterRunStatus
+
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    _build_run(instance, "AAA|2001", "AAA|2003", DagsterRunStatus.STARTED)
+    done = _build_run(instance, "BBB|2001", "BBB|2003", DagsterRunStatus.SUCCESS)
+    instance.report_run_failed(done)  # gives the context an event; the sensor reads statuses from the instance
+    result = _chain_tick(instance, done)
+    assert isinstance(result, SkipReason) and "still in flight" in result.skip_message
+
+
+def test_chain_sensor_requests_the_yearly_stages_once_over_every_build_since_the_last_chain(instance):
+    from dagster import DagsterRunStatus
+
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    _build_run(instance, "AAA|2001", "AAA|2002", DagsterRunStatus.SUCCESS)
+    last = _build_run(instance, "BBB|2004", "BBB|2005", DagsterRunStatus.SUCCESS)
+    instance.report_run_failed(last)
+    requests = _chain_tick(instance, last)
+    yearly = next(r for r in requests if r.job_name == "yearly_stages")
+    assert (yearly.tags[ASSET_PARTITION_RANGE_START_TAG], yearly.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("2001", "2005")
+    assert yearly.tags["tradelab/chain"] == "1"

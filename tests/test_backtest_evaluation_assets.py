@@ -80,3 +80,15 @@ def test_evaluation_counts_only_predictions_whose_label_is_realised(learned_copy
     joined = outcomes(_scan(learned_copy, "predictions"), _scan(learned_copy, "labels"), [14])
     last = joined.filter(pl.col("date") == joined["date"].max())
     assert last["label_bin_h14"].null_count() == last.height  # t + 14 is past the stored data
+
+
+def test_backtest_of_an_empty_panel_writes_an_empty_log_and_no_statistics(tmp_path):
+    from assets.backtest import period_stats, run_backtest
+    from pipeline.settings import BacktestSettings
+
+    log = tmp_path / "reports" / "daily.jsonl"
+    daily = run_backtest(np.empty(0, "datetime64[us]"), [], np.empty((0, 0)), np.empty((0, 0), np.float32),
+                         BacktestSettings(), log_path=log)
+    assert daily.height == 0 and log.read_text() == ""
+    assert period_stats(daily)["n_days"] == 0
+    assert [p.name for p in log.parent.iterdir()] == ["daily.jsonl"]  # no temp file left

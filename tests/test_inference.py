@@ -273,3 +273,17 @@ def test_a_model_that_uses_the_lstm_score_gets_the_stored_one_of_that_day(store_
     assert out["h7"] == 0.75 and math.isnan(out["h3"]) and out["features"]["spec_lstm_score"] == 0.75
     assert out["features"]["meta_inputs"][LSTM_COLUMN] == 0.75
     assert math.isnan(session.infer_one("CCC", day)["h7"])  # no stored score: incomplete input
+
+
+def test_a_symbol_whose_stored_files_are_all_empty_is_a_clear_error(learned_copy):
+    import shutil
+
+    data = read_settings(learned_copy).data_dir / "raw_bars"
+    src = data / "symbol=AAA" / "year=2000" / "part.parquet"
+    empty = data / "symbol=EMP" / "year=2000" / "part.parquet"
+    empty.parent.mkdir(parents=True)
+    pl.read_parquet(src).head(0).write_parquet(empty)
+    with pytest.raises(SymbolDataError, match="EMP.*empty"):
+        infer_one("EMP", dt.date(2003, 5, 5), learned_copy)
+    assert infer_batch(["AAA", "EMP"], dt.date(2003, 5, 5), learned_copy, skip_missing=True)["symbol"].to_list() == ["AAA"]
+    shutil.rmtree(empty.parent.parent)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import numpy as np
@@ -78,3 +79,30 @@ def test_the_held_book_drifts_with_prices_before_the_orders_are_computed():
 def test_the_live_job_holds_only_the_paper_stage():
     job = defs.resolve_job_def("live_paper_trade")
     assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == {"paper_trades"}
+
+
+def _book(rows):
+    return pl.DataFrame(rows, schema={"symbol": pl.String, "weight": pl.Float64, "price": pl.Float64,
+                                      "date": pl.Datetime("us")})
+
+
+def test_a_held_symbol_without_a_bar_today_stays_frozen_and_shrinks_the_budget(learned_copy):
+    s = read_settings(learned_copy).model_copy(deep=True)
+    day, stale = dt.datetime(2003, 12, 31), dt.datetime(2003, 12, 30)
+    closes = pl.DataFrame({"symbol": ["AAA", "ZZZ"], "close": [10.0, 5.0], "date": [day, stale]})
+    book = _book([{"symbol": "ZZZ", "weight": 0.9, "price": 5.0, "date": stale}])
+    orders, new_book = paper_orders({"AAA": 0.99, "ZZZ": 0.99}, closes, book, s)
+    assert orders["symbol"].to_list() == ["AAA"]  # ZZZ has no bar today: no order
+    kept = dict(zip(new_book["symbol"].to_list(), new_book["weight"].to_list()))
+    assert kept["ZZZ"] == pytest.approx(0.9)  # still held, not dropped
+    assert abs(kept["AAA"]) == pytest.approx(s.backtest.max_gross - 0.9, abs=1e-6)  # only the rest of the budget (float32 weights)
+
+
+def test_a_held_symbol_missing_from_the_closes_is_kept_not_lost(learned_copy):
+    s = read_settings(learned_copy)
+    day = dt.datetime(2003, 12, 31)
+    closes = pl.DataFrame({"symbol": ["AAA"], "close": [10.0], "date": [day]})
+    book = _book([{"symbol": "AAA", "weight": 0.1, "price": 10.0, "date": day},
+                  {"symbol": "ZZZ", "weight": 0.2, "price": 5.0, "date": day}])
+    _, new_book = paper_orders({"AAA": 0.2}, closes, book, s)
+    assert dict(zip(new_book["symbol"].to_list(), new_book["weight"].to_list())).get("ZZZ") == pytest.approx(0.2 / 1.0)
