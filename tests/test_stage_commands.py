@@ -26,11 +26,13 @@ def test_a_derived_setting_that_is_invalid_names_the_key(make_settings, monkeypa
         derived_settings({"meta": {"horizons": [5]}}, "bad")
 
 
-def test_parse_years_accepts_single_ranges_and_lists_and_refuses_years_outside_the_settings(make_settings):
+def test_parse_years_accepts_single_ranges_and_contiguous_lists_and_refuses_gaps_and_years_outside(make_settings):
     s = read_settings(make_settings(years={"start": 2000, "end": 2010}))
     assert parse_years("2003", s) == [2003]
     assert parse_years("2003-2005", s) == [2003, 2004, 2005]
-    assert parse_years("2005,2003", s) == [2003, 2005]
+    assert parse_years("2005,2004", s) == [2004, 2005]
+    with pytest.raises(ValueError, match="contiguous"):
+        parse_years("2005,2003", s)  # runs cover ranges: 2004 would be built too
     assert parse_years(None, s) == list(range(2000, 2011))
     with pytest.raises(ValueError, match="outside the configured years"):
         parse_years("1999-2001", s)
