@@ -192,8 +192,13 @@ class BacktestSettings(_Model):
 
 
 class DaskCluster(_Model):
+    """A Dask cluster: an existing scheduler, or a LocalCluster of `workers` processes."""
     scheduler: str | None = None       # an existing scheduler address, e.g. tcp://10.0.0.5:8786
     workers: int = Field(2, ge=1)      # LocalCluster workers when no scheduler is given
+
+
+class ExecutorDask(DaskCluster):
+    """`executor.dask`: the cluster of the dagster-dask executor."""
     threads_per_worker: int = Field(1, ge=1)
     gpu_resources: bool = False        # GPU steps ask Dask for resource GPU=1 (workers started with --resources GPU=n)
 
@@ -203,7 +208,7 @@ class ExecutorSettings(_Model):
     kind: Literal["in_process", "multiprocess", "dask"] = "multiprocess"
     max_concurrent: int | None = Field(None, ge=1)  # multiprocess: parallel step processes (null = CPU count)
     gpus: int | None = Field(None, ge=1)             # size of the `gpu` concurrency pool; null = GPUs found (at least 1)
-    dask: DaskCluster = DaskCluster()
+    dask: ExecutorDask = ExecutorDask()
 
 
 class Automation(_Model):
@@ -244,11 +249,10 @@ class SmartSearch(_Model):
     seed: int = 0
 
 
-class DaskSettings(_Model):
-    """`grid_search.dask`: shard the grid search over a Dask cluster (assets.grid_dask)."""
+class DaskSettings(DaskCluster):
+    """`grid_search.dask`: shard the grid search over a Dask cluster (assets.grid_dask); a
+    LocalCluster's workers have one thread each (with `gpu`: at most one per GPU)."""
     enabled: bool = False
-    scheduler: str | None = None             # an existing scheduler address, e.g. tcp://10.0.0.5:8786
-    workers: int = Field(2, ge=1)            # LocalCluster workers (1 thread each) when no scheduler; gpu: at most one per GPU
     gpu: bool = False                        # dask_cuda.LocalCUDACluster: RMM pool per worker (needs dask-cuda, rmm)
     shards: int | None = Field(None, ge=1)   # (target, stop_loss) pair shards; null = the cluster's worker threads
     scatter: Literal["broadcast", "rows"] = "broadcast"  # inputs to every worker, or each shard's result rows to one
