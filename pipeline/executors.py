@@ -56,8 +56,14 @@ def gpu_pool_limit(settings: Settings) -> int:
 
 
 def ensure_gpu_pool(instance, settings: Settings) -> int:
-    """Set the `gpu` pool's limit on `instance` (idempotent); returns the limit."""
+    """Set the `gpu` pool's limit on `instance` (idempotent); returns the limit.
+
+    Without `executor.gpus` the GPUs are counted once per instance (the count imports torch,
+    about 2 s): a pool that already has a limit keeps it. Set `executor.gpus` to change it."""
+    current = instance.event_log_storage.get_concurrency_info(GPU_POOL).slot_count
+    if settings.executor.gpus is None and current:
+        return current
     limit = gpu_pool_limit(settings)
-    if instance.event_log_storage.get_concurrency_info(GPU_POOL).slot_count != limit:
+    if current != limit:
         instance.event_log_storage.set_concurrency_slots(GPU_POOL, limit)
     return limit
