@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, Output, asset
 
-from assets.observe import observe
-from assets.symbol_chunks import symbol_offsets
+from domain.observe import observe
+from domain.symbol_chunks import symbol_offsets
 from kernels import atc
 from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
@@ -100,7 +100,7 @@ def scan_table_markdown(table: pl.DataFrame, limit: int = 50) -> str:
     return "\n".join(lines)
 
 
-@asset(io_manager_key="parquet_io_manager", group_name="specialists", kinds={"numba", "polars"},
+@asset(group_name="specialists", kinds={"numba", "polars"},
        ins={"raw_bars": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags())
 def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: ProjectResource, compute: ComputeResource):
     """The current Adaptive Trend Classification state of every symbol (latest date)."""

@@ -20,12 +20,12 @@ import numpy as np
 import polars as pl
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 
-from assets.async_writer import AsyncWriter
-from assets.observe import observe, write_bytes_atomic, write_json_atomic
+from domain.async_writer import AsyncWriter
+from domain.observe import observe, write_bytes_atomic, write_json_atomic
 from kernels.backtest.portfolio import PortfolioConfig, run_portfolio, stats
 from kernels.learn.evaluation import equity_png_bytes
-from pipeline.partitions import years_partitions
-from pipeline.settings import BacktestSettings
+from config.partitions import years_partitions
+from config.settings import BacktestSettings
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
@@ -106,7 +106,6 @@ def period_stats(daily: pl.DataFrame) -> dict:
     backfill_policy=BackfillPolicy.single_run(),
     ins={"predictions": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "raw_bars": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
-    io_manager_key="parquet_io_manager",
     group_name="evaluation",
     kinds={"numba", "polars"},
 )

@@ -17,12 +17,12 @@ import polars as pl
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 from joblib import Parallel, delayed
 
-from assets.observe import observe, write_json_atomic
-from assets.specialist_registry import SPECIALIST_COLUMNS
-from assets.training_data import training_frame
+from domain.observe import observe, write_json_atomic
+from kernels.registry.specialists import SPECIALIST_COLUMNS
+from domain.learning.training_data import training_frame
 from kernels.learn.calibration import fit_calibrator, fold_metrics
 from kernels.learn.purged_cv import PurgedKFold
-from pipeline.partitions import years_partitions
+from config.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
@@ -80,7 +80,6 @@ def summarize(rows: list[dict]) -> dict:
     backfill_policy=BackfillPolicy.single_run(),
     ins={"specialists": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "labels": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
-    io_manager_key="parquet_io_manager",
     group_name="learning",
     kinds={"scikitlearn", "polars"},
 )

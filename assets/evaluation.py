@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 
-from assets.observe import observe, write_bytes_atomic, write_json_atomic
+from domain.observe import observe, write_bytes_atomic, write_json_atomic
 from kernels.learn.evaluation import (
     classification_metrics,
     decile_returns,
@@ -24,7 +24,7 @@ from kernels.learn.evaluation import (
     reliability_png_bytes,
 )
 from kernels.regime import BEAR, BULL, CONSOLIDATE, OSCILLATE
-from pipeline.partitions import years_partitions
+from config.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
@@ -80,7 +80,6 @@ def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir
     backfill_policy=BackfillPolicy.single_run(),
     ins={"predictions": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "labels": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
-    io_manager_key="parquet_io_manager",
     group_name="evaluation",
     kinds={"scikitlearn", "polars"},
 )

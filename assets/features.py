@@ -14,13 +14,13 @@ import numpy as np
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
 
-from assets.feature_registry import FEATURE_NAMES, FEATURES, compute_features
-from assets.observe import observe
-from assets.partition_frames import keep_partitions
-from assets.schema import features_schema
-from assets.symbol_chunks import ChunkStats, map_symbol_chunks
-from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
-from pipeline.settings import load_settings
+from kernels.registry.features import FEATURE_NAMES, FEATURES, compute_features
+from domain.observe import observe
+from domain.partition_frames import keep_partitions
+from domain.schema import features_schema
+from domain.symbol_chunks import ChunkStats, map_symbol_chunks
+from config.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from config.settings import load_settings
 from resources.compute import ComputeResource
 from resources.parquet_store import ParquetStore
 from resources.project import ProjectResource
@@ -103,7 +103,6 @@ def halo_spot_check(store: ParquetStore, keys: list[SymbolYear], first_year: int
     partitions_def=symbol_year_partitions,
     backfill_policy=BackfillPolicy.single_run(),
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(HALO_YEARS))},
-    io_manager_key="parquet_io_manager",
     group_name="features",
     kinds={"numba", "polars"},
     check_specs=[

@@ -6,7 +6,7 @@ exit resolution once, then an engine over every combination:
   cube   dominance sums: every combination at once (NumPy/CuPy, or torch)
   auto   cube (the fastest exact engine at every size measured)
 Every engine returns the same exact top-k (see kernels.gridsearch); `optuna` searches
-beyond the grid (assets.grid_smart). The overfitting guard (assets.grid_overfit) adds
+beyond the grid (domain.gridsearch.smart). The overfitting guard (domain.gridsearch.overfit) adds
 in/out-of-sample ROI, PBO and the deflated Sharpe ratio. `write_reports` writes `top10.json`
 (the CLI's JSON too), a markdown table and a heatmap PNG.
 """
@@ -21,9 +21,9 @@ import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, Output, asset
 
-from assets.grid_inputs import TradeArrays, market_files, read_market_data, read_trade_log
-from assets.grid_overfit import overfitting_report
-from assets.observe import observe, write_json_atomic
+from domain.gridsearch.inputs import TradeArrays, market_files, read_market_data, read_trade_log
+from domain.gridsearch.overfit import overfitting_report
+from domain.observe import observe, write_json_atomic
 from kernels.gridsearch import RESULT_SCALE
 from kernels.gridsearch.brute import brute_force
 from kernels.gridsearch.cube import cube_roi, cube_roi_torch
@@ -77,7 +77,7 @@ def describe(index: np.ndarray, roi_units: np.ndarray, grid: Grid, trades: Trade
 def engine_top(features, results, grid: Grid, engine: str, backend: str, k: int, min_trades: int, progress=None):
     """The exact top-k (kernels.gridsearch.ranking.TopK) of one grid with one engine: brute
     (numba on cpu or cuda) or cube (NumPy, CuPy or torch). Used whole here and per shard by
-    assets.grid_dask."""
+    domain.gridsearch.dask_grid."""
     if engine == "brute":
         return brute_force(features, results, grid, k=k, min_trades=min_trades,
                            backend="cuda" if backend == "cuda" else "cpu", progress=progress)
@@ -117,8 +117,8 @@ def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engi
 
 
 def run_smart_search(prices: np.ndarray, trades: TradeArrays, gs, backend: str) -> tuple[GridSearchResult, np.ndarray | None]:
-    """`engine: optuna`: seed option 3 beyond the grid (see assets.grid_smart)."""
-    from assets.grid_smart import smart_search
+    """`engine: optuna`: seed option 3 beyond the grid (see domain.gridsearch.smart)."""
+    from domain.gridsearch.smart import smart_search
 
     sm = gs.smart
     res = smart_search(trades, prices, sampler=sm.sampler, n_trials=sm.trials, batch=sm.batch, blocks=sm.blocks,
@@ -186,7 +186,7 @@ def search_backend(compute: ComputeResource) -> str:
     return {"cuda": "cuda", "torch": "torch"}.get(compute.backend, "cpu")
 
 
-@asset(io_manager_key="parquet_io_manager", group_name="grid_search", kinds={"polars", "parquet"})
+@asset(group_name="grid_search", kinds={"polars", "parquet"})
 def market_data(context: AssetExecutionContext, project: ProjectResource) -> pl.DataFrame:
     """Second-by-second market data of the configured tickers, from the seed-001 CSV folder,
     sorted by ticker then datetime (one contiguous price array with per-ticker offsets)."""
@@ -202,7 +202,7 @@ def market_data(context: AssetExecutionContext, project: ProjectResource) -> pl.
     return df
 
 
-@asset(io_manager_key="parquet_io_manager", group_name="grid_search", kinds={"polars", "parquet"},
+@asset(group_name="grid_search", kinds={"polars", "parquet"},
        ins={"market_data": AssetIn()})
 def trade_log(context: AssetExecutionContext, market_data: pl.DataFrame, project: ProjectResource) -> pl.DataFrame:
     """The trade log's trades of the configured tickers, with MarketDataStartIndex and
@@ -219,7 +219,7 @@ def trade_log(context: AssetExecutionContext, market_data: pl.DataFrame, project
     return trades
 
 
-@asset(io_manager_key="parquet_io_manager", group_name="grid_search", kinds={"numba", "polars"},
+@asset(group_name="grid_search", kinds={"numba", "polars"},
        ins={"market_data": AssetIn(), "trade_log": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags())
 def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade_log: pl.DataFrame,
                 project: ProjectResource, compute: ComputeResource):
@@ -235,7 +235,7 @@ def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade
         if gs.engine == "optuna":
             result, results = run_smart_search(prices, trades, gs, backend)
         elif gs.dask.enabled:
-            from assets.grid_dask import cluster_client, run_grid_search_dask
+            from domain.gridsearch.dask_grid import cluster_client, run_grid_search_dask
 
             with cluster_client(gs.dask) as client:
                 result, results = run_grid_search_dask(prices, trades, grid, client=client, engine=gs.engine,

@@ -14,11 +14,11 @@ import numpy as np
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
 
-from assets.observe import observe
-from assets.partition_frames import keep_partitions
-from assets.schema import labels_schema
-from assets.symbol_chunks import symbol_offsets
-from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from domain.observe import observe
+from domain.partition_frames import keep_partitions
+from domain.schema import labels_schema
+from domain.symbol_chunks import symbol_offsets
+from config.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
@@ -56,7 +56,6 @@ def build_labels(bars: pl.DataFrame, keys: list[SymbolYear], thresholds: dict[in
     partitions_def=symbol_year_partitions,
     backfill_policy=BackfillPolicy.single_run(),
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(0, years_after=1), metadata={ALLOW_MISSING: True})},
-    io_manager_key="parquet_io_manager",
     group_name="labels",
     kinds={"polars"},
     check_specs=[

@@ -20,12 +20,12 @@ import polars as pl
 import torch
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
 
-from assets.feature_registry import FEATURE_NAMES
-from assets.observe import observe, write_json_atomic
-from assets.symbol_chunks import symbol_offsets
-from assets.training_data import label_ends
+from kernels.registry.features import FEATURE_NAMES
+from domain.observe import observe, write_json_atomic
+from domain.symbol_chunks import symbol_offsets
+from domain.learning.training_data import label_ends
 from kernels.learn.lstm import predict_lstm, train_lstm
-from pipeline.partitions import years_partitions
+from config.partitions import years_partitions
 from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
@@ -81,7 +81,6 @@ def fit_and_score(frame: pl.DataFrame, year: int, horizon: int, cfg, device: str
     backfill_policy=BackfillPolicy.single_run(),
     ins={"features": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "labels": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
-    io_manager_key="parquet_io_manager",
     group_name="lstm",
     kinds={"pytorch"},
     pool=GPU_POOL,

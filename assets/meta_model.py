@@ -4,7 +4,7 @@ Out-of-sample metrics of year Y: AUC, Brier, log loss, and IC (Spearman rank cor
 of the predicted probability with the realised forward return).
 
 Walk-forward: the model of year Y is trained on the rows whose labels were known by the end
-of Y-1 (assets.training_data) and scored on the rows of Y, so every figure it reports for
+of Y-1 (domain.learning.training_data) and scored on the rows of Y, so every figure it reports for
 Y is out of sample. Features: the specialist scores, the LSTM score (`lstm_model`: each
 year's scores come from a model trained before that year, so they are out of fold for
 every row here) when it covers at least half of the training rows, and the regime one-hot
@@ -19,13 +19,13 @@ import polars as pl
 from scipy.stats import spearmanr
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 
-from assets.observe import observe, write_json_atomic
-from assets.specialist_registry import SPECIALIST_COLUMNS
-from assets.training_data import training_frame
+from domain.observe import observe, write_json_atomic
+from kernels.registry.specialists import SPECIALIST_COLUMNS
+from domain.learning.training_data import training_frame
 from kernels.learn.calibration import fold_metrics
 from kernels.learn.meta import build_meta_matrix, calibration_png, complete_rows, save_meta, train_meta
 from kernels.learn.purged_cv import PurgedKFold
-from pipeline.partitions import years_partitions
+from config.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
@@ -73,7 +73,6 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
          "labels": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "regime": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "lstm_model": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
-    io_manager_key="parquet_io_manager",
     group_name="learning",
     kinds={"scikitlearn"},
 )

@@ -2,7 +2,7 @@
 specialists -> meta -> paper orders -> log.
 
 One run, for the day `now` (config; default: the last stored bar):
-1. `assets.inference.infer_batch` gives each symbol's probabilities from the incremental
+1. `domain.live.inference.infer_batch` gives each symbol's probabilities from the incremental
    updaters (the same path as `infer_one`), with the meta models of year(now).
 2. Target weights: the backtest's rule (kernels.backtest.portfolio.run_portfolio on that one
    day, settings `backtest.*`), so the paper book is the book the backtest would hold.
@@ -21,11 +21,11 @@ import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, Config, MetadataValue, Output, asset
 
-from assets.async_writer import AsyncWriter
+from domain.async_writer import AsyncWriter
 from assets.backtest import portfolio_config
-from assets.observe import observe
+from domain.observe import observe
 from kernels.backtest.portfolio import run_portfolio
-from pipeline.partitions import SYMBOLS
+from config.partitions import SYMBOLS
 from resources.parquet_store import ParquetStore
 from resources.project import ProjectResource
 
@@ -97,12 +97,11 @@ def paper_orders(probs: dict[str, float], closes: pl.DataFrame, book: pl.DataFra
 @asset(
     group_name="live",
     deps=["raw_bars", "meta_model", "regime"],
-    io_manager_key="parquet_io_manager",
     kinds={"numba", "polars"},
 )
 def paper_trades(context: AssetExecutionContext, config: PaperTradeConfig, project: ProjectResource):
     """Paper orders of the day from the live inference path; logged, and the paper book updated."""
-    from assets.inference import infer_batch
+    from domain.live.inference import infer_batch
 
     settings = project.settings()
     store = ParquetStore(settings.data_dir)

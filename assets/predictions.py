@@ -12,7 +12,7 @@ the last days of a year have no realised label yet but still have a prediction.
 
 Columns: symbol, date, regime (int8, null when untagged), p_h3, p_h7, p_h14 (float32).
 `score_rows` is the one function that turns scores into probabilities; the inference path
-(assets.inference) calls it too, so batch and live predictions cannot drift apart.
+(domain.live.inference) calls it too, so batch and live predictions cannot drift apart.
 """
 
 from pathlib import Path
@@ -21,12 +21,12 @@ import numpy as np
 import polars as pl
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 
-from assets.observe import observe
-from assets.specialist_registry import SPECIALIST_COLUMNS
+from domain.observe import observe
+from kernels.registry.specialists import SPECIALIST_COLUMNS
 from assets.meta_model import LSTM_COLUMN as STORED_LSTM_COLUMN
 from kernels.learn.meta import LSTM_COLUMN as MODEL_LSTM_FEATURE
 from kernels.learn.meta import MetaModel, build_meta_matrix, load_meta
-from pipeline.partitions import years_partitions
+from config.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
 
@@ -94,7 +94,6 @@ def predict_year(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: p
          "regime": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "lstm_model": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
          "meta_model": AssetIn(metadata={ALLOW_MISSING: True})},
-    io_manager_key="parquet_io_manager",
     group_name="learning",
     kinds={"scikitlearn", "polars"},
 )

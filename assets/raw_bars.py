@@ -9,11 +9,11 @@ generated once and split by year.
 import polars as pl
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets.observe import observe
-from assets.partition_frames import keep_partitions
-from assets.schema import RAW_BARS
-from assets.sources import BarSource, make_source
-from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions
+from domain.observe import observe
+from domain.partition_frames import keep_partitions
+from domain.schema import RAW_BARS
+from domain.sources import BarSource, make_source
+from config.partitions import SymbolYear, split_key, symbol_year_partitions
 from resources.project import ProjectResource
 
 
@@ -30,7 +30,6 @@ def build_raw_bars(source: BarSource, keys: list[SymbolYear]) -> pl.DataFrame:
 @asset(
     partitions_def=symbol_year_partitions,
     backfill_policy=BackfillPolicy.single_run(),
-    io_manager_key="parquet_io_manager",
     group_name="ingest",
     kinds={"polars", "parquet"},
 )

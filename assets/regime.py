@@ -20,10 +20,10 @@ from dagster import (
     asset,
 )
 
-from assets.observe import observe
-from assets.schema import REGIME
+from domain.observe import observe
+from domain.schema import REGIME
 from kernels.regime import NO_TAG, tag_regime
-from pipeline.partitions import years_partitions
+from config.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.parquet_store import ParquetStore
 from resources.project import ProjectResource
@@ -70,7 +70,6 @@ def class_shares(regime: pl.Series) -> dict[int, float]:
     partitions_def=years_partitions,
     backfill_policy=BackfillPolicy.single_run(),
     ins={"raw_bars": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
-    io_manager_key="parquet_io_manager",
     group_name="regime",
     kinds={"polars"},
     check_specs=[AssetCheckSpec("not_degenerate", asset="regime",

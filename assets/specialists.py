@@ -11,13 +11,13 @@ import numpy as np
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
 
-from assets.observe import observe
-from assets.panel import Panel
-from assets.partition_frames import keep_partitions
-from assets.schema import specialists_schema
-from assets.specialist_registry import PANEL_COLUMNS, SPECIALIST_COLUMNS, run_specialists
-from assets.symbol_chunks import map_symbol_chunks
-from pipeline.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from domain.observe import observe
+from kernels.panel import Panel
+from domain.partition_frames import keep_partitions
+from domain.schema import specialists_schema
+from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, run_specialists
+from domain.symbol_chunks import map_symbol_chunks
+from config.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
 from resources.project import ProjectResource
 
 ALL_HISTORY_YEARS = 500  # a halo longer than any history: every stored year before Y
@@ -52,7 +52,6 @@ def build_specialists(bars: pl.DataFrame, keys: list[SymbolYear], *, workers: in
     partitions_def=symbol_year_partitions,
     backfill_policy=BackfillPolicy.single_run(),
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(ALL_HISTORY_YEARS))},
-    io_manager_key="parquet_io_manager",
     group_name="specialists",
     kinds={"numba", "polars"},
     check_specs=[AssetCheckSpec("scores_in_range", asset="specialists",

@@ -6,7 +6,7 @@ log-normal closes with 2% missing bars, uniform probabilities with 10% missing.
 
 Engines (each timed after a warm-up call, so numba compilation is not counted; best of --repeat):
   kernel          run_portfolio, the numba loop in chunks of 256 days, no logging
-  kernel+log      the same with one JSON line per day written through assets.async_writer
+  kernel+log      the same with one JSON line per day written through domain.async_writer
                   (on_chunk -> write_many): "loop" until run_portfolio returns (what the caller
                   waits for), "with close" until close() returns (every line on disk)
   numpy           kernels.backtest.reference.run_portfolio_reference (Python loop over days,
@@ -107,7 +107,7 @@ def kernel(prices, probs):
 def kernel_logged(prices, probs, outlog: str) -> float:
     """Seconds until run_portfolio returns (the loop and the callbacks; the writer's thread may
     still be writing then); the caller times the whole call, close() included."""
-    from assets.async_writer import AsyncWriter
+    from domain.async_writer import AsyncWriter
     from kernels.backtest.portfolio import run_portfolio
 
     with AsyncWriter(outlog) as writer:

@@ -31,8 +31,8 @@ from benchmarks.common import emit, machine, peak_rss_mb, run_phases, symbol_nam
 
 
 def _universe(args):
-    from assets.sources.synthetic import SyntheticMarket
-    from pipeline.partitions import SymbolYear
+    from domain.sources.synthetic import SyntheticMarket
+    from config.partitions import SymbolYear
 
     bars = SyntheticMarket(7, dt.date(args.y0, 1, 1), dt.date(args.y1, 12, 31)).generate(names(args.symbols))
     keys = [SymbolYear(s, y) for s in names(args.symbols) for y in range(args.y0, args.y1 + 1)]

@@ -44,7 +44,7 @@ def build_data(days: int, n_trades: int, seed: int, path: Path) -> dict:
     """Market prices (ticker-major) and trades on them, saved as one .npz."""
     import polars as pl
 
-    from assets.sources.grid_synthetic import generate_arrays
+    from domain.gridsearch.synthetic import generate_arrays
 
     arrays = generate_arrays(days=days, tickers=("SOXL", "IONQ", "MARA"), seed=seed, trades_per_day=0)
     market = arrays.market.with_columns(pl.col("Ticker").replace_strict({"SOXL": 0, "IONQ": 1, "MARA": 2}).alias("code"))

@@ -5,7 +5,7 @@ market, `--days` days x 3 tickers, and `--trades` trades on it), so the big case
 same as bench_grid's `scale` phase.
 
 Cases, each run once as `run_grid_search` (one process: numba over every core, NumPy) and
-once as `assets.grid_dask.run_grid_search_dask` (LocalCluster, `--workers` processes x 1
+once as `domain.gridsearch.dask_grid.run_grid_search_dask` (LocalCluster, `--workers` processes x 1
 thread, pair shards); the same exact top-10 is checked:
   cube-big       the big grid, 10M combinations (bench_grid.BIG), dominance sums
   brute-default  the default grid, 11,340 combinations, brute force (compute-bound)
@@ -48,7 +48,7 @@ CASES = {"cube-big": (BIG, "cube"), "brute-default": (DEFAULT, "brute")}
 
 
 def _inputs(path: str, n: int | None = None):
-    from assets.grid_inputs import TradeArrays
+    from domain.gridsearch.inputs import TradeArrays
 
     d = np.load(path)
     sl = slice(None) if n is None else slice(0, n)
@@ -91,7 +91,7 @@ def phase_single(args) -> dict:
 
 
 def phase_dask(args) -> dict:
-    from assets.grid_dask import DaskSettings, cluster_client, run_grid_search_dask
+    from domain.gridsearch.dask_grid import DaskSettings, cluster_client, run_grid_search_dask
 
     out = {}
     t0 = time.perf_counter()

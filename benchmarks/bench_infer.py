@@ -1,4 +1,4 @@
-"""Benchmark: the fast inference path (assets.inference) against the batch path.
+"""Benchmark: the fast inference path (domain.live.inference) against the batch path.
 
 Builds its own store first, through Dagster in a temp dir (a fresh DAGSTER_HOME): a
 synthetic universe of `--symbols` symbols x years `--years` (raw_bars, features,
@@ -118,8 +118,8 @@ class BatchPath:
 
     def specialists(self, symbol: str, day_ns: int) -> tuple[np.ndarray, int]:
         """float32 scores of the last bar at or before day_ns, and its date (ns)."""
-        from assets.panel import Panel
-        from assets.specialist_registry import PANEL_COLUMNS, run_specialists
+        from kernels.panel import Panel
+        from kernels.registry.specialists import PANEL_COLUMNS, run_specialists
 
         dates, cols = self.bars[symbol]
         n = int(np.searchsorted(dates, day_ns, side="right"))
@@ -129,7 +129,7 @@ class BatchPath:
     def frame(self, rows):
         import polars as pl
 
-        from assets.specialist_registry import SPECIALIST_COLUMNS
+        from kernels.registry.specialists import SPECIALIST_COLUMNS
 
         scores = np.stack([r[1] for r in rows])
         return pl.DataFrame([pl.Series("symbol", [r[0] for r in rows]),
@@ -159,9 +159,9 @@ def main() -> int:
 
         import polars as pl
 
-        from assets.inference import InferenceSession, to_datetime64
+        from domain.live.inference import InferenceSession, to_datetime64
         from assets.predictions import score_rows
-        from pipeline.settings import read_settings
+        from config.settings import read_settings
 
         settings = read_settings(cfg)
         days = (pl.read_parquet(settings.data_dir / "raw_bars" / f"symbol={symbols[0]}" / f"year={y1}" / "part.parquet")
@@ -242,7 +242,7 @@ def main() -> int:
     med = {name: summary(ts)[0] for name, _, ts in rows}
     upd, spec, score = summary(update_only), summary(spec_only), summary(scoring)
     lines = [
-        f"### Inference path: infer_one / infer_batch (assets/inference.py) ({dt.date.today()})",
+        f"### Inference path: infer_one / infer_batch (domain/live/inference.py) ({dt.date.today()})",
         "",
         (f"Machine: {machine()}. Command: `python benchmarks/bench_infer.py --symbols {args.symbols} --years {args.years} "
         f"--warm {args.warm} --cold {args.cold}`. Store: {args.symbols} synthetic symbols x {y0}-{y1} built through Dagster "

@@ -33,7 +33,7 @@ def names(n: int) -> list[str]:
 
 
 def phase_generator(args) -> dict:
-    from assets.sources.synthetic import SyntheticMarket
+    from domain.sources.synthetic import SyntheticMarket
 
     m = SyntheticMarket(7, dt.date(args.y0, 1, 1), dt.date(args.y1, 12, 31))
     m.generate(names(2))  # compile numba, build the calendar
@@ -64,7 +64,7 @@ def phase_dagster(args) -> dict:
 def phase_baseline(args) -> dict:
     import polars as pl
 
-    from assets.sources.synthetic import SyntheticMarket
+    from domain.sources.synthetic import SyntheticMarket
 
     tmp = Path(args.tmp) / "baseline"
     m = SyntheticMarket(7, dt.date(args.y0, 1, 1), dt.date(args.y1, 12, 31))

@@ -3,7 +3,7 @@
 Data: GOOG daily 2004-2013 (backtesting.test, 2,148 bars) tiled `--tile` times into one
 longer series (each copy rescaled to continue from the previous copy's last close, so the
 seams are ordinary bars; volume repeats). Populations of 24, 128 and 512 individuals drawn
-(fixed seed) from the optimizer's search space (assets.strategy_search.SPACE).
+(fixed seed) from the optimizer's search space (domain.strategy_search.SPACE).
 
 Engines:
   reference  kernels.strategy.backtest_one on each individual in turn: its indicators from
@@ -53,7 +53,7 @@ def draw_population(n: int, seed: int) -> list:
     """n individuals drawn uniformly from the search space's grid (fixed seed)."""
     from optuna.distributions import IntDistribution
 
-    from assets.strategy_search import SPACE, individual_from_params
+    from domain.strategy_search import SPACE, individual_from_params
 
     rng = np.random.default_rng(seed)
     out = []

@@ -53,7 +53,7 @@ def synthetic_instance(tmp: Path, n_symbols: int, y0: int, y1: int):
     os.environ["PIPELINE_CONFIG"] = str(cfg)
     os.environ["DAGSTER_HOME"] = str(tmp / "home")
     from pipeline.instance import get_instance
-    from pipeline.settings import load_settings
+    from config.settings import load_settings
     from pipeline.symbols import sync_symbols
 
     instance = get_instance()

@@ -60,7 +60,7 @@ def main() -> int:
         from pipeline.definitions import defs
         from pipeline.instance import get_instance
         from pipeline.runs import run_rectangle
-        from pipeline.settings import load_settings
+        from config.settings import load_settings
         from pipeline.symbols import sync_symbols
 
         settings = load_settings()

@@ -10,11 +10,11 @@ every feature and every specialist score out, O(1) work per bar. Built from
 Contract: fed the stored bars (float32) one at a time, `SymbolStream` gives, bit for bit,
 what the batch path gives for the same bar from the same history:
 
-    features     `assets.feature_registry.compute_features` (dtype = precision) of the
+    features     `kernels.registry.features.compute_features` (dtype = precision) of the
                  symbol's whole history. (The stored `features` rows are computed from a
                  halo of `halo.years` years only; recursive indicators may then differ from
                  the whole-history values within float32 tolerance, see assets/features.py.)
-    specialists  `assets.specialist_registry.run_specialists` over the symbol's whole
+    specialists  `kernels.registry.specialists.run_specialists` over the symbol's whole
                  history, which is what the `specialists` asset stores.
 
 The names and parameters below mirror the two registries (kernels may not import
@@ -58,7 +58,7 @@ gives a different (equally valid, but not the stored) ATC.
 Cost: a SymbolStream update (ATC's 54 MAs and equity steps, 16 feature updaters, seller
 exhaustion) takes about 0.1 ms in CPython; warming a stream up from a long history is the
 slow part (about 0.1 s per 1,000 bars; benchmarks/bench_infer.py), which is why
-`assets.inference` keeps warmed streams in memory and only feeds them new bars.
+`domain.live.inference` keeps warmed streams in memory and only feeds them new bars.
 """
 
 from __future__ import annotations
@@ -101,13 +101,13 @@ __all__ = [
 NAN = math.nan
 _F32 = np.float32
 
-# The feature registry's names, in its order (assets/feature_registry.py).
+# The feature registry's names, in its order (kernels/registry/features.py).
 STREAM_FEATURES = (
     "f_ret1", "f_ret5", "f_sma20", "f_ema20", "f_wma20", "f_dema20", "f_tema20", "f_hma20", "f_lsma20",
     "f_kama10", "f_rsi14", "f_atr14", "f_plus_di14", "f_minus_di14", "f_adx14", "f_std20", "f_zscore20",
     "f_vol_pct", "f_vol_ratio",
 )
-# The specialist registry's names, in its order (assets/specialist_registry.py).
+# The specialist registry's names, in its order (kernels/registry/specialists.py).
 STREAM_SPECIALISTS = ("mean_reversion", "rsi", "atc", "seller_exhaustion")
 
 

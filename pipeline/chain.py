@@ -23,7 +23,7 @@ from dagster._core.storage.tags import (
     PARTITION_NAME_TAG,
 )
 
-from pipeline.partitions import split_key
+from config.partitions import split_key
 
 FOLLOW_UPS: dict[str, tuple[str, ...]] = {
     "historical_build_and_train": ("yearly_stages", "atc_scan_job"),

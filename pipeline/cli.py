@@ -16,14 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from assets.errors import InputDataError
-from pipeline.settings import SettingsError, load_settings
+from config.errors import InputDataError
+from config.settings import SettingsError, load_settings
 from pipeline.stage_commands import add_stage_commands
 
 
 def _symbols(args: argparse.Namespace) -> int:
     from pipeline.instance import get_instance
-    from pipeline.partitions import SYMBOLS
+    from config.partitions import SYMBOLS
     from pipeline.symbols import sync_symbols
 
     instance = get_instance()
@@ -55,7 +55,7 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
 
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
-    from pipeline.settings import config_path
+    from config.settings import config_path
     from pipeline.stage_commands import derived_settings
 
     gs = {k: v for k, v in {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}.items()
@@ -102,10 +102,10 @@ def _grid_search(args: argparse.Namespace) -> int:
     import yaml
     from tqdm import tqdm
 
-    from assets.grid_inputs import TradeArrays, read_market_data, read_trade_log
+    from domain.gridsearch.inputs import TradeArrays, read_market_data, read_trade_log
     from assets.grid_search import run_grid_search, write_reports
     from kernels.gridsearch.grid import Grid
-    from pipeline.settings import GridParams
+    from config.settings import GridParams
     from resources.compute import select_device
 
     settings = load_settings()
@@ -147,7 +147,7 @@ def _grid_search(args: argparse.Namespace) -> int:
                                           top=args.top, min_trades=args.min_trades, progress=bar.update)
     result.rejected = rejected.summary()
     if args.overfitting:
-        from assets.grid_overfit import overfitting_report
+        from domain.gridsearch.overfit import overfitting_report
 
         result.overfitting = overfitting_report(arrays, results, grid, result.top, min_trades=args.min_trades)
     write_reports(result, out.parent, grid, arrays, results, json_path=out)
@@ -160,7 +160,7 @@ def _grid_search(args: argparse.Namespace) -> int:
 def _grid_data(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from assets.sources.grid_synthetic import generate_grid_data
+    from domain.gridsearch.synthetic import generate_grid_data
 
     paths = generate_grid_data(Path(args.out), days=args.days, trades_per_day=args.trades_per_day, seed=args.seed)
     print(f"market data: {paths.market_data}\ntrade log:   {paths.trade_log}")
@@ -175,7 +175,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     from assets.atc_scan import STATES
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
-    from pipeline.settings import config_path
+    from config.settings import config_path
     from pipeline.stage_commands import derived_settings
 
     atc = {k: v for k, v in {"scan_bars": args.bars, "robustness": args.robustness, "length": args.length}.items() if v}
@@ -241,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.startup import prepare_process
+
+    prepare_process()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

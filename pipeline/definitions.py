@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dagster import Definitions
+from pipeline.startup import prepare_process
+
+prepare_process()  # before anything loads NumPy: thread variables, event batching
+
+from dagster import Definitions  # noqa: E402
 
 from assets.atc_scan import atc_scan
 from assets.backtest import backtest
@@ -22,7 +26,7 @@ from pipeline.executors import build_executor
 from pipeline.jobs import atc_scan_job, grid_search_job, historical_build_and_train, live_paper_trade, lstm_job, yearly_stages
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import build_chain_sensor, new_symbol_sensor
-from pipeline.settings import config_path, load_settings
+from config.settings import config_path, load_settings
 from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
@@ -35,7 +39,7 @@ def build_resources(settings_path: str | None = None) -> dict:
     return {
         "project": ProjectResource(config_path=str(settings_path or config_path())),
         "compute": ComputeResource(device=settings.device, threads_per_worker=settings.threads_per_worker),
-        "parquet_io_manager": PartitionedParquetIOManager(base_dir=str(settings.data_dir)),
+        "io_manager": PartitionedParquetIOManager(base_dir=str(settings.data_dir)),
     }
 
 

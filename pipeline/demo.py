@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from pipeline.settings import Settings
+from config.settings import Settings
 
 
 def _regime_line(settings: Settings) -> str:
@@ -104,7 +104,7 @@ def _grid_search_demo(settings: Settings, defs, instance) -> str:
     """Generate grid-search inputs if the configured ones are absent, run the job, return the winner."""
     import json
 
-    from assets.sources.grid_synthetic import generate_grid_data
+    from domain.gridsearch.synthetic import generate_grid_data
 
     gs = settings.grid_search
     market, log = settings.resolve(gs.market_data), settings.resolve(gs.trade_log)
@@ -125,7 +125,7 @@ DEMO_YEARLY_YEARS = 5  # the yearly stages (meta models, predictions, backtest, 
 
 
 def run_demo(settings: Settings) -> int:
-    from assets.sources import make_source
+    from domain.sources import make_source
     from pipeline.chain import run_graph
     from pipeline.definitions import defs
     from pipeline.instance import ensure_dagster_home, get_instance

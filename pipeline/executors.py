@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dagster import in_process_executor, multiprocess_executor
 
-from pipeline.settings import Settings
+from config.settings import Settings
 from resources.compute import GPU_POOL
 
 GPU_ASSETS = ("lstm_model", "atc_scan", "grid_search")  # declared with pool=GPU_POOL, op_tags=gpu_step_tags()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
-from pipeline.settings import PROJECT_ROOT
+from config.settings import PROJECT_ROOT
 
 DAGSTER_YAML = """\
 # Dagster instance settings for the embedded default (SQLite storage in this folder).
@@ -36,7 +36,7 @@ def ensure_dagster_home() -> Path:
 def get_instance() -> DagsterInstance:
     """The instance of DAGSTER_HOME, its `gpu` concurrency pool sized (pipeline.executors)."""
     from pipeline.executors import ensure_gpu_pool
-    from pipeline.settings import load_settings
+    from config.settings import load_settings
 
     ensure_dagster_home()
     instance = DagsterInstance.get()

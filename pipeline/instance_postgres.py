@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import yaml
 
-from pipeline.settings import PROJECT_ROOT
+from config.settings import PROJECT_ROOT
 
 TEMPLATE = PROJECT_ROOT / "deploy" / "dagster.postgres.yaml"
 

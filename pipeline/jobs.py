@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job
 
-from pipeline.partitions import symbol_year_partitions, years_partitions
+from config.partitions import symbol_year_partitions, years_partitions
 
 GRID_GROUP = "grid_search"
 YEAR_GROUPS = ("regime", "learning", "evaluation")  # year-partitioned stages: a job holds one partitions definition

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dagster import DagsterInstance, JobDefinition
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from pipeline.partitions import SYMBOLS
+from config.partitions import SYMBOLS
 
 
 def contiguous_blocks(registered: list[str], wanted: list[str]) -> list[list[str]]:

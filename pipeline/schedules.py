@@ -21,8 +21,8 @@ from dagster import (
 from pipeline.jobs import historical_build_and_train
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from pipeline.partitions import SYMBOLS
-from pipeline.settings import load_settings
+from config.partitions import SYMBOLS
+from config.settings import load_settings
 
 _settings = load_settings()
 

@@ -29,12 +29,12 @@ from dagster import (
 )
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from assets.errors import InputDataError
-from assets.sources import make_source
+from config.errors import InputDataError
+from domain.sources import make_source
 from pipeline.chain import follow_ups, run_years, year_range_tags
 from pipeline.jobs import atc_scan_job, historical_build_and_train, lstm_job, yearly_stages
-from pipeline.partitions import SYMBOLS, symbol_partitions
-from pipeline.settings import load_settings
+from config.partitions import SYMBOLS, symbol_partitions
+from config.settings import load_settings
 
 _settings = load_settings()
 CHAIN_MONITORED = ("historical_build_and_train", "lstm_job")

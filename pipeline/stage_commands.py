@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.settings import config_path, load_settings, read_settings
+from config.settings import config_path, load_settings, read_settings
 
 
 def derived_settings(overrides: dict, name: str) -> Path:
@@ -104,7 +104,7 @@ def _cfg_and_settings(overrides: dict, name: str):
 def cmd_build_features(args: argparse.Namespace) -> int:
     from dagster import Definitions
 
-    from assets.sources import make_source
+    from domain.sources import make_source
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
     from pipeline.jobs import historical_build_and_train
@@ -189,7 +189,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_build_all(args: argparse.Namespace) -> int:
-    from assets.sources import make_source
+    from domain.sources import make_source
     from pipeline.chain import run_graph
     from pipeline.instance import get_instance
     from pipeline.symbols import sync_symbols
@@ -207,7 +207,7 @@ def cmd_build_all(args: argparse.Namespace) -> int:
 def cmd_infer(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    from assets.inference import infer_batch, infer_one
+    from domain.live.inference import infer_batch, infer_one
 
     now = dt.datetime.fromisoformat(args.now) if args.now else dt.datetime.now()
     symbols = args.symbols.split(",")
@@ -238,8 +238,8 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     """NSGA-II over seller-exhaustion parameter sets on one stored symbol's bars."""
     import polars as pl
 
-    from assets.observe import write_json_atomic
-    from assets.strategy_search import search
+    from domain.observe import write_json_atomic
+    from domain.strategy_search import search
     from resources.parquet_store import ParquetStore
 
     settings = load_settings()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dagster import DagsterInstance
 
-from assets.sources import make_source
-from pipeline.partitions import SYMBOLS
-from pipeline.settings import Settings
+from domain.sources import make_source
+from config.partitions import SYMBOLS
+from config.settings import Settings
 
 
 def register_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:

@@ -35,7 +35,7 @@ DASK_RESOURCES_TAG = "dagster-dask/resource_requirements"
 def gpu_step_tags() -> dict:
     """Op tags of a step that may use a GPU: on the dask executor with
     `executor.dask.gpu_resources`, the Dask resource requirement GPU=1; else none."""
-    from pipeline.settings import load_settings
+    from config.settings import load_settings
 
     ex = load_settings().executor
     return {DASK_RESOURCES_TAG: {"GPU": 1}} if ex.kind == "dask" and ex.dask.gpu_resources else {}

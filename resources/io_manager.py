@@ -24,7 +24,7 @@ import time
 import polars as pl
 from dagster import ConfigurableIOManager, InputContext, MultiPartitionsDefinition, OutputContext
 
-from pipeline.partitions import split_key
+from config.partitions import split_key
 from resources.parquet_store import ParquetStore
 
 ALLOW_MISSING = "allow_missing_partitions"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.partitions import SymbolYear
-from pipeline.settings import SYMBOL_PATTERN
+from config.partitions import SymbolYear
+from config.settings import SYMBOL_PATTERN
 
 FILE_NAME = "part.parquet"
 TMP_PREFIX = ".part-"

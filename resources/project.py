@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 
-from pipeline.settings import Settings, config_path, load_settings
+from config.settings import Settings, config_path, load_settings
 
 
 class ProjectResource(ConfigurableResource):

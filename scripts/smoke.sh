@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 YEARS=${SMOKE_YEARS:-2000-2003}
 TEST_YEAR=${SMOKE_TEST_YEAR:-2003}
-REPORTS=$($PY -c "from pipeline.settings import load_settings; print(load_settings().reports_dir)")
+REPORTS=$($PY -c "from config.settings import load_settings; print(load_settings().reports_dir)")
 # the seed's env/openblas_threads.sh: one BLAS thread per process
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 

@@ -1,4 +1,4 @@
-"""AsyncWriter (assets.async_writer): writes never wait for the sink, close() loses nothing,
+"""AsyncWriter (domain.async_writer): writes never wait for the sink, close() loses nothing,
 sink errors surface. No sleeps here: the slow sink sleeps in the writer's thread."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from assets.async_writer import AsyncWriter, WriterClosedError, json_safe
+from domain.async_writer import AsyncWriter, WriterClosedError, json_safe
 
 
 class SlowSink:

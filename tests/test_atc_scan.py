@@ -12,7 +12,7 @@ from dagster import materialize
 from assets import atc_scan as scanner
 from assets.atc_scan import GPU_MIN_WORK, atc_scan, route, scan_universe
 from assets.raw_bars import raw_bars
-from assets.sources.synthetic import SyntheticMarket
+from domain.sources.synthetic import SyntheticMarket
 from kernels import atc
 from pipeline.definitions import build_resources
 from tests.conftest import run_assets

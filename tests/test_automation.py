@@ -16,7 +16,7 @@ from dagster import (
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from pipeline.definitions import defs
-from pipeline.partitions import SYMBOLS
+from config.partitions import SYMBOLS
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import new_symbol_sensor
 
@@ -107,7 +107,7 @@ def test_definitions_load_with_jobs_schedule_and_sensor_off_by_default():
     assert schedule.cron_schedule == "0 2 * * *"
     assert schedule.default_status == DefaultScheduleStatus.STOPPED
     assert defs.resolve_sensor_def("new_symbol_sensor").default_status == DefaultSensorStatus.STOPPED
-    assert {"project", "compute", "parquet_io_manager"} <= set(defs.resources)
+    assert {"project", "compute", "io_manager"} <= set(defs.resources)
 
 
 def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build_covered(instance):

@@ -12,7 +12,7 @@ from assets.backtest import backtest, backtest_panel
 from assets.evaluation import evaluation
 from kernels.backtest.portfolio import run_portfolio
 from pipeline.definitions import ALL_ASSETS, build_resources
-from pipeline.settings import read_settings
+from config.settings import read_settings
 from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 
 
@@ -84,7 +84,7 @@ def test_evaluation_counts_only_predictions_whose_label_is_realised(learned_copy
 
 def test_backtest_of_an_empty_panel_writes_an_empty_log_and_no_statistics(tmp_path):
     from assets.backtest import period_stats, run_backtest
-    from pipeline.settings import BacktestSettings
+    from config.settings import BacktestSettings
 
     log = tmp_path / "reports" / "daily.jsonl"
     daily = run_backtest(np.empty(0, "datetime64[us]"), [], np.empty((0, 0)), np.empty((0, 0), np.float32),

@@ -95,8 +95,28 @@ def test_thread_defaults_never_override_the_user(monkeypatch):
     assert report["MKL_NUM_THREADS"] == "4" and report["OMP_NUM_THREADS"] == "1"
 
 
-def test_importing_the_pipeline_pins_threads_before_numpy_loads():
-    code = "import sys, os; import pipeline; assert 'numpy' not in sys.modules; print(os.environ['OPENBLAS_NUM_THREADS'])"
-    env = {k: v for k, v in __import__("os").environ.items() if k not in THREAD_VARS}
+def test_importing_packages_sets_nothing():
+    code = ("import os, config.settings, config.partitions, pipeline, resources, assets, domain, kernels; "
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('DAGSTER_EVENT_BATCH_SIZE'))")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in (*THREAD_VARS, "DAGSTER_EVENT_BATCH_SIZE")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert out.stdout.strip() == "1"
+    assert out.stdout.split() == ["None", "None"]
+
+
+def test_code_location_pins_threads_before_numpy_loads():
+    # A finder that records OPENBLAS_NUM_THREADS at the moment NumPy is first imported.
+    code = (
+        "import os, sys\n"
+        "class Spy:\n"
+        "    seen = None\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'numpy' and Spy.seen is None:\n"
+        "            Spy.seen = os.environ.get('OPENBLAS_NUM_THREADS', 'unset')\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "import pipeline.definitions\n"
+        "print(Spy.seen, os.environ['DAGSTER_EVENT_BATCH_SIZE'])\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k not in (*THREAD_VARS, "DAGSTER_EVENT_BATCH_SIZE")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split()[-2:] == ["1", "1000"]

@@ -12,10 +12,10 @@ from assets.cv_report import cv_horizon, cv_report
 from assets.labels import labels
 from assets.raw_bars import raw_bars
 from assets.specialists import specialists
-from assets.training_data import training_frame
+from domain.learning.training_data import training_frame
 from kernels.learn.purged_cv import PurgedKFold
 from pipeline.definitions import build_resources
-from pipeline.settings import read_settings
+from config.settings import read_settings
 from resources.parquet_store import ParquetStore
 from tests.conftest import run_assets
 

@@ -13,7 +13,7 @@ import yaml
 from dagster import AssetKey
 
 from pipeline.executors import GPU_ASSETS, build_executor, ensure_gpu_pool
-from pipeline.settings import read_settings
+from config.settings import read_settings
 from resources.compute import DASK_RESOURCES_TAG, GPU_POOL
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,15 +9,15 @@ import polars as pl
 import pytest
 from dagster import materialize
 
-from assets.feature_registry import FEATURE_NAMES, FEATURES, MAX_WARMUP
+from kernels.registry.features import FEATURE_NAMES, FEATURES, MAX_WARMUP
 from assets.features import HALO_YEARS, build_features, features
 from assets.labels import build_labels, labels
 from assets.raw_bars import raw_bars
-from assets.schema import RAW_BARS, features_schema, labels_schema
-from assets.sources.synthetic import SyntheticMarket
+from domain.schema import RAW_BARS, features_schema, labels_schema
+from domain.sources.synthetic import SyntheticMarket
 from pipeline.definitions import build_resources
-from pipeline.partitions import SymbolYear
-from pipeline.settings import read_settings
+from config.partitions import SymbolYear
+from config.settings import read_settings
 from resources.parquet_store import ParquetStore
 from tests.conftest import run_assets
 

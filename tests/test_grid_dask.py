@@ -1,4 +1,4 @@
-"""The grid search on a Dask cluster (assets.grid_dask): a 2-worker LocalCluster (processes,
+"""The grid search on a Dask cluster (domain.gridsearch.dask_grid): a 2-worker LocalCluster (processes,
 one thread each) started once for the module. The sharded search must equal the
 single-process `run_grid_search` exactly (rows, order, ROI, trade counts), for both exact
 engines and any shard count; the inputs travel once; a journal-file Optuna study gets
@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from assets.grid_dask import (
+from domain.gridsearch.dask_grid import (
     DaskSettings,
     DaskSetupError,
     cluster_client,
@@ -26,9 +26,9 @@ from assets.grid_dask import (
     sub_grid,
     to_global,
 )
-from assets.grid_inputs import TradeArrays, read_market_data, read_trade_log
+from domain.gridsearch.inputs import TradeArrays, read_market_data, read_trade_log
 from assets.grid_search import run_grid_search
-from assets.sources.grid_synthetic import generate_grid_data
+from domain.gridsearch.synthetic import generate_grid_data
 from kernels.gridsearch.grid import Grid
 
 TICKERS = ["SOXL", "IONQ", "MARA"]
@@ -209,7 +209,7 @@ def test_shards_cover_every_pair_once_as_contiguous_rectangles():
 def test_an_optuna_journal_study_gets_trials_from_both_workers(client, inputs, tmp_path):
     import optuna
 
-    from assets.grid_smart import open_storage
+    from domain.gridsearch.smart import open_storage
 
     prices, trades = inputs
     journal = tmp_path / "study.log"

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from assets.grid_inputs import TradeArrays
-from assets.grid_overfit import (cscv_lambdas, deflated_sharpe, deflated_sharpe_ratio, distinct_trials,
+from domain.gridsearch.inputs import TradeArrays
+from domain.gridsearch.overfit import (cscv_lambdas, deflated_sharpe, deflated_sharpe_ratio, distinct_trials,
                                  expected_max_sharpe, in_out_of_sample, overfitting_report, pbo_cscv, trial_sharpes)
 from assets.grid_search import describe
 from kernels.gridsearch.cube import cube_roi

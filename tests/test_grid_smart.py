@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assets.grid_inputs import TradeArrays, read_market_data, read_trade_log
-from assets.grid_smart import (default_levels, feature_ranges, open_storage, shuffled_day_blocks, smart_search,
+from domain.gridsearch.inputs import TradeArrays, read_market_data, read_trade_log
+from domain.gridsearch.smart import (default_levels, feature_ranges, open_storage, shuffled_day_blocks, smart_search,
                                snap_thresholds)
 from kernels.gridsearch.cube import cube_roi
 from kernels.gridsearch.evaluate import evaluate, evaluate_moments, sharpe_ratios
@@ -246,7 +246,7 @@ def test_min_trades_and_bad_arguments(case):
 
 def test_smart_search_on_the_seed_formats(tmp_path):
     """Synthetic market data and trade log in the seed's CSV formats, default levels."""
-    from assets.sources.grid_synthetic import generate_grid_data
+    from domain.gridsearch.synthetic import generate_grid_data
 
     paths = generate_grid_data(tmp_path, days=5, trades_per_day=40, seed=5)
     tickers = ["SOXL", "IONQ", "MARA"]

@@ -11,12 +11,12 @@ import polars as pl
 import pytest
 from dagster import materialize
 
-from assets.errors import InputDataError
-from assets.grid_inputs import read_market_data, read_trade_log
+from config.errors import InputDataError
+from domain.gridsearch.inputs import read_market_data, read_trade_log
 from assets.grid_search import grid_search, market_data, trade_log
-from assets.sources.grid_synthetic import generate_grid_data
+from domain.gridsearch.synthetic import generate_grid_data
 from pipeline.definitions import build_resources
-from pipeline.settings import read_settings
+from config.settings import read_settings
 
 REPO = Path(__file__).resolve().parent.parent
 TICKERS = ["SOXL", "IONQ", "MARA"]

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assets.sources.grid_synthetic import (
+from domain.gridsearch.synthetic import (
     DEFAULT_TICKERS,
     EXTRA_TRADE_COLUMNS,
     MARKET_COLUMNS,

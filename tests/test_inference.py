@@ -1,4 +1,4 @@
-"""The fast inference path (assets.inference) as a specification, on the session's learned
+"""The fast inference path (domain.live.inference) as a specification, on the session's learned
 store (3 symbols x 2000-2003, meta models and predictions of 2003).
 
 infer_one(symbol, now) scores the symbol's last stored bar at or before `now` with the
@@ -18,11 +18,11 @@ import polars as pl
 import pytest
 import yaml
 
-from assets.feature_registry import FEATURE_NAMES
-from assets.inference import InferenceSession, SymbolDataError, clear_sessions, get_session, infer_batch, infer_one
-from assets.specialist_registry import SPECIALIST_COLUMNS
+from kernels.registry.features import FEATURE_NAMES
+from domain.live.inference import InferenceSession, SymbolDataError, clear_sessions, get_session, infer_batch, infer_one
+from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.learn.meta import LSTM_COLUMN, REGIME_COLUMNS
-from pipeline.settings import read_settings
+from config.settings import read_settings
 from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 
 HORIZONS = (3, 7, 14)

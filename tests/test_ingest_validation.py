@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from assets.errors import InputDataError
-from assets.sources.folder import FolderSource
+from config.errors import InputDataError
+from domain.sources.folder import FolderSource
 
 GOOD = """Date,Open,High,Low,Close,Volume
 2010-01-04,10,11,9,10.5,1000

@@ -13,7 +13,7 @@ from assets.labels import labels
 from assets.lstm_model import lstm_model
 from assets.raw_bars import raw_bars
 from pipeline.definitions import build_resources
-from pipeline.settings import read_settings
+from config.settings import read_settings
 from resources.parquet_store import ParquetStore
 from tests.conftest import run_assets
 

@@ -14,7 +14,7 @@ from assets.raw_bars import raw_bars
 from assets.regime import regime
 from assets.specialists import specialists
 from pipeline.definitions import build_resources
-from pipeline.settings import read_settings
+from config.settings import read_settings
 from tests.conftest import run_assets
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from assets.paper_trade import drifted_book, paper_orders
 from pipeline.definitions import defs
-from pipeline.settings import read_settings
+from config.settings import read_settings
 from tests.conftest import LEARNED_SYMBOLS
 
 

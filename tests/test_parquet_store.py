@@ -13,8 +13,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from assets.schema import RAW_BARS
-from pipeline.partitions import SymbolYear
+from domain.schema import RAW_BARS
+from config.partitions import SymbolYear
 from resources.parquet_store import ParquetStore
 
 
@@ -139,7 +139,7 @@ def test_killed_writer_leaves_the_previous_partition_intact(tmp_path, point):
         import datetime as dt, os, sys
         import polars as pl
         from resources.parquet_store import ParquetStore
-        from pipeline.partitions import SymbolYear
+        from config.partitions import SymbolYear
         from tests.test_parquet_store import bars
         """
     ) + textwrap.dedent(KILL_POINTS[point]) + textwrap.dedent(

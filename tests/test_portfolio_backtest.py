@@ -285,7 +285,7 @@ def test_the_loop_logging_to_a_slow_sink_is_not_slowed_and_close_loses_nothing()
     sleeps on every batch (in the writer's thread) does not hold the loop up."""
     import time
 
-    from assets.async_writer import AsyncWriter
+    from domain.async_writer import AsyncWriter
 
     prices, probs = random_panel(2000, 20, seed=5)
     run_portfolio(prices[:10], probs[:10])  # compile / load the numba cache outside the timing

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 
 from assets.predictions import load_year_models, score_rows, scoring_frame
-from assets.specialist_registry import SPECIALIST_COLUMNS
-from pipeline.settings import read_settings
+from kernels.registry.specialists import SPECIALIST_COLUMNS
+from config.settings import read_settings
 from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 
 

@@ -11,10 +11,10 @@ import polars as pl
 from dagster import AssetIn, asset, materialize
 
 from assets.raw_bars import raw_bars
-from assets.schema import RAW_BARS
+from domain.schema import RAW_BARS
 from pipeline.definitions import build_resources
-from pipeline.partitions import SymbolYear, symbol_year_partitions, year_halo_mapping
-from pipeline.settings import read_settings
+from config.partitions import SymbolYear, symbol_year_partitions, year_halo_mapping
+from config.settings import read_settings
 from resources.parquet_store import ParquetStore
 from tests.conftest import run_assets
 
@@ -48,7 +48,6 @@ def test_two_symbols_two_years_in_one_run(make_settings, instance):
 @asset(
     partitions_def=symbol_year_partitions,
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(1))},
-    io_manager_key="parquet_io_manager",
 )
 def halo_probe(raw_bars: pl.DataFrame) -> pl.DataFrame:
     """Test asset: records which years of raw_bars it was given."""
@@ -57,7 +56,7 @@ def halo_probe(raw_bars: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame({"date": [dt.datetime(max(years), 6, 1)], "symbol": [sym], "years_seen": [str(years)]})
 
 
-@asset(deps=[raw_bars], io_manager_key="parquet_io_manager", ins={"raw_bars": AssetIn()})
+@asset(deps=[raw_bars], ins={"raw_bars": AssetIn()})
 def whole_probe(raw_bars: pl.LazyFrame) -> pl.DataFrame:
     """Test asset (unpartitioned): counts the whole raw_bars dataset through a lazy scan."""
     assert isinstance(raw_bars, pl.LazyFrame)

@@ -9,10 +9,10 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from assets.panel import Panel
+from kernels.panel import Panel
 from assets.regime import build_regime, class_shares, equal_weight_index
-from assets.sources.synthetic import SyntheticMarket
-from pipeline.partitions import SymbolYear
+from domain.sources.synthetic import SyntheticMarket
+from config.partitions import SymbolYear
 from kernels.regime import NO_TAG, tag_regime
 from kernels.seller_exhaustion import PRESETS, SellerParams, seller_exhaustion
 from tests.kernel_data import goog_ohlc
@@ -105,7 +105,7 @@ def test_regime_asset_with_its_halo_equals_the_whole_history(make_settings, inst
     from assets.raw_bars import raw_bars
     from assets.regime import regime
     from pipeline.definitions import build_resources
-    from pipeline.settings import read_settings
+    from config.settings import read_settings
     from resources.parquet_store import ParquetStore
     from tests.conftest import run_assets
 

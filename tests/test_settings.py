@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from pipeline.settings import DEFAULT_CONFIG, Settings, SettingsError, load_settings, parse_settings, read_settings
+from config.settings import DEFAULT_CONFIG, Settings, SettingsError, load_settings, parse_settings, read_settings
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

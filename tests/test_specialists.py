@@ -9,16 +9,16 @@ import polars as pl
 import pytest
 from dagster import materialize
 
-from assets.panel import Panel
+from kernels.panel import Panel
 from assets.raw_bars import raw_bars
-from assets.schema import specialists_schema
-from assets.sources.synthetic import SyntheticMarket
-from assets.specialist_registry import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
+from domain.schema import specialists_schema
+from domain.sources.synthetic import SyntheticMarket
+from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
 from assets.specialists import build_specialists, specialists
 from kernels import indicators as K
 from pipeline.definitions import build_resources
-from pipeline.partitions import SymbolYear
-from pipeline.settings import read_settings
+from config.partitions import SymbolYear
+from config.settings import read_settings
 from resources.parquet_store import ParquetStore
 from tests.conftest import run_assets
 

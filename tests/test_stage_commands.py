@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from pipeline.settings import SettingsError, read_settings
+from config.settings import SettingsError, read_settings
 from pipeline.stage_commands import derived_settings, parse_years
 
 

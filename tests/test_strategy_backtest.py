@@ -1,5 +1,5 @@
 """Seller-exhaustion strategy backtest over a population (kernels.strategy) and its NSGA-II
-search (assets.strategy_search): the rules on hand-checked bars, CPU/CUDA parity on real
+search (domain.strategy_search): the rules on hand-checked bars, CPU/CUDA parity on real
 GOOG prices, shared indicator series, the CPU fallback, and the optimizer's contract.
 
 The cuda engine runs under numba's CUDA simulator here (conftest sets NUMBA_ENABLE_CUDASIM
@@ -344,13 +344,13 @@ def test_inputs_are_validated(goog_slice):
 # --- the optimizer ---------------------------------------------------------------------
 
 def run_search(monkeypatch=None, **kw):
-    from assets import strategy_search
+    from domain import strategy_search
 
     return strategy_search.search(*goog(), **{"population": 16, "generations": 3, "seed": 7, "engine": "cpu", **kw})
 
 
 def test_search_evaluates_each_generation_in_one_call_and_returns_a_pareto_front(monkeypatch):
-    from assets import strategy_search
+    from domain import strategy_search
 
     sizes = []
     real = strategy_search.backtest_population

@@ -16,9 +16,9 @@ import pickle
 import numpy as np
 import pytest
 
-from assets.feature_registry import FEATURE_NAMES, compute_features
-from assets.panel import Panel
-from assets.specialist_registry import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
+from kernels.registry.features import FEATURE_NAMES, compute_features
+from kernels.panel import Panel
+from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
 from kernels import atc, indicators
 from kernels.seller_exhaustion import PRESETS, SellerParams, ewm_adjust_false, seller_exhaustion
 from kernels.streaming import (

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assets.sources.synthetic import SyntheticMarket
+from domain.sources.synthetic import SyntheticMarket
 
 
 @pytest.fixture(scope="module")

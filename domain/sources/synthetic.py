@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from assets.schema import RAW_BARS
+from domain.schema import RAW_BARS
 from kernels.simulation import garch_paths, markov_chain
 
 REGIME_DRIFT = np.array([0.0001, 0.0007, -0.0009])

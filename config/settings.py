@@ -250,7 +250,7 @@ class SmartSearch(_Model):
 
 
 class DaskSettings(DaskCluster):
-    """`grid_search.dask`: shard the grid search over a Dask cluster (assets.grid_dask); a
+    """`grid_search.dask`: shard the grid search over a Dask cluster (domain.gridsearch.dask_grid); a
     LocalCluster's workers have one thread each (with `gpu`: at most one per GPU)."""
     enabled: bool = False
     gpu: bool = False                        # dask_cuda.LocalCUDACluster: RMM pool per worker (needs dask-cuda, rmm)

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import polars as pl
 
-from pipeline.settings import Settings
+from config.settings import Settings
 
 
 class BarSource(Protocol):
@@ -30,7 +30,7 @@ class SyntheticSource:
     name = "synthetic"
 
     def __init__(self, names: list[str], seed: int, start: dt.date, end: dt.date):
-        from assets.sources.synthetic import SyntheticMarket
+        from domain.sources.synthetic import SyntheticMarket
 
         self._names = list(names)
         self.market = SyntheticMarket(seed, start, end)
@@ -55,9 +55,9 @@ def make_source(settings: Settings) -> BarSource:
         end = min(last, syn.end_date or dt.date.today())
         return SyntheticSource(syn.symbol_names(), syn.seed, dt.date(settings.years.start, 1, 1), end)
     if uni.source == "folder":
-        from assets.sources.folder import FolderSource
+        from domain.sources.folder import FolderSource
 
         return FolderSource(settings.resolve(uni.folder.path))
-    from assets.sources.packaged import PackagedSource
+    from domain.sources.packaged import PackagedSource
 
     return PackagedSource(list(uni.packaged.symbols))

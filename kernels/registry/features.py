@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import polars as pl
 
 from kernels import indicators as K
 
@@ -60,11 +59,6 @@ FEATURES: tuple[Feature, ...] = (
 
 FEATURE_NAMES = [f.name for f in FEATURES]
 MAX_WARMUP = max(f.warmup for f in FEATURES)
-
-
-def feature_dtypes(precision: str = "float32") -> list[tuple[str, pl.DataType]]:
-    dtype = pl.Float64 if precision == "float64" else pl.Float32
-    return [(name, dtype) for name in FEATURE_NAMES]
 
 
 class _KernelCalls:

@@ -14,7 +14,7 @@ P(label = 1) per horizon for one symbol at a time `now`, or a list of symbols.
         symbol, date, model_year, p_h{H}..., regime, the features, the specialist scores.
 
 `settings` is a Settings object, a settings-file path, or None (the settings in force,
-`pipeline.settings.load_settings`).
+`config.settings.load_settings`).
 
 Contract (tests/test_inference.py):
 * The probabilities come from `assets.predictions.score_rows`, the function the batch
@@ -79,12 +79,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from assets.feature_registry import FEATURE_NAMES
+from kernels.registry.features import FEATURE_NAMES
 from assets.predictions import load_year_models, model_path, score_rows
-from assets.specialist_registry import SPECIALIST_COLUMNS, SPECIALISTS
+from kernels.registry.specialists import SPECIALIST_COLUMNS, SPECIALISTS
 from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
 from kernels.streaming import STREAM_FEATURES, STREAM_SPECIALISTS, SymbolStream
-from pipeline.settings import SYMBOL_PATTERN, Settings, load_settings
+from config.settings import SYMBOL_PATTERN, Settings, load_settings
 from resources.parquet_store import FILE_NAME, ParquetStore
 
 STATE_FORMAT = "tradelab.live_state/1"

@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from assets.grid_inputs import TradeArrays
-from assets.grid_smart import shuffled_day_blocks
+from domain.gridsearch.inputs import TradeArrays
+from domain.gridsearch.smart import shuffled_day_blocks
 from kernels.gridsearch import RESULT_SCALE
 from kernels.gridsearch.brute import filter_table
 from kernels.gridsearch.cube import cube_roi

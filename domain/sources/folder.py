@@ -12,9 +12,9 @@ from pathlib import Path
 
 import polars as pl
 
-from assets.errors import InputDataError
-from assets.schema import RAW_BARS
-from assets.sources.conform import conform_bars, validate_symbol
+from config.errors import InputDataError
+from domain.schema import RAW_BARS
+from domain.sources.conform import conform_bars, validate_symbol
 
 SUFFIXES = (".csv", ".parquet", ".pq")
 SYMBOL_COLUMNS = ("symbol", "ticker")

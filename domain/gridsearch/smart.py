@@ -19,7 +19,7 @@ is:
   the top ROI, and a second objective spends most of the population on the low-ROI,
   many-trade end of the front; support is enforced by `min_trades` (a constraint:
   trials keeping fewer trades are infeasible) and overfitting is judged afterwards
-  (assets.grid_overfit).
+  (domain.gridsearch.overfit).
 - ask-and-tell in batches: `batch` trials are asked, scored together (one
   `kernels.gridsearch.evaluate.evaluate` call per step), and told.
 - pruning over day blocks ("mix the days up"): the days are shuffled (seeded) into
@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from assets.grid_inputs import TradeArrays
+from domain.gridsearch.inputs import TradeArrays
 from kernels.gridsearch import RESULT_SCALE
 from kernels.gridsearch.evaluate import evaluate
 from kernels.gridsearch.exits import resolve_exits

@@ -13,7 +13,7 @@ import datetime as dt
 
 import polars as pl
 
-from assets.specialist_registry import SPECIALIST_COLUMNS
+from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 
 def label_ends(labels: pl.LazyFrame, horizons: list[int]) -> pl.LazyFrame:

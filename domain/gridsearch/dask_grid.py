@@ -60,13 +60,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kernels.gridsearch.grid import Grid
-from pipeline.settings import DaskSettings
+from config.settings import DaskSettings
 from kernels.gridsearch.ranking import TopK, merge_top
 
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
 
-    from assets.grid_inputs import TradeArrays
+    from domain.gridsearch.inputs import TradeArrays
     from assets.grid_search import GridSearchResult
 
 CONNECT_TIMEOUT_S = 10.0
@@ -387,7 +387,7 @@ def optuna_task(features, results, space, storage, study_name: str, sampler: str
     import optuna
     from distributed import get_worker
 
-    from assets.grid_smart import _quiet_optuna, make_sampler, open_storage
+    from domain.gridsearch.smart import _quiet_optuna, make_sampler, open_storage
     from kernels.gridsearch import RESULT_SCALE
     from kernels.gridsearch.evaluate import evaluate
 
@@ -412,7 +412,7 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
                           trials_per_task: int = 64, tasks: int | None = None, study_name: str | None = None,
                           sampler: str = "tpe", seed: int = 0, min_trades: int = 1, top: int = 10, ranges=None,
                           target_levels=None, stop_levels=None) -> tuple[GridSearchResult, None]:
-    """Optuna smart search (assets.grid_smart's space) by `tasks` Dask tasks (default: one
+    """Optuna smart search (domain.gridsearch.smart's space) by `tasks` Dask tasks (default: one
     per worker, task i pinned to worker i mod n) adding `trials_per_task` trials each to
     one study in shared `storage` (a journal file: "journal:PATH" or *.log/*.journal/*.jsonl,
     or an RDB URL). Task i samples with seed `seed + i`. The best `top` complete trials of
@@ -420,7 +420,7 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
     import optuna
 
     from assets.grid_search import GridSearchResult
-    from assets.grid_smart import (
+    from domain.gridsearch.smart import (
         SAMPLERS,
         Space,
         _quiet_optuna,

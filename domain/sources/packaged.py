@@ -10,9 +10,9 @@ from importlib import metadata
 
 import polars as pl
 
-from assets.errors import InputDataError
-from assets.schema import RAW_BARS
-from assets.sources.conform import conform_bars
+from config.errors import InputDataError
+from domain.schema import RAW_BARS
+from domain.sources.conform import conform_bars
 
 # symbol -> (module, attribute or loader function, distribution)
 PACKAGED = {

@@ -6,7 +6,7 @@ from itertools import groupby
 
 import polars as pl
 
-from pipeline.partitions import SymbolYear
+from config.partitions import SymbolYear
 
 
 def keep_partitions(frame: pl.DataFrame, keys: list[SymbolYear]) -> pl.DataFrame:

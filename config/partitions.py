@@ -21,7 +21,7 @@ from dagster import (
     TimeWindowPartitionsDefinition,
 )
 
-from pipeline.settings import SYMBOL_PATTERN, Settings, load_settings
+from config.settings import SYMBOL_PATTERN, Settings, load_settings
 
 SYMBOLS = "symbols"
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from assets.errors import InputDataError
-from assets.schema import PRICE_COLUMNS, RAW_BARS, assert_no_object
-from pipeline.settings import SYMBOL_PATTERN
+from config.errors import InputDataError
+from domain.schema import PRICE_COLUMNS, RAW_BARS, assert_no_object
+from config.settings import SYMBOL_PATTERN
 
 DATE_ALIASES = ("date", "datetime", "timestamp", "time")
 REQUIRED = ("date",) + PRICE_COLUMNS

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from assets.errors import InputDataError
+from config.errors import InputDataError
 
 DATE = pl.Datetime("ns")
 NUMBER = pl.Float32
@@ -86,9 +86,10 @@ RAW_BARS = TableSchema(
 
 def features_schema(precision: str = "float32") -> TableSchema:
     """date, symbol, then every registered feature in registry order."""
-    from assets.feature_registry import feature_dtypes
+    from kernels.registry.features import FEATURE_NAMES
 
-    return TableSchema("features", (("date", DATE), ("symbol", pl.String), *feature_dtypes(precision)))
+    dtype = pl.Float64 if precision == "float64" else pl.Float32
+    return TableSchema("features", (("date", DATE), ("symbol", pl.String), *[(n, dtype) for n in FEATURE_NAMES]))
 
 
 def labels_schema(horizons: list[int]) -> TableSchema:
@@ -101,7 +102,7 @@ def labels_schema(horizons: list[int]) -> TableSchema:
 
 def specialists_schema() -> TableSchema:
     """date, symbol, then spec_<name>_score (float32 in [-1, 1]) in registry order."""
-    from assets.specialist_registry import SPECIALIST_COLUMNS
+    from kernels.registry.specialists import SPECIALIST_COLUMNS
 
     return TableSchema("specialists", (("date", DATE), ("symbol", pl.String), *[(c, NUMBER) for c in SPECIALIST_COLUMNS]))
 

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from assets.panel import Panel
+from kernels.panel import Panel
 from kernels import indicators as K
 from kernels.seller_exhaustion import PRESETS, seller_exhaustion
 

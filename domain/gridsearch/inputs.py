@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from assets.errors import InputDataError
+from config.errors import InputDataError
 
 MARKET_FILE = re.compile(r"^Raw_Market_data_(\d{2})-(\d{2})-(\d{4})\.csv$")
 MARKET_COLUMNS = {  # file column -> stored column (the rest are dropped)
