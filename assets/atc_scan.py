@@ -11,93 +11,14 @@ process pool). MA results can be cached by (series hash, MA type, length)
 (kernels.atc.MACache: hits and misses are reported).
 """
 
-from dataclasses import dataclass, field
 
-import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, Output, asset
 
 from domain.observe import observe
-from domain.symbol_chunks import symbol_offsets
-from kernels import atc
 from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
-
-GPU_MIN_WORK = 2_000_000  # symbol-bars per chunk from which a GPU launch pays off
-STATES = {1: "long", -1: "short", 0: "neutral"}
-
-
-def route(n_symbols: int, n_bars: int, device_backend: str) -> str:
-    """The backend for a chunk of n_symbols x n_bars on a machine whose device runs `device_backend`."""
-    if device_backend in ("cuda", "torch") and n_symbols * n_bars >= GPU_MIN_WORK:
-        return device_backend
-    return "cpu"
-
-
-@dataclass
-class ScanStats:
-    chunks: int = 0
-    backends: dict = field(default_factory=dict)
-    fallbacks: int = 0
-    cache: dict = field(default_factory=dict)
-
-
-def _compute(closes: np.ndarray, backend: str, stats: ScanStats, **params):
-    try:
-        return atc.compute(closes, backend=backend, dtype=np.float64, **params)
-    except Exception:
-        if backend == "cpu":
-            raise
-        stats.fallbacks += 1
-        return atc.compute(closes, backend="cpu", dtype=np.float64, **params)
-
-
-def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int = 512, device_backend: str = "cpu",
-                  robustness: str = "Medium", length: int = 28, cache: bool = False) -> tuple[pl.DataFrame, ScanStats]:
-    """One row per symbol: last date, ATC value, state (long/short/neutral), family signals.
-
-    Closes are sliced from one array by symbol offsets (no per-symbol copies beyond the
-    chunk being scanned); symbols with the same number of bars form [symbols, bars] chunks.
-    """
-    frame = bars.select("symbol", "date", "close")
-    in_order = frame["symbol"].is_sorted() and frame.select((pl.col("date").diff().over("symbol") > pl.duration()).all()).item()
-    if not in_order:  # sorting copies the frame: skip it when the store already gave it in order
-        frame = frame.sort("symbol", "date")
-    offsets = symbol_offsets(frame["symbol"])
-    close = frame["close"].to_numpy()
-    ends = offsets[1:]
-    starts = np.maximum(offsets[:-1], ends - n_bars)
-    lengths = ends - starts
-    symbols, last_dates = frame["symbol"].gather(ends - 1), frame["date"].gather(ends - 1)
-    stats = ScanStats()
-    parts = []
-    for n in np.unique(lengths):
-        members = np.flatnonzero(lengths == n)
-        for lo in range(0, len(members), chunk_symbols):
-            idx = members[lo : lo + chunk_symbols]
-            closes = np.stack([close[starts[i] : ends[i]] for i in idx]).astype(np.float64)
-            backend = route(len(idx), int(n), device_backend)
-            fams, final = _compute(closes, backend, stats, robustness=robustness, length=length, cache=cache)
-            stats.chunks += 1
-            stats.backends[backend] = stats.backends.get(backend, 0) + 1
-            last = np.asarray(final)[:, -1]
-            parts.append(pl.DataFrame({
-                "symbol": symbols.gather(idx), "date": last_dates.gather(idx), "bars": np.full(len(idx), n, dtype=np.int32),
-                "atc": last.astype(np.float32), "state": atc.classify(last),
-                **{f"atc_{f.lower()}": np.asarray(fams[f])[:, -1].astype(np.float32) for f in atc.FAMILIES},
-            }))
-    if cache:
-        stats.cache = atc.ma_cache.stats()
-    out = pl.concat(parts).sort("symbol") if parts else pl.DataFrame()
-    return out, stats
-
-
-def scan_table_markdown(table: pl.DataFrame, limit: int = 50) -> str:
-    lines = ["| symbol | date | ATC | state | " + " | ".join(atc.FAMILIES) + " |", "|" + "---|" * (4 + len(atc.FAMILIES))]
-    for r in table.sort(pl.col("atc").abs(), descending=True).head(limit).iter_rows(named=True):
-        fams = " | ".join(f"{r[f'atc_{f.lower()}']:+.2f}" for f in atc.FAMILIES)
-        lines.append(f"| {r['symbol']} | {r['date']:%Y-%m-%d} | {r['atc']:+.3f} | {STATES[int(r['state'])]} | {fams} |")
-    return "\n".join(lines)
+from domain.atc_scan import STATES, scan_table_markdown, scan_universe
 
 
 @asset(group_name="specialists", kinds={"numba", "polars"},

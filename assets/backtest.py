@@ -13,92 +13,16 @@ turnover, ...), `overall.json` (the whole span), `equity.png`, and `daily.jsonl`
 written by an asynchronous batched writer between numba chunks (never inside the loop).
 """
 
-import os
-from pathlib import Path
 
-import numpy as np
 import polars as pl
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 
-from domain.async_writer import AsyncWriter
 from domain.observe import observe, write_bytes_atomic, write_json_atomic
-from kernels.backtest.portfolio import PortfolioConfig, run_portfolio, stats
 from kernels.learn.evaluation import equity_png_bytes
 from config.partitions import years_partitions
-from config.settings import BacktestSettings
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
-
-HEADLINE = ("cagr", "sharpe", "max_drawdown", "annual_turnover", "total_return", "n_days")
-
-
-def portfolio_config(bt: BacktestSettings) -> PortfolioConfig:
-    return PortfolioConfig(threshold=bt.threshold, max_gross=bt.max_gross, max_weight=bt.max_weight,
-                           long_short=bt.long_short, fee_bps=bt.fee_bps, slippage_bps=bt.slippage_bps)
-
-
-def backtest_panel(predictions: pl.LazyFrame, raw_bars: pl.LazyFrame, horizon: int):
-    """(dates [T], symbols [N], prices [T, N] float64, probs [T, N] float32) over the dates
-    that have predictions; NaN where a symbol has no bar or no prediction that day."""
-    col = f"p_h{horizon}"
-    pred = predictions.select("symbol", "date", col).collect()
-    if pred.is_empty():
-        return np.empty(0, "datetime64[us]"), [], np.empty((0, 0)), np.empty((0, 0), np.float32)
-    d0, d1 = pred["date"].min(), pred["date"].max()
-    bars = raw_bars.select("symbol", "date", "close").filter(pl.col("date").is_between(d0, d1)).collect()
-    long = bars.join(pred, on=["symbol", "date"], how="full", coalesce=True)
-    dates = long["date"].unique().sort()
-    symbols = sorted(long["symbol"].unique().to_list())
-    grid = pl.DataFrame({"date": dates}).join(pl.DataFrame({"symbol": symbols}), how="cross")
-    full = grid.join(long, on=["date", "symbol"], how="left").sort("date", "symbol")
-    T, N = dates.len(), len(symbols)
-    prices = full["close"].cast(pl.Float64).fill_null(np.nan).to_numpy().reshape(T, N)
-    probs = full[col].cast(pl.Float32).fill_null(np.nan).to_numpy().reshape(T, N)
-    return dates.to_numpy(), symbols, prices, probs
-
-
-def run_backtest(dates, symbols, prices, probs, bt: BacktestSettings, log_path: Path | None = None) -> pl.DataFrame:
-    """The daily book over the panel; each chunk's days go to `log_path` (JSON lines) through
-    the asynchronous writer. The log is written to a temp file and renamed when complete."""
-    writer = tmp = None
-    if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = log_path.with_name(f".tmp-{os.getpid()}-{log_path.name}")
-        writer = AsyncWriter(tmp)
-
-    def log_chunk(a: int, b: int, arrays: dict) -> None:
-        w = arrays["weights"]
-        writer.write_many({"date": str(dates[a + i])[:10], "net": float(arrays["net"][i]),
-                           "turnover": float(arrays["turnover"][i]), "cost": float(arrays["cost"][i]),
-                           "equity": float(arrays["equity"][i]), "positions": int(np.count_nonzero(w[i]))}
-                          for i in range(b - a))
-
-    try:
-        try:
-            res = run_portfolio(prices, probs, portfolio_config(bt), chunk_days=bt.chunk_days,
-                                on_chunk=log_chunk if writer is not None else None)
-        finally:
-            if writer is not None:
-                writer.close()
-        if tmp is not None:
-            if not tmp.exists():  # no day to log: an empty log, not a stale one
-                tmp.write_text("")
-            os.replace(tmp, log_path)
-    except BaseException:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-        raise
-    return pl.DataFrame({
-        "date": pl.Series(dates).cast(pl.Datetime("us")),
-        "net_return": res.net.astype(np.float32), "gross_return": res.gross.astype(np.float32),
-        "turnover": res.turnover.astype(np.float32), "cost": res.cost.astype(np.float32),
-        "equity": res.equity.astype(np.float32),
-        "positions": np.count_nonzero(res.weights, axis=1).astype(np.int32),
-    })
-
-
-def period_stats(daily: pl.DataFrame) -> dict:
-    return stats(daily["net_return"].cast(pl.Float64).to_numpy(), daily["turnover"].cast(pl.Float64).to_numpy())
+from domain.backtest import HEADLINE, backtest_panel, period_stats, run_backtest
 
 
 @asset(

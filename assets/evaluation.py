@@ -11,68 +11,14 @@ Reports under reports/eval/: `<Y>.json`, `overall.json`, `reliability_h{H}_<Y|ov
 The stored table (year partition): one row per horizon with the headline metrics.
 """
 
-import numpy as np
 import polars as pl
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 
-from domain.observe import observe, write_bytes_atomic, write_json_atomic
-from kernels.learn.evaluation import (
-    classification_metrics,
-    decile_returns,
-    decile_returns_by_group,
-    information_coefficient,
-    reliability_png_bytes,
-)
-from kernels.regime import BEAR, BULL, CONSOLIDATE, OSCILLATE
+from domain.observe import observe
 from config.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
-
-REGIME_NAMES = {BEAR: "bear", CONSOLIDATE: "consolidate", BULL: "bull", OSCILLATE: "oscillate"}
-HEADLINE = ("auc", "pr_auc", "brier", "log_loss", "ic", "n")
-
-
-def outcomes(predictions: pl.LazyFrame, labels: pl.LazyFrame, horizons: list[int]) -> pl.DataFrame:
-    """Predictions at t joined with the labels realised at t + H (per horizon columns)."""
-    cols = [c for h in horizons for c in (f"label_bin_h{h}", f"label_ret_h{h}")]
-    return predictions.join(labels.select("symbol", "date", *cols), on=["symbol", "date"], how="inner").sort(
-        "date", "symbol").collect()
-
-
-def _table(d: dict) -> list[dict]:
-    """Column arrays -> JSON rows."""
-    keys = list(d)
-    return [{k: (d[k][i].item() if hasattr(d[k][i], "item") else d[k][i]) for k in keys} for i in range(len(d[keys[0]]))]
-
-
-def evaluate_horizon(frame: pl.DataFrame, h: int) -> dict:
-    """Metrics, IC and decile returns (overall and by regime) of one horizon over `frame`."""
-    rows = frame.filter(pl.col(f"label_bin_h{h}").is_not_null() & pl.col(f"p_h{h}").is_not_nan())
-    p = rows[f"p_h{h}"].cast(pl.Float64).to_numpy()
-    y = rows[f"label_bin_h{h}"].cast(pl.Float64).to_numpy()
-    ret = rows[f"label_ret_h{h}"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    regime = rows["regime"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    by_regime = decile_returns_by_group(p, ret, regime) if len(p) else {}
-    return {
-        **classification_metrics(y, p),
-        "ic": information_coefficient(p, ret),
-        "deciles": _table(decile_returns(p, ret)) if len(p) else [],
-        "deciles_by_regime": {REGIME_NAMES.get(int(k), str(k)): _table(v) for k, v in by_regime.items()},
-    }
-
-
-def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir) -> dict:
-    """{h{H}: metrics} for the rows of `frame`; writes the JSON and the reliability PNGs."""
-    report = {}
-    for h in horizons:
-        report[f"h{h}"] = evaluate_horizon(frame, h)
-        rows = frame.filter(pl.col(f"label_bin_h{h}").is_not_null() & pl.col(f"p_h{h}").is_not_nan())
-        if rows.height:
-            png = reliability_png_bytes(rows[f"label_bin_h{h}"].cast(pl.Float64).to_numpy(),
-                                        rows[f"p_h{h}"].cast(pl.Float64).to_numpy(), f"h{h}, out of sample, {scope}")
-            write_bytes_atomic(out_dir / f"reliability_h{h}_{scope}.png", png)
-    write_json_atomic(out_dir / f"{scope}.json", {"scope": scope, "rows": frame.height, **report})
-    return report
+from domain.evaluation import HEADLINE, evaluate_scope, outcomes
 
 
 @asset(

@@ -10,46 +10,14 @@ not stored yet is a future not known yet (nulls), and the labels fill in when th
 again after Y+1 arrives (the nightly schedule re-runs the previous year in January).
 """
 
-import numpy as np
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
 
 from domain.observe import observe
-from domain.partition_frames import keep_partitions
-from domain.schema import labels_schema
-from domain.symbol_chunks import symbol_offsets
-from config.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from config.partitions import split_key, symbol_year_partitions, year_halo_mapping
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
-
-
-def forward_returns(close: np.ndarray, offsets: np.ndarray, h: int) -> np.ndarray:
-    """close[t+h]/close[t] - 1 within each symbol (rows offsets[k]:offsets[k+1]); NaN where
-    t+h falls beyond the symbol's last row."""
-    close = close.astype(np.float64)
-    out = np.full(close.shape[0], np.nan)
-    if close.shape[0] > h:
-        out[:-h] = close[h:] / close[:-h] - 1.0
-    for end in offsets[1:]:
-        out[max(end - h, 0) : end] = np.nan
-    return out
-
-
-def build_labels(bars: pl.DataFrame, keys: list[SymbolYear], thresholds: dict[int, float]) -> pl.DataFrame:
-    """Labels of the rows of `keys` from `bars` (which may hold the following year)."""
-    horizons = list(thresholds)
-    bars = bars.sort("symbol", "date")
-    offsets = symbol_offsets(bars["symbol"])
-    close = bars["close"].to_numpy()
-    cols = {}
-    for h in horizons:
-        ret = forward_returns(close, offsets, h)
-        cols[f"label_ret_h{h}"] = pl.Series(ret).fill_nan(None)
-        cols[f"label_bin_h{h}"] = pl.Series(np.where(np.isnan(ret), 0, ret > thresholds[h]).astype(np.int8)).set(
-            pl.Series(np.isnan(ret)), None
-        )
-    frame = bars.select("date", "symbol").with_columns(**cols)
-    return labels_schema(horizons).cast(keep_partitions(frame, keys))
+from domain.labels import build_labels
 
 
 @asset(

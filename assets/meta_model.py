@@ -16,54 +16,15 @@ a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
 
 import numpy as np
 import polars as pl
-from scipy.stats import spearmanr
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
 
 from domain.observe import observe, write_json_atomic
-from kernels.registry.specialists import SPECIALIST_COLUMNS
 from domain.learning.training_data import training_frame
-from kernels.learn.calibration import fold_metrics
-from kernels.learn.meta import build_meta_matrix, calibration_png, complete_rows, save_meta, train_meta
-from kernels.learn.purged_cv import PurgedKFold
+from kernels.learn.meta import calibration_png, save_meta
 from config.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.project import ProjectResource
-
-
-LSTM_COLUMN = "spec_lstm_score"
-LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share of training rows
-
-
-def _matrix(frame: pl.DataFrame, horizon: int):
-    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
-    regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
-    lstm = frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns else None
-    X, names = build_meta_matrix(scores, lstm, regime, specialist_names=SPECIALIST_COLUMNS)
-    y = frame[f"label_bin_h{horizon}"].to_numpy()
-    return X, y, names
-
-
-def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
-             model: str = "logistic", calibration: str = "isotonic", seed: int = 0):
-    """(model, out-of-sample metrics, test probabilities, test labels) for one horizon."""
-    train = frame_train.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
-    X, y, names = _matrix(train, horizon)
-    ok = complete_rows(X)
-    train, X, y = train.filter(pl.Series(ok)), X[ok], y[ok].astype(np.int8)
-    t0 = train["date"].to_numpy().astype("datetime64[D]")
-    t1 = train[f"t1_h{horizon}"].to_numpy().astype("datetime64[D]")
-    folds = list(PurgedKFold(n_splits, t0, t1, embargo=np.timedelta64(embargo_days, "D")).split())
-    window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
-              "horizon": horizon}
-    model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window)
-    test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
-    Xt, yt, _ = _matrix(test, horizon)
-    okt = complete_rows(Xt)
-    p = model.predict_proba(Xt[okt])
-    ret = test[f"label_ret_h{horizon}"].to_numpy()[okt]
-    ic = float(spearmanr(p, ret).statistic) if len(p) > 2 and np.ptp(p) > 0 else None
-    metrics = {**fold_metrics(yt[okt].astype(np.int8), p), "ic": ic, "train_rows": int(len(y))}
-    return model, metrics, p, yt[okt].astype(np.int8)
+from domain.learning.meta import LSTM_COLUMN, LSTM_MIN_COVERAGE, fit_year
 
 
 @asset(

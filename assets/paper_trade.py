@@ -22,76 +22,15 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, MetadataValue, Output, asset
 
 from domain.async_writer import AsyncWriter
-from assets.backtest import portfolio_config
 from domain.observe import observe
-from kernels.backtest.portfolio import run_portfolio
 from config.partitions import SYMBOLS
 from resources.parquet_store import ParquetStore
 from resources.project import ProjectResource
-
-MIN_TRADE = 1e-4  # weight changes smaller than this are not traded
-BOOK = "paper_positions"
+from domain.live.paper_trade import BOOK, last_closes, paper_orders
 
 
 class PaperTradeConfig(Config):
     now: str | None = None  # ISO date or date-time; default: the last stored bar
-
-
-def last_closes(store: ParquetStore, symbols: list[str], now: dt.datetime) -> pl.DataFrame:
-    """symbol, date, close of each symbol's last stored bar at or before `now`."""
-    return (store.scan("raw_bars").filter(pl.col("symbol").is_in(symbols) & (pl.col("date") <= now))
-            .sort("date").group_by("symbol").agg(pl.col("date").last(), pl.col("close").last().cast(pl.Float64))
-            .sort("symbol").collect())
-
-
-def drifted_book(book: pl.DataFrame, closes: pl.DataFrame) -> dict[str, float]:
-    """The stored weights moved with prices to today's closes (module docstring, step 3)."""
-    if book.is_empty():
-        return {}
-    j = book.join(closes.select("symbol", pl.col("close").alias("now")), on="symbol", how="left")
-    ratio = (j["now"].fill_null(j["price"]) / j["price"]).to_numpy()
-    w = j["weight"].to_numpy().astype(np.float64)
-    growth = 1.0 + float(np.sum(w * (ratio - 1.0)))
-    moved = w * ratio / growth if growth > 0 else np.zeros_like(w)
-    return dict(zip(j["symbol"].to_list(), moved.tolist()))
-
-
-def paper_orders(probs: dict[str, float], closes: pl.DataFrame, book: pl.DataFrame, settings) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(orders, new book) for one day: targets by the backtest's rule, minus the drifted book.
-
-    As in the backtest, a symbol without a bar on the day (no close at all, or its last bar
-    older than the day's) cannot trade: a held position in it is kept frozen at its drifted
-    weight, no order is made, and its weight is taken out of the day's gross budget."""
-    today = closes["date"].max() if closes.height else None
-    tradable = closes.filter(pl.col("date") == today) if today is not None else closes
-    symbols = tradable["symbol"].to_list()
-    held = drifted_book(book, closes)
-    frozen = {s: w for s, w in held.items() if s not in set(symbols) and w != 0.0}
-    budget = settings.backtest.max_gross - sum(abs(w) for w in frozen.values())
-    prices = tradable["close"].to_numpy().reshape(1, -1)
-    p = np.array([[probs.get(s, np.nan) for s in symbols]], dtype=np.float32)
-    if budget > 1e-12 and symbols:
-        cfg = portfolio_config(settings.backtest.model_copy(update={"max_gross": budget}))
-        target = run_portfolio(prices, p, cfg).weights[0].astype(np.float64)
-    else:
-        target = np.zeros(len(symbols))
-    rows = []
-    for i, s in enumerate(symbols):
-        delta = float(target[i]) - held.get(s, 0.0)
-        if abs(delta) >= MIN_TRADE:
-            rows.append({"symbol": s, "date": tradable["date"][i], "p": float(p[0, i]), "price": float(prices[0, i]),
-                         "previous_weight": held.get(s, 0.0), "target_weight": float(target[i]), "delta": delta,
-                         "side": "buy" if delta > 0 else "sell"})
-    schema = {"symbol": pl.String, "date": pl.Datetime("us"), "p": pl.Float64, "price": pl.Float64,
-              "previous_weight": pl.Float64, "target_weight": pl.Float64, "delta": pl.Float64, "side": pl.String}
-    orders = pl.DataFrame(rows, schema=schema)
-    book_schema = {"symbol": pl.String, "weight": pl.Float64, "price": pl.Float64, "date": pl.Datetime("us")}
-    traded = pl.DataFrame({"symbol": symbols, "weight": target, "price": prices[0],
-                           "date": tradable["date"].cast(pl.Datetime("us"))}, schema=book_schema).filter(pl.col("weight") != 0.0)
-    kept = book.filter(pl.col("symbol").is_in(list(frozen))).select("symbol", "price", pl.col("date").cast(pl.Datetime("us")))
-    kept = kept.with_columns(pl.col("symbol").replace_strict(frozen, return_dtype=pl.Float64).alias("weight")).select(
-        list(book_schema))
-    return orders, pl.concat([traded, kept.cast(book_schema)])
 
 
 @asset(

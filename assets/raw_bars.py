@@ -10,21 +10,10 @@ import polars as pl
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from domain.observe import observe
-from domain.partition_frames import keep_partitions
-from domain.schema import RAW_BARS
-from domain.sources import BarSource, make_source
-from config.partitions import SymbolYear, split_key, symbol_year_partitions
+from domain.sources import make_source
+from config.partitions import split_key, symbol_year_partitions
 from resources.project import ProjectResource
-
-
-def build_raw_bars(source: BarSource, keys: list[SymbolYear]) -> pl.DataFrame:
-    """The rows of `keys` from `source`, in RAW_BARS schema, sorted by symbol then date."""
-    if not keys:
-        return RAW_BARS.empty()
-    symbols = sorted({k.symbol for k in keys})
-    out = keep_partitions(source.history(symbols), keys).sort("symbol", "date")
-    RAW_BARS.check(out)
-    return out
+from domain.raw_bars import build_raw_bars
 
 
 @asset(

@@ -21,49 +21,11 @@ from dagster import (
 )
 
 from domain.observe import observe
-from domain.schema import REGIME
-from kernels.regime import NO_TAG, tag_regime
 from config.partitions import years_partitions
 from resources.io_manager import ALLOW_MISSING
 from resources.parquet_store import ParquetStore
 from resources.project import ProjectResource
-
-HALO_YEARS = 2
-CLASS_BOUNDS = (0.05, 0.80)
-
-
-def equal_weight_index(bars: pl.DataFrame) -> pl.DataFrame:
-    """date, index_close (compounded mean daily return), members (symbols that day)."""
-    rets = (
-        bars.sort("symbol", "date")
-        .with_columns((pl.col("close").cast(pl.Float64) / pl.col("close").cast(pl.Float64).shift(1).over("symbol") - 1.0).alias("r"))
-        .group_by("date")
-        .agg(pl.col("r").mean().alias("r"), pl.col("r").is_not_null().sum().cast(pl.Int32).alias("members"))
-        .sort("date")
-    )
-    return rets.with_columns((1.0 + pl.col("r").fill_null(0.0)).cum_prod().alias("index_close")).drop("r")
-
-
-def symbol_index(bars: pl.DataFrame, symbol: str) -> pl.DataFrame:
-    """date, index_close (the symbol's own close), members (1)."""
-    own = bars.filter(pl.col("symbol") == symbol).sort("date")
-    if own.height == 0:
-        raise ValueError(f"regime.index_symbol {symbol!r} has no raw_bars in these years; register and ingest it first")
-    return own.select("date", pl.col("close").cast(pl.Float64).alias("index_close"), pl.lit(1, dtype=pl.Int32).alias("members"))
-
-
-def build_regime(bars: pl.DataFrame, years: list[int], index_symbol: str | None = None) -> pl.DataFrame:
-    idx = symbol_index(bars, index_symbol) if index_symbol else equal_weight_index(bars)
-    tags = tag_regime(idx["index_close"].to_numpy())
-    out = idx.with_columns(pl.Series("regime", tags).replace(NO_TAG, None).cast(pl.Int8))
-    out = out.filter(pl.col("date").dt.year().is_in(years))
-    return REGIME.cast(out)
-
-
-def class_shares(regime: pl.Series) -> dict[int, float]:
-    tagged = regime.drop_nulls()
-    n = max(len(tagged), 1)
-    return {k: float((tagged == k).sum()) / n for k in (1, -1, 0, 2)}
+from domain.regime import CLASS_BOUNDS, HALO_YEARS, build_regime, class_shares
 
 
 @asset(

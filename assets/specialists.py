@@ -7,45 +7,14 @@ them: the whole history makes every partition equal the whole-history computatio
 (tests/test_specialists.py). In a single-run backfill each symbol is computed once.
 """
 
-import numpy as np
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
 
 from domain.observe import observe
-from kernels.panel import Panel
-from domain.partition_frames import keep_partitions
-from domain.schema import specialists_schema
-from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, run_specialists
-from domain.symbol_chunks import map_symbol_chunks
-from config.partitions import SymbolYear, split_key, symbol_year_partitions, year_halo_mapping
+from kernels.registry.specialists import SPECIALIST_COLUMNS
+from config.partitions import split_key, symbol_year_partitions, year_halo_mapping
 from resources.project import ProjectResource
-
-ALL_HISTORY_YEARS = 500  # a halo longer than any history: every stored year before Y
-
-
-def specialists_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray) -> dict[str, np.ndarray]:
-    """Worker: one panel per symbol of the chunk, the registry over it."""
-    total = len(arrays["close"])
-    out = {c: np.empty(total, dtype=np.float32) for c in SPECIALIST_COLUMNS}
-    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        panel = Panel.from_columns({c: arrays[c][a:b] for c in PANEL_COLUMNS})
-        for col, values in run_specialists(panel).items():
-            out[col][a:b] = values
-    return out
-
-
-def build_specialists(bars: pl.DataFrame, keys: list[SymbolYear], *, workers: int = 1, chunk_rows: int = 131_072,
-                      executor: str = "thread") -> pl.DataFrame:
-    """Specialist scores of the rows of `keys` from `bars` (the symbols' history up to them)."""
-    bars = bars.sort("symbol", "date")
-    scores, _ = map_symbol_chunks(specialists_by_symbol, bars, PANEL_COLUMNS, workers=workers, chunk_rows=chunk_rows,
-                                  executor=executor)
-    frame = bars.select("date", "symbol").with_columns(
-        *[pl.Series(c, scores.get(c, np.empty(0, np.float32))) for c in SPECIALIST_COLUMNS]
-    )
-    out = keep_partitions(frame, keys)
-    specialists_schema().check(out)
-    return out
+from domain.specialists import ALL_HISTORY_YEARS, build_specialists
 
 
 @asset(

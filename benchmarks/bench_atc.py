@@ -36,7 +36,7 @@ def universe(n_symbols: int, n_bars: int, seed: int = 0) -> pl.DataFrame:
 
 
 def phase_scan(args) -> dict:
-    from assets.atc_scan import scan_universe
+    from domain.atc_scan import scan_universe
     from kernels.atc_reference import average_signal as reference
 
     bars = universe(args.symbols, args.bars)
@@ -56,7 +56,7 @@ def phase_scan(args) -> dict:
 
 
 def phase_memory(args) -> dict:
-    from assets.atc_scan import scan_universe
+    from domain.atc_scan import scan_universe
 
     bars = universe(args.big, args.bars, seed=1)
     input_mb = bars.estimated_size() / 2**20

@@ -40,8 +40,8 @@ def _universe(args):
 
 
 def phase_stage(args) -> dict:
-    from assets.features import build_features
-    from assets.labels import build_labels
+    from domain.features import build_features
+    from domain.labels import build_labels
 
     bars, keys = _universe(args)
     build_features(bars.head(20_000), keys[:1])  # JIT/cache warm-up outside the timing

@@ -102,7 +102,7 @@ class BatchPath:
     def __init__(self, settings, symbols: list[str], year: int):
         import polars as pl
 
-        from assets.predictions import load_year_models
+        from domain.learning.predictions import load_year_models
         from resources.parquet_store import ParquetStore
 
         store = ParquetStore(settings.data_dir)
@@ -137,7 +137,7 @@ class BatchPath:
                              pl.Series("regime", [self.regime.get(r[2]) for r in rows], dtype=pl.Int8)])
 
     def infer(self, symbols: list[str], day_ns: int) -> dict[str, np.ndarray]:
-        from assets.predictions import score_rows
+        from domain.learning.predictions import score_rows
 
         rows = [(s, *self.specialists(s, day_ns)) for s in symbols]
         return score_rows(self.frame(rows), self.models, self.horizons)
@@ -160,7 +160,7 @@ def main() -> int:
         import polars as pl
 
         from domain.live.inference import InferenceSession, to_datetime64
-        from assets.predictions import score_rows
+        from domain.learning.predictions import score_rows
         from config.settings import read_settings
 
         settings = read_settings(cfg)

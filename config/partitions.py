@@ -89,3 +89,41 @@ def year_halo_mapping(years_before: int, years_after: int = 0) -> MultiPartition
             ),
         }
     )
+
+
+# An input's metadata key: missing upstream partitions load as an empty frame, not an error
+# (read by the store's IO manager).
+ALLOW_MISSING = "allow_missing_partitions"
+
+
+def every_year_of(*names: str, latest_only: tuple[str, ...] = ()) -> dict:
+    """`ins` of a yearly (walk-forward) asset: every stored partition of each upstream in
+    `names`, missing ones allowed; those in `latest_only` map partition to partition."""
+    from dagster import AllPartitionMapping, AssetIn
+
+    ins = {n: AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}) for n in names}
+    ins.update({n: AssetIn(metadata={ALLOW_MISSING: True}) for n in latest_only})
+    return ins
+
+
+def yearly_asset(*, reads: tuple[str, ...], latest_only: tuple[str, ...] = (), **kwargs):
+    """@asset for a stage partitioned by year that reads all years of its upstreams and runs
+    a backfill as one run (the models are walk-forward over the whole stored history)."""
+    from dagster import BackfillPolicy, asset
+
+    return asset(partitions_def=years_partitions, backfill_policy=BackfillPolicy.single_run(),
+                 ins=every_year_of(*reads, latest_only=latest_only), **kwargs)
+
+
+def symbol_year_asset(**kwargs):
+    """@asset for a stage partitioned by symbol x year, a backfill as one run."""
+    from dagster import BackfillPolicy, asset
+
+    return asset(partitions_def=symbol_year_partitions, backfill_policy=BackfillPolicy.single_run(), **kwargs)
+
+
+def range_tags(first: str | MultiPartitionKey, last: str | MultiPartitionKey) -> dict[str, str]:
+    """Run tags of a single-run backfill over the partition range first..last."""
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+    return {ASSET_PARTITION_RANGE_START_TAG: str(first), ASSET_PARTITION_RANGE_END_TAG: str(last)}

@@ -23,7 +23,7 @@ from dagster._core.storage.tags import (
     PARTITION_NAME_TAG,
 )
 
-from config.partitions import split_key
+from config.partitions import range_tags, split_key
 
 FOLLOW_UPS: dict[str, tuple[str, ...]] = {
     "historical_build_and_train": ("yearly_stages", "atc_scan_job"),
@@ -47,7 +47,7 @@ def run_years(tags: dict[str, str]) -> list[int]:
 
 def year_range_tags(years: list[int]) -> dict[str, str]:
     """Tags that make one run over the years min..max of a year-partitioned job."""
-    return {ASSET_PARTITION_RANGE_START_TAG: str(min(years)), ASSET_PARTITION_RANGE_END_TAG: str(max(years))}
+    return range_tags(str(min(years)), str(max(years)))
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,6 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
 
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
-    from config.settings import config_path
     from pipeline.stage_commands import derived_settings
 
     gs = {k: v for k, v in {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}.items()
@@ -103,7 +102,7 @@ def _grid_search(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from domain.gridsearch.inputs import TradeArrays, read_market_data, read_trade_log
-    from assets.grid_search import run_grid_search, write_reports
+    from domain.gridsearch.stage import run_grid_search, write_reports
     from kernels.gridsearch.grid import Grid
     from config.settings import GridParams
     from resources.compute import select_device
@@ -130,7 +129,7 @@ def _grid_search(args: argparse.Namespace) -> int:
     arrays = TradeArrays.from_frame(trades)
     out = Path(args.out)
     if args.engine == "optuna":
-        from assets.grid_search import run_smart_search, write_reports as _write
+        from domain.gridsearch.stage import run_smart_search, write_reports as _write
 
         smart = settings.grid_search.smart.model_copy(update={k: v for k, v in {
             "sampler": args.sampler, "trials": args.trials, "storage": args.storage, "study_name": args.study_name}.items() if v})
@@ -172,7 +171,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     import polars as pl
     from dagster import materialize
 
-    from assets.atc_scan import STATES
+    from domain.atc_scan import STATES
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
     from config.settings import config_path

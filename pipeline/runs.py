@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dagster import DagsterInstance, JobDefinition
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from config.partitions import SYMBOLS
+from config.partitions import SYMBOLS, make_key, range_tags
 
 
 def contiguous_blocks(registered: list[str], wanted: list[str]) -> list[list[str]]:
@@ -54,11 +53,7 @@ def run_rectangle(
     summary: dict[str, AssetSummary] = {}
     y0, y1 = min(years), max(years)
     for block in contiguous_blocks(registered, symbols):
-        run_tags = {
-            ASSET_PARTITION_RANGE_START_TAG: f"{block[0]}|{y0}",
-            ASSET_PARTITION_RANGE_END_TAG: f"{block[-1]}|{y1}",
-            **(tags or {}),
-        }
+        run_tags = {**range_tags(make_key(block[0], y0), make_key(block[-1], y1)), **(tags or {})}
         result = job.execute_in_process(
             instance=instance,
             tags=run_tags,

@@ -19,9 +19,8 @@ from dagster import (
 )
 
 from pipeline.jobs import historical_build_and_train
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from config.partitions import SYMBOLS
+from config.partitions import SYMBOLS, make_key, range_tags
 from config.settings import load_settings
 
 _settings = load_settings()
@@ -47,6 +46,5 @@ def nightly_rebuild(context: ScheduleEvaluationContext):
     years = [year - 1, year] if when.month == 1 and year - 1 >= load_settings().years.start else [year]
     return RunRequest(
         run_key=f"nightly:{when:%Y-%m-%d}",
-        tags={ASSET_PARTITION_RANGE_START_TAG: f"{symbols[0]}|{years[0]}",
-              ASSET_PARTITION_RANGE_END_TAG: f"{symbols[-1]}|{years[-1]}"},
+        tags=range_tags(make_key(symbols[0], years[0]), make_key(symbols[-1], years[-1])),
     )

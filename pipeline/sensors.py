@@ -27,13 +27,12 @@ from dagster import (
     run_status_sensor,
     sensor,
 )
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from config.errors import InputDataError
 from domain.sources import make_source
 from pipeline.chain import follow_ups, run_years, year_range_tags
 from pipeline.jobs import atc_scan_job, historical_build_and_train, lstm_job, yearly_stages
-from config.partitions import SYMBOLS, symbol_partitions
+from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions
 from config.settings import load_settings
 
 _settings = load_settings()
@@ -46,10 +45,7 @@ def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str)
     """One run over every year of `symbol`."""
     return RunRequest(
         run_key=f"symbol:{symbol}:{token}",
-        tags={
-            ASSET_PARTITION_RANGE_START_TAG: f"{symbol}|{first_year}",
-            ASSET_PARTITION_RANGE_END_TAG: f"{symbol}|{last_year}",
-        },
+        tags=range_tags(make_key(symbol, first_year), make_key(symbol, last_year)),
     )
 
 

@@ -9,8 +9,9 @@ import polars as pl
 import pytest
 from dagster import materialize
 
-from assets import atc_scan as scanner
-from assets.atc_scan import GPU_MIN_WORK, atc_scan, route, scan_universe
+from domain import atc_scan as scanner
+from assets.atc_scan import atc_scan
+from domain.atc_scan import GPU_MIN_WORK, route, scan_universe
 from assets.raw_bars import raw_bars
 from domain.sources.synthetic import SyntheticMarket
 from kernels import atc

@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 from dagster import materialize
 
-from assets.backtest import backtest, backtest_panel
+from assets.backtest import backtest
+from domain.backtest import backtest_panel
 from assets.evaluation import evaluation
 from kernels.backtest.portfolio import run_portfolio
 from pipeline.definitions import ALL_ASSETS, build_resources
@@ -51,7 +52,7 @@ def test_backtest_equals_the_kernel_on_the_pivoted_panel(learned_copy, instance)
     s = read_settings(learned_copy)
     dates, symbols, prices, probs = backtest_panel(_scan(learned_copy, "predictions"), _scan(learned_copy, "raw_bars"), 7)
     assert symbols == LEARNED_SYMBOLS and prices.shape == probs.shape == (len(dates), 3)
-    from assets.backtest import portfolio_config
+    from domain.backtest import portfolio_config
 
     res = run_portfolio(prices, probs, portfolio_config(s.backtest), chunk_days=10_000)
     daily = _scan(learned_copy, "backtest").sort("date").collect()
@@ -75,7 +76,7 @@ def test_evaluation_reports_metrics_deciles_by_regime_and_reliability_per_horizo
 
 
 def test_evaluation_counts_only_predictions_whose_label_is_realised(learned_copy):
-    from assets.evaluation import outcomes
+    from domain.evaluation import outcomes
 
     joined = outcomes(_scan(learned_copy, "predictions"), _scan(learned_copy, "labels"), [14])
     last = joined.filter(pl.col("date") == joined["date"].max())
@@ -83,7 +84,7 @@ def test_evaluation_counts_only_predictions_whose_label_is_realised(learned_copy
 
 
 def test_backtest_of_an_empty_panel_writes_an_empty_log_and_no_statistics(tmp_path):
-    from assets.backtest import period_stats, run_backtest
+    from domain.backtest import period_stats, run_backtest
     from config.settings import BacktestSettings
 
     log = tmp_path / "reports" / "daily.jsonl"

@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 from dagster import materialize
 
-from assets.cv_report import cv_horizon, cv_report
+from assets.cv_report import cv_report
+from domain.learning.cv_report import cv_horizon
 from assets.labels import labels
 from assets.raw_bars import raw_bars
 from assets.specialists import specialists

@@ -10,8 +10,10 @@ import pytest
 from dagster import materialize
 
 from kernels.registry.features import FEATURE_NAMES, FEATURES, MAX_WARMUP
-from assets.features import HALO_YEARS, build_features, features
-from assets.labels import build_labels, labels
+from assets.features import features
+from domain.features import HALO_YEARS, build_features
+from assets.labels import labels
+from domain.labels import build_labels
 from assets.raw_bars import raw_bars
 from domain.schema import RAW_BARS, features_schema, labels_schema
 from domain.sources.synthetic import SyntheticMarket

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assets.paper_trade import drifted_book, paper_orders
+from domain.live.paper_trade import drifted_book, paper_orders
 from pipeline.definitions import defs
 from config.settings import read_settings
 from tests.conftest import LEARNED_SYMBOLS
@@ -53,7 +53,7 @@ def test_live_paper_trade_orders_the_backtest_targets_and_a_second_run_of_the_da
 
 
 def test_paper_targets_equal_the_backtest_weights_for_the_same_day_probabilities(learned_copy):
-    from assets.backtest import portfolio_config
+    from domain.backtest import portfolio_config
     from kernels.backtest.portfolio import run_portfolio
 
     s = read_settings(learned_copy)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from assets.predictions import load_year_models, score_rows, scoring_frame
+from domain.learning.predictions import load_year_models, score_rows, scoring_frame
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from config.settings import read_settings
 from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR

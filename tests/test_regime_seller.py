@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from kernels.panel import Panel
-from assets.regime import build_regime, class_shares, equal_weight_index
+from domain.regime import build_regime, class_shares, equal_weight_index
 from domain.sources.synthetic import SyntheticMarket
 from config.partitions import SymbolYear
 from kernels.regime import NO_TAG, tag_regime

@@ -14,7 +14,8 @@ from assets.raw_bars import raw_bars
 from domain.schema import specialists_schema
 from domain.sources.synthetic import SyntheticMarket
 from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
-from assets.specialists import build_specialists, specialists
+from assets.specialists import specialists
+from domain.specialists import build_specialists
 from kernels import indicators as K
 from pipeline.definitions import build_resources
 from config.partitions import SymbolYear

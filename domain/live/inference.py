@@ -80,7 +80,7 @@ import numpy as np
 import polars as pl
 
 from kernels.registry.features import FEATURE_NAMES
-from assets.predictions import load_year_models, model_path, score_rows
+from domain.learning.predictions import load_year_models, model_path, score_rows
 from kernels.registry.specialists import SPECIALIST_COLUMNS, SPECIALISTS
 from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
 from kernels.streaming import STREAM_FEATURES, STREAM_SPECIALISTS, SymbolStream
@@ -441,7 +441,7 @@ class InferenceSession:
         return self._regime_computed[key]
 
     def _compute_regime(self, date: np.datetime64) -> int | None:
-        from assets.regime import build_regime
+        from domain.regime import build_regime
 
         year = _year(date)
         paths = [p for p in self.store.asset_dir("raw_bars").glob(f"symbol=*/year=*/{FILE_NAME}")

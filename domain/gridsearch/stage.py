@@ -1,0 +1,181 @@
+"""Stage `grid_search` (and its inputs `market_data`, `trade_log`): the seed-001 grid search.
+
+`run_grid_search` is the stage logic (also behind `python -m pipeline.cli grid-search`):
+exit resolution once, then an engine over every combination:
+  brute  one thread per combination over all trades (cpu numba or cuda)
+  cube   dominance sums: every combination at once (NumPy/CuPy, or torch)
+  auto   cube (the fastest exact engine at every size measured)
+Every engine returns the same exact top-k (see kernels.gridsearch); `optuna` searches
+beyond the grid (domain.gridsearch.smart). The overfitting guard (domain.gridsearch.overfit) adds
+in/out-of-sample ROI, PBO and the deflated Sharpe ratio. `write_reports` writes `top10.json`
+(the CLI's JSON too), a markdown table and a heatmap PNG.
+"""
+
+import io
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from domain.gridsearch.inputs import TradeArrays
+from domain.observe import write_json_atomic
+from kernels.gridsearch import RESULT_SCALE
+from kernels.gridsearch.brute import brute_force
+from kernels.gridsearch.cube import cube_roi, cube_roi_torch
+from kernels.gridsearch.exits import resolve_exits
+from kernels.gridsearch.grid import PARAMS, Grid
+from kernels.gridsearch.ranking import top_k_full
+from resources.compute import ComputeResource
+
+ENGINES = ("auto", "brute", "cube")
+
+
+@dataclass
+class GridSearchResult:
+    top: list[dict]
+    combinations: int
+    trades: int
+    engine: str
+    backend: str
+    seconds: float
+    timings: dict = field(default_factory=dict)
+    rejected: dict = field(default_factory=dict)
+    overfitting: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"top": self.top, "combinations": self.combinations, "trades": self.trades, "engine": self.engine,
+                "backend": self.backend, "seconds": round(self.seconds, 4), "timings": self.timings,
+                "rejected": self.rejected, "overfitting": self.overfitting, **self.extra}
+
+
+def describe(index: np.ndarray, roi_units: np.ndarray, grid: Grid, trades: TradeArrays, results: np.ndarray) -> list[dict]:
+    """The reported figures of ranked combinations: parameters, ROI (sum of kept trades'
+    results, percent), trades, compounded return (percent), win rate and mean result."""
+    params = grid.decode(index)
+    rows = []
+    for rank, (c, roi) in enumerate(zip(index, roi_units), start=1):
+        p = {name: float(params[name][rank - 1]) for name in PARAMS}
+        keep = np.all(trades.features >= np.array([p[n] for n in PARAMS[:5]], dtype=np.float32)[:, None], axis=0)
+        pair = grid.target.index(p["target"]) * len(grid.stop_loss) + grid.stop_loss.index(p["stop_loss"])
+        res = results[pair, keep].astype(np.float64) / RESULT_SCALE
+        rows.append({
+            "rank": rank, **p, "roi": round(int(roi) / RESULT_SCALE, 9), "trades": int(keep.sum()),
+            "compounded_return": float(np.expm1(np.log1p(res / 100.0).sum()) * 100.0),
+            "win_rate": float((res > 0).mean()) if res.size else 0.0,
+            "mean": float(res.mean()) if res.size else 0.0, "combination": int(c),
+        })
+    return rows
+
+
+def engine_top(features, results, grid: Grid, engine: str, backend: str, k: int, min_trades: int, progress=None):
+    """The exact top-k (kernels.gridsearch.ranking.TopK) of one grid with one engine: brute
+    (numba on cpu or cuda) or cube (NumPy, CuPy or torch). Used whole here and per shard by
+    domain.gridsearch.dask_grid."""
+    if engine == "brute":
+        return brute_force(features, results, grid, k=k, min_trades=min_trades,
+                           backend="cuda" if backend == "cuda" else "cpu", progress=progress)
+    if backend == "torch":
+        roi, counts = cube_roi_torch(features, results, grid)
+        return top_k_full(roi, counts, k, min_trades)
+    if backend == "cuda":
+        import cupy as cp
+
+        roi, counts = cube_roi(cp.asarray(features), cp.asarray(results), grid, xp=cp)
+        return top_k_full(roi, counts, k, min_trades, xp=cp)
+    roi, counts = cube_roi(features, results, grid)
+    return top_k_full(roi, counts, k, min_trades)
+
+
+def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engine: str = "auto", backend: str = "cpu",
+                    top: int = 10, min_trades: int = 1, progress=None) -> tuple[GridSearchResult, np.ndarray]:
+    """The exact top-`top` combinations; also returns the resolved results [pairs, trades]."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    engine = "cube" if engine == "auto" else engine
+    if len(trades.start) == 0:
+        raise ValueError("no trades left to search: every trade was filtered out or rejected")
+    t0 = time.perf_counter()
+    exit_backend = backend if backend in ("cpu", "cuda", "torch") else "cpu"
+    results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, grid.target,
+                               grid.stop_loss, backend=exit_backend)
+    t1 = time.perf_counter()
+    best = engine_top(trades.features, results, grid, engine, backend, top, min_trades, progress=progress)
+    if progress and engine != "brute":
+        progress(grid.n_combinations)
+    t2 = time.perf_counter()
+    rows = describe(best.index, best.roi_units, grid, trades, results)
+    result = GridSearchResult(rows, grid.n_combinations, len(trades.start), engine, backend, t2 - t0,
+                              {"exit_resolution_s": round(t1 - t0, 4), "search_s": round(t2 - t1, 4)})
+    return result, results
+
+
+def run_smart_search(prices: np.ndarray, trades: TradeArrays, gs, backend: str) -> tuple[GridSearchResult, np.ndarray | None]:
+    """`engine: optuna`: seed option 3 beyond the grid (see domain.gridsearch.smart)."""
+    from domain.gridsearch.smart import smart_search
+
+    sm = gs.smart
+    res = smart_search(trades, prices, sampler=sm.sampler, n_trials=sm.trials, batch=sm.batch, blocks=sm.blocks,
+                       seed=sm.seed, storage=sm.storage, study_name=sm.study_name, min_trades=gs.min_trades,
+                       pruner=sm.pruner, top=gs.top)
+    out = res.to_json()
+    result = GridSearchResult(res.top, res.study_trials, len(trades.start), "optuna", backend, res.seconds,
+                              res.timings, extra={k: v for k, v in out.items() if k not in ("top", "seconds", "timings")})
+    return result, None
+
+
+def markdown_table(result: GridSearchResult) -> str:
+    head = "| rank | volatility | ratio | adx28 | adx14 | adx7 | target | stop_loss | roi % | trades | win rate | compounded % |"
+    lines = [head, "|" + "---|" * 12]
+    for r in result.top:
+        lines.append(f"| {r['rank']} | {r['volatility']:g} | {r['ratio']:g} | {r['adx28']:g} | {r['adx14']:g} | {r['adx7']:g} | "
+                     f"{r['target']:g} | {r['stop_loss']:g} | {r['roi']:.4f} | {r['trades']} | {r['win_rate']:.2%} | "
+                     f"{r['compounded_return']:.4f} |")
+    return "\n".join(lines)
+
+
+def heatmap_png(grid: Grid, trades: TradeArrays, results: np.ndarray, best: dict) -> bytes:
+    """ROI of the winner's filters over every (target, stop_loss) pair."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keep = np.all(trades.features >= np.array([best[n] for n in PARAMS[:5]], dtype=np.float32)[:, None], axis=0)
+    roi = results[:, keep].sum(axis=1).reshape(len(grid.target), len(grid.stop_loss)) / RESULT_SCALE
+    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(grid.stop_loss), 1.2 + 0.6 * len(grid.target)))
+    im = ax.imshow(roi, cmap="RdYlGn", aspect="auto")
+    ax.set_xticks(range(len(grid.stop_loss)), [f"{s:g}" for s in grid.stop_loss])
+    ax.set_yticks(range(len(grid.target)), [f"{t:g}" for t in grid.target])
+    ax.set_xlabel("stop_loss %")
+    ax.set_ylabel("target %")
+    for (i, j), v in np.ndenumerate(roi):
+        ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8)
+    ax.set_title("ROI % of the winning filters", fontsize=9)
+    fig.colorbar(im, ax=ax)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def write_reports(result: GridSearchResult, out_dir: Path, grid: Grid, trades: TradeArrays, results: np.ndarray,
+                  json_path: Path | None = None) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": write_json_atomic(json_path or out_dir / "top10.json", result.to_json())}
+    paths["markdown"] = out_dir / "top10.md"
+    paths["markdown"].write_text(markdown_table(result) + "\n")
+    if result.top and results is not None:
+        paths["heatmap"] = out_dir / "heatmap.png"
+        paths["heatmap"].write_bytes(heatmap_png(grid, trades, results, result.top[0]))
+    return paths
+
+
+def grid_from_settings(settings) -> Grid:
+    return Grid.from_mapping(settings.grid_search.params.model_dump())
+
+
+def search_backend(compute: ComputeResource) -> str:
+    return {"cuda": "cuda", "torch": "torch"}.get(compute.backend, "cpu")

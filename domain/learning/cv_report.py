@@ -1,0 +1,68 @@
+"""Stage `cv_report` (year): purged cross-validation of every specialist per horizon.
+
+For year Y (walk-forward: only labels known by the end of Y), per horizon H and specialist:
+PurgedKFold over the rows sorted by date, label intervals [date, date H rows ahead],
+embargo `cv.embargo_days`; on each fold, Platt and isotonic calibrators are fitted on the
+training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
+loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
+labels. Reports: `reports/cv/h{H}/{Y}.json`; the table of fold metrics is the output.
+"""
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from joblib import Parallel, delayed
+
+from kernels.registry.specialists import SPECIALIST_COLUMNS
+from kernels.learn.calibration import fit_calibrator, fold_metrics
+from kernels.learn.purged_cv import PurgedKFold
+
+METHODS = ("platt", "isotonic")
+
+
+def _cv_one(scores_path: str, shape: tuple, column: int, y_path: str, folds: list) -> list[dict]:
+    """One specialist's folds, reading the shared memory-mapped arrays."""
+    scores = np.memmap(scores_path, dtype=np.float32, mode="r", shape=shape)[:, column]
+    y = np.memmap(y_path, dtype=np.int8, mode="r", shape=(shape[0],))
+    rows = []
+    for fold, (train, test) in enumerate(folds):
+        for method in METHODS:
+            cal = fit_calibrator(scores[train], y[train], method=method)
+            rows.append({"fold": fold, "method": method, **fold_metrics(y[test], cal.predict(scores[test]))})
+    return rows
+
+
+def cv_horizon(frame: pl.DataFrame, horizon: int, *, n_splits: int = 5, embargo_days: int = 5, workers: int = 1) -> list[dict]:
+    """Fold metrics of every specialist at one horizon (rows with every score and the label)."""
+    data = frame.filter(pl.col(f"label_bin_h{horizon}").is_not_null()).drop_nans(SPECIALIST_COLUMNS).drop_nulls(SPECIALIST_COLUMNS)
+    if data.height < n_splits * 10:
+        return []
+    t0 = data["date"].to_numpy().astype("datetime64[D]")
+    t1 = data[f"t1_h{horizon}"].to_numpy().astype("datetime64[D]")
+    folds = list(PurgedKFold(n_splits, t0, t1, embargo=np.timedelta64(embargo_days, "D")).split())
+    with tempfile.TemporaryDirectory() as tmp:
+        scores = np.memmap(Path(tmp) / "scores.f32", dtype=np.float32, mode="w+", shape=(data.height, len(SPECIALIST_COLUMNS)))
+        scores[:] = data.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
+        scores.flush()
+        y = np.memmap(Path(tmp) / "y.i8", dtype=np.int8, mode="w+", shape=(data.height,))
+        y[:] = data[f"label_bin_h{horizon}"].to_numpy().astype(np.int8)
+        y.flush()
+        results = Parallel(n_jobs=workers, backend="loky" if workers > 1 else "sequential")(
+            delayed(_cv_one)(scores.filename, scores.shape, j, y.filename, folds) for j in range(len(SPECIALIST_COLUMNS))
+        )
+    return [{"horizon": horizon, "specialist": col, "rows": data.height, **r}
+            for col, rows in zip(SPECIALIST_COLUMNS, results) for r in rows]
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Mean metrics per specialist and method."""
+    out: dict = {}
+    for r in rows:
+        key = out.setdefault(r["specialist"], {}).setdefault(r["method"], {"auc": [], "brier": [], "log_loss": []})
+        for m in ("auc", "brier", "log_loss"):
+            if r.get(m) is not None:
+                key[m].append(r[m])
+    return {s: {meth: {m: (float(np.mean(v)) if v else None) for m, v in d.items()} for meth, d in methods.items()}
+            for s, methods in out.items()}

@@ -1,0 +1,70 @@
+"""Stage `lstm_model` (year): the LSTM specialist of year Y and its scores for year Y.
+
+Walk-forward: the model of year Y is trained on rows whose labels (horizon `lstm.horizon`)
+end before a validation block of `lstm.val_days` calendar days that closes at the start of
+Y; early stopping watches that block (purged: its rows' labels also end before Y, and no
+training label reaches into it). It then scores the rows of Y, so every stored
+`spec_lstm_score` comes from a model that never saw those rows. Sequences stay within one
+symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (standardizer,
+architecture, history, window). Runs in `lstm_job` (training on a CPU is slow: see
+benchmarks/RESULTS.md).
+"""
+
+import datetime as dt
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from kernels.registry.features import FEATURE_NAMES
+from domain.symbol_chunks import symbol_offsets
+from domain.learning.training_data import label_ends
+from kernels.learn.lstm import predict_lstm, train_lstm
+
+
+def save_weights(state: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def lstm_frame(features: pl.LazyFrame, labels: pl.LazyFrame, horizon: int, last_year: int) -> pl.DataFrame:
+    """Features + the horizon's label and label end, all symbols, years <= last_year, by symbol then date."""
+    labs = label_ends(labels.select("symbol", "date", f"label_bin_h{horizon}"), [horizon])
+    return (features.select("symbol", "date", *FEATURE_NAMES).join(labs, on=["symbol", "date"], how="inner")
+            .filter(pl.col("date").dt.year() <= last_year).sort("symbol", "date").collect())
+
+
+def fit_and_score(frame: pl.DataFrame, year: int, horizon: int, cfg, device: str, seed: int = 0):
+    """(TrainResult, scores of the year's rows as a frame, training window)."""
+    year_start = dt.datetime(year, 1, 1)
+    val_start = year_start - dt.timedelta(days=cfg.val_days)
+    t1 = pl.col(f"t1_h{horizon}")
+    known = frame.select(t1.is_not_null() & (t1 < year_start)).to_series().to_numpy()
+    date = frame["date"]
+    train = (frame.select((pl.col("date") < val_start) & (t1 < val_start)).to_series().fill_null(False).to_numpy()) & known
+    val = (frame.select(pl.col("date") >= val_start).to_series().to_numpy()) & known
+    X = frame.select(FEATURE_NAMES).to_numpy().astype(np.float32)
+    y = frame[f"label_bin_h{horizon}"].cast(pl.Float32).fill_null(np.nan).to_numpy()
+    y = np.where(train | val, y, np.nan).astype(np.float32)
+    offsets = symbol_offsets(frame["symbol"])
+    result = train_lstm(X, y, offsets, train, val, seq_len=cfg.seq_len, hidden=cfg.hidden, layers=cfg.layers,
+                        epochs=cfg.epochs, batch_size=cfg.batch_size, max_steps=cfg.max_steps, patience=cfg.patience,
+                        device=device, seed=seed)
+    in_year = (date >= year_start).to_numpy()
+    ends = np.flatnonzero(in_year)
+    scores = predict_lstm(result.model, result.standardizer, X, offsets, ends, seq_len=cfg.seq_len, device=device)
+    out = frame.filter(pl.Series(in_year)).select("date", "symbol").with_columns(
+        pl.Series("spec_lstm_score", scores[ends]).cast(pl.Float32))
+    window = {"train_rows": int(train.sum()), "val_rows": int(val.sum()), "val_start": str(val_start.date()),
+              "train_to": str(frame.filter(pl.Series(train))["date"].max()) if train.any() else None, "horizon": horizon}
+    return result, out, window

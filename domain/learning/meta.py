@@ -1,0 +1,60 @@
+"""Stage `meta_model` (year): per horizon, a calibrated meta model over the specialists.
+
+Out-of-sample metrics of year Y: AUC, Brier, log loss, and IC (Spearman rank correlation
+of the predicted probability with the realised forward return).
+
+Walk-forward: the model of year Y is trained on the rows whose labels were known by the end
+of Y-1 (domain.learning.training_data) and scored on the rows of Y, so every figure it reports for
+Y is out of sample. Features: the specialist scores, the LSTM score (`lstm_model`: each
+year's scores come from a model trained before that year, so they are out of fold for
+every row here) when it covers at least half of the training rows, and the regime one-hot
+(the seed's "condition by regime"); rows missing any feature are left out. Model: logistic regression
+with isotonic calibration (kernels.learn.meta), its calibration folds purged on the label
+intervals. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
+a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
+"""
+
+import numpy as np
+import polars as pl
+from scipy.stats import spearmanr
+
+from kernels.registry.specialists import SPECIALIST_COLUMNS
+from kernels.learn.calibration import fold_metrics
+from kernels.learn.meta import build_meta_matrix, complete_rows, train_meta
+from kernels.learn.purged_cv import PurgedKFold
+
+
+LSTM_COLUMN = "spec_lstm_score"
+LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share of training rows
+
+
+def _matrix(frame: pl.DataFrame, horizon: int):
+    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
+    regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
+    lstm = frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns else None
+    X, names = build_meta_matrix(scores, lstm, regime, specialist_names=SPECIALIST_COLUMNS)
+    y = frame[f"label_bin_h{horizon}"].to_numpy()
+    return X, y, names
+
+
+def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
+             model: str = "logistic", calibration: str = "isotonic", seed: int = 0):
+    """(model, out-of-sample metrics, test probabilities, test labels) for one horizon."""
+    train = frame_train.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
+    X, y, names = _matrix(train, horizon)
+    ok = complete_rows(X)
+    train, X, y = train.filter(pl.Series(ok)), X[ok], y[ok].astype(np.int8)
+    t0 = train["date"].to_numpy().astype("datetime64[D]")
+    t1 = train[f"t1_h{horizon}"].to_numpy().astype("datetime64[D]")
+    folds = list(PurgedKFold(n_splits, t0, t1, embargo=np.timedelta64(embargo_days, "D")).split())
+    window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
+              "horizon": horizon}
+    model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window)
+    test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
+    Xt, yt, _ = _matrix(test, horizon)
+    okt = complete_rows(Xt)
+    p = model.predict_proba(Xt[okt])
+    ret = test[f"label_ret_h{horizon}"].to_numpy()[okt]
+    ic = float(spearmanr(p, ret).statistic) if len(p) > 2 and np.ptp(p) > 0 else None
+    metrics = {**fold_metrics(yt[okt].astype(np.int8), p), "ic": ic, "train_rows": int(len(y))}
+    return model, metrics, p, yt[okt].astype(np.int8)

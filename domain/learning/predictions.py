@@ -1,0 +1,82 @@
+"""Stage `predictions` (year): every symbol's meta-model probabilities for the days of Y.
+
+    p_h{H}[symbol, date] = meta_h{H}_{Y}.predict_proba(X[symbol, date])   for date in Y
+
+X is the matrix the model was trained on (kernels.learn.meta.build_meta_matrix): the
+specialist scores of the day, the LSTM score when the model uses it, the regime one-hot.
+The model of year Y was trained on labels known by the end of Y-1 (`meta_model`), so every
+probability stored here is out of sample. A day whose inputs are incomplete (warm-up, no
+LSTM score) gets NaN, as does a horizon whose model of Y does not exist (too little
+history before Y). Rows: every (symbol, date) of Y with specialist scores, labelled or not:
+the last days of a year have no realised label yet but still have a prediction.
+
+Columns: symbol, date, regime (int8, null when untagged), p_h3, p_h7, p_h14 (float32).
+`score_rows` is the one function that turns scores into probabilities; the inference path
+(domain.live.inference) calls it too, so batch and live predictions cannot drift apart.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from kernels.registry.specialists import SPECIALIST_COLUMNS
+from domain.learning.meta import LSTM_COLUMN as STORED_LSTM_COLUMN
+from kernels.learn.meta import LSTM_COLUMN as MODEL_LSTM_FEATURE
+from kernels.learn.meta import MetaModel, build_meta_matrix, load_meta
+
+
+def model_path(models_dir: Path, horizon: int, year: int) -> Path:
+    return Path(models_dir) / f"meta_h{horizon}_{year}.joblib"
+
+
+def load_year_models(models_dir: Path, year: int, horizons: list[int]) -> dict[int, MetaModel]:
+    """The meta models of `year` that exist, by horizon."""
+    return {h: load_meta(model_path(models_dir, h, year)) for h in horizons if model_path(models_dir, h, year).exists()}
+
+
+def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list[int]) -> dict[str, np.ndarray]:
+    """p_h{H} float32 [rows] for the rows of `frame` (specialist columns, optional `regime`
+    and `spec_lstm_score`, the stored name of the model's `lstm_score` feature); NaN where a horizon has no model or a row's inputs are incomplete."""
+    n = frame.height
+    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32) if n else np.empty((0, len(SPECIALIST_COLUMNS)), np.float32)
+    regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
+    out = {}
+    for h in horizons:
+        model = models.get(h)
+        if model is None or n == 0:
+            out[f"p_h{h}"] = np.full(n, np.nan, dtype=np.float32)
+            continue
+        lstm = None
+        if MODEL_LSTM_FEATURE in model.feature_names:
+            lstm = (frame[STORED_LSTM_COLUMN].to_numpy().astype(np.float32) if STORED_LSTM_COLUMN in frame.columns
+                    else np.full(n, np.nan, dtype=np.float32))
+        X, names = build_meta_matrix(scores, lstm, regime if any(c.startswith("regime_") for c in model.feature_names) else None,
+                                     specialist_names=SPECIALIST_COLUMNS)
+        if names != list(model.feature_names):
+            raise ValueError(f"meta model h{h} expects features {model.feature_names}, the inputs give {names}")
+        out[f"p_h{h}"] = model.predict_proba(X)
+    return out
+
+
+def scoring_frame(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None,
+                  year: int) -> pl.DataFrame:
+    """The rows of `year`: symbol, date, the specialist scores, regime and LSTM score when stored."""
+    lo, hi = pl.datetime(year, 1, 1), pl.datetime(year + 1, 1, 1)
+    frame = specialists.select("symbol", "date", *SPECIALIST_COLUMNS).filter(
+        (pl.col("date") >= lo) & (pl.col("date") < hi))
+    if regime is not None and "regime" in regime.collect_schema().names():
+        frame = frame.join(regime.select("date", pl.col("regime").cast(pl.Int8)), on="date", how="left")
+    else:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.Int8).alias("regime"))
+    if lstm is not None and STORED_LSTM_COLUMN in lstm.collect_schema().names():
+        frame = frame.join(lstm.select("symbol", "date", STORED_LSTM_COLUMN), on=["symbol", "date"], how="left")
+    return frame.sort("date", "symbol").collect()
+
+
+def predict_year(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None, year: int,
+                 models: dict[int, MetaModel], horizons: list[int]) -> pl.DataFrame:
+    frame = scoring_frame(specialists, regime, lstm, year)
+    probs = score_rows(frame, models, horizons)
+    return frame.select("symbol", "date", "regime").with_columns(
+        *[pl.Series(k, v, dtype=pl.Float32) for k, v in probs.items()])

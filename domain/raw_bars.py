@@ -1,0 +1,24 @@
+"""Stage `raw_bars` (symbol x year): OHLCV from the configured source, validated, stored.
+
+`build_raw_bars(source, keys)` is the stage logic; the @asset is a thin wrapper. One run
+may cover many partitions (single-run backfill): each symbol's history is read or
+generated once and split by year.
+"""
+
+
+import polars as pl
+
+from domain.partition_frames import keep_partitions
+from domain.schema import RAW_BARS
+from domain.sources import BarSource
+from config.partitions import SymbolYear
+
+
+def build_raw_bars(source: BarSource, keys: list[SymbolYear]) -> pl.DataFrame:
+    """The rows of `keys` from `source`, in RAW_BARS schema, sorted by symbol then date."""
+    if not keys:
+        return RAW_BARS.empty()
+    symbols = sorted({k.symbol for k in keys})
+    out = keep_partitions(source.history(symbols), keys).sort("symbol", "date")
+    RAW_BARS.check(out)
+    return out
