@@ -24,6 +24,7 @@ demo: $(STAMP)
 	$(PY) -m pipeline.cli demo
 
 test: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 ui: $(STAMP)

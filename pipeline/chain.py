@@ -10,7 +10,7 @@ A Dagster job holds one partitions definition, so "everything" is a chain:
 `FOLLOW_UPS` is the one statement of that order. Its drivers:
 - `build_chain_sensor` (pipeline.sensors, with the daemon): when a run of a chained job
   succeeds, it requests the next jobs for the years that run covered.
-- `run_graph` (in process: the CLI and `make demo`): runs the chain for symbols x years.
+- `pipeline.runs.run_graph` (in process: the CLI and `make demo`): runs the chain for symbols x years.
 """
 
 from __future__ import annotations
@@ -67,46 +67,3 @@ def follow_ups(job_name: str, tags: dict[str, str]) -> list[FollowUp]:
         else:
             out.append(FollowUp(nxt, {}))
     return out
-
-
-def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = False, yearly_years: list[int] | None = None,
-              tags: dict | None = None, log_level: str = "WARNING", progress: bool = True) -> dict:
-    """Run the chain in process: the symbol x year build, the regimes of every year (when
-    the yearly stages are narrower), the LSTM (when asked), then the follow-ups of the build
-    in `FOLLOW_UPS` order; a progress bar over those runs. `yearly_years` narrows the yearly
-    stages (e.g. the last few years in a demo). Returns the build's per-asset summary."""
-    from dagster import materialize
-    from tqdm import tqdm
-
-    from pipeline.definitions import ALL_ASSETS, build_resources, defs
-    from pipeline.runs import run_rectangle
-
-    run_config = {"loggers": {"console": {"config": {"log_level": log_level}}}}
-    yearly = sorted(yearly_years or years)
-    tags = tags or {}
-    steps = [("historical_build_and_train", years)]
-    if min(yearly) > min(years):  # the meta models of `yearly` train on earlier rows: tag their regimes too
-        steps.append(("regime", years))
-    if lstm:
-        steps.append(("lstm_job", yearly))
-    steps += [(step.job, yearly) for step in follow_ups("historical_build_and_train", year_range_tags(yearly))]
-    summary: dict = {}
-    bar = tqdm(steps, desc="chain", unit="run", disable=not progress)
-    for name, span in bar:
-        bar.set_postfix_str(f"{name} {min(span)}..{max(span)}")
-        if name == "historical_build_and_train":
-            summary = run_rectangle(defs.resolve_job_def(name), instance, symbols, span, tags=tags, log_level=log_level)
-            continue
-        run_tags = {**(year_range_tags(span) if name in YEAR_JOBS or name == "regime" else {}), **tags}
-        if name == "regime":
-            res = materialize(ALL_ASSETS, selection=["regime"], instance=instance, resources=build_resources(),
-                              tags=run_tags, run_config=run_config, raise_on_error=False)
-        else:
-            res = defs.resolve_job_def(name).execute_in_process(instance=instance, tags=run_tags, run_config=run_config,
-                                                                raise_on_error=False)
-        res.success or _fail(name, span)
-    return summary
-
-
-def _fail(what: str, years: list[int]):
-    raise RuntimeError(f"{what} failed for {min(years)}..{max(years)}: see the run in `make ui`")

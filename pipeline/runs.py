@@ -1,4 +1,5 @@
-"""Launching single-run backfills over symbol x year rectangles, in process."""
+"""Launching runs in process: single-run backfills over symbol x year rectangles, and the
+whole chain of jobs (`run_graph`, in the order `pipeline.chain.FOLLOW_UPS` states)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from dagster import DagsterInstance, JobDefinition
 
 from config.partitions import SYMBOLS, make_key, range_tags
+from pipeline.chain import YEAR_JOBS, follow_ups, year_range_tags
 
 
 def contiguous_blocks(registered: list[str], wanted: list[str]) -> list[list[str]]:
@@ -72,3 +74,45 @@ def run_rectangle(
             s.seconds += float(metas[0].get("seconds", 0.0))
             s.write_seconds += float(metas[0].get("write_seconds", 0.0))
     return summary
+
+
+def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = False, yearly_years: list[int] | None = None,
+              tags: dict | None = None, log_level: str = "WARNING", progress: bool = True) -> dict:
+    """Run the chain in process: the symbol x year build, the regimes of every year (when
+    the yearly stages are narrower), the LSTM (when asked), then the follow-ups of the build
+    in `FOLLOW_UPS` order; a progress bar over those runs. `yearly_years` narrows the yearly
+    stages (e.g. the last few years in a demo). Returns the build's per-asset summary."""
+    from dagster import materialize
+    from tqdm import tqdm
+
+    from pipeline.definitions import ALL_ASSETS, build_resources, defs
+
+    run_config = {"loggers": {"console": {"config": {"log_level": log_level}}}}
+    yearly = sorted(yearly_years or years)
+    tags = tags or {}
+    steps = [("historical_build_and_train", years)]
+    if min(yearly) > min(years):  # the meta models of `yearly` train on earlier rows: tag their regimes too
+        steps.append(("regime", years))
+    if lstm:
+        steps.append(("lstm_job", yearly))
+    steps += [(step.job, yearly) for step in follow_ups("historical_build_and_train", year_range_tags(yearly))]
+    summary: dict = {}
+    bar = tqdm(steps, desc="chain", unit="run", disable=not progress)
+    for name, span in bar:
+        bar.set_postfix_str(f"{name} {min(span)}..{max(span)}")
+        if name == "historical_build_and_train":
+            summary = run_rectangle(defs.resolve_job_def(name), instance, symbols, span, tags=tags, log_level=log_level)
+            continue
+        run_tags = {**(year_range_tags(span) if name in YEAR_JOBS or name == "regime" else {}), **tags}
+        if name == "regime":
+            res = materialize(ALL_ASSETS, selection=["regime"], instance=instance, resources=build_resources(),
+                              tags=run_tags, run_config=run_config, raise_on_error=False)
+        else:
+            res = defs.resolve_job_def(name).execute_in_process(instance=instance, tags=run_tags, run_config=run_config,
+                                                                raise_on_error=False)
+        res.success or _fail(name, span)
+    return summary
+
+
+def _fail(what: str, years: list[int]):
+    raise RuntimeError(f"{what} failed for {min(years)}..{max(years)}: see the run in `make ui`")

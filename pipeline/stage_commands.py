@@ -5,7 +5,7 @@
     train-meta       regime, meta_model, predictions of the years (optionally one horizon)
     backtest         the backtest of the stored predictions; --log copies the day log
     evaluate         evaluation of the stored predictions
-    build-all        the whole chain (pipeline.chain.run_graph)
+    build-all        the whole chain (pipeline.runs.run_graph)
     live-paper-trade the live_paper_trade job (paper orders of the day)
     strategy-search  NSGA-II over seller-exhaustion parameter sets (kernels.strategy populations)
     infer            infer_one / infer_batch on the stored data (prints JSON)
@@ -190,7 +190,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_build_all(args: argparse.Namespace) -> int:
     from domain.sources import make_source
-    from pipeline.chain import run_graph
+    from pipeline.runs import run_graph
     from pipeline.instance import get_instance
     from pipeline.symbols import sync_symbols
 
