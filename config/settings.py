@@ -49,6 +49,8 @@ class Years(_Model):
     def _ordered(self) -> "Years":
         if self.end is not None and self.end < self.start:
             raise ValueError(f"end ({self.end}) must be >= start ({self.start})")
+        if self.start > dt.date.today().year:
+            raise ValueError(f"start ({self.start}) is after this year ({dt.date.today().year}): no bar exists yet")
         return self
 
     @property
@@ -60,6 +62,8 @@ class Years(_Model):
 
 
 def _check_symbols(names: list[str]) -> list[str]:
+    if not names:
+        raise ValueError("an empty list names no symbol: give at least one, or leave the key out")
     for name in names:
         if not SYMBOL_PATTERN.match(name):
             raise ValueError(f"symbol {name!r} does not match [A-Z0-9._-]{{1,16}}")
@@ -70,7 +74,7 @@ def _check_symbols(names: list[str]) -> list[str]:
 
 class SyntheticSource(_Model):
     symbols: Union[Annotated[int, Field(ge=1, le=100_000)], list[str]] = 8
-    seed: int = 7
+    seed: int = Field(7, ge=0)
     end_date: dt.date | None = None
 
     @field_validator("symbols")
@@ -89,7 +93,7 @@ class FolderSource(_Model):
 
 
 class PackagedSource(_Model):
-    symbols: list[Literal["GOOG", "SP500", "NASDAQ"]] = ["GOOG", "SP500", "NASDAQ"]
+    symbols: list[Literal["GOOG", "SP500", "NASDAQ"]] = Field(["GOOG", "SP500", "NASDAQ"], min_length=1)
 
 
 class Universe(_Model):
@@ -246,7 +250,7 @@ class SmartSearch(_Model):
     blocks: int = Field(8, ge=2)
     storage: str | None = None
     study_name: str | None = None
-    seed: int = 0
+    seed: int = Field(0, ge=0)
 
 
 class DaskSettings(DaskCluster):
@@ -295,12 +299,21 @@ class Settings(_Model):
     root: Path = Field(PROJECT_ROOT, exclude=True)
 
     @model_validator(mode="after")
-    def _horizons_exist(self) -> "Settings":
+    def _consistent(self) -> "Settings":
         pairs = [("backtest.horizon", self.backtest.horizon), ("lstm.horizon", self.lstm.horizon)]
         pairs += [("meta.horizons", h) for h in self.meta.horizons or []]
         for key, h in pairs:
             if h not in self.labels.horizons:
                 raise ValueError(f"{key} is {h}, which is not one of labels.horizons {self.labels.horizons}")
+        end = self.universe.synthetic.end_date
+        if end is not None and end.year < self.years.start:
+            raise ValueError(f"universe.synthetic.end_date ({end}) is before years.start ({self.years.start}): no bar "
+                             "would be generated")
+        for key in ("data", "reports", "models"):
+            folder = self.resolve(getattr(self.paths, key))
+            existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+            if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+                raise ValueError(f"paths.{key} ({folder}) cannot be written: {existing} is not a writable folder")
         return self
 
     def resolve(self, path: Path) -> Path:

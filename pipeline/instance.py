@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 from pathlib import Path
 
@@ -33,12 +35,28 @@ def ensure_dagster_home() -> Path:
     return home
 
 
-def get_instance() -> DagsterInstance:
-    """The instance of DAGSTER_HOME, its `gpu` concurrency pool sized (pipeline.executors)."""
-    from pipeline.executors import ensure_gpu_pool
-    from config.settings import load_settings
+@contextlib.contextmanager
+def instance_lock(home: Path):
+    """An exclusive lock on DAGSTER_HOME while its storages are created or migrated: two
+    first uses at once would otherwise race on the SQLite schemas (alembic heads)."""
+    with open(home / ".instance.lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
-    ensure_dagster_home()
-    instance = DagsterInstance.get()
-    ensure_gpu_pool(instance, load_settings())
+
+def get_instance() -> DagsterInstance:
+    """The instance of DAGSTER_HOME, its `gpu` concurrency pool sized (pipeline.executors).
+    Opening it (which creates the storages on first use) happens under `instance_lock`."""
+    from config.settings import load_settings
+    from pipeline.executors import ensure_gpu_pool
+
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster"))).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    with instance_lock(home):
+        ensure_dagster_home()
+        instance = DagsterInstance.get()
+        ensure_gpu_pool(instance, load_settings())
     return instance
