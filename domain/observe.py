@@ -24,6 +24,9 @@ from typing import Any, Iterator
 
 import polars as pl
 
+from config.redact import redact
+from resources.parquet_store import shared_file_mode
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -49,6 +52,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
+        os.fchmod(fd, shared_file_mode())  # mkstemp makes 0600: a shared reports folder needs the umask's mode
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
@@ -59,7 +63,9 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
-    return write_bytes_atomic(path, (json.dumps(payload, indent=2, default=str) + "\n").encode())
+    """A JSON report, credentials masked (config.redact) wherever they appear."""
+    text = json.dumps(payload, indent=2, default=str)
+    return write_bytes_atomic(path, (redact(text) + "\n").encode())
 
 
 def write_sidecar(reports_dir: Path, stage: str, partition: str, **fields: Any) -> Path:

@@ -20,10 +20,12 @@ with it; the file in force is never modified.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -32,7 +34,11 @@ from config.settings import config_path, load_settings, read_settings
 
 
 def derived_settings(overrides: dict, name: str) -> Path:
-    """The settings file in force with `overrides` (nested dict) applied, validated."""
+    """The settings file in force with `overrides` (nested dict) applied, validated, as a file
+    of this invocation alone: `.cli-<name>-<pid>-<token>.yaml` next to the file in force (so
+    relative paths keep their meaning), readable by its owner only (it may hold a storage
+    URL with a password) and removed when the process exits. Two commands at once never
+    read each other's flags."""
     base = config_path()
     data = yaml.safe_load(base.read_text()) or {}
 
@@ -44,15 +50,16 @@ def derived_settings(overrides: dict, name: str) -> Path:
                 dst[k] = v
 
     merge(data, overrides)
-    path = base.parent / f".cli-{name}.yaml"
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False))
+    fd, tmp = tempfile.mkstemp(prefix=f".cli-{name}-{os.getpid()}-", suffix=".yaml", dir=base.parent)
+    path = Path(tmp)
+    atexit.register(path.unlink, missing_ok=True)
+    with os.fdopen(fd, "w") as fh:  # mkstemp: mode 0600
+        fh.write(yaml.safe_dump(data, sort_keys=False))
     try:
-        read_settings(tmp)  # validation errors name the key (and the temp file's folder)
+        read_settings(path)  # validation errors name the key
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         raise
-    os.replace(tmp, path)  # atomic; load_settings sees the new version (cache keyed on mtime and size)
     return path
 
 
@@ -190,8 +197,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_build_all(args: argparse.Namespace) -> int:
     from domain.sources import make_source
-    from pipeline.runs import run_graph
     from pipeline.instance import get_instance
+    from pipeline.runs import run_graph
     from pipeline.symbols import sync_symbols
 
     settings = load_settings()

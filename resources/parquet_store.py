@@ -47,6 +47,7 @@ def atomic_write_parquet(df: pl.DataFrame, path: Path) -> int:
         stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, shared_file_mode())  # mkstemp makes 0600; a shared data folder needs 0666 & ~umask
         with os.fdopen(fd, "wb") as fh:
             df.write_parquet(fh, compression=COMPRESSION, statistics=True)
             fh.flush()
@@ -57,6 +58,13 @@ def atomic_write_parquet(df: pl.DataFrame, path: Path) -> int:
         raise
     _fsync_dir(path.parent)
     return path.stat().st_size
+
+
+def shared_file_mode() -> int:
+    """0666 & ~umask: the mode `open()` gives a new file (0644 under the usual umask)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -62,3 +62,23 @@ def test_three_first_uses_at_once_leave_one_working_instance(tmp_path):
     assert [p.returncode for p in procs] == [0, 0, 0], [e[-800:] for _, e in outs]
     after = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert after.returncode == 0 and after.stdout.split() == ["0", "0"], after.stderr[-800:]
+
+
+def test_stored_files_are_readable_by_the_group_as_a_shared_folder_needs(tmp_path):
+    import os
+
+    import polars as pl
+
+    from config.partitions import SymbolYear
+    from domain.observe import write_json_atomic
+    from resources.parquet_store import ParquetStore
+
+    old = os.umask(0o022)
+    try:
+        store = ParquetStore(tmp_path)
+        store.write("raw_bars", SymbolYear("AAA", 2010), pl.DataFrame({"x": [1.0]}))
+        report = write_json_atomic(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (store.partition_path("raw_bars", "AAA", 2010).stat().st_mode & 0o777) == 0o644
+    assert (report.stat().st_mode & 0o777) == 0o644

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 import yaml
 
@@ -14,7 +17,8 @@ def test_derived_settings_sit_beside_the_file_in_force_and_keep_its_relative_pat
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     before = cfg.read_text()
     path = derived_settings({"meta": {"horizons": [7]}}, "train-meta")
-    assert path.parent == cfg.parent and path.name == ".cli-train-meta.yaml"
+    assert path.parent == cfg.parent and path.name.startswith(".cli-train-meta-") and path.suffix == ".yaml"
+    assert path.stat().st_mode & 0o777 == 0o600  # may hold a storage password
     derived, original = read_settings(path), read_settings(cfg)
     assert derived.meta.horizons == [7] and derived.data_dir == original.data_dir
     assert cfg.read_text() == before  # the file in force is never modified
@@ -55,5 +59,48 @@ def test_atc_scan_command_materializes_the_asset_with_its_flags_as_settings(make
 
     with DagsterInstance.from_config(str(tmp_path / "home")) as home_instance:
         assert home_instance.get_latest_materialization_event(AssetKey("atc_scan")) is not None
-    assert read_settings(cfg.with_name(".cli-atc-scan.yaml")).atc.scan_bars == 300
+    [derived] = cfg.parent.glob(".cli-atc-scan-*.yaml")  # this invocation's own file (removed at exit)
+    assert read_settings(derived).atc.scan_bars == 300
     assert (tmp_path / "scan.csv").read_text().count("\n") == 3
+
+
+def test_two_commands_at_once_each_run_with_their_own_flags(make_settings):
+    """Real processes: A derives its settings, then B derives other ones while A is still
+    running; A must still read its own flags, and both files are gone when they exit."""
+    import os
+    import subprocess
+    import sys
+
+    cfg = make_settings()
+    code = ("import sys; from pipeline.stage_commands import derived_settings; from config.settings import read_settings\n"
+            "p = derived_settings({'universe': {'folder': {'path': sys.argv[1]}}}, 'build-features')\n"
+            "print('ready', flush=True); sys.stdin.readline()\n"
+            "print(read_settings(p).universe.folder.path, flush=True)\n")
+    env = {**os.environ, "PIPELINE_CONFIG": str(cfg)}
+    run = lambda folder: subprocess.Popen([sys.executable, "-c", code, folder], env=env, text=True,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    a = run("/data/A")
+    assert a.stdout.readline().strip() == "ready"
+    b = run("/data/B")
+    assert b.stdout.readline().strip() == "ready"
+    out_a, _ = a.communicate("go\n", timeout=60)
+    out_b, _ = b.communicate("go\n", timeout=60)
+    assert (out_a.strip(), out_b.strip()) == ("/data/A", "/data/B")
+    assert not list(cfg.parent.glob(".cli-build-features-*.yaml"))
+
+
+def test_reports_never_record_a_password(tmp_path, monkeypatch):
+    from domain.observe import write_sidecar
+
+    monkeypatch.setattr(sys, "argv", ["cli", "grid-search", "--storage", "postgresql://user:s3cret@db/optuna"])
+    path = write_sidecar(tmp_path, "grid_search", "all", args={"storage": "postgresql://user:s3cret@db/optuna?password=x2"})
+    text = path.read_text()
+    assert "s3cret" not in text and "x2" not in text
+    assert "postgresql://user:***@db/optuna" in text
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
