@@ -82,3 +82,30 @@ def test_stored_files_are_readable_by_the_group_as_a_shared_folder_needs(tmp_pat
         os.umask(old)
     assert (store.partition_path("raw_bars", "AAA", 2010).stat().st_mode & 0o777) == 0o644
     assert (report.stat().st_mode & 0o777) == 0o644
+
+
+BAD_BARS = [
+    ("close_that_overflows_float32", {"close": "1e300"}, "column 'close', row 2: '1e300' does not fit the stored float32; "
+     "expected a number between 1.18e-38 and 3.40e+38"),
+    ("close_that_underflows_float32", {"close": "1e-300"}, "column 'close', row 2: '1e-300' does not fit the stored float32; "
+     "expected a number between 1.18e-38 and 3.40e+38"),
+    ("volume_that_overflows_float32", {"volume": "1e300"}, "column 'volume', row 2: '1e300' does not fit the stored float32; "
+     "expected a number between 1.18e-38 and 3.40e+38"),
+    ("close_above_high", {"close": "12.5"}, "column 'close', row 2: close 12.5 outside [low 9.0, high 11.0]; "
+     "expected low <= close <= high"),
+    ("open_below_low", {"open": "8"}, "column 'open', row 2: open 8.0 outside [low 9.0, high 11.0]; expected low <= open <= high"),
+]
+
+
+@pytest.mark.parametrize("change, line", [r[1:] for r in BAD_BARS], ids=[r[0] for r in BAD_BARS])
+def test_bars_that_would_be_stored_wrong_are_refused(change, line):
+    import polars as pl
+
+    from config.errors import InputDataError
+    from domain.sources.conform import conform_bars
+
+    row = {"date": "2020-01-03", "open": "10", "high": "11", "low": "9", "close": "10", "volume": "1000"}
+    rows = [{"date": "2020-01-02", "open": "10", "high": "11", "low": "9", "close": "10", "volume": "1000"}, {**row, **change}]
+    with pytest.raises(InputDataError) as err:
+        conform_bars(pl.DataFrame(rows), "AAA.csv", "AAA")
+    assert str(err.value) == f"AAA.csv: {line}"

@@ -12,6 +12,7 @@ Rows in messages are 1-based in the order of the input, header excluded.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from config.errors import InputDataError
@@ -96,6 +97,21 @@ def _parse_numbers(col: pl.Series, name: str, origin: str) -> pl.Series:
     raise InputDataError(origin, f"dtype {col.dtype} is not numeric", column=col.name, expected="numbers")
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _check_stored_range(values: pl.Series, raw: pl.Series, origin: str, column: str, positive: bool) -> None:
+    """Numbers are stored as float32: a value that becomes inf, or a positive one that
+    becomes 0 or a denormal there, is refused here rather than stored as a wrong number."""
+    stored = values.cast(pl.Float32)
+    bad = stored.is_infinite() | ((values > 0) & (stored.abs() < FLOAT32_TINY) if positive else stored.is_infinite())
+    if bad.any():
+        row = _first_row(bad)
+        raise InputDataError(origin, f"{raw[row - 1]!r} does not fit the stored float32", column=column, row=row,
+                             expected=f"a number between {FLOAT32_TINY:.2e} and {FLOAT32_MAX:.2e}")
+
+
 def conform_bars(df: pl.DataFrame, origin: str, symbol: str, row_numbers: pl.Series | None = None) -> pl.DataFrame:
     """Validate and cast one symbol's bars to RAW_BARS (sorted by date).
 
@@ -124,6 +140,7 @@ def _conform(df: pl.DataFrame, origin: str, symbol: str) -> pl.DataFrame:
             row = _first_row(bad)
             got = df[cols[name]][row - 1]
             raise InputDataError(origin, f"price {got!r} is missing, not finite or not positive", column=cols[name], row=row, expected="a finite price > 0")
+        _check_stored_range(values, df[cols[name]], origin, cols[name], positive=True)
         out[name] = values
     if "volume" in cols:
         vol = _parse_numbers(df[cols["volume"]], "volume", origin)
@@ -131,6 +148,7 @@ def _conform(df: pl.DataFrame, origin: str, symbol: str) -> pl.DataFrame:
         if bad.any():
             row = _first_row(bad)
             raise InputDataError(origin, f"volume {vol[row - 1]!r} is negative or not finite", column=cols["volume"], row=row, expected="a volume >= 0")
+        _check_stored_range(vol, df[cols["volume"]], origin, cols["volume"], positive=False)
         out["volume"] = vol.fill_null(float("nan"))
     else:
         out["volume"] = pl.Series("volume", [float("nan")] * df.height)
@@ -145,6 +163,17 @@ def _conform(df: pl.DataFrame, origin: str, symbol: str) -> pl.DataFrame:
             row=row,
             expected="high >= low",
         )
+    for name in ("open", "close"):
+        bad = (frame[name] < frame["low"]) | (frame[name] > frame["high"])
+        if bad.any():
+            row = _first_row(bad)
+            raise InputDataError(
+                origin,
+                f"{name} {frame[name][row - 1]} outside [low {frame['low'][row - 1]}, high {frame['high'][row - 1]}]",
+                column=cols[name],
+                row=row,
+                expected=f"low <= {name} <= high",
+            )
     dup = frame["date"].is_duplicated()
     if dup.any():
         rows = (dup.arg_true() + 1).to_list()
