@@ -179,3 +179,15 @@ def test_cli_without_input_files_materializes_the_grid_search_assets_from_the_se
     assert report["engine"] == "brute" and len(report["top"]) == 4 and report["combinations"] == 128
     assert (read_settings(cfg).data_dir / "grid_search" / "part.parquet").is_file()  # stored by the asset
     assert json.loads(run.stdout)["winner"] == report["top"][0]
+
+
+def test_a_trade_percent_beyond_the_engines_int32_range_is_refused_not_wrapped(grid_data, tmp_path):
+    log = pl.read_csv(grid_data.trade_log, infer_schema=False)
+    mine = log.filter(pl.col("Ticker") == "SOXL").head(2)
+    huge = pl.concat([mine[0].with_columns(pl.lit("BIG").alias("Trade Id"), pl.lit("3000").alias("Trade Percent Change")),
+                      mine[1].with_columns(pl.lit("NEG").alias("Trade Id"), pl.lit("-2500").alias("Trade Percent Change"))])
+    path = tmp_path / "log.csv"
+    pl.concat([log, huge]).write_csv(path)
+    trades, rejected = read_trade_log(path, TICKERS, read_market_data(grid_data.market_data, TICKERS))
+    assert rejected.summary()["reasons"] == {"Trade Percent Change beyond +-2147 %": 2}
+    assert not {"BIG", "NEG"} & set(trades["trade_id"].to_list())

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from config.errors import InputDataError
+from kernels.gridsearch import MAX_TRADE_PERCENT
 
 MARKET_FILE = re.compile(r"^Raw_Market_data_(\d{2})-(\d{2})-(\d{4})\.csv$")
 MARKET_COLUMNS = {  # file column -> stored column (the rest are dropped)
@@ -179,6 +180,9 @@ def read_trade_log(path: Path, tickers: list[str], market: pl.DataFrame) -> tupl
             is_bad = is_bad | pl.col(col).is_nan() | pl.col(col).is_infinite()
         rej.add(f"malformed {col}", parsed.filter(is_bad)["trade_id"].fill_null("(no id)").to_list())
         parsed = parsed.filter(~is_bad)
+    too_big = pl.col("pct_change").abs() > MAX_TRADE_PERCENT
+    rej.add(f"Trade Percent Change beyond +-{MAX_TRADE_PERCENT} %", parsed.filter(too_big)["trade_id"].to_list())
+    parsed = parsed.filter(~too_big)
     bad = parsed.filter(pl.col("entry_price") <= 0)
     rej.add("entry price <= 0", bad["trade_id"].to_list())
     parsed = parsed.filter(pl.col("entry_price") > 0)

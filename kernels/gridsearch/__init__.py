@@ -14,3 +14,6 @@ integers, so ROIs are exact and equal across engines and summation orders.
 
 RESULT_SCALE = 1_000_000  # results are stored as round(percent * RESULT_SCALE)
 NO_CROSS = 2**62  # "this level is never reached on the path"
+# The largest |result| a trade may have: per-trade results are int32 units (exact sums in
+# int64), so a percent beyond this would wrap. Ingress refuses such rows (domain.gridsearch.inputs).
+MAX_TRADE_PERCENT = (2**31 - 1) // RESULT_SCALE  # 2147 %
