@@ -24,13 +24,21 @@ from pipeline.stage_commands import add_stage_commands
 def _symbols(args: argparse.Namespace) -> int:
     from pipeline.instance import get_instance
     from config.partitions import SYMBOLS
-    from pipeline.symbols import sync_symbols
+    from pipeline.symbols import remove_symbols, sync_symbols
 
+    if args.action == "remove" and not args.names:
+        raise ValueError("symbols remove: name at least one symbol, e.g. `symbols remove GOOG`")
     instance = get_instance()
     if args.action == "sync":
-        added = sync_symbols(instance, load_settings())
-        total = len(instance.get_dynamic_partitions(SYMBOLS))
-        print(f"registered {len(added)} new symbol(s); {total} in all" + (f": {', '.join(added)}" if added else ""))
+        before = set(instance.get_dynamic_partitions(SYMBOLS))
+        added = sync_symbols(instance, load_settings(), prune=args.prune)
+        after = instance.get_dynamic_partitions(SYMBOLS)
+        removed = sorted(before - set(after))
+        print(f"registered {len(added)} new symbol(s); {len(after)} in all" + (f": {', '.join(added)}" if added else "")
+              + (f"; removed {', '.join(removed)}" if removed else ""))
+    elif args.action == "remove":
+        removed = remove_symbols(instance, args.names)
+        print(f"removed {', '.join(removed)}; {len(instance.get_dynamic_partitions(SYMBOLS))} symbol(s) left")
     else:
         for sym in instance.get_dynamic_partitions(SYMBOLS):
             print(sym)
@@ -199,8 +207,10 @@ def _atc_scan(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline.cli", description="tradelab pipeline commands")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sp = sub.add_parser("symbols", help="register or list the symbols partitions")
-    sp.add_argument("action", choices=["sync", "list"])
+    sp = sub.add_parser("symbols", help="register, list or remove the symbols partitions")
+    sp.add_argument("action", choices=["sync", "list", "remove"])
+    sp.add_argument("names", nargs="*", help="remove: the symbols to unregister (their stored data stays)")
+    sp.add_argument("--prune", action="store_true", help="sync: also unregister symbols the source no longer has")
     sp.set_defaults(func=_symbols)
     dp = sub.add_parser("demo", help="materialize the demo partitions and print a summary")
     dp.set_defaults(func=_demo)

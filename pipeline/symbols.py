@@ -18,6 +18,27 @@ def register_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:
     return new
 
 
-def sync_symbols(instance: DagsterInstance, settings: Settings) -> list[str]:
-    """Register every symbol the configured source has; return those added."""
-    return register_symbols(instance, make_source(settings).symbols())
+def remove_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:
+    """Unregister `names` (their stored data stays); an unknown name is an error."""
+    known = set(instance.get_dynamic_partitions(SYMBOLS))
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"symbols remove: {unknown} not registered; registered: {len(known)} (see `symbols list`)")
+    for name in dict.fromkeys(names):
+        instance.delete_dynamic_partition(SYMBOLS, name)
+    return list(dict.fromkeys(names))
+
+
+def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = False) -> list[str]:
+    """Register every symbol the configured source has; return those added. With `prune`,
+    also unregister the symbols the source no longer has (see `prune_symbols`)."""
+    names = make_source(settings).symbols()
+    if prune:
+        prune_symbols(instance, names)
+    return register_symbols(instance, names)
+
+
+def prune_symbols(instance: DagsterInstance, available: list[str]) -> list[str]:
+    """Unregister the registered symbols not in `available`; return them."""
+    gone = [n for n in instance.get_dynamic_partitions(SYMBOLS) if n not in set(available)]
+    return remove_symbols(instance, gone) if gone else []

@@ -8,6 +8,7 @@ and parsed by `conform`, so a bad cell is reported with its row and column.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -46,10 +47,24 @@ class FolderSource:
     def __init__(self, path: Path):
         self.path = Path(path)
 
-    def files(self) -> list[Path]:
+    def files(self, errors: list[InputDataError] | None = None) -> list[Path]:
+        """The data files of the folder. A link that leads out of the folder is refused
+        (recorded in `errors`, or raised without a list)."""
         if not self.path.is_dir():
             raise InputDataError(str(self.path), "folder not found", expected="a folder of CSV or Parquet files (universe.folder.path)")
-        return sorted(p for p in self.path.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES)
+        root = self.path.resolve()
+        out = []
+        for p in sorted(self.path.iterdir()):
+            if not (p.is_file() and p.suffix.lower() in SUFFIXES):
+                continue
+            if p.is_symlink() and root not in p.resolve().parents:
+                err = InputDataError(str(p), f"is a link to {p.resolve()}, outside the folder", expected="files inside the folder")
+                if errors is None:
+                    raise err
+                errors.append(err)
+                continue
+            out.append(p)
+        return out
 
     def _symbols_of(self, path: Path) -> list[str]:
         if path.stat().st_size == 0:
@@ -74,7 +89,7 @@ class FolderSource:
         skipped; without one, it raises.
         """
         out: dict[str, list[Path]] = {}
-        for path in self.files():
+        for path in self.files(errors):
             try:
                 names = self._symbols_of(path)
             except InputDataError as err:
@@ -87,7 +102,11 @@ class FolderSource:
         return out
 
     def symbols(self) -> list[str]:
-        return sorted(self.symbol_files())
+        """Every symbol a readable file holds; unreadable files are warnings, not errors."""
+        errors: list[InputDataError] = []
+        names = sorted(self.symbol_files(errors))
+        _warn(errors)
+        return names
 
     def fingerprints(self, errors: list[InputDataError] | None = None) -> dict[str, str]:
         """Symbol -> a token that changes when any of its files changes."""
@@ -99,10 +118,15 @@ class FolderSource:
     def history(self, symbols: list[str]) -> pl.DataFrame:
         """All rows of `symbols`, validated, in RAW_BARS schema, sorted by symbol then date."""
         wanted = set(symbols)
-        files = self.symbol_files()
+        errors: list[InputDataError] = []
+        files = self.symbol_files(errors)
         unknown = sorted(wanted - set(files))
         if unknown:
-            raise InputDataError(str(self.path), f"no file holds symbol(s) {unknown}", expected="one file per symbol or a symbol column")
+            hint = f" (unreadable here: {'; '.join(str(e) for e in errors[:3])})" if errors else ""
+            raise InputDataError(str(self.path), f"no file holds symbol(s) {unknown}{hint}",
+                                 expected="one file per symbol or a symbol column; a symbol whose file was deleted "
+                                          "is removed with `python -m pipeline.cli symbols remove NAME`")
+        _warn(errors)  # files of other symbols that cannot be read do not stop these
         frames = []
         for path in sorted({p for s in wanted for p in files[s]}):
             df = read_table(path)
@@ -122,3 +146,8 @@ class FolderSource:
             row = out.filter(dup).row(0, named=True)
             raise InputDataError(str(self.path), f"symbol {row['symbol']} has date {row['date']} in more than one file", expected="each symbol's rows in one file")
         return out.sort("symbol", "date")
+
+
+def _warn(errors: list[InputDataError]) -> None:
+    for err in errors:
+        warnings.warn(f"skipped: {err}", stacklevel=3)
