@@ -69,11 +69,13 @@ def parse_years(text: str | None, settings) -> list[int]:
         return settings.years.all()
     out: list[int] = []
     for part in text.split(","):
-        if "-" in part:
-            a, b = (int(x) for x in part.split("-", 1))
-            out.extend(range(a, b + 1))
-        else:
-            out.append(int(part))
+        try:
+            a, b = (int(x) for x in part.split("-", 1)) if "-" in part else (int(part), int(part))
+        except ValueError:
+            raise ValueError(f"--years {text}: {part!r} is not a year or a range; expected e.g. 2005, 2005-2010 or 2005,2006") from None
+        if b < a:
+            raise ValueError(f"--years {text}: the range {part} runs backwards; expected {b}-{a}")
+        out.extend(range(a, b + 1))
     bad = [y for y in out if y not in settings.years.all()]
     if bad:
         raise ValueError(f"--years {text}: {bad} outside the configured years {settings.years.start}..{settings.years.last}")
