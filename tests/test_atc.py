@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from kernels import atc
+from kernels import indicators as K
 from kernels.atc import cpu as atc_cpu
 from kernels.atc import reference as ref
 from kernels.atc import torch as atc_torch
-from kernels import indicators as K
 
 
 @functools.cache

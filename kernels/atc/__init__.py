@@ -67,8 +67,9 @@ Interpretation decisions (where the Pine text leaves room, the most literal read
   restart kama from 0 on the next bar, a jump no reading of the indicator intends); at
   most 1 (the rolled sum can drift an ulp below the change on a monotone window);
   sc = (ER*(0.666 - 0.064) + 0.064)^2; kama[t] = nz(kama[t-1]) + sc*(close[t] -
-  nz(kama[t-1])) (one step: `cores.kama_step`, shared with the streaming updater): NaN before bar L (close[t-L] is missing), kama[L] = sc*close[L] (seeded
-  from 0), so it climbs from 0 towards the price first.
+  nz(kama[t-1])) (one step: `cores.kama_step`, shared with the streaming updater): NaN
+  before bar L (close[t-L] is missing), kama[L] = sc*close[L] (seeded from 0), so it
+  climbs from 0 towards the price first.
 * Precision: arithmetic is float64 in every backend (float32 inputs are widened element by
   element as in `kernels.cores`); `dtype=` (float32 default, float64) is the output type.
   Closes must be finite (ValueError otherwise).
@@ -77,10 +78,11 @@ Backends
 --------
 * cpu (`kernels.atc.cpu`): the per-series cores of `kernels.atc.cores` (`returns_core`,
   `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`, the MA dispatch `ma`
-  over `kama_pine_core` and the `kernels.cores` MAs) compiled with numba.njit, driven by one parallel (prange over symbols) compiled loop; symbols go in
-  chunks that bound the MA bank ([chunk, 54, bars] float64) to 64 MiB. With cache=True the
-  MAs come from `ma_cache` (LRU keyed by (series hash, family, length), 256 MiB by default,
-  hit/miss counts in stats()) where present, and what was computed is put there.
+  over `kama_pine_core` and the `kernels.cores` MAs) compiled with numba.njit, driven by
+  one parallel (prange over symbols) compiled loop; symbols go in chunks that bound the
+  MA bank ([chunk, 54, bars] float64) to 64 MiB. With cache=True the MAs come from
+  `ma_cache` (LRU keyed by (series hash, family, length), 256 MiB by default, hit/miss
+  counts in stats()) where present, and what was computed is put there.
   The cache is off by default because it does not pay here: the rolled MAs are ~30% of
   the compiled work, and hashing, lookups and copies cost more than recomputing them
   (500 symbols x 2,000 bars on 2 cores: 0.20 s without, 0.7-0.95 s cold, 0.26 s warm).
@@ -90,8 +92,8 @@ Backends
   per symbol, time-major arrays, one MA at a time in per-thread scratch. NumPy in and out.
   Equal to cpu bit for bit under the CUDA simulator (tested); on hardware the compiler may
   contract multiply-adds into FMAs (last-bit differences, visible only at a tie).
-* torch (`kernels.atc.torch`): batched [symbols, bars] tensor ops (ROCm, CUDA or CPU), in chunks of symbols:
-  SMA/WMA/LSMA from `kernels.backends.torch_backend` (conv1d window sums, 1e-13 from the
+* torch (`kernels.atc.torch`): batched [symbols, bars] tensor ops (ROCm, CUDA or CPU), in
+  chunks of symbols: SMA/WMA/LSMA from `kernels.backends.torch_backend` (conv1d window sums, 1e-13 from the
   cores' rolled ones), EMA/DEMA/KAMA and the equity recursions as loops over bars with one
   vector op per step across all MAs and symbols (replaying the cores' operation order),
   crosses and the persistent signals vectorised (forward fills). It equals cpu to rounding

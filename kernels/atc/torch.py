@@ -19,7 +19,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.atc.params import CUT_LEVEL, EQUITY_FLOOR, FAMILIES, KAMA_FAST, KAMA_SLOW, AtcParams, is_torch, prepare_numpy
+from kernels.atc.params import (
+    CUT_LEVEL,
+    EQUITY_FLOOR,
+    FAMILIES,
+    KAMA_FAST,
+    KAMA_SLOW,
+    AtcParams,
+    is_torch,
+    prepare_numpy,
+)
 
 NAN = float("nan")
 
