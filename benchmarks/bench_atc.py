@@ -2,7 +2,7 @@
 
 Phases, each in a fresh process:
   scan      500 symbols x 2,000 bars through the scanner (cpu), and the plain NumPy loop
-            reference (kernels.atc_reference) on a few of the same symbols, extrapolated
+            reference (kernels.atc.reference) on a few of the same symbols, extrapolated
             (seed 004: ~300 s originally, ~5 s fully optimized on its hardware; goal < 1 s)
   memory    5,000 symbols x 2,000 bars: peak RSS of the process (seed 002: < 2 GB; goal < 1 GB)
 
@@ -37,7 +37,7 @@ def universe(n_symbols: int, n_bars: int, seed: int = 0) -> pl.DataFrame:
 
 def phase_scan(args) -> dict:
     from domain.atc_scan import scan_universe
-    from kernels.atc_reference import average_signal as reference
+    from kernels.atc.reference import average_signal as reference
 
     bars = universe(args.symbols, args.bars)
     scan_universe(bars.head(2 * args.bars), n_bars=args.bars)  # load compiled code

@@ -50,7 +50,7 @@ previous bar's state, so each bar costs 54 MA updates + 54 + 6 equity steps what
 history length. The equity's return is scaled by growth[t] = exp(lam*(t - cutout)) of the
 ABSOLUTE bar index t: the stream counts bars from the symbol's first stored bar, exactly as
 the batch kernel indexes the whole history (the `specialists` asset computes ATC over the
-whole history for this reason). growth[t] is evaluated as `kernels.atc._Params.growth`
+whole history for this reason). growth[t] is evaluated as `kernels.atc.AtcParams.growth`
 evaluates it (NumPy's exp of lam * (float64(t) - cutout); exp is elementwise, so a block
 of 1,024 bars at a time gives the same float64 numbers), keeping the state O(1) in size.
 Consequence: a stream must start at the symbol's first stored bar; a stream started later
@@ -68,7 +68,8 @@ from collections import deque
 
 import numpy as np
 
-from kernels.atc import CUT_LEVEL, EQUITY_FLOOR, FAMILIES, KAMA_FAST, KAMA_SLOW, _Params
+from kernels.atc import CUT_LEVEL, EQUITY_FLOOR, FAMILIES, AtcParams
+from kernels.atc.cores import kama_step
 from kernels.seller_exhaustion import PRESETS, SellerParams
 from kernels.updaters import (
     ATRUpdater,
@@ -142,11 +143,12 @@ class EwmUpdater(Updater):
 
 
 class PineKAMAUpdater(Updater):
-    """ATC's Pine-style KAMA (kernels.atc.kama_pine_core): noise = sum of |x[i] - x[i-1]|
+    """ATC's Pine-style KAMA (kernels.atc.cores.kama_pine_core): noise = sum of |x[i] - x[i-1]|
     over the last n bars, ER = |x - x[t-n]| / noise (0 when noise is 0, at most 1),
     sc = (ER*(0.666 - 0.064) + 0.064)^2, kama = kama + sc*(x - kama) seeded from 0.
     NaN before bar n. The noise sum is rolled as the core rolls it (add the new move, then
-    remove the one that left), so the values are the core's bit for bit."""
+    remove the one that left) and the update is the core's own `kama_step`, so the values
+    are the core's bit for bit."""
 
     def __init__(self, n: int) -> None:
         super().__init__()
@@ -175,17 +177,7 @@ class PineKAMAUpdater(Updater):
         w.append(x)
         if t < n:
             return NAN
-        change = math.fabs(x - w[-1 - n])  # x[t-n]
-        noise = self._noise
-        if noise > 0.0:
-            er = change / noise
-            if er > 1.0:
-                er = 1.0
-        else:
-            er = 0.0
-        sc = er * (KAMA_FAST - KAMA_SLOW) + KAMA_SLOW
-        sc = sc * sc
-        self._kama = self._kama + sc * (x - self._kama)
+        self._kama = kama_step(self._kama, x, w[-1 - n], self._noise)  # w[-1 - n] = x[t-n]
         self.value = self._kama
         return self._kama
 
@@ -255,7 +247,7 @@ class ATCUpdater(Updater):
     def __init__(self, *, robustness: str = "Medium", length=28, lam: float = 0.02, decay: float = 0.03,
                  cutout: int = 0, weights=None) -> None:
         super().__init__()
-        p = _Params(robustness, length, lam, decay, cutout, weights)
+        p = AtcParams(robustness, length, lam, decay, cutout, weights)
         self._params = p
         self.lookback = int(cutout)
         self._d = float(p.d)
@@ -278,7 +270,7 @@ class ATCUpdater(Updater):
         self._growth_start = 0
 
     def _growth_at(self, t: int) -> float:
-        """exp(lam*(t - cutout)), evaluated as `kernels.atc._Params.growth` evaluates it
+        """exp(lam*(t - cutout)), evaluated as `kernels.atc.AtcParams.growth` evaluates it
         (NumPy's exp of lam * (float64(t) - cutout)), a block of bars at a time."""
         i = t - self._growth_start
         if not 0 <= i < self._growth.shape[0]:

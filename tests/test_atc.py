@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 
 from kernels import atc
-from kernels import atc_reference as ref
 from kernels import indicators as K
+from kernels.atc import cpu as atc_cpu
+from kernels.atc import reference as ref
+from kernels.atc import torch as atc_torch
 
 
 @functools.cache
@@ -104,7 +106,7 @@ def test_equity_floor_holds():
     assert np.all(e >= 0.25) and e[-1] == 0.25
     # the compiled layer-2 core: fden accumulates E, which must equal the reference
     fnom, fden = np.zeros(t_len), np.zeros(t_len)
-    atc._layer2(sig, r, 1 - 0.0003, 0, 1.0, fnom, fden)
+    atc_cpu.layer2_cpu(sig, r, 1 - 0.0003, 0, 1.0, fnom, fden)
     np.testing.assert_array_equal(fden, e)
     np.testing.assert_array_equal(fnom, -e)  # Cut(-1) * E
 
@@ -127,7 +129,7 @@ def test_rounding_half_away_from_zero():
     assert np.isnan(ref.round_half_away(np.nan))
     nom = np.array([0.125, -0.125, 0.375, -0.124999, 1.0, np.nan])
     out = np.empty_like(nom)
-    atc._finish(nom, np.ones_like(nom), out)
+    atc_cpu.family_finish_cpu(nom, np.ones_like(nom), out)
     np.testing.assert_array_equal(out, [0.13, -0.13, 0.38, -0.12, 1.0, np.nan])
 
 
@@ -234,7 +236,7 @@ def test_moving_averages_equal_the_indicators():
 def test_kama_is_seeded_from_zero():
     x = np.r_[np.full(10, 50.0), 50.0 + np.arange(1, 11)]  # flat (ER = 0), then a straight rise (ER = 1)
     out = np.empty_like(x)
-    atc._kama(x, 5, out)
+    atc_cpu.kama_pine_cpu(x, 5, out)
     sc_flat = atc.KAMA_SLOW**2
     assert out[5] == pytest.approx(sc_flat * 50.0)
     assert out[6] == pytest.approx(out[5] + sc_flat * (50.0 - out[5]))
@@ -316,8 +318,8 @@ def test_chunking_does_not_change_results(monkeypatch):
     x = walks(5, 120, seed=8)
     c_fams, c_final = atc.compute(x, length=10, dtype=np.float64)
     t_fams, t_final = atc.compute(x, length=10, dtype=np.float64, backend="torch")
-    monkeypatch.setattr(atc, "BANK_CHUNK_BYTES", 2 * 54 * 120 * 8)  # 2 symbols a chunk
-    monkeypatch.setattr(atc, "TORCH_CHUNK_ELEMENTS", 2 * 54 * 120)
+    monkeypatch.setattr(atc_cpu, "BANK_CHUNK_BYTES", 2 * 54 * 120 * 8)  # 2 symbols a chunk
+    monkeypatch.setattr(atc_torch, "TORCH_CHUNK_ELEMENTS", 2 * 54 * 120)
     c2_fams, c2_final = atc.compute(x, length=10, dtype=np.float64, cache=True)
     t2_fams, t2_final = atc.compute(x, length=10, dtype=np.float64, backend="torch")
     np.testing.assert_array_equal(c2_final, c_final)

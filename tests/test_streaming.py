@@ -20,6 +20,7 @@ from kernels.registry.features import FEATURE_NAMES, compute_features
 from kernels.panel import Panel
 from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
 from kernels import atc, indicators
+from kernels.atc import cpu as atc_cpu
 from kernels.seller_exhaustion import PRESETS, SellerParams, ewm_adjust_false, seller_exhaustion
 from kernels.streaming import (
     STREAM_FEATURES,
@@ -134,7 +135,7 @@ def test_ewm_updater_equals_pandas_style_ewm_adjust_false(span):
 def test_pine_kama_updater_equals_the_atc_core(series, n):
     x = SERIES[series]["close"]
     want = np.empty(x.shape[0])
-    atc._kama(x, n, want)  # the compiled core the cpu bank runs
+    atc_cpu.kama_pine_cpu(x, n, want)  # the compiled core the cpu bank runs
     _assert_same(replay(PineKAMAUpdater(n), x), want, f"kama {n}")
 
 
@@ -187,7 +188,7 @@ def test_atc_growth_blocks_repeat_the_kernels_growth_bit_for_bit():
     """growth[t] = exp(lam*(t - cutout)) of the absolute bar index, evaluated a block at a
     time, equals the batch kernel's one-array evaluation across block boundaries."""
     u = ATCUpdater(lam=3.0, cutout=5)
-    want = atc._Params("Medium", 28, 3.0, 0.03, 5, None).growth(3 * ATCUpdater._GROWTH_BLOCK + 7)
+    want = atc.AtcParams("Medium", 28, 3.0, 0.03, 5, None).growth(3 * ATCUpdater._GROWTH_BLOCK + 7)
     got = np.array([u._growth_at(t) for t in range(want.shape[0])])
     np.testing.assert_array_equal(got, want)
     assert u._growth.shape[0] == ATCUpdater._GROWTH_BLOCK  # O(1) state

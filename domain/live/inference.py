@@ -149,7 +149,10 @@ def _code_fingerprint() -> str:
 
     h = hashlib.blake2b(digest_size=16)
     for mod in (kernels.streaming, kernels.updaters, kernels.atc, kernels.seller_exhaustion):
-        h.update(Path(mod.__file__).read_bytes())
+        path = Path(mod.__file__)
+        # a package (kernels.atc) counts with every module in its folder
+        for f in sorted(path.parent.glob("*.py")) if path.name == "__init__.py" else [path]:
+            h.update(f.read_bytes())
     return h.hexdigest()
 
 

@@ -1,12 +1,18 @@
-"""ATC on CUDA: the per-series cores of `kernels.atc` (and the MA cores of `kernels.cores`)
-compiled as numba.cuda device functions, one thread per symbol.
+"""ATC on CUDA: the cores of `kernels.atc.cores` (with the TA-Lib MA cores of
+`kernels.cores` that `cores.ma` dispatches to) compiled as numba.cuda device functions, one
+thread per symbol.
+
+Contract: `run(x, lens, weights, growth, d, cutout)`: x NumPy [S, T] float32/float64 ->
+(families [S, 6, T], final [S, T]) float64 NumPy, the cpu backend's values.
 
 Arrays are time-major ([bars, symbols], C order) so neighbouring threads touch neighbouring
 addresses at every bar. Each thread computes its 54 MAs one at a time into its column of a
 [bars, symbols] scratch array and folds each into layer 1 at once (no [54, bars, symbols]
 bank), then runs layer 2. Arithmetic float64; results equal the cpu backend's bit for bit
-under the simulator (on hardware, FMA contraction may move last bits). Runs under the numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1) on tiny
-inputs in CI; `from numba import cuda` must stay at module level for that.
+under the simulator (on hardware, FMA contraction may move last bits). Runs under the numba
+CUDA simulator (NUMBA_ENABLE_CUDASIM=1) on tiny inputs in CI; `from numba import cuda` must
+stay at module level for that. Imported on demand by the dispatch; imports the cores, never
+the cpu module.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from kernels import atc, cores
+from kernels.atc import cores
 
 THREADS_PER_BLOCK = 128
 
@@ -25,33 +31,12 @@ def _device(fn):
     return cuda.jit(device=True)(fn)
 
 
-_ema = _device(cores.ema_core)
-_sma = _device(cores.sma_core)
-_wma = _device(cores.wma_core)
-_dema = _device(cores.dema_core)
-_lsma = _device(cores.lsma_core)
-_kama = _device(atc.kama_pine_core)
-_returns = _device(atc.returns_core)
-_layer1 = _device(atc.layer1_core)
-_finish = _device(atc.family_finish_core)
-_layer2 = _device(atc.layer2_core)
-_final = _device(atc.final_core)
-
-
-@cuda.jit(device=True)
-def _ma(kind, x, n, out):
-    if kind == 0:
-        _ema(x, n, out)
-    elif kind == 1:
-        _sma(x, n, out)
-    elif kind == 2:
-        _wma(x, n, out)
-    elif kind == 3:
-        _dema(x, n, out)
-    elif kind == 4:
-        _lsma(x, n, out)
-    else:
-        _kama(x, n, out)
+_ma = _device(cores.ma)
+_returns = _device(cores.returns_core)
+_layer1 = _device(cores.layer1_core)
+_finish = _device(cores.family_finish_core)
+_layer2 = _device(cores.layer2_core)
+_final = _device(cores.final_core)
 
 
 @cuda.jit

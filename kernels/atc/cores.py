@@ -1,0 +1,186 @@
+"""ATC per-series cores, written once: plain Python loops compiled by `kernels.atc.cpu`
+(numba.njit) and by `kernels.atc.cuda` (numba.cuda device functions), and callable as
+they are (the CUDA simulator, `kernels.streaming`).
+
+Contract: every core works on one series (1-D arrays of length T), writes into
+preallocated outputs, allocates nothing and computes in float64 (every element read that
+meets another goes through np.float64, as in `kernels.cores`). The formulas and the
+interpretation decisions are those of the `kernels.atc` package docstring.
+
+- `kama_step`: one Pine KAMA update (efficiency ratio -> smoothing constant -> new value),
+  the single definition used by `kama_pine_core` (batch, cpu and cuda) and by
+  `kernels.streaming.PineKAMAUpdater` (one bar at a time).
+- `kama_pine_core`: the Pine-style KAMA over a series.
+- `ma`: the MA of a family index (FAMILIES order: EMA, "HMA" = SMA, WMA, DEMA, LSMA, KAMA),
+  the one dispatch over the MA kinds; EMA..LSMA are the TA-Lib cores of `kernels.cores`.
+- `returns_core`, `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`: the
+  two layers of the indicator.
+
+Cores that other cores call (`kama_step`, `kama_pine_core` and the `kernels.cores` MAs used
+by `ma`) are registered with numba's `register_jitable`: the function itself is returned
+unchanged (plain Python stays plain Python) and compiled code of either target (njit or
+cuda, numba's "generic" overload target) compiles the call in. Only `math`, NumPy scalars
+and the constants of `kernels.atc.params` are used, so the cores run the same under the CUDA simulator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+from kernels import cores as _ta
+from kernels.atc.params import CUT_LEVEL, EQUITY_FLOOR, KAMA_FAST, KAMA_SLOW
+
+NAN = float("nan")
+
+# The TA-Lib MA cores `ma` dispatches to, made callable from compiled ATC cores.
+ema_core = register_jitable(_ta.ema_core)
+sma_core = register_jitable(_ta.sma_core)
+wma_core = register_jitable(_ta.wma_core)
+dema_core = register_jitable(_ta.dema_core)
+lsma_core = register_jitable(_ta.lsma_core)
+
+
+@register_jitable
+def kama_step(prev, x, x_n, noise):
+    """One Pine KAMA update, returns the new value:
+    ER = |x - x_n| / noise (x_n: the value n bars back; noise: sum of |x[i] - x[i-1]| over
+    the last n bars), 0 when noise is 0 (a flat window), at most 1 (a rolled noise sum can
+    drift an ulp below the change on a monotone window);
+    sc = (ER*(KAMA_FAST - KAMA_SLOW) + KAMA_SLOW)^2;  kama = prev + sc*(x - prev).
+    Arguments are float64 (Python floats or NumPy float64 scalars)."""
+    change = math.fabs(x - x_n)
+    if noise > 0.0:
+        er = change / noise
+        if er > 1.0:
+            er = 1.0
+    else:
+        er = 0.0
+    sc = er * (KAMA_FAST - KAMA_SLOW) + KAMA_SLOW
+    sc = sc * sc
+    return prev + sc * (x - prev)
+
+
+@register_jitable
+def kama_pine_core(x, n, out):
+    """Pine-style KAMA (see the package docstring): NaN before bar n, seeded from 0
+    (kama[n] = sc*x[n]); the noise sum is rolled (add the new move, then remove the one that
+    left the window)."""
+    t_len = x.shape[0]
+    for i in range(min(n, t_len)):
+        out[i] = NAN
+    if t_len <= n:
+        return
+    noise = 0.0
+    for i in range(1, n + 1):
+        noise += math.fabs(np.float64(x[i]) - np.float64(x[i - 1]))
+    prev = 0.0
+    for t in range(n, t_len):
+        v = np.float64(x[t])
+        if t > n:
+            noise += math.fabs(v - np.float64(x[t - 1]))
+            noise -= math.fabs(np.float64(x[t - n]) - np.float64(x[t - n - 1]))
+        prev = kama_step(prev, v, np.float64(x[t - n]), noise)
+        out[t] = prev
+
+
+def ma(kind, x, n, out):
+    """MA of family index `kind` (FAMILIES order) and length n of x into out."""
+    if kind == 0:
+        ema_core(x, n, out)
+    elif kind == 1:
+        sma_core(x, n, out)
+    elif kind == 2:
+        wma_core(x, n, out)
+    elif kind == 3:
+        dema_core(x, n, out)
+    elif kind == 4:
+        lsma_core(x, n, out)
+    else:
+        kama_pine_core(x, n, out)
+
+
+def returns_core(x, growth, r):
+    """r[t] = (x[t]/x[t-1] - 1) * growth[t] (growth = exp(lam*(t - cutout))); r[0] = NaN."""
+    t_len = x.shape[0]
+    if t_len > 0:
+        r[0] = NAN
+    for t in range(1, t_len):
+        r[t] = (np.float64(x[t]) / np.float64(x[t - 1]) - 1.0) * np.float64(growth[t])
+
+
+def layer1_core(x, ma, r, d, cutout, nom, den):
+    """One MA of layer 1: its cross signal s and equity e (start 1, decay multiplier d);
+    adds s[t]*e[t] to nom[t] and e[t] to den[t]."""
+    t_len = x.shape[0]
+    sig = 0.0
+    a = 0.0
+    e = NAN
+    for t in range(t_len):
+        if t >= 1:
+            if sig > 0.0:  # the previous bar's signal
+                a = np.float64(r[t])
+            elif sig < 0.0:
+                a = -np.float64(r[t])
+            v = np.float64(x[t])
+            pv = np.float64(x[t - 1])
+            m = np.float64(ma[t])
+            pm = np.float64(ma[t - 1])
+            if v > m and pv <= pm:
+                sig = 1.0
+            elif v < m and pv >= pm:
+                sig = -1.0
+        if t >= cutout:
+            if math.isnan(e):
+                e = 1.0
+            else:
+                e = (e * d) * (1.0 + a)
+            if e < EQUITY_FLOOR:
+                e = EQUITY_FLOOR
+        nom[t] = nom[t] + sig * e
+        den[t] = den[t] + e
+
+
+def family_finish_core(nom, den, out):
+    """out[t] = round(nom[t]/den[t], 2), half away from zero; `out` may be `nom`."""
+    for t in range(nom.shape[0]):
+        q = nom[t] / den[t]
+        if math.isnan(q):
+            out[t] = NAN
+        else:
+            y = math.floor(math.fabs(q) * 100.0 + 0.5) / 100.0
+            out[t] = y if q >= 0.0 else -y
+
+
+def layer2_core(fam, r, d, cutout, start, fnom, fden):
+    """One family of layer 2: the equity E driven by its signal (start = family weight);
+    adds Cut(fam[t])*E[t] to fnom[t] and E[t] to fden[t]."""
+    t_len = fam.shape[0]
+    a = 0.0
+    e = NAN
+    for t in range(t_len):
+        if t >= 1:
+            sp = fam[t - 1]
+            if sp > 0.0:
+                a = np.float64(r[t])
+            elif sp < 0.0:
+                a = -np.float64(r[t])
+        if t >= cutout:
+            if math.isnan(e):
+                e = start
+            else:
+                e = (e * d) * (1.0 + a)
+            if e < EQUITY_FLOOR:
+                e = EQUITY_FLOOR
+        s = fam[t]
+        c = 1.0 if s > CUT_LEVEL else (-1.0 if s < -CUT_LEVEL else 0.0)
+        fnom[t] = fnom[t] + c * e
+        fden[t] = fden[t] + e
+
+
+def final_core(fnom, fden, out):
+    """out[t] = fnom[t]/fden[t]."""
+    for t in range(fnom.shape[0]):
+        out[t] = fnom[t] / fden[t]

@@ -1,0 +1,134 @@
+"""ATC on the CPU: the cores of `kernels.atc.cores` compiled with numba.njit (cached on
+disk), driven by one parallel compiled loop (prange over symbols).
+
+- `run(x, p, dtype, cache)`: x [S, T] float32/float64 (C order), p an `AtcParams` ->
+  (families [S, 6, T], final [S, T]) of `dtype`. Symbols go in chunks that bound the MA
+  bank ([chunk, 54, T] float64) to BANK_CHUNK_BYTES. With cache=True the MAs come from
+  `kernels.atc.cache.ma_cache` where present, and what was computed is put there.
+- `moving_average_bank(x, lens, cache)`: [S, 54, T] float64, MA f at lens[f, i] of x[s] in
+  bank[s, f*9 + i] (the bank layer 1 reads), through the same cache.
+- The compiled cores (`ma_cpu`, `kama_pine_cpu`, `returns_cpu`, `layer1_cpu`,
+  `family_finish_cpu`, `layer2_cpu`, `final_cpu`) for tests and callers of single cores.
+
+Imported on demand by the dispatch (`kernels.atc.api`); imports the cores, never the cuda
+module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from kernels.atc import cores
+from kernels.atc.cache import ma_cache
+from kernels.atc.params import FAMILIES
+
+BANK_CHUNK_BYTES = 64 * 2**20  # MA bank memory per chunk of symbols
+
+_jit = njit(cache=True, nogil=True)
+ma_cpu = _jit(cores.ma)
+kama_pine_cpu = _jit(cores.kama_pine_core)
+returns_cpu = _jit(cores.returns_core)
+layer1_cpu = _jit(cores.layer1_core)
+family_finish_cpu = _jit(cores.family_finish_core)
+layer2_cpu = _jit(cores.layer2_core)
+final_cpu = _jit(cores.final_core)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _cpu_bank(x, lens, need, bank):
+    """Fill bank[s, f*9 + i] with MA f at lens[f, i] of x[s] where need[s, f*9 + i]."""
+    n_series = x.shape[0]
+    n_fam, n_len = lens.shape
+    for s in prange(n_series):
+        for f in range(n_fam):
+            for i in range(n_len):
+                j = f * n_len + i
+                if need[s, j]:
+                    ma_cpu(f, x[s], lens[f, i], bank[s, j])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, fam_out, final_out):
+    """Both layers for every row of x [S, T]; MAs from bank [S, 54, T] (computed into it
+    where need[s, j]). fam_out [S, 6, T], final_out [S, T] of the output dtype."""
+    n_series, t_len = x.shape
+    n_fam, n_len = lens.shape
+    for s in prange(n_series):
+        xs = x[s]
+        r = np.empty(t_len)
+        nom = np.empty(t_len)
+        den = np.empty(t_len)
+        fnom = np.zeros(t_len)
+        fden = np.zeros(t_len)
+        returns_cpu(xs, growth, r)
+        for f in range(n_fam):
+            nom[:] = 0.0
+            den[:] = 0.0
+            for i in range(n_len):
+                j = f * n_len + i
+                if need[s, j]:
+                    ma_cpu(f, xs, lens[f, i], bank[s, j])
+                layer1_cpu(xs, bank[s, j], r, d, cutout, nom, den)
+            family_finish_cpu(nom, den, nom)
+            for t in range(t_len):
+                fam_out[s, f, t] = nom[t]
+            layer2_cpu(nom, r, d, cutout, weights[f], fnom, fden)
+        final_cpu(fnom, fden, fnom)
+        for t in range(t_len):
+            final_out[s, t] = fnom[t]
+
+
+def _names(lens) -> list[tuple[str, int]]:
+    return [(FAMILIES[f], int(n)) for f in range(len(FAMILIES)) for n in lens[f]]
+
+
+def _from_cache(xs, names, bank, need):
+    """Fill bank/need from `ma_cache`; returns the series keys."""
+    t_len = xs.shape[1]
+    keys = [ma_cache.series_key(row) for row in xs]
+    for s, h in enumerate(keys):
+        for j, name in enumerate(names):
+            hit = ma_cache.get((h, *name))
+            if hit is not None and hit.shape[0] == t_len:
+                bank[s, j] = hit
+                need[s, j] = False
+    return keys
+
+
+def _to_cache(keys, names, bank, need):
+    for s, j in zip(*np.nonzero(need)):
+        ma_cache.put((keys[s], *names[j]), bank[s, j])
+
+
+def run(x, p, dtype, cache: bool):
+    """x [S, T] -> (families [S, 6, T], final [S, T]) of dtype; see the module docstring."""
+    n_series, t_len = x.shape
+    n_ma = p.lens.size
+    fam_out = np.empty((n_series, len(FAMILIES), t_len), dtype=dtype)
+    final_out = np.empty((n_series, t_len), dtype=dtype)
+    growth = p.growth(t_len)
+    chunk = max(1, min(n_series, BANK_CHUNK_BYTES // max(1, n_ma * t_len * 8)))
+    names = _names(p.lens)
+    for c0 in range(0, n_series, chunk):
+        xs = x[c0 : c0 + chunk]
+        bank = np.empty((xs.shape[0], n_ma, t_len), dtype=np.float64)
+        need = np.ones((xs.shape[0], n_ma), dtype=np.bool_)
+        keys = _from_cache(xs, names, bank, need) if cache else None
+        _cpu_batch(xs, p.lens, p.weights, need, bank, growth, p.d, p.cutout, fam_out[c0 : c0 + chunk], final_out[c0 : c0 + chunk])
+        if cache:
+            _to_cache(keys, names, bank, need)
+    return fam_out, final_out
+
+
+def moving_average_bank(x, lens, cache: bool) -> tuple[np.ndarray, list[tuple[str, int]]]:
+    """(bank [S, 54, T] float64, its (family, length) names); see the module docstring."""
+    n_series, t_len = x.shape
+    names = _names(lens)
+    bank = np.empty((n_series, len(names), t_len), dtype=np.float64)
+    need = np.ones((n_series, len(names)), dtype=np.bool_)
+    keys = _from_cache(x, names, bank, need) if cache else None
+    _cpu_bank(x, lens, need, bank)
+    if cache:
+        _to_cache(keys, names, bank, need)
+    return bank, names
