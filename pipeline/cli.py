@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from config.errors import InputDataError
-from config.settings import SettingsError, load_settings
+from config.settings import SYMBOL_PATTERN, SettingsError, load_settings
 from pipeline.stage_commands import add_stage_commands
 
 
@@ -95,10 +95,37 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_TICKERS = 127  # ticker codes are int8
+
+
+def _check_grid_flags(args: argparse.Namespace) -> None:
+    """Every grid-search flag a user can get wrong, as one line each (exit code 2)."""
+    from pathlib import Path
+
+    if args.top is not None and not 1 <= args.top <= 1000:
+        raise ValueError(f"--top {args.top}: expected a whole number from 1 to 1000")
+    if args.min_trades is not None and args.min_trades < 1:
+        raise ValueError(f"--min-trades {args.min_trades}: expected a whole number >= 1")
+    if args.trials is not None and args.trials < 1:
+        raise ValueError(f"--trials {args.trials}: expected a whole number >= 1")
+    if args.out and Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out}: is a folder; expected the path of the JSON report to write")
+    if args.params and not Path(args.params).is_file():
+        raise ValueError(f"--params {args.params}: file not found; expected a YAML file of grid values")
+    if args.tickers:
+        names = args.tickers.split(",")
+        if len(names) > MAX_TICKERS:
+            raise ValueError(f"--tickers: {len(names)} tickers; expected at most {MAX_TICKERS}")
+        bad = [n for n in names if not SYMBOL_PATTERN.match(n)]
+        if bad:
+            raise ValueError(f"--tickers: {bad[0]!r} is not a ticker; expected names matching [A-Z0-9._-]{{1,16}}")
+
+
 def _grid_search(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    _check_grid_flags(args)
     if not args.market_data and not args.trade_log:
         return _grid_search_assets(args)
     if not (args.market_data and args.trade_log and args.out):
@@ -118,8 +145,8 @@ def _grid_search(args: argparse.Namespace) -> int:
     settings = load_settings()
     # flags not given: the settings' values, as on the asset path
     args.engine = args.engine or settings.grid_search.engine
-    args.top = args.top or settings.grid_search.top
-    args.min_trades = args.min_trades or settings.grid_search.min_trades
+    args.top = args.top if args.top is not None else settings.grid_search.top
+    args.min_trades = args.min_trades if args.min_trades is not None else settings.grid_search.min_trades
     params = settings.grid_search.params
     if args.params:
         try:  # merged over the settings' lists key by key, as derived settings are on the asset path
@@ -256,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (SettingsError, InputDataError, ValueError) as err:
+    except (SettingsError, InputDataError, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except RuntimeError as err:  # a failed run: its id is in the message

@@ -213,18 +213,45 @@ def cmd_build_all(args: argparse.Namespace) -> int:
     return 0
 
 
+STALE_AFTER_DAYS = 5  # calendar days between the latest bar and --now before `infer` warns
+
+
+def json_safe(obj):
+    """NaN and infinities as null: what `infer` prints is valid JSON (RFC 8259 has no NaN)."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
 def cmd_infer(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from domain.live.inference import infer_batch, infer_one
 
-    now = dt.datetime.fromisoformat(args.now) if args.now else dt.datetime.now()
+    try:
+        now = dt.datetime.fromisoformat(args.now) if args.now else dt.datetime.now()
+    except ValueError:
+        raise ValueError(f"--now {args.now}: expected an ISO date or date-time, e.g. 2024-03-15 or 2024-03-15T16:00") from None
     symbols = args.symbols.split(",")
     if len(symbols) == 1:
-        out = infer_one(symbols[0], now)
-        print(json.dumps(out, indent=2, default=str))
+        rows = [infer_one(symbols[0], now)]
+        text = json.dumps(json_safe(rows[0]), indent=2, default=str, allow_nan=False)
     else:
-        print(infer_batch(symbols, now).write_json())
+        frame = infer_batch(symbols, now)
+        rows = frame.to_dicts()
+        text = json.dumps(json_safe(rows), default=str, allow_nan=False)
+    for row in rows:
+        last = row["date"]
+        if last is not None and (now - last).days > STALE_AFTER_DAYS:
+            print(f"warning: {row['symbol']}: the latest stored bar is {last:%Y-%m-%d}, {(now - last).days} days before "
+                  f"{now:%Y-%m-%d}; build the new bars first (live-paper-trade does)", file=sys.stderr)
+    print(text)
     return 0
 
 

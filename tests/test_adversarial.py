@@ -109,3 +109,93 @@ def test_bars_that_would_be_stored_wrong_are_refused(change, line):
     with pytest.raises(InputDataError) as err:
         conform_bars(pl.DataFrame(rows), "AAA.csv", "AAA")
     assert str(err.value) == f"AAA.csv: {line}"
+
+
+def test_infer_of_an_unknown_symbol_is_one_line_with_exit_code_2(learned_store, monkeypatch, capsys):
+    from pipeline.cli import main
+
+    monkeypatch.setenv("PIPELINE_CONFIG", str(learned_store))
+    assert main(["infer", "NOPE", "--now", "2003-06-02"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no raw_bars stored for symbol 'NOPE'")
+
+
+def test_infer_far_after_the_data_warns_and_prints_valid_json(learned_store, monkeypatch, capsys):
+    import json
+
+    from pipeline.cli import main
+
+    monkeypatch.setenv("PIPELINE_CONFIG", str(learned_store))
+    assert main(["infer", "AAA", "--now", "2004-03-01"]) == 0
+    out = capsys.readouterr()
+    assert out.err.strip() == ("warning: AAA: the latest stored bar is 2003-12-31, 61 days before 2004-03-01; "
+                               "build the new bars first (live-paper-trade does)")
+
+    def no_bare_constants(name):
+        raise AssertionError(f"bare {name} in the JSON")
+
+    payload = json.loads(out.out, parse_constant=no_bare_constants)
+    assert payload["symbol"] == "AAA" and payload["date"].startswith("2003-12-31")
+    assert main(["infer", "AAA", "--now", "not-a-date"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: --now not-a-date: expected an ISO date or date-time, "
+                                               "e.g. 2024-03-15 or 2024-03-15T16:00")
+
+
+CLI_REFUSED = [
+    ("top_negative", ["grid-search", "--top", "-5"], "error: --top -5: expected a whole number from 1 to 1000"),
+    ("top_zero", ["grid-search", "--top", "0"], "error: --top 0: expected a whole number from 1 to 1000"),
+    ("min_trades_negative", ["grid-search", "--min-trades", "-3"], "error: --min-trades -3: expected a whole number >= 1"),
+    ("params_missing", ["grid-search", "--params", "/nonexistent/p.yaml"],
+     "error: --params /nonexistent/p.yaml: file not found; expected a YAML file of grid values"),
+    ("too_many_tickers", ["grid-search", "--tickers", ",".join(f"T{i}" for i in range(128))],
+     "error: --tickers: 128 tickers; expected at most 127"),
+    ("years_backwards", ["build-features", "--years", "2012-2010"],
+     "error: --years 2012-2010: the range 2012-2010 runs backwards; expected 2010-2012"),
+    ("years_not_a_year", ["build-features", "--years", "20x1"],
+     "error: --years 20x1: '20x1' is not a year or a range; expected e.g. 2005, 2005-2010 or 2005,2006"),
+]
+
+
+@pytest.mark.parametrize("argv, line", [r[1:] for r in CLI_REFUSED], ids=[r[0] for r in CLI_REFUSED])
+def test_cli_flags_that_cannot_work_are_one_line_with_exit_code_2(argv, line, make_settings, monkeypatch, tmp_path, capsys):
+    from pipeline.cli import main
+
+    monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings()))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [line]
+
+
+def test_grid_out_that_is_a_folder_is_refused(tmp_path, capsys):
+    from pipeline.cli import main
+
+    argv = ["grid-search", "--market-data", str(tmp_path), "--trade-log", str(tmp_path / "t.csv"), "--out", str(tmp_path)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"error: --out {tmp_path}: is a folder; expected the path of the JSON report to write"
+
+
+def test_trade_logs_and_market_files_that_cannot_be_read_are_one_line(tmp_path):
+    import polars as pl
+
+    from config.errors import InputDataError
+    from domain.gridsearch.inputs import market_files, read_trade_log
+
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    with pytest.raises(InputDataError) as err:
+        read_trade_log(empty, ["SOXL"], pl.DataFrame())
+    assert str(err.value) == f"{empty}: the file is empty; expected a header with the seed 001 trade-log columns and rows"
+    latin = tmp_path / "latin.csv"
+    from domain.gridsearch.inputs import TRADE_COLUMNS
+
+    header = ",".join(TRADE_COLUMNS)
+    latin.write_bytes(f"{header}\n".encode() + ("2024-03-04,caf\xe9" + ",1" * (len(TRADE_COLUMNS) - 2) + "\n").encode("latin-1"))
+    with pytest.raises(InputDataError, match=r"latin\.csv: .*; expected a UTF-8 CSV file with the seed 001 trade-log columns"):
+        read_trade_log(latin, ["SOXL"], pl.DataFrame())
+    folder = tmp_path / "market"
+    folder.mkdir()
+    (folder / "Raw_Market_data_45-04-2024.csv").write_text("x\n")
+    with pytest.raises(InputDataError) as err:
+        market_files(folder)
+    assert str(err.value) == (f"{folder / 'Raw_Market_data_45-04-2024.csv'}: the name's date 45-04-2024 is not a date; "
+                              "expected Raw_Market_data_MM-DD-YYYY.csv with a real month and day")

@@ -17,6 +17,7 @@ data that day is left out and reported (count, reasons, first ids): never silent
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,7 +76,13 @@ def market_files(folder: Path) -> tuple[list[tuple[Path, str]], list[Path]]:
     for path in sorted(folder.iterdir()):
         m = MARKET_FILE.match(path.name)
         if m:
-            found.append((path, f"{m.group(3)}-{m.group(1)}-{m.group(2)}"))
+            iso = f"{m.group(3)}-{m.group(1)}-{m.group(2)}"
+            try:
+                dt.date.fromisoformat(iso)
+            except ValueError:
+                raise InputDataError(str(path), f"the name's date {m.group(1)}-{m.group(2)}-{m.group(3)} is not a date",
+                                     expected="Raw_Market_data_MM-DD-YYYY.csv with a real month and day") from None
+            found.append((path, iso))
         elif path.is_file():
             other.append(path)
     if not found:
@@ -162,9 +169,15 @@ def read_trade_log(path: Path, tickers: list[str], market: pl.DataFrame) -> tupl
     origin = str(path)
     if not Path(path).is_file():
         raise InputDataError(origin, "file not found", expected="the trade log (all_trade_logs.csv)")
-    header = pl.read_csv(path, n_rows=0).columns
-    _require(header, TRADE_COLUMNS, origin, "the seed 001 trade-log columns")
-    df = pl.read_csv(path, columns=list(TRADE_COLUMNS), infer_schema=False).rename(TRADE_COLUMNS)
+    if Path(path).stat().st_size == 0:
+        raise InputDataError(origin, "the file is empty", expected="a header with the seed 001 trade-log columns and rows")
+    try:
+        header = pl.read_csv(path, n_rows=0).columns
+        _require(header, TRADE_COLUMNS, origin, "the seed 001 trade-log columns")
+        df = pl.read_csv(path, columns=list(TRADE_COLUMNS), infer_schema=False).rename(TRADE_COLUMNS)
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise InputDataError(origin, f"cannot be read: {str(err).splitlines()[0]}",
+                             expected="a UTF-8 CSV file with the seed 001 trade-log columns") from None
     rej = Rejections()
     rej.other_tickers = df.filter(~pl.col("ticker").is_in(tickers)).height
     df = df.filter(pl.col("ticker").is_in(tickers))
