@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +13,9 @@ from hypothesis import strategies as st
 
 from kernels.gridsearch import RESULT_SCALE
 from kernels.gridsearch.brute import brute_force
+from kernels.gridsearch.cores import kept_mask
 from kernels.gridsearch.cube import cube_roi, cube_roi_torch
+from kernels.gridsearch.evaluate import evaluate
 from kernels.gridsearch.exits import resolve_exits, to_units
 from kernels.gridsearch.grid import Grid
 from kernels.gridsearch.ranking import top_k_full
@@ -159,3 +165,24 @@ def test_invalid_grids_are_clear_errors():
         Grid(volatility=(0,), ratio=(0,), adx28=(0,), adx14=(0,), adx7=(0,), target=(1,), stop_loss=(0.5,))
     with pytest.raises(ValueError, match="adx7 must be a non-empty list"):
         Grid(volatility=(0,), ratio=(0,), adx28=(0,), adx14=(0,), adx7=(), target=(1,), stop_loss=(-1,))
+
+
+def test_kept_mask_is_the_predicate_the_engines_sum_over():
+    _, _, _, _, _, features = make_data(10, n_trades=60)
+    results = np.random.default_rng(10).integers(-10**6, 10**6, (2, 60)).astype(np.int32)
+    thresholds = np.array([[0.3, 0.5, 20, 0, 25], [0.0, 0.0, 0, 0, 0], [0.7, 1.2, 40, 40, 40], [0.4, 0.9, 25, 20, 30]])
+    pairs = np.array([0, 1, 0, 1])
+    roi, kept = evaluate(features, results, thresholds, pairs)
+    for c in range(len(pairs)):
+        mask = kept_mask(features, thresholds[c])
+        ref = np.array([all(features[d, j] >= np.float32(thresholds[c, d]) for d in range(5)) for j in range(60)])
+        np.testing.assert_array_equal(mask, ref)
+        assert kept[c] == mask.sum() and roi[c] == results[pairs[c], mask].astype(np.int64).sum()
+
+
+def test_engines_load_the_cuda_module_only_on_demand():
+    code = ("import sys; import kernels.gridsearch.brute, kernels.gridsearch.exits, kernels.gridsearch.evaluate, "
+            "kernels.gridsearch.cube, kernels.gridsearch.reference; print('kernels.gridsearch.cuda' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "False"

@@ -35,6 +35,7 @@ from domain.gridsearch.inputs import TradeArrays
 from domain.gridsearch.smart import shuffled_day_blocks
 from kernels.gridsearch import RESULT_SCALE
 from kernels.gridsearch.brute import filter_table
+from kernels.gridsearch.cores import kept_mask
 from kernels.gridsearch.cube import cube_roi
 from kernels.gridsearch.evaluate import evaluate, sharpe_ratios
 from kernels.gridsearch.grid import FILTERS, Grid
@@ -268,7 +269,7 @@ def deflated_sharpe_ratio(returns: np.ndarray, n_trials: int, sharpes_of_trials)
 def winner_returns(trades: TradeArrays, results: np.ndarray, grid: Grid, row: dict) -> np.ndarray:
     """Per-trade results (percent) of the trades a result row keeps, with its exits."""
     th, pairs = row_vectors(grid, [row], trades.features.dtype)
-    keep = np.all(trades.features >= th[0][:, None], axis=0)
+    keep = kept_mask(trades.features, th[0])
     return results[pairs[0], keep].astype(np.float64) / RESULT_SCALE
 
 

@@ -57,6 +57,7 @@ import numpy as np
 
 from domain.gridsearch.inputs import TradeArrays
 from kernels.gridsearch import RESULT_SCALE
+from kernels.gridsearch.cores import kept_mask
 from kernels.gridsearch.evaluate import evaluate
 from kernels.gridsearch.exits import resolve_exits
 from kernels.gridsearch.grid import FILTERS
@@ -319,7 +320,7 @@ def rank_trials(study, space: Space, features, results, *, top: int, min_trades:
 
 
 def _row(rank, number, thresholds, pair, roi, kept, space: Space, features, results) -> dict:
-    keep = np.all(features >= thresholds[:, None], axis=0)
+    keep = kept_mask(features, thresholds)
     n_s = len(space.stops)
     return {"rank": rank, **{name: _readable(thresholds[d]) for d, name in enumerate(FILTERS)},
             "target": space.targets[pair // n_s], "stop_loss": space.stops[pair % n_s],

@@ -22,6 +22,7 @@ from domain.gridsearch.inputs import TradeArrays
 from domain.observe import write_json_atomic
 from kernels.gridsearch import RESULT_SCALE
 from kernels.gridsearch.brute import brute_force
+from kernels.gridsearch.cores import kept_mask
 from kernels.gridsearch.cube import cube_roi, cube_roi_torch
 from kernels.gridsearch.exits import resolve_exits
 from kernels.gridsearch.grid import PARAMS, Grid
@@ -57,7 +58,7 @@ def describe(index: np.ndarray, roi_units: np.ndarray, grid: Grid, trades: Trade
     rows = []
     for rank, (c, roi) in enumerate(zip(index, roi_units), start=1):
         p = {name: float(params[name][rank - 1]) for name in PARAMS}
-        keep = np.all(trades.features >= np.array([p[n] for n in PARAMS[:5]], dtype=np.float32)[:, None], axis=0)
+        keep = kept_mask(trades.features, [p[n] for n in PARAMS[:5]])
         pair = grid.target.index(p["target"]) * len(grid.stop_loss) + grid.stop_loss.index(p["stop_loss"])
         res = results[pair, keep].astype(np.float64) / RESULT_SCALE
         rows.append({
@@ -142,7 +143,7 @@ def heatmap_png(grid: Grid, trades: TradeArrays, results: np.ndarray, best: dict
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keep = np.all(trades.features >= np.array([best[n] for n in PARAMS[:5]], dtype=np.float32)[:, None], axis=0)
+    keep = kept_mask(trades.features, [best[n] for n in PARAMS[:5]])
     roi = results[:, keep].sum(axis=1).reshape(len(grid.target), len(grid.stop_loss)) / RESULT_SCALE
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(grid.stop_loss), 1.2 + 0.6 * len(grid.target)))
     im = ax.imshow(roi, cmap="RdYlGn", aspect="auto")

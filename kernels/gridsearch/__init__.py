@@ -1,12 +1,21 @@
 """Trade-log grid search engines (seed 001): arrays in, arrays out.
 
 - `grid`: the parameter grid, its order and index arithmetic.
+- `cores`: the per-element loops, written once: the keep predicate (`passes`), the kept
+  sums, one combination (`combo_core`), one trade's exit crossings (`crossings_core`);
+  compiled by the engines (numba njit) and by `cuda` (device functions).
 - `exits`: exit resolution, once per trade and (target, stop_loss) pair.
-- `brute`: one thread per combination over all trades (cpu numba, cuda numba).
+- `brute`: one thread per combination over all trades (cpu numba; cuda via `cuda`).
+- `evaluate`: scores of arbitrary threshold vectors (the smart search's kernel).
 - `cube`: dominance sums: a 5-D histogram per pair and suffix sums (NumPy/CuPy via `xp`,
   and torch).
+- `cuda`: the CUDA kernels and launches (brute force, exit crossings), loaded on demand.
 - `ranking`: the exact top-k (ties to the earlier combination in grid order).
 - `reference`: a plain-Python reference that walks every path for every combination.
+
+Imports go one way: `grid`, `ranking` and `cores` import no engine; the engines (`brute`,
+`exits`, `evaluate`, `cube`) import them, and load `cuda` only inside their cuda dispatch;
+`cuda` imports `cores` and `ranking`, never an engine.
 
 Trade results are integers in units of 1e-6 percent (RESULT_SCALE): every engine sums
 integers, so ROIs are exact and equal across engines and summation orders.

@@ -1,8 +1,9 @@
 """Dominance sums: every combination's ROI at once, in O(trades + grid cells) per pair.
 
-Every filter is a threshold (keep when feature >= threshold), so with each filter's
-thresholds sorted, a trade passes thresholds 0..b-1 of a dimension where b = the number
-of thresholds <= its feature. Binning each trade on the five dimensions and adding its
+Every filter is a threshold (keep when feature >= threshold: the predicate `cores.passes`
+of the other engines), so with each filter's thresholds sorted (in the features' dtype), a
+trade passes thresholds 0..b-1 of a dimension where b = the number of thresholds <= its
+feature (`searchsorted(..., side="right")`): the same test, stated as a binning. Binning each trade on the five dimensions and adding its
 result into a 5-D histogram (one per (target, stop_loss) pair), the suffix cumulative sums
 along each axis give, at cell (j0..j4), the sum over every trade with bin > j on every
 axis: the ROI of that combination. Counts work the same way. Axes are then put back in

@@ -8,10 +8,12 @@ here), its count the number of kept trades. `trade_index` (int64, optional) rest
 trades to a subset, e.g. the trades of some day blocks; sorting it keeps memory access
 ascending.
 
-numba on the CPU, parallel over candidates (prange), the inner loop branch-free like
-`brute.combo_core`, so one call scores a whole batch of Optuna trials. `evaluate_moments`
-also returns the sum of squared results (float64, units^2) for per-candidate mean and
-standard deviation (Sharpe ratios); it is not on the hot path.
+numba on the CPU, parallel over candidates (prange); the inner loops are those of `cores`
+(`kept_sum`, `kept_sum_at`, `kept_moments_at`: the keep predicate `cores.passes`,
+branch-free, as in the brute force's `cores.combo_core`), so one call scores a whole batch
+of Optuna trials. `evaluate_moments` also returns the sum of squared results (float64,
+units^2) for per-candidate mean and standard deviation (Sharpe ratios); it is not on the
+hot path.
 """
 
 from __future__ import annotations
@@ -19,58 +21,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-
-@njit(cache=True, nogil=True, inline="always")
-def _keep(j, f0, f1, f2, f3, f4, t0, t1, t2, t3, t4):
-    return np.int64((f0[j] >= t0) & (f1[j] >= t1) & (f2[j] >= t2) & (f3[j] >= t3) & (f4[j] >= t4))
+from kernels.gridsearch.cores import kept_moments_at, kept_sum, kept_sum_at
 
 
 @njit(cache=True, nogil=True)
 def _score_all(c, f0, f1, f2, f3, f4, results, thresholds, pairs, out_sum, out_n):
-    t0, t1, t2, t3, t4 = thresholds[c, 0], thresholds[c, 1], thresholds[c, 2], thresholds[c, 3], thresholds[c, 4]
-    row = results[pairs[c]]
-    total = 0
-    kept = 0
-    for j in range(f0.shape[0]):
-        k = _keep(j, f0, f1, f2, f3, f4, t0, t1, t2, t3, t4)
-        total += k * np.int64(row[j])
-        kept += k
-    out_sum[c] = total
-    out_n[c] = kept
+    out_sum[c], out_n[c] = kept_sum(f0, f1, f2, f3, f4, thresholds[c, 0], thresholds[c, 1], thresholds[c, 2],
+                                    thresholds[c, 3], thresholds[c, 4], results[pairs[c]])
 
 
 @njit(cache=True, nogil=True)
 def _score_subset(c, f0, f1, f2, f3, f4, results, thresholds, pairs, idx, out_sum, out_n):
-    t0, t1, t2, t3, t4 = thresholds[c, 0], thresholds[c, 1], thresholds[c, 2], thresholds[c, 3], thresholds[c, 4]
-    row = results[pairs[c]]
-    total = 0
-    kept = 0
-    for i in range(idx.shape[0]):
-        j = idx[i]
-        k = _keep(j, f0, f1, f2, f3, f4, t0, t1, t2, t3, t4)
-        total += k * np.int64(row[j])
-        kept += k
-    out_sum[c] = total
-    out_n[c] = kept
+    out_sum[c], out_n[c] = kept_sum_at(idx, f0, f1, f2, f3, f4, thresholds[c, 0], thresholds[c, 1], thresholds[c, 2],
+                                       thresholds[c, 3], thresholds[c, 4], results[pairs[c]])
 
 
 @njit(cache=True, nogil=True)
 def _moments_subset(c, f0, f1, f2, f3, f4, results, thresholds, pairs, idx, out_sum, out_sq, out_n):
-    t0, t1, t2, t3, t4 = thresholds[c, 0], thresholds[c, 1], thresholds[c, 2], thresholds[c, 3], thresholds[c, 4]
-    row = results[pairs[c]]
-    total = 0
-    sq = 0.0
-    kept = 0
-    for i in range(idx.shape[0]):
-        j = idx[i]
-        k = _keep(j, f0, f1, f2, f3, f4, t0, t1, t2, t3, t4)
-        r = np.int64(row[j])
-        total += k * r
-        sq += np.float64(k * r) * np.float64(r)
-        kept += k
-    out_sum[c] = total
-    out_sq[c] = sq
-    out_n[c] = kept
+    out_sum[c], out_sq[c], out_n[c] = kept_moments_at(idx, f0, f1, f2, f3, f4, thresholds[c, 0], thresholds[c, 1],
+                                                      thresholds[c, 2], thresholds[c, 3], thresholds[c, 4],
+                                                      results[pairs[c]])
 
 
 @njit(cache=True, parallel=True)

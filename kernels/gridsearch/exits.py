@@ -7,69 +7,38 @@ trade's own Trade Percent Change.
 
 One pass per trade records the first row at which each level is crossed (targets sorted
 ascending, stops descending: each crossing comes no earlier than the previous level's), in
-`crossings_core`, compiled for the CPU (numba, parallel over trades) and as a CUDA device
-function (one thread per trade). Pairs are then resolved with array code (NumPy, CuPy or
-torch). A torch version of the crossings (`crossings_torch`) serves ROCm.
+`cores.crossings_core`, compiled here for the CPU (numba, parallel over trades) and in
+`kernels.gridsearch.cuda` as a CUDA device function (one thread per trade), which
+`resolve_exits(backend="cuda")` imports on demand. Pairs are then resolved with array code
+(NumPy, CuPy or torch). A torch version of the crossings (`crossings_torch`) serves ROCm.
+
+`resolve_exits` is the entry point: (results int32 [pairs, trades], exit rows int64
+[pairs, trades]) on NumPy arrays, equal bit for bit on every backend.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from numba import njit, prange
 
 from kernels.gridsearch import NO_CROSS, RESULT_SCALE
-
-
-def crossings_core(j, start, end, entry, prices, targets, stops, first_t, first_s):
-    """First path row where r >= targets[k] (first_t[k, j]) and r <= stops[k] (first_s[k, j])."""
-    e = np.float64(entry[j])
-    n_t = targets.shape[0]
-    n_s = stops.shape[0]
-    kt = 0
-    ks = 0
-    for i in range(start[j], end[j] + 1):
-        r = (np.float64(prices[i]) / e - 1.0) * 100.0
-        while kt < n_t and r >= targets[kt]:
-            first_t[kt, j] = i
-            kt += 1
-        while ks < n_s and r <= stops[ks]:
-            first_s[ks, j] = i
-            ks += 1
-        if kt == n_t and ks == n_s:
-            break
-    for k in range(kt, n_t):
-        first_t[k, j] = NO_CROSS
-    for k in range(ks, n_s):
-        first_s[k, j] = NO_CROSS
-
+from kernels.gridsearch.cores import crossings_core
 
 _crossings_cpu_core = njit(cache=True, nogil=True)(crossings_core)
 
 
 @njit(cache=True, parallel=True)
 def crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s):
+    """`cores.crossings_core` for every trade, parallel over trades (outputs preallocated)."""
     for j in prange(start.shape[0]):
         _crossings_cpu_core(j, start, end, entry, prices, targets, stops, first_t, first_s)
 
 
-def _crossings_cuda_kernel():
-    from kernels.gridsearch.cuda_kernels import crossings_kernel
-
-    return crossings_kernel
-
-
 def crossings_cuda(start, end, entry, prices, targets, stops):
-    """Device arrays in (CuPy or numba), device arrays (CuPy) out."""
-    import cupy as cp
+    """Device arrays in (CuPy or numba), device arrays (CuPy) out: `kernels.gridsearch.cuda.crossings`."""
+    from kernels.gridsearch.cuda import crossings
 
-    n = start.shape[0]
-    first_t = cp.empty((targets.shape[0], n), dtype=cp.int64)
-    first_s = cp.empty((stops.shape[0], n), dtype=cp.int64)
-    threads = 128
-    _crossings_cuda_kernel()[max(1, math.ceil(n / threads)), threads](start, end, entry, prices, targets, stops, first_t, first_s)
-    return first_t, first_s
+    return crossings(start, end, entry, prices, targets, stops)
 
 
 def crossings_torch(start, end, entry, prices, targets, stops, chunk_rows: int = 1 << 24):
@@ -159,23 +128,12 @@ def resolve_exits(start, end, entry, prices, pct_change, targets, stops, backend
         crossings_cpu(start, end, entry, prices, t_sorted, s_sorted, first_t, first_s)
         return resolve_pairs(first_t, first_s, order_t, order_s, targets, stops, pct_units)
     if backend == "cuda":
-        from numba import cuda
+        from kernels.gridsearch.cuda import array_module, crossings
 
-        if cuda.is_available() and not _simulated():
-            import cupy as cp
-
-            args = [cp.asarray(a) for a in (start, end, entry, prices, t_sorted, s_sorted)]
-            ft, fs = crossings_cuda(*args)
-            res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, cp.asarray(pct_units), xp=cp)
-            return cp.asnumpy(res), cp.asnumpy(rows)
-        # numba's CUDA simulator (CI): NumPy arrays stand in for device arrays.
-        first_t = np.empty((len(t_sorted), len(start)), dtype=np.int64)
-        first_s = np.empty((len(s_sorted), len(start)), dtype=np.int64)
-        threads = 32
-        _crossings_cuda_kernel()[max(1, math.ceil(len(start) / threads)), threads](
-            start, end, entry, prices, t_sorted, s_sorted, first_t, first_s
-        )
-        return resolve_pairs(first_t, first_s, order_t, order_s, targets, stops, pct_units)
+        xp, dev = array_module()  # CuPy on a GPU, NumPy under numba's CUDA simulator (CI)
+        ft, fs = crossings(start, end, entry, prices, t_sorted, s_sorted)
+        res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, dev(pct_units), xp=xp)
+        return (res, rows) if xp is np else (xp.asnumpy(res), xp.asnumpy(rows))
     if backend == "torch":
         import torch
 
@@ -185,12 +143,6 @@ def resolve_exits(start, end, entry, prices, pct_change, targets, stops, backend
         res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, tt(pct_units), xp=_TorchXP(device))
         return res.cpu().numpy(), rows.cpu().numpy()
     raise ValueError(f"backend must be cpu, cuda or torch, got {backend!r}")
-
-
-def _simulated() -> bool:
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
 
 
 class _TorchXP:

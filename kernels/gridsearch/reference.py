@@ -1,6 +1,9 @@
 """Plain-Python reference: for every combination, for every trade, filter and walk the path.
 
-Slow and obvious on purpose; the engines are tested against it on small data.
+Slow and obvious on purpose; the engines are tested against it on small data. It is an
+independent oracle: it shares no code with the engines (not `cores.passes`, the keep
+predicate, nor `cores.crossings_core`, the exit walk) and restates both here, so a mistake
+in the shared cores cannot pass unseen.
 """
 
 from __future__ import annotations
