@@ -219,6 +219,9 @@ class Automation(_Model):
     nightly_schedule: bool = False
     new_symbol_sensor: bool = False
     build_chain_sensor: bool = True
+    # A build run in flight longer than this is stale: the chain sensor marks it failed
+    # instead of waiting on it (a run whose local process is gone is stale at once).
+    max_run_hours: float = Field(12.0, gt=0)
 
 
 class GridParams(_Model):

@@ -16,6 +16,14 @@ DAGSTER_YAML = """\
 telemetry:
   enabled: false
 # One transaction per batch of partition materializations (pipeline/event_log.py).
+# Runs that hang while starting or cancelling are failed by the daemon; runs whose process
+# was killed are failed by build_chain_sensor (pipeline/run_health.py).
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  cancel_timeout_seconds: 180
+  max_resume_run_attempts: 0
+  poll_interval_seconds: 60
 event_log_storage:
   module: pipeline.event_log
   class: BatchedSqliteEventLogStorage

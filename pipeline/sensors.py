@@ -31,6 +31,7 @@ from dagster import (
 from config.errors import InputDataError
 from domain.sources import make_source
 from pipeline.chain import follow_ups, run_years, year_range_tags
+from pipeline.run_health import fail_stale_runs
 from pipeline.jobs import atc_scan_job, historical_build_and_train, lstm_job, yearly_stages
 from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions
 from config.settings import load_settings
@@ -98,10 +99,14 @@ def build_chain_sensor(context: RunStatusSensorContext):
     succeeded since the chain last ran."""
     run = context.dagster_run
     instance = context.instance
-    busy = [r for job in CHAIN_MONITORED for r in instance.get_runs(RunsFilter(job_name=job, statuses=IN_FLIGHT))
-            if r.run_id != run.run_id]
+    in_flight = [r for job in CHAIN_MONITORED for r in instance.get_runs(RunsFilter(job_name=job, statuses=IN_FLIGHT))
+                 if r.run_id != run.run_id]
+    busy, stale = fail_stale_runs(instance, in_flight, load_settings().automation.max_run_hours * 3600)
+    for reason in stale:
+        context.log.warning(f"build_chain_sensor: not waiting for a run that will never end: {reason}; marked failed")
     if busy:
-        return SkipReason(f"{len(busy)} build run(s) still in flight; the last to finish continues the chain")
+        ignored = f" (ignored as stale and marked failed: {'; '.join(stale)})" if stale else ""
+        return SkipReason(f"{len(busy)} build run(s) still in flight; the last to finish continues the chain{ignored}")
     last = instance.get_runs(RunsFilter(tags={CHAIN_TAG: "1"}), limit=1)
     since = instance.get_run_record_by_id(last[0].run_id).create_timestamp if last else None
     done = [run] + [r.dagster_run for job in CHAIN_MONITORED for r in instance.get_run_records(
