@@ -89,3 +89,56 @@ def test_the_generated_instance_monitors_runs(tmp_path, monkeypatch):
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert get_instance().run_monitoring_enabled
+
+
+LOCATION = """
+from pipeline.startup import prepare_process
+
+prepare_process()
+
+import os
+
+from dagster import Definitions, asset, multiprocess_executor
+
+
+@asset
+def slow():
+    with open(os.environ["MARK"], "w") as fh:  # a FIFO: the test reads this step's pid
+        fh.write(str(os.getpid()))
+    with open(os.environ["HOLD"]) as fh:  # a FIFO nobody writes: the step blocks here
+        fh.read()
+
+
+defs = Definitions(assets=[slow], executor=multiprocess_executor)
+"""
+
+
+def test_killing_dagster_asset_materialize_stops_its_step_workers(tmp_path):
+    """`dagster asset materialize` runs steps in child processes; SIGKILL of the command
+    must not leave a step worker running (prepare_process: die_with_parent)."""
+    import select
+
+    (tmp_path / "loc.py").write_text(LOCATION)
+    mark, hold = tmp_path / "mark", tmp_path / "hold"
+    os.mkfifo(mark)
+    os.mkfifo(hold)
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "MARK": str(mark), "HOLD": str(hold),
+           "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    (tmp_path / "home").mkdir()
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    cli = subprocess.Popen([dagster, "asset", "materialize", "-f", str(tmp_path / "loc.py"), "--select", "slow"],
+                           cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(mark) as fh:  # blocks until the step worker has started
+        step_pid = int(fh.read())
+    pidfd = os.pidfd_open(step_pid)
+    try:
+        os.kill(cli.pid, signal.SIGKILL)
+        cli.wait(timeout=60)
+        ready, _, _ = select.select([pidfd], [], [], 60)  # readable once the step worker has exited
+        assert ready, f"step worker {step_pid} still running a minute after its command was killed"
+    finally:
+        os.close(pidfd)
+        try:
+            os.kill(step_pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
