@@ -44,8 +44,9 @@ def atomic_write_parquet(df: pl.DataFrame, path: Path) -> int:
     """Write `df` to `path` atomically; return the file's size in bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f"{TMP_PREFIX}*.tmp"):
-        stale.unlink(missing_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".tmp", dir=path.parent)
+        if not _writer_alive(stale):  # a killed writer's leftover; a live writer's file is its own
+            stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, shared_file_mode())  # mkstemp makes 0600; a shared data folder needs 0666 & ~umask
         with os.fdopen(fd, "wb") as fh:
@@ -58,6 +59,18 @@ def atomic_write_parquet(df: pl.DataFrame, path: Path) -> int:
         raise
     _fsync_dir(path.parent)
     return path.stat().st_size
+
+
+def _writer_alive(tmp: Path) -> bool:
+    """Whether the process named in a temp file's name (`.part-<pid>-*.tmp`) still runs."""
+    try:
+        pid = int(tmp.name[len(TMP_PREFIX):].split("-", 1)[0])
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def shared_file_mode() -> int:

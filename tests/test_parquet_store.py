@@ -166,3 +166,37 @@ def test_killed_writer_leaves_the_previous_partition_intact(tmp_path, point):
     assert store.scan("raw_bars").collect().height == 1  # the stray temp file is ignored
     store.write("raw_bars", key, old)  # the next write of that partition cleans up
     assert not list(path.parent.glob(".part-*.tmp"))
+
+
+CONCURRENT_WRITER = """
+import sys
+import polars as pl
+from config.partitions import SymbolYear
+from resources.parquet_store import ParquetStore
+
+store = ParquetStore(sys.argv[1])
+frame = pl.DataFrame({"x": list(range(20000))})
+print("ready", flush=True)
+sys.stdin.readline()
+for _ in range(40):
+    store.write("raw_bars", SymbolYear("AAA", 2010), frame)
+print("done", flush=True)
+"""
+
+
+def test_two_writers_of_the_same_partition_never_delete_each_others_temp_files(tmp_path):
+    """Real processes writing one partition at the same time, 40 times each: both succeed."""
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_WRITER, str(tmp_path / "data")], text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-600:] for _, err in outs]
+    assert all(out.strip() == "done" for out, _ in outs)
+    assert ParquetStore(tmp_path / "data").read("raw_bars", [SymbolYear("AAA", 2010)]).height == 20000
