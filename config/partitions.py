@@ -124,6 +124,9 @@ def symbol_year_asset(**kwargs):
 
 def range_tags(first: str | MultiPartitionKey, last: str | MultiPartitionKey) -> dict[str, str]:
     """Run tags of a single-run backfill over the partition range first..last."""
-    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+    from dagster._core.storage.tags import (
+        ASSET_PARTITION_RANGE_END_TAG,
+        ASSET_PARTITION_RANGE_START_TAG,
+    )
 
     return {ASSET_PARTITION_RANGE_START_TAG: str(first), ASSET_PARTITION_RANGE_END_TAG: str(last)}

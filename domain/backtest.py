@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from config.settings import BacktestSettings
 from domain.async_writer import AsyncWriter
 from kernels.backtest.portfolio import PortfolioConfig, run_portfolio, stats
-from config.settings import BacktestSettings
 
 HEADLINE = ("cagr", "sharpe", "max_drawdown", "annual_turnover", "total_return", "n_days")
 

@@ -13,12 +13,12 @@ check that computes one boundary from its halo only and from all stored history.
 import numpy as np
 import polars as pl
 
-from kernels.registry.features import FEATURE_NAMES, FEATURES, compute_features
+from config.partitions import SymbolYear, make_key
+from config.settings import load_settings
 from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
-from config.partitions import SymbolYear, make_key
-from config.settings import load_settings
+from kernels.registry.features import FEATURE_NAMES, FEATURES, compute_features
 from resources.parquet_store import ParquetStore
 
 HALO_YEARS = load_settings().halo.years

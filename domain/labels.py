@@ -13,10 +13,10 @@ again after Y+1 arrives (the nightly schedule re-runs the previous year in Janua
 import numpy as np
 import polars as pl
 
+from config.partitions import SymbolYear
 from domain.partition_frames import keep_partitions
 from domain.schema import labels_schema
 from domain.symbol_chunks import symbol_offsets
-from config.partitions import SymbolYear
 
 
 def forward_returns(close: np.ndarray, offsets: np.ndarray, h: int) -> np.ndarray:

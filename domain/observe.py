@@ -24,6 +24,7 @@ from typing import Any, Iterator
 
 import polars as pl
 
+from config.errors import InputDataError
 from config.redact import redact
 from resources.parquet_store import shared_file_mode
 
@@ -119,7 +120,15 @@ class Observation:
 def observe(context, reports_dir: Path, stage: str, args: dict[str, Any] | None = None) -> Iterator[Observation]:
     obs = Observation()
     t0 = time.perf_counter()
-    yield obs
+    try:
+        yield obs
+    except InputDataError as err:
+        # The user's one line, first and alone: a Failure shows its description above any
+        # stack in the UI, and the CLI prints it (pipeline.runs.failure_line).
+        from dagster import Failure
+
+        context.log.error(str(err))
+        raise Failure(description=str(err), allow_retries=False) from None
     seconds = time.perf_counter() - t0
     label = partition_label(context)
     n_parts = len(context.partition_keys) if label != "all" else 0

@@ -8,10 +8,10 @@ generated once and split by year.
 
 import polars as pl
 
+from config.partitions import SymbolYear
 from domain.partition_frames import keep_partitions
 from domain.schema import RAW_BARS
 from domain.sources import BarSource
-from config.partitions import SymbolYear
 
 
 def build_raw_bars(source: BarSource, keys: list[SymbolYear]) -> pl.DataFrame:

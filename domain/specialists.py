@@ -10,12 +10,16 @@ them: the whole history makes every partition equal the whole-history computatio
 import numpy as np
 import polars as pl
 
-from kernels.panel import Panel
+from config.partitions import SymbolYear
 from domain.partition_frames import keep_partitions
 from domain.schema import specialists_schema
-from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, run_specialists
 from domain.symbol_chunks import map_symbol_chunks
-from config.partitions import SymbolYear
+from kernels.panel import Panel
+from kernels.registry.specialists import (
+    PANEL_COLUMNS,
+    SPECIALIST_COLUMNS,
+    run_specialists,
+)
 
 ALL_HISTORY_YEARS = 500  # a halo longer than any history: every stored year before Y
 

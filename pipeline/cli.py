@@ -22,8 +22,8 @@ from pipeline.stage_commands import add_stage_commands
 
 
 def _symbols(args: argparse.Namespace) -> int:
-    from pipeline.instance import get_instance
     from config.partitions import SYMBOLS
+    from pipeline.instance import get_instance
     from pipeline.symbols import remove_symbols, sync_symbols
 
     if args.action == "remove" and not args.names:
@@ -63,6 +63,7 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
 
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.runs import raise_if_failed
     from pipeline.stage_commands import derived_settings
 
     gs = {k: v for k, v in {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}.items()
@@ -82,8 +83,7 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     settings = load_settings(cfg)
     res = materialize(ALL_ASSETS, selection=["market_data", "trade_log", "grid_search"], instance=get_instance(), resources=build_resources(str(cfg)), raise_on_error=False,
                       run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
-    if not res.success:
-        raise RuntimeError(f"grid_search_job failed: see `make ui` (run {res.run_id})")
+    raise_if_failed(res, "grid_search_job")
     report_path = settings.reports_dir / "grid_search" / "top10.json"
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -136,10 +136,10 @@ def _grid_search(args: argparse.Namespace) -> int:
     import yaml
     from tqdm import tqdm
 
+    from config.settings import GridParams
     from domain.gridsearch.inputs import TradeArrays, read_market_data, read_trade_log
     from domain.gridsearch.stage import run_grid_search, write_reports
     from kernels.gridsearch.grid import Grid
-    from config.settings import GridParams
     from resources.compute import select_device
 
     settings = load_settings()
@@ -164,7 +164,8 @@ def _grid_search(args: argparse.Namespace) -> int:
     arrays = TradeArrays.from_frame(trades)
     out = Path(args.out)
     if args.engine == "optuna":
-        from domain.gridsearch.stage import run_smart_search, write_reports as _write
+        from domain.gridsearch.stage import run_smart_search
+        from domain.gridsearch.stage import write_reports as _write
 
         smart = settings.grid_search.smart.model_copy(update={k: v for k, v in {
             "sampler": args.sampler, "trials": args.trials, "storage": args.storage, "study_name": args.study_name}.items() if v})
@@ -206,10 +207,11 @@ def _atc_scan(args: argparse.Namespace) -> int:
     import polars as pl
     from dagster import materialize
 
+    from config.settings import config_path
     from domain.atc_scan import STATES
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
-    from config.settings import config_path
+    from pipeline.runs import raise_if_failed
     from pipeline.stage_commands import derived_settings
 
     atc = {k: v for k, v in {"scan_bars": args.bars, "robustness": args.robustness, "length": args.length}.items() if v}
@@ -218,8 +220,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     settings = load_settings(cfg)
     res = materialize(ALL_ASSETS, selection=["atc_scan"], instance=get_instance(), resources=build_resources(str(cfg)),
                       raise_on_error=False, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
-    if not res.success:
-        raise RuntimeError(f"atc_scan failed: see `make ui` (run {res.run_id})")
+    raise_if_failed(res, "atc_scan")
     table = pl.read_parquet(settings.data_dir / "atc_scan" / "part.parquet")
     if args.out:
         table.write_parquet(args.out) if args.out.endswith(".parquet") else table.write_csv(args.out)

@@ -22,11 +22,18 @@ from assets.predictions import predictions
 from assets.raw_bars import raw_bars
 from assets.regime import regime
 from assets.specialists import specialists
+from config.settings import config_path, load_settings
 from pipeline.executors import build_executor
-from pipeline.jobs import atc_scan_job, grid_search_job, historical_build_and_train, live_paper_trade, lstm_job, yearly_stages
+from pipeline.jobs import (
+    atc_scan_job,
+    grid_search_job,
+    historical_build_and_train,
+    live_paper_trade,
+    lstm_job,
+    yearly_stages,
+)
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import build_chain_sensor, new_symbol_sensor
-from config.settings import config_path, load_settings
 from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource

@@ -126,9 +126,9 @@ DEMO_YEARLY_YEARS = 5  # the yearly stages (meta models, predictions, backtest, 
 
 def run_demo(settings: Settings) -> int:
     from domain.sources import make_source
-    from pipeline.runs import run_graph
     from pipeline.definitions import defs
     from pipeline.instance import ensure_dagster_home, get_instance
+    from pipeline.runs import run_graph
     from pipeline.symbols import sync_symbols
 
     home = ensure_dagster_home()

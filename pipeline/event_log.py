@@ -21,9 +21,15 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+from dagster._core.events import (
+    ASSET_CHECK_EVENTS,
+    ASSET_EVENTS,
+    EVENT_TYPE_TO_PIPELINE_RUN_STATUS,
+)
 from dagster._core.events.log import EventLogEntry
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+    SqliteEventLogStorage,
+)
 from dagster._core.storage.sqlalchemy_compat import db_result
 
 

@@ -60,7 +60,9 @@ def run_rectangle(
             instance=instance,
             tags=run_tags,
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+            raise_on_error=False,
         )
+        raise_if_failed(result, f"{job.name} {block[0]}..{block[-1]} x {y0}..{y1}")
         per_asset: dict[str, list[dict]] = {}
         for event in result.get_asset_materialization_events():
             mat = event.event_specific_data.materialization
@@ -110,9 +112,27 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
         else:
             res = defs.resolve_job_def(name).execute_in_process(instance=instance, tags=run_tags, run_config=run_config,
                                                                 raise_on_error=False)
-        res.success or _fail(name, span)
+        raise_if_failed(res, f"{name} {min(span)}..{max(span)}")
     return summary
 
 
-def _fail(what: str, years: list[int]):
-    raise RuntimeError(f"{what} failed for {min(years)}..{max(years)}: see the run in `make ui`")
+def failure_line(result) -> str | None:
+    """The first failed step's message of an in-process run result: a handled input error's
+    one line (raised as `Failure` by domain.observe), else the exception's first line."""
+    for event in result.all_events:
+        if not event.is_step_failure:
+            continue
+        data = event.step_failure_data
+        if data.user_failure_data is not None and data.user_failure_data.description:
+            return data.user_failure_data.description
+        if data.error is not None:
+            return f"{event.step_key}: {data.error.message.strip().splitlines()[0]}"
+    return None
+
+
+def raise_if_failed(result, what: str) -> None:
+    """A failed run as one RuntimeError line: what failed, why (failure_line) and the run id."""
+    if result.success:
+        return
+    why = failure_line(result)
+    raise RuntimeError(f"{what} failed{': ' + why if why else ''} (run {result.run_id}; details in `make ui`)")

@@ -18,10 +18,9 @@ from dagster import (
     schedule,
 )
 
-from pipeline.jobs import historical_build_and_train
-
 from config.partitions import SYMBOLS, make_key, range_tags
 from config.settings import load_settings
+from pipeline.jobs import historical_build_and_train
 
 _settings = load_settings()
 

@@ -17,10 +17,10 @@ import json
 
 from dagster import (
     DagsterRunStatus,
-    RunsFilter,
     DefaultSensorStatus,
-    RunStatusSensorContext,
     RunRequest,
+    RunsFilter,
+    RunStatusSensorContext,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
@@ -29,12 +29,17 @@ from dagster import (
 )
 
 from config.errors import InputDataError
-from domain.sources import make_source
-from pipeline.chain import follow_ups, run_years, year_range_tags
-from pipeline.run_health import fail_stale_runs
-from pipeline.jobs import atc_scan_job, historical_build_and_train, lstm_job, yearly_stages
 from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions
 from config.settings import load_settings
+from domain.sources import make_source
+from pipeline.chain import follow_ups, run_years, year_range_tags
+from pipeline.jobs import (
+    atc_scan_job,
+    historical_build_and_train,
+    lstm_job,
+    yearly_stages,
+)
+from pipeline.run_health import fail_stale_runs
 
 _settings = load_settings()
 CHAIN_MONITORED = ("historical_build_and_train", "lstm_job")

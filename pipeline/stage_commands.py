@@ -94,6 +94,7 @@ def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: 
     from pipeline.chain import year_range_tags
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.runs import raise_if_failed
 
     instance = get_instance()
     batches = [[y] for y in years] if per_year else [years]
@@ -101,8 +102,7 @@ def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: 
         res = materialize(ALL_ASSETS, selection=selection, instance=instance, resources=build_resources(str(cfg)),
                           tags=year_range_tags(batch), raise_on_error=False,
                           run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
-        if not res.success:
-            raise RuntimeError(f"{desc} failed for {batch[0]}..{batch[-1]}: see `make ui` (run {res.run_id})")
+        raise_if_failed(res, f"{desc} {batch[0]}..{batch[-1]}")
 
 
 def _cfg_and_settings(overrides: dict, name: str):
@@ -258,13 +258,13 @@ def cmd_infer(args: argparse.Namespace) -> int:
 def cmd_live_paper_trade(args: argparse.Namespace) -> int:
     from pipeline.definitions import defs
     from pipeline.instance import ensure_dagster_home, get_instance
+    from pipeline.runs import raise_if_failed
 
     ensure_dagster_home()
     job = defs.resolve_job_def("live_paper_trade")
     config = {"ops": {"paper_trades": {"config": {"now": args.now}}}} if args.now else None
     res = job.execute_in_process(instance=get_instance(), run_config=config, raise_on_error=False)
-    if not res.success:
-        raise RuntimeError(f"live_paper_trade failed: see `make ui` (run {res.run_id})")
+    raise_if_failed(res, "live_paper_trade")
     orders = res.output_for_node("paper_trades")
     print(orders.write_json() if args.json else orders)
     return 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dagster import DagsterInstance
 
-from domain.sources import make_source
 from config.partitions import SYMBOLS
 from config.settings import Settings
+from domain.sources import make_source
 
 
 def register_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:

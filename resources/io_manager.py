@@ -22,12 +22,18 @@ from __future__ import annotations
 import time
 
 import polars as pl
-from dagster import ConfigurableIOManager, InputContext, MultiPartitionsDefinition, OutputContext
+from dagster import (
+    ConfigurableIOManager,
+    InputContext,
+    MultiPartitionsDefinition,
+    OutputContext,
+)
 
-from config.partitions import split_key
+from config.partitions import (
+    ALLOW_MISSING,  # noqa: E402  (re-exported for readers)
+    split_key,
+)
 from resources.parquet_store import ParquetStore
-
-from config.partitions import ALLOW_MISSING  # noqa: E402  (re-exported for readers)
 
 
 def _asset_name(context: InputContext | OutputContext) -> str:

@@ -199,3 +199,22 @@ def test_trade_logs_and_market_files_that_cannot_be_read_are_one_line(tmp_path):
         market_files(folder)
     assert str(err.value) == (f"{folder / 'Raw_Market_data_45-04-2024.csv'}: the name's date 45-04-2024 is not a date; "
                               "expected Raw_Market_data_MM-DD-YYYY.csv with a real month and day")
+
+
+def test_a_bad_file_inside_a_dagster_run_is_one_line_first(tmp_path, make_settings, monkeypatch, capsys):
+    """build-features over a user folder with a bad cell: the command's error is the input
+    line (file, row, column, expected), not the run's stack."""
+    from pipeline.cli import main
+
+    folder = tmp_path / "user_data"
+    folder.mkdir()
+    (folder / "AAA.csv").write_text("date,open,high,low,close,volume\n2001-01-02,10,11,9,10,100\n2001-01-03,10,11,9,abc,100\n")
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(folder)}}, years={"start": 2001, "end": 2001})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["build-features"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: historical_build_and_train AAA..AAA x 2001..2001 failed: {folder / 'AAA.csv'}: "
+                              "column 'close', row 2: non-numeric value 'abc'; expected a number (run ")
+    first = next(i for i, line in enumerate(err) if "non-numeric value 'abc'" in line)
+    assert first <= 1 and all("Stack Trace" not in line for line in err[:first + 1])  # the line first, then any stack

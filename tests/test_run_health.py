@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter, SkipReason
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -59,8 +59,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kernels.gridsearch.grid import Grid
 from config.settings import DaskSettings
+from kernels.gridsearch.grid import Grid
 from kernels.gridsearch.ranking import TopK, merge_top
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -387,7 +387,7 @@ def optuna_task(features, results, space, storage, study_name: str, sampler: str
     import optuna
     from distributed import get_worker
 
-    from domain.gridsearch.smart import quiet_optuna, make_sampler, open_storage
+    from domain.gridsearch.smart import make_sampler, open_storage, quiet_optuna
     from kernels.gridsearch import RESULT_SCALE
     from kernels.gridsearch.evaluate import evaluate
 
@@ -419,16 +419,16 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
     the whole study, scored on all trades, like run_smart_search."""
     import optuna
 
-    from domain.gridsearch.stage import GridSearchResult
     from domain.gridsearch.smart import (
         SAMPLERS,
         Space,
-        quiet_optuna,
         default_levels,
         feature_ranges,
         open_storage,
+        quiet_optuna,
         rank_trials,
     )
+    from domain.gridsearch.stage import GridSearchResult
     from kernels.gridsearch.exits import resolve_exits
 
     if storage is None or not isinstance(storage, (str, os.PathLike)):

@@ -15,9 +15,9 @@ import numpy as np
 import polars as pl
 from joblib import Parallel, delayed
 
-from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.learn.calibration import fit_calibrator, fold_metrics
 from kernels.learn.purged_cv import PurgedKFold
+from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 METHODS = ("platt", "isotonic")
 

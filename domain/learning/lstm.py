@@ -19,10 +19,10 @@ import numpy as np
 import polars as pl
 import torch
 
-from kernels.registry.features import FEATURE_NAMES
-from domain.symbol_chunks import symbol_offsets
 from domain.learning.training_data import label_ends
+from domain.symbol_chunks import symbol_offsets
 from kernels.learn.lstm import predict_lstm, train_lstm
+from kernels.registry.features import FEATURE_NAMES
 
 
 def save_weights(state: dict, path: Path) -> None:

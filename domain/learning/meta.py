@@ -18,11 +18,10 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.learn.calibration import fold_metrics
 from kernels.learn.meta import build_meta_matrix, complete_rows, train_meta
 from kernels.learn.purged_cv import PurgedKFold
-
+from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 LSTM_COLUMN = "spec_lstm_score"
 LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share of training rows

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from kernels.registry.specialists import SPECIALIST_COLUMNS
 from domain.learning.meta import LSTM_COLUMN as STORED_LSTM_COLUMN
 from kernels.learn.meta import LSTM_COLUMN as MODEL_LSTM_FEATURE
 from kernels.learn.meta import MetaModel, build_meta_matrix, load_meta
+from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 
 def model_path(models_dir: Path, horizon: int, year: int) -> Path:

@@ -79,12 +79,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from kernels.registry.features import FEATURE_NAMES
-from domain.learning.predictions import load_year_models, model_path, score_rows
-from kernels.registry.specialists import SPECIALIST_COLUMNS, SPECIALISTS
-from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
-from kernels.streaming import STREAM_FEATURES, STREAM_SPECIALISTS, SymbolStream
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
+from domain.learning.predictions import load_year_models, model_path, score_rows
+from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
+from kernels.registry.features import FEATURE_NAMES
+from kernels.registry.specialists import SPECIALIST_COLUMNS, SPECIALISTS
+from kernels.streaming import STREAM_FEATURES, STREAM_SPECIALISTS, SymbolStream
 from resources.parquet_store import FILE_NAME, ParquetStore
 
 STATE_FORMAT = "tradelab.live_state/1"

@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 
 from config.errors import InputDataError
-from domain.schema import PRICE_COLUMNS, RAW_BARS, assert_no_object
 from config.settings import SYMBOL_PATTERN
+from domain.schema import PRICE_COLUMNS, RAW_BARS, assert_no_object
 
 DATE_ALIASES = ("date", "datetime", "timestamp", "time")
 REQUIRED = ("date",) + PRICE_COLUMNS
