@@ -277,11 +277,23 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _print_runtime_line() -> None:
+    """Seed 000's "env / thread defaults printed": one line on stderr before any work."""
+    from resources.compute import runtime_line, select_device
+
+    try:
+        policy = load_settings().device
+    except SettingsError:
+        return  # the command itself reports the settings error as its one line
+    print(runtime_line(select_device(policy), policy), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     from pipeline.startup import prepare_process
 
     prepare_process()
     args = build_parser().parse_args(argv)
+    _print_runtime_line()
     try:
         return args.func(args)
     except (SettingsError, InputDataError, ValueError, FileNotFoundError) as err:

@@ -17,6 +17,7 @@ rocm -> "torch" (torch.cuda is HIP there).
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import logging
 import warnings
 from dataclasses import dataclass
@@ -75,8 +76,11 @@ def probe_cuda() -> str | None:
 
 
 def probe_rocm() -> str | None:
-    """Name of the first ROCm device seen by a HIP build of torch, or None."""
+    """Name of the first ROCm device seen by a HIP build of torch, or None. A torch that is
+    not a ROCm build (its version has no `rocm`) is not imported: that costs seconds."""
     try:
+        if "rocm" not in importlib.metadata.version("torch"):
+            return None
         import torch
 
         if getattr(torch.version, "hip", None) and torch.cuda.is_available():
@@ -175,3 +179,23 @@ class ComputeResource(ConfigurableResource):
     @property
     def backend(self) -> str:
         return self.selected.backend
+
+
+RUNTIME_PACKAGES = ("torch", "numba", "polars", "dagster")
+
+
+def runtime_line(device: Device, policy: str) -> str:
+    """The one line every command and run logs at start (seed 000: "env / thread defaults
+    printed"): device, backend, thread variables and the versions that decide the numerics.
+    Versions come from package metadata: nothing heavy is imported for it."""
+    from resources.threads import thread_report
+
+    def version(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "absent"
+
+    threads = " ".join(f"{k}={v}" for k, v in thread_report().items())
+    versions = " ".join(f"{n} {version(n)}" for n in RUNTIME_PACKAGES)
+    return f"tradelab: device {device.kind} ({device.name}, policy {policy}), backend {device.backend}; {threads}; {versions}"
