@@ -1,6 +1,7 @@
 """Seller-exhaustion strategy backtest over a population (kernels.strategy) and its NSGA-II
 search (domain.strategy_search): the rules on hand-checked bars, CPU/CUDA parity on real
-GOOG prices, shared indicator series, the CPU fallback, and the optimizer's contract.
+GOOG prices, every engine against an independent loop of the seed's original walk on S&P 500
+and NASDAQ prices, shared indicator series, the CPU fallback, and the optimizer's contract.
 
 The cuda engine runs under numba's CUDA simulator here (conftest sets NUMBA_ENABLE_CUDASIM
 when there is no GPU), on a few hundred bars.
@@ -23,7 +24,7 @@ from kernels.strategy import (
 )
 from kernels.strategy import population as population_mod
 from kernels.strategy.metrics import summarize
-from kernels.strategy.reference import reference_individual
+from kernels.strategy.reference import reference_individual, reference_trades
 from kernels.strategy.results import TRADE_FIELDS, PopulationResult
 from kernels.strategy.trade_walk import capacity
 
@@ -114,14 +115,43 @@ def test_costs_are_charged_on_entry_and_exit(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_one_position_at_a_time_signals_in_position_and_on_the_exit_bar_are_ignored(engine):
+def test_one_position_at_a_time_signals_while_in_the_position_are_ignored(engine):
     rows = HEAD + [QUIET, (101, 108, 100, 107), QUIET, (100, 101, 98, 100), (100, 101, 99, 100), QUIET, QUIET]
-    # signals on 1 (trade), 2 (entry bar), 3 (in position), 4 (exit bar: tp), then 5 (trade)
+    # signals on 1 (trade), 2 (entry bar), 3 (in position): ignored; the trade exits on 4
+    # (tp); 4 is flat again and its signal trades: entry at 5's open 101, stop 100 - 2 = 98,
+    # hit by bar 6's low
     t = one_trade(rows, [1, 2, 3, 4, 5], FREE, engine)
-    assert t["entry_idx"].tolist() == [2, 6]
-    assert t["exit_idx"].tolist() == [4, 9]
-    assert t["reason"].tolist() == [TP, END]
+    assert t["entry_idx"].tolist() == [2, 5]
+    assert t["exit_idx"].tolist() == [4, 6]
+    assert t["reason"].tolist() == [TP, STOP]
+    assert t["exit_px"].tolist() == [108.0, 98.0]
     assert np.all(t["entry_idx"][1:] > t["exit_idx"][:-1])
+
+
+@pytest.mark.parametrize("engine", ["reference"] + ENGINES)
+@pytest.mark.parametrize("exit_bar, params, reason", [
+    ((95, 99, 94, 97), FREE, STOP_GAP),
+    ((99, 101, 96, 100), FREE, STOP),
+    ((101, 108, 100, 107), FREE, TP),
+    (QUIET, BacktestParams(1.0, 2.0, 1, 0.0, 0.0), TIME),
+])
+def test_signal_on_the_exit_bar_enters_at_the_next_open(engine, exit_bar, params, reason):
+    """The seed's original engine frees the position on its exit bar and examines that bar's
+    signal on its next pass: a signal on the exit bar enters at the next bar's open, whatever
+    the exit (here bar 3 exits the first trade and signals; the second trade enters at bar 4)."""
+    rows = HEAD + [exit_bar, (101.5, 102, 100, 101), QUIET, QUIET]
+    if engine == "reference":
+        o, h, l, c = bars(rows)
+        sig = np.isin(np.arange(len(o)), [1, 3])
+        got = reference_trades(o, h, l, c, sig, np.full(len(o), 2.0), params.atr_stop_mult, params.reward_r,
+                               params.max_hold, params.fee_bp, params.slippage_bp)
+        t = {f: np.array([g[f] for g in got]) for f in TRADE_FIELDS}
+    else:
+        t = one_trade(rows, [1, 3], params, engine)
+    assert t["entry_idx"].tolist() == [2, 4]
+    assert (t["exit_idx"][0], t["reason"][0]) == (3, reason)
+    assert t["entry_px"][1] == 101.5  # bar 4's open
+    assert t["exit_idx"][1] > 4
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -140,7 +170,8 @@ def test_warm_up_rows_without_atr_never_trade(engine):
     atr = np.full(len(o), 2.0)
     atr[:4] = np.nan
     res = backtest_signals(o, h, l, c, np.ones(len(o), dtype=bool), atr, BacktestParams(1.0, 2.0, 1, 0.0, 0.0), engine=engine)
-    assert res.trades(0)["entry_idx"].tolist() == [5]  # first signal bar with an ATR: 4
+    # first signal bar with an ATR: 4 -> entry 5, time exit on 6, whose signal enters on 7 (the last bar)
+    assert res.trades(0)["entry_idx"].tolist() == [5, 7]
 
 
 def test_warm_up_rows_never_trade_on_goog_with_thresholds_that_always_pass():
@@ -164,10 +195,17 @@ def test_a_signal_every_bar_fills_the_buffer_below_its_capacity(engine):
     o, h, l, c = bars([QUIET] * n)
     params = [BacktestParams(1.0, 2.0, 1, 0.0, 0.0), BacktestParams(1.0, 2.0, 2, 0.0, 0.0)]
     res = backtest_signals(o, h, l, c, np.ones(n, dtype=bool), np.full(n, 2.0), params, engine=engine)
-    # max_hold 1: signal t, entry t+1, exit t+2, next signal t+3 -> one trade per 3 bars; the last bar signals but cannot enter
-    assert res.trades(0)["entry_idx"].tolist() == list(range(1, n, 3))
-    assert res.trades(1)["entry_idx"].tolist() == list(range(1, n, 4))
+    # max_hold 1: signal t, entry t+1, exit t+2, which signals again -> one trade per 2 bars,
+    # the last entered on the last bar (n - 1) and closed there; max_hold 2: one per 3 bars
+    assert res.trades(0)["entry_idx"].tolist() == list(range(1, n, 2))
+    assert res.trades(0)["exit_idx"][-1] == res.trades(0)["entry_idx"][-1] == n - 1
+    assert res.trades(1)["entry_idx"].tolist() == list(range(1, n, 3))
     assert res.n_trades.max() <= capacity(n)
+    for m in (n - 1, n + 1, 3, 2):  # odd lengths and the shortest series fit too
+        o, h, l, c = bars([QUIET] * m)
+        res = backtest_signals(o, h, l, c, np.ones(m, dtype=bool), np.full(m, 2.0), params[0], engine=engine)
+        assert res.trades(0)["entry_idx"].tolist() == list(range(1, m, 2))
+        assert res.n_trades[0] <= capacity(m)
 
 
 def test_summary_metrics_by_hand():
@@ -379,3 +417,125 @@ def test_search_is_deterministic_with_a_seed():
     a, b, c = run_search(), run_search(), run_search(seed=8)
     assert a.trials.equals(b.trials) and a.front.equals(b.front)
     assert not a.trials.equals(c.trials)
+
+
+# --- parity with the seed's original walk on real index prices --------------------------
+
+def original_walk(open_, high, low, close, signal, atr, bp: BacktestParams) -> list[tuple]:
+    """The seed's original backtest loop (`run_backtest` in the seller-exhaustion project's
+    `backtest/engine.py`, its stop / target / time exits), written here independently of
+    `kernels.strategy`. Warm-up rows (ATR NaN) are dropped first. Pass i looks at row i and
+    the next row: flat and row i signals -> enter at the next open; in a position -> one more
+    bar held, and the NEXT row is checked for an exit (stop gap, stop, target, time). A
+    position that exits on row i + 1 is flat on pass i + 1, which examines that same row's
+    signal: a signal on the exit bar enters at the following open.
+
+    With our two documented deviations: (a) no entry when the next open is at or below the
+    stop (the original floors the risk at 1e-8 and enters); (b) a position still open after
+    the loop is closed at the last close with reason "end" (the original drops it).
+    Trades: (entry_idx, exit_idx, reason, entry_px, exit_px, pnl, r_mult).
+    """
+    o, h, lo, c, a = (list(map(float, x)) for x in (open_, high, low, close, atr))
+    sig = list(map(bool, signal))
+    n = len(o)
+    rows = [i for i in range(n) if a[i] == a[i]]  # d = df.dropna(subset=["atr"])
+    cost_bp = float(bp.fee_bp) + float(bp.slippage_bp)
+    trades = []
+
+    def close_trade(x, exit_px, why):
+        cost = (entry + exit_px) * cost_bp / 1e4
+        net = exit_px - entry - cost
+        trades.append((entry_i, x, why, entry, exit_px, net / entry, net / risk))
+
+    in_pos = False
+    for k in range(len(rows) - 1):
+        t, nxt = rows[k], rows[k + 1]
+        if not in_pos and sig[t]:
+            entry = o[nxt]
+            stop = lo[t] - float(bp.atr_stop_mult) * a[t]
+            risk = entry - stop
+            if risk > 0:  # deviation (a)
+                target = entry + float(bp.reward_r) * risk
+                bars, in_pos, entry_i = 0, True, nxt
+        elif in_pos:
+            bars += 1
+            if o[nxt] <= stop:
+                close_trade(nxt, o[nxt], STOP_GAP)
+            elif lo[nxt] <= stop:
+                close_trade(nxt, stop, STOP)
+            elif h[nxt] >= target:
+                close_trade(nxt, target, TP)
+            elif bars >= bp.max_hold:
+                close_trade(nxt, c[nxt], TIME)
+            else:
+                continue
+            in_pos = False
+    if in_pos:  # deviation (b)
+        close_trade(n - 1, c[n - 1], END)
+    return trades
+
+
+def space_population(n: int, seed: int) -> list[Individual]:
+    """n parameter sets drawn uniformly from the optimizer's search space (SPACE, costs 5 + 5 bp)."""
+    from domain.strategy_search import SPACE, individual_from_params
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        params = {}
+        for name, d in SPACE.items():
+            steps = int(round((d.high - d.low) / (d.step or 1)))
+            params[name] = d.low + (d.step or 1) * int(rng.integers(0, steps + 1))
+            params[name] = float(params[name]) if isinstance(d.low, float) else int(params[name])
+        out.append(individual_from_params(params, 5.0, 5.0))
+    return out
+
+
+def packaged_bars(symbol: str):
+    from domain.sources.packaged import PackagedSource
+
+    df = PackagedSource([symbol]).history([symbol])
+    return tuple(df[k].to_numpy().astype(np.float64) for k in ("open", "high", "low", "close", "volume")), df["date"].to_list()
+
+
+def original_trades(data, ind: Individual) -> list[tuple]:
+    o, h, l, c, v = data
+    f = seller_exhaustion(h, l, c, v, ind.seller)
+    return original_walk(o, h, l, c, f["signal"], f["atr"], ind.backtest)
+
+
+def as_tuples(t: dict) -> list[tuple]:
+    return list(zip(*(t[f].tolist() for f in TRADE_FIELDS)))
+
+
+PARITY_SETS = 50  # per symbol: 100 random parameter sets in all
+
+
+@pytest.mark.parametrize("symbol, seed", [("SP500", 2024), ("NASDAQ", 2025)])
+def test_every_engine_equals_the_original_walk_on_real_index_prices(symbol, seed):
+    """Zero trade divergence from the seed's original engine (with our two deviations): the
+    plain Python rules, the one-at-a-time reference, the cpu and the cuda engines all give
+    the original walk's trade list, bit for bit, for random parameter sets drawn from the
+    optimizer's search space on 20 years of daily index bars (1999-2018, 5031 bars)."""
+    data, dates = packaged_bars(symbol)
+    pop = space_population(PARITY_SETS, seed)
+    want = [original_trades(data, ind) for ind in pop]
+    engines = {"reference": [[tuple(t[f] for f in TRADE_FIELDS) for t in reference_individual(*data, ind)] for ind in pop],
+               "cpu-reference": [as_tuples(backtest_one(*data, ind).trades(0)) for ind in pop]}
+    for engine in ENGINES:
+        res = backtest_population(*data, pop, engine=engine, fallback=False)
+        assert res.engine == engine
+        engines[engine] = [as_tuples(res.trades(i)) for i in range(len(pop))]
+    for name, got in engines.items():
+        for i, ind in enumerate(pop):
+            if got[i] != want[i]:
+                first = next(k for k, (g, w) in enumerate(zip(got[i] + [None], want[i] + [None])) if g != w)
+                pytest.fail(f"{name}, {symbol}, set {i} {ind.as_dict()}: trade {first} is "
+                            f"{got[i][first:first + 1]}, the original walk's {want[i][first:first + 1]}")
+    # the case is exercised: many trades, every exit reason, and entries on the bar after an exit
+    # (a signal on the exit bar: 261 on SP500, 111 on NASDAQ)
+    trades = [t for ts in want for t in ts]
+    assert len(trades) > 500
+    assert {t[2] for t in trades} >= {STOP_GAP, STOP, TP, TIME}  # and END on SP500
+    on_exit_bar = sum(b[0] == a[1] + 1 for ts in want for a, b in zip(ts, ts[1:]))
+    assert on_exit_bar > 50

@@ -10,7 +10,8 @@
 - `results`: ragged results (offsets + flat trade arrays) and `metrics`: summary metrics.
 - `reference`: the rules in plain Python, for tests.
 
-Same trades, bit for bit, from `backtest_one`, the cpu engine and the cuda engine.
+Same trades, bit for bit, from `backtest_one`, the cpu engine and the cuda engine, and the
+same trades as the seed's original engine but for two documented deviations (`trade_walk`).
 """
 
 from kernels.strategy.cpu import backtest_one

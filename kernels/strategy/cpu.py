@@ -7,6 +7,13 @@
   `population.build_walk_inputs`, one walk per individual, parallel over individuals
   (prange) when individuals x bars is large enough to pay for the threads; trades are
   counted first, then written straight into the ragged arrays.
+
+The rules (`trade_walk`'s docstring) include the original engine's: the position is freed on
+its exit bar and that bar's signal may open the next trade at the next open.
+
+Cache note: numba keys the on-disk cache of `_walk_i` / `_walk_serial` / `_walk_parallel` on
+this file alone, yet they hold a compiled copy of `walk_core`; a change to `trade_walk.py`
+is therefore paired with a change to this file (or a cleared cache), or a stale walk runs.
 """
 
 from __future__ import annotations

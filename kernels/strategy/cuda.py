@@ -1,5 +1,6 @@
 """CUDA engine: the same walk compiled as a numba.cuda device function, one thread per
-individual.
+individual (the rules, the original engine's with two documented deviations, are
+`trade_walk`'s).
 
 The indicator bank of `population.build_walk_inputs` (each unique series computed once on
 the host with the CPU kernels, see there) goes to the device once per call, time-major

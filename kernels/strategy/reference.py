@@ -1,6 +1,11 @@
 """A plain-Python (no numba) reading of the trade rules, bar by bar with an in-position flag,
 as the seed's CPU backtest is written. Slow; the tests compare the compiled walk to it.
 
+The position is freed on its exit bar and that bar's signal is then examined, so a signal on
+the exit bar enters at the next open (the original engine's rule). The two deviations from
+the original (see `trade_walk`): no entry when the next open is at or below the stop, and a
+position open on the last bar is closed at its close with reason `end`.
+
 Signals come from `seller_exhaustion(...)["signal"]`; every price is a Python float and
 each operation is rounded on its own (no FMA), as in `trade_walk`.
 """
@@ -38,13 +43,13 @@ def reference_trades(open_, high, low, close, signal, atr, atr_stop_mult, reward
                     exit_px, why = c[t], TIME
             if exit_px is None and t == n - 1:
                 exit_px, why = c[t], END
-            if exit_px is not None:
-                cost = (entry + exit_px) * (fee_bp + slippage_bp) / 1e4
-                net = exit_px - entry - cost
-                trades.append({"entry_idx": entry_i, "exit_idx": t, "reason": why, "entry_px": entry, "exit_px": exit_px,
-                                   "pnl": net / entry, "r_mult": net / risk})
-                in_pos = False
-            continue  # a signal on a bar spent in the position (or on its exit bar) is ignored
+            if exit_px is None:
+                continue  # a signal on a bar spent in the position is ignored
+            cost = (entry + exit_px) * (fee_bp + slippage_bp) / 1e4
+            net = exit_px - entry - cost
+            trades.append({"entry_idx": entry_i, "exit_idx": t, "reason": why, "entry_px": entry, "exit_px": exit_px,
+                               "pnl": net / entry, "r_mult": net / risk})
+            in_pos = False  # flat on the exit bar: its signal is examined below, like any flat bar's
         if sig[t] and t + 1 < n and not math.isnan(a[t]):
             s = lo[t] - atr_stop_mult * a[t]
             e = o[t + 1]

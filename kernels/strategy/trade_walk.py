@@ -20,11 +20,24 @@ Rules (long only, one position at a time; t is a bar index, n the number of bars
                  j - e >= max_hold      exit at close[j]  reason 3 time
                no exit by the last bar: closed at close[n-1], exit index n-1, reason 4 end
                (an entry on the last bar itself is closed there: exit index == entry index)
-    next       the walk resumes at bar x+1: signals while in the position and on the exit
-               bar x are ignored
+    next       the walk resumes AT the exit bar x: the position is freed on x, so a signal on
+               x enters at open[x+1] (as the seed's original engine does); signals on the
+               entry bar and on the bars in between are ignored (one position at a time)
     costs      cost = (entry + exit) * cost_bp / 1e4 with cost_bp = fee_bp + slippage_bp
     pnl        (exit - entry - cost) / entry        (fraction of the entry price, net)
     r_mult     (exit - entry - cost) / risk         (net result in units of the initial risk)
+
+Deviations from the seed's original engine (`backtest/engine.py` of the seller-exhaustion
+project), the only two, both deliberate:
+  (a) no entry when the next open is at or below the stop line (risk <= 0): the bar is
+      skipped and the next bar may signal again. The original enters such a trade with its
+      risk floored at 1e-8 (`max(1e-8, entry - stop)`: an R multiple in the millions, and
+      usually a stop-gap exit on the next bar);
+  (b) a position still open on the last bar is closed at close[n-1] with reason `end`. The
+      original's loop ends with the position open and records no trade for it.
+Everything else is the original's walk, trade for trade; the tests compare every engine
+with an independent per-bar loop of the original (with (a) and (b)) on S&P 500 and NASDAQ
+daily bars.
 
 Float parity. All prices and lines are float64. CUDA contracts a*b + c into one fused
 multiply-add (a different rounding) wherever it can, so no product in the walk feeds an
@@ -35,9 +48,11 @@ Python loop would) and passed in per bar; inside the walk the cost is
 every recorded number is then the same bits on the CPU and the GPU.
 
 The walk writes trade k into slot k of its output buffers while k < capacity and returns
-the number of trades (callers check it against the capacity). Every trade spans at least
-two bars between its signal bar and its exit and the next signal comes after the exit, so
-n // 2 + 1 slots always suffice (`capacity(n)`).
+the number of trades (callers check it against the capacity). A trade signalled on bar t
+exits on a bar x >= t + 2 (exits start after the entry bar t + 1; only an `end` trade can
+exit on its entry bar, and it is the last) and the next signal is on x or later, so signals
+of successive trades are at least two bars apart and n // 2 + 1 slots always suffice
+(`capacity(n)`).
 """
 
 from __future__ import annotations
@@ -138,5 +153,5 @@ def walk_core(open_, high, low, close, ema_f, ema_s, vol_z, tr_z, cloc, stop, ta
             pnl[k] = net / entry
             r_mult[k] = net / risk
         k += 1
-        t = x + 1
+        t = x  # the exit bar is flat again: its own signal may open the next trade (x > t)
     return k
