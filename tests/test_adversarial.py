@@ -12,6 +12,11 @@ from config.settings import SettingsError, parse_settings
 
 NEXT_YEAR = dt.date.today().year + 1
 
+
+def _user_lines(stderr: str) -> list[str]:
+    """A command's stderr without the runtime line every command prints first."""
+    return [line for line in stderr.strip().splitlines() if not line.startswith("tradelab: device ")]
+
 SETTINGS_REFUSED = [
     ("empty_synthetic_symbol_list", {"universe": {"synthetic": {"symbols": []}}},
      "universe.synthetic.symbols: Value error, an empty list names no symbol: give at least one, or leave the key out (got [])"),
@@ -116,7 +121,7 @@ def test_infer_of_an_unknown_symbol_is_one_line_with_exit_code_2(learned_store, 
 
     monkeypatch.setenv("PIPELINE_CONFIG", str(learned_store))
     assert main(["infer", "NOPE", "--now", "2003-06-02"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = _user_lines(capsys.readouterr().err)
     assert len(err) == 1 and err[0].startswith("error: no raw_bars stored for symbol 'NOPE'")
 
 
@@ -128,7 +133,7 @@ def test_infer_far_after_the_data_warns_and_prints_valid_json(learned_store, mon
     monkeypatch.setenv("PIPELINE_CONFIG", str(learned_store))
     assert main(["infer", "AAA", "--now", "2004-03-01"]) == 0
     out = capsys.readouterr()
-    assert out.err.strip() == ("warning: AAA: the latest stored bar is 2003-12-31, 61 days before 2004-03-01; "
+    assert "\n".join(_user_lines(out.err)) == ("warning: AAA: the latest stored bar is 2003-12-31, 61 days before 2004-03-01; "
                                "build the new bars first (live-paper-trade does)")
 
     def no_bare_constants(name):
@@ -137,7 +142,7 @@ def test_infer_far_after_the_data_warns_and_prints_valid_json(learned_store, mon
     payload = json.loads(out.out, parse_constant=no_bare_constants)
     assert payload["symbol"] == "AAA" and payload["date"].startswith("2003-12-31")
     assert main(["infer", "AAA", "--now", "not-a-date"]) == 2
-    assert capsys.readouterr().err.strip() == ("error: --now not-a-date: expected an ISO date or date-time, "
+    assert "\n".join(_user_lines(capsys.readouterr().err)) == ("error: --now not-a-date: expected an ISO date or date-time, "
                                                "e.g. 2024-03-15 or 2024-03-15T16:00")
 
 
@@ -163,7 +168,7 @@ def test_cli_flags_that_cannot_work_are_one_line_with_exit_code_2(argv, line, ma
     monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings()))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert main(argv) == 2
-    assert capsys.readouterr().err.strip().splitlines() == [line]
+    assert _user_lines(capsys.readouterr().err) == [line]
 
 
 def test_grid_out_that_is_a_folder_is_refused(tmp_path, capsys):
@@ -171,7 +176,7 @@ def test_grid_out_that_is_a_folder_is_refused(tmp_path, capsys):
 
     argv = ["grid-search", "--market-data", str(tmp_path), "--trade-log", str(tmp_path / "t.csv"), "--out", str(tmp_path)]
     assert main(argv) == 2
-    assert capsys.readouterr().err.strip() == f"error: --out {tmp_path}: is a folder; expected the path of the JSON report to write"
+    assert "\n".join(_user_lines(capsys.readouterr().err)) == f"error: --out {tmp_path}: is a folder; expected the path of the JSON report to write"
 
 
 def test_trade_logs_and_market_files_that_cannot_be_read_are_one_line(tmp_path):
@@ -213,8 +218,19 @@ def test_a_bad_file_inside_a_dagster_run_is_one_line_first(tmp_path, make_settin
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert main(["build-features"]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
+    err = _user_lines(capsys.readouterr().err)
     assert err[-1].startswith(f"error: historical_build_and_train AAA..AAA x 2001..2001 failed: {folder / 'AAA.csv'}: "
                               "column 'close', row 2: non-numeric value 'abc'; expected a number (run ")
     first = next(i for i, line in enumerate(err) if "non-numeric value 'abc'" in line)
     assert first <= 1 and all("Stack Trace" not in line for line in err[:first + 1])  # the line first, then any stack
+
+
+def test_every_command_prints_the_runtime_line_first(make_settings, monkeypatch, tmp_path, capsys):
+    from pipeline.cli import main
+
+    monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings()))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["symbols", "list"]) == 0
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith("tradelab: device cpu (cpu, policy auto), backend cpu; OMP_NUM_THREADS=")
+    assert all(f" {name} " in first + " " for name in ("torch", "numba", "polars", "dagster"))
