@@ -42,6 +42,13 @@ Modes. delta-rs creates files with 0666 & ~umask and folders with 0777 & ~umask 
 0755 under the usual umask 022), so the data folder is readable by the group as it is;
 nothing is chmod-ed afterwards (tested).
 
+Schema. A partial overwrite must carry the stored columns and dtypes (ValueError naming
+the columns otherwise; delta-rs itself refuses other column names but silently casts other
+dtypes). Unpartitioned tables are overwritten with their schema.
+
+Vacuum commits. A vacuum that removes files adds two commits (VACUUM START, VACUUM END),
+so `version()` moves without a data change; one that removes nothing adds none.
+
 Types. Delta timestamps are microseconds: `Datetime("ns")` columns are stored as
 `Datetime("us")` and cast back to `Datetime("ns")` on read/scan (the project stores only
 ns dates; sub-microsecond parts are lost). `year` is stored as Int32.
@@ -58,7 +65,6 @@ readable afterwards.
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from collections.abc import Iterable
@@ -251,6 +257,7 @@ class DeltaStore:
         df = self._with_year(asset, keys, df)
         self._refuse_stray_rows(asset, keys, df)
         df = self._sorted(df)
+        self._refuse_schema_change(asset, df)
         predicate = partition_predicate(keys)
         meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys])}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -309,6 +316,23 @@ class DeltaStore:
         if stray:
             stray.sort()
             raise ValueError(f"{asset}: rows for partitions outside this run: {stray[:5]}{' ...' if len(stray) > 5 else ''}")
+
+    def _refuse_schema_change(self, asset: str, df: pl.DataFrame) -> None:
+        """A partial overwrite must match the stored columns: delta-rs would refuse other
+        names and silently cast other dtypes (Float64 into a Float32 column)."""
+        if not self.exists(asset):
+            return
+        lf = pl.scan_delta(self.table(asset))
+        stored = dict(_ns_dates(lf, lf.collect_schema()).collect_schema())
+        given = dict(_ns_dates(df.head(0), df.schema).schema)
+        if stored != given:
+            diff = sorted({c for c in stored.keys() | given.keys() if stored.get(c) != given.get(c)})
+            raise ValueError(
+                f"{asset}: the frame's columns differ from the stored table in {diff[:8]} "
+                f"(stored {[str(stored.get(c)) for c in diff[:8]]}, given {[str(given.get(c)) for c in diff[:8]]}); "
+                f"a partial overwrite cannot change the schema: remove {self.asset_dir(asset)} and materialize "
+                f"every partition of {asset} again"
+            )
 
     @staticmethod
     def _sorted(df: pl.DataFrame) -> pl.DataFrame:

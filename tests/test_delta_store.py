@@ -21,7 +21,12 @@ from deltalake.exceptions import CommitFailedError
 
 from config.partitions import SymbolYear
 from domain.schema import RAW_BARS
-from resources.delta_store import CommitConflictError, DeltaStore, migrate_parquet_store, partition_predicate
+from resources.delta_store import (
+    CommitConflictError,
+    DeltaStore,
+    migrate_parquet_store,
+    partition_predicate,
+)
 from resources.parquet_store import ParquetStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -121,6 +126,15 @@ def test_rows_outside_the_run_are_a_value_error_naming_them_and_nothing_is_writt
     assert store.version("raw_bars") == 0
 
 
+def test_a_partial_overwrite_with_other_columns_or_dtypes_is_refused_naming_them(store, frame):
+    store.write_split("raw_bars", KEYS, frame)
+    with pytest.raises(ValueError, match=r"differ from the stored table in \['extra'\]"):
+        store.write("raw_bars", SymbolYear("AAA", 2010), bars("AAA", [dt.date(2010, 1, 4)]).with_columns(extra=pl.lit(1)))
+    with pytest.raises(ValueError, match=r"in \['close'\] \(stored \['Float32'\], given \['Float64'\]\)"):
+        store.write("raw_bars", SymbolYear("AAA", 2010), bars("AAA", [dt.date(2010, 1, 4)]).with_columns(pl.col("close").cast(pl.Float64)))
+    assert store.version("raw_bars") == 0
+
+
 def test_a_hostile_symbol_is_refused_before_any_predicate_is_built(store, frame):
     store.write_split("raw_bars", KEYS, frame)
     hostile = "A') OR (1=1"
@@ -134,7 +148,7 @@ def test_a_hostile_symbol_is_refused_before_any_predicate_is_built(store, frame)
 
 
 def test_year_asset_replaces_only_its_years_and_takes_the_year_from_the_key_without_dates(store):
-    report = lambda v: pl.DataFrame({"score": [v]}, schema={"score": pl.Float32})  # noqa: E731
+    report = lambda v: pl.DataFrame({"score": [v]}, schema={"score": pl.Float32})
     store.write_year("report", 2010, report(1.0))
     store.write_year("report", 2011, report(2.0))
     store.write_year("report", 2010, report(3.0))
@@ -221,7 +235,7 @@ def test_vacuum_with_a_zero_retention_removes_unreferenced_files_and_their_old_v
     assert removed == sorted(f"raw_bars/{f}" for f in old_files)
     assert store.read("raw_bars", KEYS).height == 4
     assert store.version("raw_bars") == 3  # delta-rs logs the vacuum as two commits (START, END)
-    with pytest.raises(Exception):
+    with pytest.raises(FileNotFoundError):  # its files are gone
         store.read("raw_bars", KEYS, version=0)
 
 
