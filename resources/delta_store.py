@@ -20,14 +20,16 @@ file behind. Every commit therefore records its keys in the commit's custom meta
 commit recorded it. Tables are created with `delta.enableExpiredLogCleanup=false`, so the
 commit history (and with it time travel) is never trimmed by checkpoints.
 
-Concurrency (measured with delta-rs 1.6.6, local file system): two processes creating the
-same table at once both succeed (delta-rs retries the loser as version 1 itself). Two
-processes overwriting different symbols of the SAME year of an existing table conflict
-about 40 % of the time: the loser raises `CommitFailedError: a concurrent transaction
-added new data` (both read the year's files, the winner added files in that partition).
-Re-running the whole write on the new snapshot resolves it, so writes retry with jittered
-exponential backoff (`max_attempts`, then `CommitConflictError`). Different years never
-conflicted. Nothing is lost: each retry re-reads the table.
+Concurrency (measured with delta-rs 1.6.6, local file system, real processes): two
+processes creating the same table at once both succeed (delta-rs itself re-commits the
+loser as version 1). Two processes overwriting different symbols of the SAME year conflict
+when both must rewrite one file that holds rows of both symbols (as a multi-symbol run
+writes them): the slower commit raises `CommitFailedError: ... a concurrent transaction
+added new data` (about 40 % of simultaneous pairs). Symbols already in separate files, and
+different years, did not conflict. Re-running the whole write on the new snapshot always
+resolved it, so writes retry with jittered exponential backoff (`max_attempts`, default 10,
+then `CommitConflictError` naming the asset); `Commit.attempts` reports the tries. Nothing
+is lost: each retry re-reads the table and rewrites only its own keys.
 
 Durability. delta-rs does NOT fsync data files or the commit JSON (object_store's local
 backend writes, then renames the commit into place without fsync). A SIGKILLed writer is
