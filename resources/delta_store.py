@@ -1,0 +1,504 @@
+"""The Delta Lake store: one Delta table per asset (deltalake / delta-rs), one commit per run.
+
+Layout: `<root>/<asset>/` is a Delta table (`_delta_log/` plus `year=<Y>/part-*.zstd.parquet`),
+partitioned by an Int32 `year` column. A frame without `year` gets it from `date` (the
+year of the row's date; such tables drop `year` again on `read`); a year asset whose frame
+has neither gets the year of its single key. Rows are sorted by symbol then date, zstd.
+Unpartitioned assets are one unpartitioned table, overwritten whole (schema included).
+
+Writes. A run's output is ONE commit: `mode="overwrite"` with a predicate built from the
+run's keys, `(year = 2010 AND symbol IN ('AAA','BBB')) OR (year = 2011 AND symbol IN
+('AAA'))` (symbol x year) or `year IN (2010, 2011)` (year assets). Re-materializing a key
+replaces exactly its rows; a key without rows is left empty (its old rows are deleted).
+Rows outside the run's keys are a ValueError naming them (delta-rs would also refuse rows
+that do not match the predicate). Symbols are checked against SYMBOL_PATTERN before any
+predicate is built, so no quote can reach the SQL text. The first write creates the table.
+
+Which keys exist. Delta keeps rows, not "partitions": a key written with no rows leaves no
+file behind. Every commit therefore records its keys in the commit's custom metadata
+(`pipeline.keys`, atomic with the data); a key is materialized when it has rows or when a
+commit recorded it. Tables are created with `delta.enableExpiredLogCleanup=false`, so the
+commit history (and with it time travel) is never trimmed by checkpoints.
+
+Concurrency (measured with delta-rs 1.6.6, local file system, real processes): two
+processes creating the same table at once both succeed (delta-rs itself re-commits the
+loser as version 1). Two processes overwriting different symbols of the SAME year conflict
+when both must rewrite one file that holds rows of both symbols (as a multi-symbol run
+writes them): the slower commit raises `CommitFailedError: ... a concurrent transaction
+added new data` (about 40 % of simultaneous pairs). Symbols already in separate files, and
+different years, did not conflict. Re-running the whole write on the new snapshot always
+resolved it, so writes retry with jittered exponential backoff (`max_attempts`, default 10,
+then `CommitConflictError` naming the asset); `Commit.attempts` reports the tries. Nothing
+is lost: each retry re-reads the table and rewrites only its own keys.
+
+Durability. delta-rs does NOT fsync data files or the commit JSON (object_store's local
+backend writes, then renames the commit into place without fsync). A SIGKILLed writer is
+safe: readers only see committed versions, so they get the previous version, and the next
+write succeeds (tested with a real SIGKILL); it leaves uncommitted `part-*.parquet` (and
+`*.parquet#N` staging) files that `vacuum` removes once older than the retention. A power
+loss or kernel crash, however, can lose the last commits or leave a commit JSON whose data
+files never reached the disk. Run on a file system with data=ordered journaling (ext4
+default) and treat the data folder as rebuildable from the raw inputs.
+
+Modes. delta-rs creates files with 0666 & ~umask and folders with 0777 & ~umask (0644 /
+0755 under the usual umask 022), so the data folder is readable by the group as it is;
+nothing is chmod-ed afterwards (tested).
+
+Schema. A partial overwrite must carry the stored columns and dtypes (ValueError naming
+the columns otherwise; delta-rs itself refuses other column names but silently casts other
+dtypes). Unpartitioned tables are overwritten with their schema.
+
+Vacuum commits. A vacuum that removes files adds two commits (VACUUM START, VACUUM END),
+so `version()` moves without a data change; one that removes nothing adds none.
+
+Types. Delta timestamps are microseconds: `Datetime("ns")` columns are stored as
+`Datetime("us")` and cast back to `Datetime("ns")` on read/scan (the project stores only
+ns dates; sub-microsecond parts are lost). `year` is stored as Int32.
+
+Vacuum. `vacuum` removes files no longer referenced by the table and older than the
+retention (default 168 h = delta-rs's enforced minimum `delta.deletedFileRetentionDuration`;
+a shorter one raises unless `enforce_retention_duration=False`). It runs delta-rs's full
+vacuum (which also finds files of killed writers, which the default "lite" vacuum misses)
+and removes `*.parquet#N` staging files of killed writers older than the retention.
+Readers of versions newer than the retention keep working; older versions may not be
+readable afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+
+from config.partitions import SymbolYear
+from config.settings import SYMBOL_PATTERN
+
+YEAR = "year"
+KEYS_METADATA = "pipeline.keys"
+TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
+MIN_RETENTION_HOURS = 168
+MAX_ATTEMPTS = 10
+_DERIVED = "derived"  # table description flag: `year` was added by the store (dropped on read)
+
+Key = SymbolYear | int
+
+
+class CommitConflictError(RuntimeError):
+    """A write that still conflicted with concurrent writers after every retry."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One write: the asset, the table version it produced, its rows and keys."""
+
+    asset: str
+    version: int
+    rows: int
+    keys: tuple[Key, ...]
+    attempts: int = 1  # > 1 when concurrent commits made it retry
+
+
+def _checked_symbol(symbol: str) -> str:
+    if not isinstance(symbol, str) or not SYMBOL_PATTERN.match(symbol):
+        raise ValueError(f"symbol {symbol!r} is not allowed: expected [A-Z0-9._-]{{1,16}}")
+    return symbol
+
+
+def _checked_asset(asset: str) -> str:
+    if not isinstance(asset, str) or not asset or not asset.replace("_", "").isalnum():
+        raise ValueError(f"asset name {asset!r}: expected letters, digits and underscores")
+    return asset
+
+
+def _checked_year(year) -> int:
+    if isinstance(year, bool) or not isinstance(year, int) or not 1 <= year <= 9999:
+        raise ValueError(f"year {year!r}: expected an integer year such as 2010")
+    return year
+
+
+def _checked_keys(keys: Iterable[Key]) -> list[Key]:
+    out: list[Key] = []
+    for k in dict.fromkeys(keys):
+        if isinstance(k, tuple):
+            out.append(SymbolYear(_checked_symbol(k[0]), _checked_year(k[1])))
+        else:
+            out.append(_checked_year(k))
+    if any(isinstance(k, tuple) for k in out) and any(not isinstance(k, tuple) for k in out):
+        raise ValueError("keys mix SymbolYear and plain years")
+    return out
+
+
+def partition_predicate(keys: Iterable[Key]) -> str:
+    """The overwrite predicate of a run's keys (validated here, so no quote gets through)."""
+    keys = _checked_keys(keys)
+    if not keys:
+        raise ValueError("no partition keys: nothing to overwrite")
+    if not isinstance(keys[0], tuple):
+        return f"{YEAR} IN ({', '.join(str(y) for y in sorted(keys))})"
+    by_year: dict[int, list[str]] = {}
+    for k in sorted(keys):
+        by_year.setdefault(k.year, []).append(k.symbol)
+    return " OR ".join(
+        f"({YEAR} = {y} AND symbol IN ({','.join(repr(s) for s in syms)}))" for y, syms in by_year.items()
+    )
+
+
+def _key_text(key: Key) -> str:
+    return f"{key.symbol}|{key.year}" if isinstance(key, tuple) else str(key)
+
+
+def _parse_key(text: str) -> Key:
+    if "|" in text:
+        s, y = text.split("|")
+        return SymbolYear(s, int(y))
+    return int(text)
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    if isinstance(exc, CommitFailedError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, DeltaError) and ("concurrent" in text or "conflict" in text or "version already exists" in text)
+
+
+def _ns_dates(frame: pl.DataFrame | pl.LazyFrame, schema: pl.Schema) -> pl.DataFrame | pl.LazyFrame:
+    casts = [pl.col(c).dt.cast_time_unit("ns") for c, t in schema.items() if isinstance(t, pl.Datetime) and t.time_unit != "ns"]
+    return frame.with_columns(casts) if casts else frame
+
+
+class DeltaStore:
+    """One Delta table per asset under `root`: one-commit writes, time travel, vacuum."""
+
+    def __init__(self, root: Path | str, max_attempts: int = MAX_ATTEMPTS, backoff_seconds: float = 0.05,
+                 target_file_size: int | None = None):
+        self.root = Path(root)
+        self.target_file_size = target_file_size  # bytes per data file (None: delta-rs's default)
+        self.max_attempts = max_attempts
+        self.backoff_seconds = backoff_seconds
+        self._recorded: dict[tuple[str, int], frozenset] = {}
+
+    # paths and table facts ---------------------------------------------------------------
+    def asset_dir(self, asset: str) -> Path:
+        return self.root / _checked_asset(asset)
+
+    def exists(self, asset: str) -> bool:
+        return (self.asset_dir(asset) / "_delta_log").is_dir() and any((self.asset_dir(asset) / "_delta_log").glob("*.json"))
+
+    def table(self, asset: str, version: int | None = None) -> DeltaTable:
+        """The asset's DeltaTable (at `version`); FileNotFoundError naming the asset if absent."""
+        path = self.asset_dir(asset)
+        try:
+            return DeltaTable(str(path), version=version) if version is not None else DeltaTable(str(path))
+        except TableNotFoundError:
+            raise FileNotFoundError(f"{path}: asset {asset!r} has no Delta table yet; materialize {asset} first") from None
+
+    def version(self, asset: str) -> int:
+        """The table's current version (record it with a model to read the same data later)."""
+        return self.table(asset).version()
+
+    def assets(self) -> list[str]:
+        """Every asset with a Delta table under the root."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and (p / "_delta_log").is_dir())
+
+    # writes ------------------------------------------------------------------------------
+    def write(self, asset: str, key: SymbolYear, df: pl.DataFrame) -> Commit:
+        """Replace one symbol x year partition with `df` (one commit)."""
+        return self.write_split(asset, [key], df)
+
+    def write_split(self, asset: str, keys: Iterable[SymbolYear], df: pl.DataFrame) -> Commit:
+        """Replace the partitions `keys` with the rows of `df` in one commit.
+
+        Rows go to their `symbol` and the year of their `date` (or their `year` column); a
+        key without rows is left empty. Rows outside `keys` are a ValueError naming them."""
+        keys = _checked_keys(keys)
+        if not keys or not all(isinstance(k, tuple) for k in keys):
+            raise ValueError(f"{asset}: write_split needs SymbolYear keys, got {keys[:3]}")
+        return self._overwrite(asset, keys, df)
+
+    def write_year(self, asset: str, year: int, df: pl.DataFrame) -> Commit:
+        """Replace one year of a year-partitioned asset (one commit)."""
+        return self.write_years(asset, [year], df)
+
+    def write_years(self, asset: str, years: Iterable[int], df: pl.DataFrame) -> Commit:
+        """Replace several years of a year-partitioned asset in one commit."""
+        keys = _checked_keys(years)
+        if not keys or any(isinstance(k, tuple) for k in keys):
+            raise ValueError(f"{asset}: write_years needs integer years, got {keys[:3]}")
+        return self._overwrite(asset, keys, df)
+
+    def write_unpartitioned(self, asset: str, df: pl.DataFrame) -> Commit:
+        """Overwrite the whole (unpartitioned) table, schema included, in one commit."""
+        path = self.asset_dir(asset)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df = self._sorted(df)
+
+        def attempt() -> None:
+            write_deltalake(
+                str(path), df.to_arrow(), mode="overwrite", schema_mode="overwrite",
+                configuration=TABLE_CONFIGURATION, writer_properties=_writer_properties(), target_file_size=self.target_file_size,
+                commit_properties=CommitProperties(custom_metadata={KEYS_METADATA: "[]"}),
+            )
+
+        attempts = self._with_retries(asset, attempt)
+        return Commit(asset, self.version(asset), df.height, (), attempts)
+
+    def _overwrite(self, asset: str, keys: list[Key], df: pl.DataFrame, derived: bool | None = None) -> Commit:
+        if isinstance(df, pl.LazyFrame):
+            df = df.collect()
+        path = self.asset_dir(asset)
+        derived = YEAR not in df.columns if derived is None else derived
+        df = self._with_year(asset, keys, df)
+        self._refuse_stray_rows(asset, keys, df)
+        df = self._sorted(df)
+        self._refuse_schema_change(asset, df)
+        predicate = partition_predicate(keys)
+        meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys])}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = df.to_arrow()
+
+        def attempt() -> None:
+            write_deltalake(
+                str(path), data, mode="overwrite", predicate=predicate, partition_by=[YEAR],
+                description=json.dumps({YEAR: _DERIVED if derived else "column"}),
+                configuration=TABLE_CONFIGURATION, writer_properties=_writer_properties(), target_file_size=self.target_file_size,
+                commit_properties=CommitProperties(custom_metadata=meta),
+            )
+
+        attempts = self._with_retries(asset, attempt)
+        return Commit(asset, self.version(asset), df.height, tuple(keys), attempts)
+
+    def _with_retries(self, asset: str, attempt) -> int:
+        """Run `attempt` until it commits; retry commit conflicts with jittered exponential
+        backoff, at most `max_attempts` times. Returns the number of attempts."""
+        last: BaseException | None = None
+        for n in range(self.max_attempts):
+            try:
+                attempt()
+                return n + 1
+            except (CommitFailedError, DeltaError) as exc:
+                if not _is_conflict(exc):
+                    raise
+                last = exc
+                if n + 1 < self.max_attempts:
+                    time.sleep(min(2.0, self.backoff_seconds * 2**n) * random.uniform(0.5, 1.5))
+        raise CommitConflictError(
+            f"{asset}: commit still conflicted with concurrent writers after {self.max_attempts} attempts; "
+            f"last error: {last}"
+        ) from last
+
+    @staticmethod
+    def _with_year(asset: str, keys: list[Key], df: pl.DataFrame) -> pl.DataFrame:
+        if YEAR in df.columns:
+            return df.with_columns(pl.col(YEAR).cast(pl.Int32))
+        if "date" in df.columns:
+            return df.with_columns(pl.col("date").dt.year().cast(pl.Int32).alias(YEAR))
+        years = sorted({k.year if isinstance(k, tuple) else k for k in keys})
+        if len(years) != 1:
+            raise ValueError(f"{asset}: frame has neither `date` nor `year`, so its rows cannot be split over years {years}")
+        return df.with_columns(pl.lit(years[0], pl.Int32).alias(YEAR))
+
+    @staticmethod
+    def _refuse_stray_rows(asset: str, keys: list[Key], df: pl.DataFrame) -> None:
+        wanted = set(keys)
+        if isinstance(keys[0], tuple):
+            if "symbol" not in df.columns:
+                raise ValueError(f"{asset}: a symbol x year asset needs a `symbol` column")
+            stray = [f"{s}|{y}" for s, y in df.select("symbol", YEAR).unique().rows() if (s, y) not in wanted]
+        else:
+            stray = [str(y) for y in df.get_column(YEAR).unique().to_list() if y not in wanted]
+        if stray:
+            stray.sort()
+            raise ValueError(f"{asset}: rows for partitions outside this run: {stray[:5]}{' ...' if len(stray) > 5 else ''}")
+
+    def _refuse_schema_change(self, asset: str, df: pl.DataFrame) -> None:
+        """A partial overwrite must match the stored columns: delta-rs would refuse other
+        names and silently cast other dtypes (Float64 into a Float32 column)."""
+        if not self.exists(asset):
+            return
+        lf = pl.scan_delta(self.table(asset))
+        stored = dict(_ns_dates(lf, lf.collect_schema()).collect_schema())
+        given = dict(_ns_dates(df.head(0), df.schema).schema)
+        if stored != given:
+            diff = sorted({c for c in stored.keys() | given.keys() if stored.get(c) != given.get(c)})
+            raise ValueError(
+                f"{asset}: the frame's columns differ from the stored table in {diff[:8]} "
+                f"(stored {[str(stored.get(c)) for c in diff[:8]]}, given {[str(given.get(c)) for c in diff[:8]]}); "
+                f"a partial overwrite cannot change the schema: remove {self.asset_dir(asset)} and materialize "
+                f"every partition of {asset} again"
+            )
+
+    @staticmethod
+    def _sorted(df: pl.DataFrame) -> pl.DataFrame:
+        by = [c for c in ("symbol", "date") if c in df.columns]
+        return df.sort(by, maintain_order=True) if by else df
+
+    # reads -------------------------------------------------------------------------------
+    def scan(self, asset: str, keys: Iterable[Key] | None = None, allow_missing: bool = False,
+             version: int | None = None) -> pl.LazyFrame:
+        """A lazy scan (with the `year` column) of some keys or the whole table, at `version`
+        when given (time travel). Filters on year and symbol are pushed down to file pruning."""
+        table = self.table(asset, version)
+        lf = pl.scan_delta(table)
+        lf = _ns_dates(lf, lf.collect_schema())
+        if keys is None:
+            return lf
+        present = self._present(asset, table, _checked_keys(keys), allow_missing)
+        return lf.filter(_key_filter(present))
+
+    def read(self, asset: str, keys: Iterable[Key] | None = None, allow_missing: bool = False,
+             version: int | None = None) -> pl.DataFrame:
+        """The rows of `keys` (None: the whole table) as one frame sorted by symbol then date,
+        without the `year` column when the store derived it."""
+        table = self.table(asset, version)
+        df = self.scan(asset, keys, allow_missing, version=table.version()).collect()
+        by = [c for c in ("symbol", YEAR, "date") if c in df.columns]
+        df = df.sort(by, maintain_order=True) if by else df
+        return df.drop(YEAR) if YEAR in df.columns and _year_derived(table) else df
+
+    def partitions(self, asset: str) -> list[SymbolYear]:
+        """Every materialized symbol x year key of `asset` (with rows, or recorded empty)."""
+        table = self.table(asset)
+        if "symbol" not in table.schema().to_arrow().names:
+            return []
+        have = pl.scan_delta(table).select("symbol", YEAR).unique().collect().rows()
+        keys = {SymbolYear(s, y) for s, y in have} | {k for k in self._recorded_keys(asset, table) if isinstance(k, tuple)}
+        return sorted(keys)
+
+    def years(self, asset: str) -> list[int]:
+        """Every materialized year of a year-partitioned asset."""
+        table = self.table(asset)
+        have = set(pl.scan_delta(table).select(YEAR).unique().collect().get_column(YEAR).to_list())
+        return sorted(have | {k for k in self._recorded_keys(asset, table) if not isinstance(k, tuple)})
+
+    def _present(self, asset: str, table: DeltaTable, keys: list[Key], allow_missing: bool) -> list[Key]:
+        if not keys:
+            raise ValueError(f"{asset}: no partitions requested")
+        symbol_keys = isinstance(keys[0], tuple)
+        lf = pl.scan_delta(table)
+        years = sorted({k.year if symbol_keys else k for k in keys})
+        if symbol_keys:
+            rows = (lf.filter(pl.col(YEAR).is_in(years) & pl.col("symbol").is_in(sorted({k.symbol for k in keys})))
+                    .select("symbol", YEAR).unique().collect().rows())
+            with_rows = {SymbolYear(s, y) for s, y in rows}
+        else:
+            with_rows = set(lf.filter(pl.col(YEAR).is_in(years)).select(YEAR).unique().collect().get_column(YEAR).to_list())
+        missing = [k for k in keys if k not in with_rows]
+        if missing:
+            recorded = self._recorded_keys(asset, table)
+            missing = [k for k in missing if k not in recorded]
+        if missing and not (allow_missing and len(missing) < len(keys)):
+            shown = [_key_text(k) for k in sorted(missing)]
+            raise FileNotFoundError(
+                f"{self.asset_dir(asset)}: partition(s) not materialized yet: {shown[:5]}"
+                f"{' ...' if len(shown) > 5 else ''}; materialize {asset} for them first"
+            )
+        return sorted(set(keys) - set(missing))
+
+    def _recorded_keys(self, asset: str, table: DeltaTable) -> frozenset:
+        """Keys recorded by the commits up to the table's version (cached per version)."""
+        cache_key = (str(self.asset_dir(asset)), table.version())
+        if cache_key not in self._recorded:
+            out = set()
+            for commit in table.history():
+                if commit.get("version", 0) > table.version():
+                    continue
+                for text in json.loads(commit.get(KEYS_METADATA, "[]")):
+                    out.add(_parse_key(text))
+            self._recorded[cache_key] = frozenset(out)
+        return self._recorded[cache_key]
+
+    # maintenance -------------------------------------------------------------------------
+    def vacuum(self, asset: str | None = None, retention_hours: int = MIN_RETENTION_HOURS,
+               enforce_retention_duration: bool = True) -> list[str]:
+        """Remove files no table version within the retention references (and files of
+        killed writers) older than `retention_hours`; return them as `<asset>/<file>` paths.
+        delta-rs refuses a retention under 168 h unless `enforce_retention_duration=False`."""
+        removed: list[str] = []
+        cutoff = time.time() - retention_hours * 3600
+        for name in [asset] if asset is not None else self.assets():
+            table = self.table(name)
+            files = table.vacuum(retention_hours=retention_hours, dry_run=False,
+                                 enforce_retention_duration=enforce_retention_duration, full=True)
+            removed += [f"{name}/{f}" for f in files]
+            base = self.asset_dir(name)
+            for staging in base.glob("**/*.parquet#*"):
+                if "_delta_log" not in staging.parts and staging.stat().st_mtime < cutoff:
+                    staging.unlink(missing_ok=True)
+                    removed.append(f"{name}/{staging.relative_to(base)}")
+        return sorted(removed)
+
+
+def _writer_properties() -> WriterProperties:
+    return WriterProperties(compression="ZSTD")
+
+
+def _year_derived(table: DeltaTable) -> bool:
+    try:
+        return json.loads(table.metadata().description or "{}").get(YEAR) == _DERIVED
+    except (ValueError, AttributeError):
+        return False
+
+
+def _key_filter(keys: list[Key]) -> pl.Expr:
+    """year/symbol filter of `keys`: coarse `is_in`s (pruned to files) then the exact pairs."""
+    if not keys:
+        return pl.lit(False)
+    if not isinstance(keys[0], tuple):
+        return pl.col(YEAR).is_in(sorted(keys))
+    years = sorted({k.year for k in keys})
+    symbols = sorted({k.symbol for k in keys})
+    coarse = pl.col(YEAR).is_in(years) & pl.col("symbol").is_in(symbols)
+    if len(keys) == len(years) * len(symbols):
+        return coarse
+    exact = pl.lit(False)
+    for y in years:
+        exact = exact | ((pl.col(YEAR) == y) & pl.col("symbol").is_in(sorted(k.symbol for k in keys if k.year == y)))
+    return coarse & exact
+
+
+def migrate_parquet_store(src_root: Path | str, dst_root: Path | str) -> dict[str, int]:
+    """Convert a store written by resources.parquet_store (hive `symbol=S/year=Y/part.parquet`,
+    `year=Y/part.parquet` or `part.parquet` per asset) into Delta tables under `dst_root`,
+    one commit per asset; return the rows written per asset. Empty partition files are
+    recorded as materialized keys."""
+    src, dst = Path(src_root), DeltaStore(dst_root)
+    counts: dict[str, int] = {}
+    for folder in sorted(p for p in Path(src).iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        asset = _checked_asset(folder.name)
+        sy = sorted(folder.glob("symbol=*/year=*/part.parquet"))
+        yr = sorted(folder.glob("year=*/part.parquet"))
+        flat = folder / "part.parquet"
+        if sy:
+            keys = [SymbolYear(p.parent.parent.name.split("=", 1)[1], int(p.parent.name.split("=", 1)[1])) for p in sy]
+            frames = [pl.read_parquet(p, hive_partitioning=False) for p in sy]
+            df = pl.concat(frames, how="vertical_relaxed")
+            if {"date", "symbol"} <= set(df.columns) and YEAR not in df.columns:
+                commit = dst.write_split(asset, keys, df)
+            else:  # rows carry their partition only in the path
+                df = pl.concat([f.with_columns(pl.lit(k.symbol).alias("symbol"), pl.lit(k.year, pl.Int32).alias(YEAR))
+                                for f, k in zip(frames, keys)], how="vertical_relaxed")
+                commit = dst._overwrite(asset, keys, df, derived=YEAR not in frames[0].columns)
+        elif yr:
+            years = [int(p.parent.name.split("=", 1)[1]) for p in yr]
+            frames = [pl.read_parquet(p, hive_partitioning=False) for p in yr]
+            if all("date" in f.columns or YEAR in f.columns for f in frames):
+                commit = dst.write_years(asset, years, pl.concat(frames, how="vertical_relaxed"))
+            else:  # the year is only in the path: add it, and drop it again on read
+                df = pl.concat([f.with_columns(pl.lit(y, pl.Int32).alias(YEAR)) for f, y in zip(frames, years)],
+                               how="vertical_relaxed")
+                commit = dst._overwrite(asset, years, df, derived=True)
+        elif flat.is_file():
+            commit = dst.write_unpartitioned(asset, pl.read_parquet(flat, hive_partitioning=False))
+        else:
+            continue
+        counts[asset] = commit.rows
+    return counts
