@@ -396,6 +396,11 @@ STREAM_CORES: dict[str, object] = {
     "atc": lambda f32, **params: ATCUpdater(**params),
     "seller_exhaustion": lambda f32, preset="daily": SellerExhaustionUpdater(PRESETS[preset]),
 }
+# NumPy >= 2 (NEP 50) computes float32 scalar (op) Python float in float32, as it does for
+# float32 arrays, so `StreamCalls.apply` repeats a formula's array arithmetic on scalars;
+# NumPy 1.x would widen such a scalar expression to float64, so there `apply` computes on
+# 1-element arrays (slower, the same values).
+SCALARS_PROMOTE_AS_ARRAYS = type(np.float32(1.0) * 1.0) is np.float32
 _DTYPE_DEPENDENT = frozenset({"hma"})  # cores whose updater depends on the output dtype
 BAR_FIELDS = ("open", "high", "low", "close", "volume")
 _FIELD = {name: i for i, name in enumerate(BAR_FIELDS)}
@@ -469,8 +474,11 @@ class StreamCalls:
         return lambda: bar[i]
 
     def apply(self, fn, *taps):
-        scalar = self._scalar
-        return lambda: float(fn(*[scalar(t()) for t in taps]))
+        if SCALARS_PROMOTE_AS_ARRAYS:
+            scalar = self._scalar
+            return lambda: float(fn(*[scalar(t()) for t in taps]))
+        dtype = self.dtype  # NumPy 1.x: 1-element arrays, which promote as the formula's arrays
+        return lambda: float(np.asarray(fn(*[np.array((t(),), dtype) for t in taps])).reshape(-1)[0])
 
     def step(self, open_, high, low, close, volume) -> None:
         bar = self.bar
@@ -561,11 +569,19 @@ class SymbolStream:
             feats[t], scores[t] = update(*bar)
         return feats, scores
 
+    _STATE_FORMAT = "kernels.streaming.SymbolStream/2"  # 1: the hand-written per-name fields
+
     def __getstate__(self) -> dict:
-        return {"precision": self.precision, "bars": self.bars, "bar": list(self._u.bar),
-                "nodes": [(n.key, n.updater, n.out) for n in self._u.nodes]}
+        return {"format": self._STATE_FORMAT, "precision": self.precision, "bars": self.bars,
+                "bar": list(self._u.bar), "nodes": [(n.key, n.updater, n.out) for n in self._u.nodes]}
 
     def __setstate__(self, state: dict) -> None:
+        # ValueError for anything but this format (e.g. a state pickled by the earlier,
+        # hand-written SymbolStream): callers treat it as unusable and rebuild from history
+        if not isinstance(state, dict) or state.get("format") != self._STATE_FORMAT:
+            raise ValueError("not a SymbolStream state of this format: rebuild it from history")
+        if state["precision"] not in ("float32", "float64"):
+            raise ValueError(f"bad precision {state['precision']!r} in a SymbolStream state")
         self.precision = state["precision"]
         self.dtype = np.dtype(np.float32 if self.precision == "float32" else np.float64)
         self.bars = state["bars"]

@@ -124,6 +124,24 @@ def test_every_registered_specialist_streams_its_batch_function_bit_for_bit(spec
     _assert_same(got, want, spec.name)
 
 
+def test_the_registry_arithmetic_on_one_element_arrays_gives_the_same_values(monkeypatch):
+    """The path `u.apply` takes under NumPy 1.x (no NEP 50 scalar promotion)."""
+    import kernels.streaming as streaming
+
+    bars = {c: v[:400] for c, v in RANDOM.items()}
+    want = [replay_entry(e, bars, dtype=d) for e, d in _apply_entries()]
+    monkeypatch.setattr(streaming, "SCALARS_PROMOTE_AS_ARRAYS", False)
+    for (e, d), w in zip(_apply_entries(), want):
+        _assert_same(replay_entry(e, bars, dtype=d), w, f"{e.name} {np.dtype(d)}")
+
+
+def _apply_entries():
+    """The registry entries that do arithmetic of their own (not the atc and seller ones)."""
+    skip = {"atc", "seller_exhaustion"}
+    return [(f, d) for f in FEATURES for d in (np.float32, np.float64)] + [
+        (s, np.float32) for s in SPECIALISTS if s.name not in skip]
+
+
 def test_a_feature_added_to_the_registry_is_streamed_without_other_changes(monkeypatch):
     extra = Feature("f_sma7", lambda k: k("sma", ("close",), n=7), ("sma", 7), lambda u: u("sma", ("close",), n=7))
     monkeypatch.setattr(feature_registry, "FEATURES", FEATURES + (extra,))
@@ -149,6 +167,13 @@ def test_a_pickled_stream_built_for_other_registries_is_refused():
     state["nodes"] = state["nodes"][:-1]  # as if the registries now needed another updater
     with pytest.raises(ValueError, match="other registries"):
         SymbolStream.__new__(SymbolStream).__setstate__(state)
+
+
+def test_a_state_pickled_by_the_hand_written_stream_is_refused_with_a_value_error():
+    """The inference loader rebuilds a state on ValueError (it does not catch KeyError)."""
+    old = {"precision": "float32", "bars": 10, "_ret1": None, "features": None, "scores": None}
+    with pytest.raises(ValueError, match="format"):
+        SymbolStream.__new__(SymbolStream).__setstate__(old)
 
 
 @pytest.mark.parametrize("series", sorted(SERIES))
