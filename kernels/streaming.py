@@ -17,9 +17,14 @@ what the batch path gives for the same bar from the same history:
     specialists  `kernels.registry.specialists.run_specialists` over the symbol's whole
                  history, which is what the `specialists` asset stores.
 
-The names and parameters below mirror the two registries (kernels may not import
-assets); tests/test_streaming.py checks names and values against them on real prices, so
-a registry change without its streaming counterpart fails there.
+One registry serves both paths: every `Feature` / `Specialist` entry names its batch
+formula and its `stream`, a factory that, handed a `StreamCalls` (`u`, the streaming
+counterpart of the batch formulas' `k`), returns the entry's per-bar value. SymbolStream
+builds one such tap per registry entry and fills its vectors in registry order, so
+STREAM_FEATURES / STREAM_SPECIALISTS are just the registries' names. `u(core, inputs,
+**params)` maps a batch core to its updater (STREAM_CORES) and shares one updater between
+the entries that make the same call. tests/test_streaming.py replays every registry entry
+on its own against its batch formula, bit for bit.
 
 How the batch arithmetic is repeated
 ------------------------------------
@@ -27,13 +32,15 @@ How the batch arithmetic is repeated
   (kernels/updaters.py). Inputs are widened float32 -> float64 as the cores do.
 * Outputs of precision float32 are rounded once, as the batch kernels store float64
   results into float32 arrays. Two places compute *in* float32 in the batch path and are
-  repeated in float32 here: f_vol_pct = atr14_f32 / close_f32 * 100 and f_vol_ratio =
-  atr14_f32 / atr28_f32 (float32 array arithmetic in the registry), and the Hull MA, whose
+  repeated in float32 here: the registry's array arithmetic (f_vol_pct = atr14_f32 /
+  close_f32 * 100, f_vol_ratio = atr14_f32 / atr28_f32: the entries' `u.apply`, NumPy
+  scalars of the batch dtype, NEP 50 promotion as for the arrays), and the Hull MA, whose
   core keeps its intermediate series 2*WMA(n/2) - WMA(n) in a scratch array of the output
   dtype (so it is rounded to float32 before the final WMA reads it): `HMAUpdater(n,
   round_diff=True)`.
 * mean_reversion = clip(-float32(zscore(close, 20)) / 2, -1, 1) and
-  rsi = (float32(RSI14) - 50) / 50 are float32 operations, as in the registry.
+  rsi = (float32(RSI14) - 50) / 50 are float32 operations, as in the registry (the
+  specialists' `u` computes in float32 whatever the feature precision).
 * seller_exhaustion (kernels.seller_exhaustion, PRESETS["daily"]): `EwmUpdater` is pandas'
   ewm(span, adjust=False): e[0] = x[0], e = a*x + (1-a)*e; ATR = SMAUpdater over the true
   range (TR[0] = high - low); vol_z = ZScoreUpdater(volume); tr_z = ZScoreUpdater over
@@ -70,6 +77,10 @@ import numpy as np
 
 from kernels.atc import CUT_LEVEL, EQUITY_FLOOR, FAMILIES, AtcParams
 from kernels.atc.cores import kama_step
+from kernels.registry import features as _feature_registry
+from kernels.registry import specialists as _specialist_registry
+from kernels.registry.features import FEATURES
+from kernels.registry.specialists import SPECIALISTS
 from kernels.seller_exhaustion import PRESETS, SellerParams
 from kernels.updaters import (
     ATRUpdater,
@@ -90,31 +101,23 @@ from kernels.updaters import (
 )
 
 __all__ = [
+    "STREAM_CORES",
     "STREAM_FEATURES",
     "STREAM_SPECIALISTS",
     "ATCUpdater",
     "EwmUpdater",
     "PineKAMAUpdater",
     "SellerExhaustionUpdater",
+    "StreamCalls",
     "SymbolStream",
+    "replay_entry",
 ]
 
 NAN = math.nan
-_F32 = np.float32
 
-# The feature registry's names, in its order (kernels/registry/features.py).
-STREAM_FEATURES = (
-    "f_ret1", "f_ret5", "f_sma20", "f_ema20", "f_wma20", "f_dema20", "f_tema20", "f_hma20", "f_lsma20",
-    "f_kama10", "f_rsi14", "f_atr14", "f_plus_di14", "f_minus_di14", "f_adx14", "f_std20", "f_zscore20",
-    "f_vol_pct", "f_vol_ratio",
-)
-# The specialist registry's names, in its order (kernels/registry/specialists.py).
-STREAM_SPECIALISTS = ("mean_reversion", "rsi", "atc", "seller_exhaustion")
-
-
-def _round32(v: float) -> float:
-    """v rounded to the nearest float32 (round-to-nearest-even), as a Python float."""
-    return float(_F32(v))
+# The registries' names, in their order: the order of SymbolStream's vectors.
+STREAM_FEATURES = tuple(f.name for f in FEATURES)
+STREAM_SPECIALISTS = tuple(s.name for s in SPECIALISTS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -357,19 +360,168 @@ class ATCUpdater(Updater):
 
 
 # ---------------------------------------------------------------------------------------
+# The streaming counterpart of the registries' kernel calls
+# ---------------------------------------------------------------------------------------
+
+# Updater of each core a registry `stream` may name, as its batch formula names it (a key
+# of kernels.indicators.SPECS, same parameters) plus the specialists' "atc" and
+# "seller_exhaustion". make(float32, **params) -> updater; `float32` is the output dtype of
+# the batch call being repeated (only the Hull MA depends on it, see HMAUpdater).
+def _moments(f32: bool, n: int, mode: int) -> Updater:
+    if mode not in (0, 1):
+        raise ValueError(f"moments: mode must be 0 (std) or 1 (zscore), got {mode!r}")
+    return ZScoreUpdater(n) if mode else StdDevUpdater(n)
+
+
+def _dmi(f32: bool, n: int, which: int = 0) -> Updater:
+    if which != 0:
+        raise ValueError(f"dmi: the streaming updater computes all three outputs (which=0), got which={which!r}")
+    return DMIUpdater(n)
+
+
+STREAM_CORES: dict[str, object] = {
+    "rocp": lambda f32, n: ReturnsUpdater(n),
+    "sma": lambda f32, n: SMAUpdater(n),
+    "ema": lambda f32, n: EMAUpdater(n),
+    "wma": lambda f32, n: WMAUpdater(n),
+    "dema": lambda f32, n: DEMAUpdater(n),
+    "tema": lambda f32, n: TEMAUpdater(n),
+    "hma": lambda f32, n: HMAUpdater(n, round_diff=f32),
+    "lsma": lambda f32, n: LSMAUpdater(n),
+    "kama": lambda f32, n: KAMAUpdater(n),
+    "rsi": lambda f32, n: RSIUpdater(n),
+    "atr": lambda f32, n: ATRUpdater(n),
+    "dmi": _dmi,
+    "moments": _moments,
+    "atc": lambda f32, **params: ATCUpdater(**params),
+    "seller_exhaustion": lambda f32, preset="daily": SellerExhaustionUpdater(PRESETS[preset]),
+}
+# NumPy >= 2 (NEP 50) computes float32 scalar (op) Python float in float32, as it does for
+# float32 arrays, so `StreamCalls.apply` repeats a formula's array arithmetic on scalars;
+# NumPy 1.x would widen such a scalar expression to float64, so there `apply` computes on
+# 1-element arrays (slower, the same values).
+SCALARS_PROMOTE_AS_ARRAYS = type(np.float32(1.0) * 1.0) is np.float32
+_DTYPE_DEPENDENT = frozenset({"hma"})  # cores whose updater depends on the output dtype
+BAR_FIELDS = ("open", "high", "low", "close", "volume")
+_FIELD = {name: i for i, name in enumerate(BAR_FIELDS)}
+
+
+class _Node:
+    """One shared updater: fed its input fields once per bar; `out` is its last output."""
+
+    __slots__ = ("key", "updater", "fields", "out")
+
+    def __init__(self, key, updater: Updater, fields: tuple[int, ...]) -> None:
+        self.key, self.updater, self.fields = key, updater, fields
+        n_out = getattr(updater, "n_outputs", 1)
+        self.out = NAN if n_out == 1 else (NAN,) * n_out
+
+
+class StreamCalls:
+    """The `u` handed to a registry entry's `stream` factory: the streaming counterpart of
+    the `k` its batch formula receives. A factory runs once, when a stream is built, and
+    returns a *tap*: a function of no arguments giving the entry's value for the current bar.
+
+        u(core, inputs, output=0, **params)  tap of core `core` (as k names it: a key of
+                      STREAM_CORES) over the bar fields `inputs`; one updater per distinct
+                      call, shared by every entry that makes it (DMI runs once for +DI, -DI
+                      and ADX), its float64 output as the updater gives it
+        u.column(name)                       tap of the bar's field `name`
+        u.apply(fn, *taps)                   tap of fn(*values), the values as NumPy scalars
+                      of u.dtype: the formula's array arithmetic (e.g. atr / close * 100 on
+                      float32 arrays) repeated on one bar's scalars, in the same dtype
+        u.dtype                              the dtype the batch path computes in
+
+    `step(open, high, low, close, volume)` feeds one bar to every updater (once each);
+    `with_dtype(d)` is a view sharing the updaters but computing in dtype d (the
+    specialists' batch functions run in float32 whatever the feature precision)."""
+
+    def __init__(self, dtype=np.float32, _pool: dict | None = None, _bar: list | None = None) -> None:
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
+        self._scalar = self.dtype.type
+        self._pool: dict = {} if _pool is None else _pool  # key -> _Node, in creation order
+        self.bar: list = [NAN] * len(BAR_FIELDS) if _bar is None else _bar
+
+    def with_dtype(self, dtype) -> StreamCalls:
+        return StreamCalls(dtype, self._pool, self.bar)
+
+    @property
+    def nodes(self) -> list[_Node]:
+        return list(self._pool.values())
+
+    def __call__(self, core: str, inputs: tuple[str, ...], output: int = 0, **params):
+        if core not in STREAM_CORES:
+            raise KeyError(f"no streaming updater for core {core!r} (kernels.streaming.STREAM_CORES)")
+        f32 = self.dtype == np.float32
+        key = (core, tuple(inputs), tuple(sorted(params.items())), f32 if core in _DTYPE_DEPENDENT else None)
+        node = self._pool.get(key)
+        if node is None:
+            updater = STREAM_CORES[core](f32, **params)
+            if len(inputs) != updater.n_inputs:
+                raise ValueError(f"{core} takes {updater.n_inputs} input fields, got {inputs!r}")
+            node = self._pool[key] = _Node(key, updater, tuple(_FIELD[c] for c in inputs))
+        n_out = getattr(node.updater, "n_outputs", 1)
+        if not 0 <= output < n_out:
+            raise ValueError(f"{core} has {n_out} output(s), got output={output!r}")
+        if n_out == 1:
+            return lambda: node.out
+        return lambda: node.out[output]
+
+    def column(self, name: str):
+        i, bar = _FIELD[name], self.bar
+        return lambda: bar[i]
+
+    def apply(self, fn, *taps):
+        if SCALARS_PROMOTE_AS_ARRAYS:
+            scalar = self._scalar
+            return lambda: float(fn(*[scalar(t()) for t in taps]))
+        dtype = self.dtype  # NumPy 1.x: 1-element arrays, which promote as the formula's arrays
+        return lambda: float(np.asarray(fn(*[np.array((t(),), dtype) for t in taps])).reshape(-1)[0])
+
+    def step(self, open_, high, low, close, volume) -> None:
+        bar = self.bar
+        bar[0], bar[1], bar[2], bar[3], bar[4] = float(open_), float(high), float(low), float(close), float(volume)
+        for node in self._pool.values():
+            f = node.fields
+            if len(f) == 1:
+                node.out = node.updater.update(bar[f[0]])
+            else:
+                node.out = node.updater.update(*[bar[i] for i in f])
+
+
+def replay_entry(entry, bars: dict[str, np.ndarray], dtype=np.float32) -> np.ndarray:
+    """One registry entry's `stream` fed `bars` (field -> 1-D array) one bar at a time, on
+    its own: its value at every bar, as an array of `dtype` (the entry's batch dtype)."""
+    u = StreamCalls(dtype)
+    tap = entry.stream(u)
+    cols = [np.asarray(bars[c]) for c in BAR_FIELDS]
+    out = np.empty(cols[0].shape[0], dtype=dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):  # NaN / NaN during warm-up
+        for t, bar in enumerate(zip(*(c.tolist() for c in cols))):
+            u.step(*bar)
+            out[t] = tap()
+    return out
+
+
+# ---------------------------------------------------------------------------------------
 # One symbol: every feature and specialist
 # ---------------------------------------------------------------------------------------
 
 
 class SymbolStream:
-    """Every registered feature and specialist score of one symbol, one bar at a time.
+    """Every registered feature and specialist score of one symbol, one bar at a time: one
+    tap per registry entry (its `stream`), over updaters shared between entries.
 
     update(open, high, low, close, volume) -> (features, scores):
-        features  np.ndarray [len(STREAM_FEATURES)] of the precision's dtype
-        scores    np.ndarray float32 [len(STREAM_SPECIALISTS)]
+        features  np.ndarray [len(FEATURES)] of the precision's dtype, registry order
+        scores    np.ndarray float32 [len(SPECIALISTS)], registry order
     Warm-up values are NaN, as in the batch tables. `bars` counts the bars fed; the stream
     must see a symbol's history from its first bar (ATC indexes bars absolutely).
-    Picklable (plain Python state), so a warmed stream can be copied or stored.
+    Picklable: the state is the updaters (plain Python objects); the taps are rebuilt from
+    the registries on unpickling, which raises ValueError when the registries now need
+    other updaters than the pickled ones (the state must then be rebuilt from history).
     """
 
     def __init__(self, precision: str = "float32") -> None:
@@ -377,50 +529,29 @@ class SymbolStream:
             raise ValueError(f"precision must be 'float32' or 'float64', got {precision!r}")
         self.precision = precision
         self.dtype = np.dtype(np.float32 if precision == "float32" else np.float64)
-        f32 = precision == "float32"
-        self._ret1, self._ret5 = ReturnsUpdater(1), ReturnsUpdater(5)
-        self._sma, self._ema, self._wma = SMAUpdater(20), EMAUpdater(20), WMAUpdater(20)
-        self._dema, self._tema = DEMAUpdater(20), TEMAUpdater(20)
-        self._hma, self._lsma, self._kama = HMAUpdater(20, round_diff=f32), LSMAUpdater(20), KAMAUpdater(10)
-        self._rsi, self._atr14, self._atr28, self._dmi = RSIUpdater(14), ATRUpdater(14), ATRUpdater(28), DMIUpdater(14)
-        self._std, self._z = StdDevUpdater(20), ZScoreUpdater(20)
-        self._atc = ATCUpdater()
-        self._seller = SellerExhaustionUpdater(PRESETS["daily"])
         self.bars = 0
-        self.features = np.full(len(STREAM_FEATURES), np.nan, dtype=self.dtype)
-        self.scores = np.full(len(STREAM_SPECIALISTS), np.nan, dtype=np.float32)
+        self._build()
+        self.features = np.full(len(self._feature_taps), np.nan, dtype=self.dtype)
+        self.scores = np.full(len(self._score_taps), np.nan, dtype=np.float32)
+
+    def _build(self) -> None:
+        self._u = u = StreamCalls(self.dtype)
+        # read from the registry modules now (not bound at import): a stream is built from
+        # the registries in force
+        self._feature_taps = [f.stream(u) for f in _feature_registry.FEATURES]
+        u32 = u.with_dtype(np.float32)  # the specialists' batch functions compute in float32
+        self._score_taps = [s.stream(u32) for s in _specialist_registry.SPECIALISTS]
+
+    def _values(self) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(invalid="ignore", divide="ignore"):  # NaN / NaN during warm-up
+            feats = np.array([tap() for tap in self._feature_taps], dtype=self.dtype)
+            scores = np.array([tap() for tap in self._score_taps], dtype=np.float32)
+        return feats, scores
 
     def update(self, open_, high, low, close, volume) -> tuple[np.ndarray, np.ndarray]:
-        h, l, c, v = float(high), float(low), float(close), float(volume)
         self.bars += 1
-        rsi = self._rsi.update(c)
-        z = self._z.update(c)
-        atr14 = self._atr14.update(h, l, c)
-        atr28 = self._atr28.update(h, l, c)
-        pdi, mdi, adx = self._dmi.update(h, l, c)
-        if self.precision == "float32":
-            with np.errstate(invalid="ignore", divide="ignore"):  # NaN / NaN in warm-up
-                a14, a28, c32 = _F32(atr14), _F32(atr28), _F32(c)
-                vol_pct = float(a14 / c32 * _F32(100.0))
-                vol_ratio = float(a14 / a28)
-        else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                vol_pct = float(np.float64(atr14) / np.float64(c) * 100.0)
-                vol_ratio = float(np.float64(atr14) / np.float64(atr28))
-        feats = np.array([
-            self._ret1.update(c), self._ret5.update(c), self._sma.update(c), self._ema.update(c),
-            self._wma.update(c), self._dema.update(c), self._tema.update(c), self._hma.update(c),
-            self._lsma.update(c), self._kama.update(c), rsi, atr14, pdi, mdi, adx, self._std.update(c), z,
-            vol_pct, vol_ratio,
-        ], dtype=self.dtype)
-        z32 = _F32(z)
-        mean_rev = -z32 / _F32(2.0)
-        if not np.isnan(mean_rev):
-            mean_rev = min(max(mean_rev, _F32(-1.0)), _F32(1.0))
-        rsi_score = (_F32(rsi) - _F32(50.0)) / _F32(50.0)
-        atc = self._atc.update(c)
-        seller = self._seller.update(h, l, c, v)
-        scores = np.array([mean_rev, rsi_score, atc, seller], dtype=np.float32)
+        self._u.step(open_, high, low, close, volume)
+        feats, scores = self._values()
         self.features, self.scores = feats, scores
         return feats, scores
 
@@ -431,9 +562,41 @@ class SymbolStream:
         if any(a.ndim != 1 for a in cols) or len({a.shape[0] for a in cols}) != 1:
             raise ValueError(f"expected 1-D arrays of one length, got shapes {[a.shape for a in cols]}")
         t_len = cols[0].shape[0]
-        feats = np.empty((t_len, len(STREAM_FEATURES)), dtype=self.dtype)
-        scores = np.empty((t_len, len(STREAM_SPECIALISTS)), dtype=np.float32)
+        feats = np.empty((t_len, len(self._feature_taps)), dtype=self.dtype)
+        scores = np.empty((t_len, len(self._score_taps)), dtype=np.float32)
         update = self.update
         for t, bar in enumerate(zip(*(a.tolist() for a in cols))):
             feats[t], scores[t] = update(*bar)
         return feats, scores
+
+    _STATE_FORMAT = "kernels.streaming.SymbolStream/2"  # 1: the hand-written per-name fields
+
+    def __getstate__(self) -> dict:
+        return {"format": self._STATE_FORMAT, "precision": self.precision, "bars": self.bars,
+                "bar": list(self._u.bar), "nodes": [(n.key, n.updater, n.out) for n in self._u.nodes]}
+
+    def __setstate__(self, state: dict) -> None:
+        # ValueError for anything but this format (e.g. a state pickled by the earlier,
+        # hand-written SymbolStream): callers treat it as unusable and rebuild from history
+        if not isinstance(state, dict) or state.get("format") != self._STATE_FORMAT:
+            raise ValueError("not a SymbolStream state of this format: rebuild it from history")
+        if state["precision"] not in ("float32", "float64"):
+            raise ValueError(f"bad precision {state['precision']!r} in a SymbolStream state")
+        self.precision = state["precision"]
+        self.dtype = np.dtype(np.float32 if self.precision == "float32" else np.float64)
+        self.bars = state["bars"]
+        self._build()
+        pool = self._u._pool
+        saved = {key: (updater, out) for key, updater, out in state["nodes"]}
+        if set(saved) != set(pool):
+            raise ValueError("this SymbolStream state was built for other registries (its updaters "
+                             f"{sorted(map(repr, set(saved) - set(pool)))} vs now "
+                             f"{sorted(map(repr, set(pool) - set(saved)))}): rebuild it from history")
+        for key, node in pool.items():
+            node.updater, node.out = saved[key]
+        self._u.bar[:] = state["bar"]
+        if self.bars:
+            self.features, self.scores = self._values()
+        else:
+            self.features = np.full(len(self._feature_taps), np.nan, dtype=self.dtype)
+            self.scores = np.full(len(self._score_taps), np.nan, dtype=np.float32)

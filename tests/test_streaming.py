@@ -6,17 +6,24 @@ them over the same history: `compute_features` (float32 and float64 precision) a
 `run_specialists` (float32 scores, what the `specialists` asset stores). Series: GOOG
 daily (backtesting.test, 2148 bars, cast to float32 as raw_bars stores them) and a random
 walk with a flat stretch and gaps (zero ranges, zero variance, RSI 0/0).
+
+One registry serves both paths: every `Feature` and `Specialist` entry names its batch
+formula and its `stream`. The per-entry tests iterate over the registries, so an entry
+added there is checked here (replayed on its own over a random OHLCV series) without
+touching this file.
 """
 
 from __future__ import annotations
 
 import math
 import pickle
+from functools import lru_cache
 
 import numpy as np
 import pytest
 
-from kernels.registry.features import FEATURE_NAMES, compute_features
+from kernels.registry import features as feature_registry
+from kernels.registry.features import FEATURE_NAMES, FEATURES, Feature, compute_features
 from kernels.panel import Panel
 from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
 from kernels import atc, indicators
@@ -30,8 +37,9 @@ from kernels.streaming import (
     PineKAMAUpdater,
     SellerExhaustionUpdater,
     SymbolStream,
+    replay_entry,
 )
-from kernels.updaters import HMAUpdater, replay
+from kernels.updaters import DMIUpdater, HMAUpdater, replay
 from tests.kernel_data import walk_ohlc
 
 
@@ -49,7 +57,30 @@ def _walk() -> dict[str, np.ndarray]:
     return {k: v.astype(np.float32) for k, v in zip(PANEL_COLUMNS, (o, h, l, c, volume))}
 
 
+def _random_ohlcv(n: int = 2500, seed: int = 11) -> dict[str, np.ndarray]:
+    """A realistic random daily OHLCV series: fat-tailed log returns with volatility
+    clustering, overnight gaps, intraday ranges beyond open and close, volume rising with
+    the size of the move (and a few spikes); float32, as raw_bars stores bars."""
+    rng = np.random.default_rng(seed)
+    log_sigma = np.empty(n)
+    log_sigma[0] = math.log(0.015)
+    shocks = rng.normal(0.0, 0.15, n)
+    for t in range(1, n):  # AR(1) log-volatility: calm and stormy stretches
+        log_sigma[t] = math.log(0.015) + 0.97 * (log_sigma[t - 1] - math.log(0.015)) + shocks[t]
+    sigma = np.exp(log_sigma)
+    ret = 0.0003 + sigma * rng.standard_t(4, n) / math.sqrt(2.0)
+    close = 50.0 * np.exp(np.cumsum(ret))
+    prev = np.concatenate([[50.0], close[:-1]])
+    open_ = prev * np.exp(sigma * 0.3 * rng.standard_normal(n))
+    high = np.maximum(open_, close) * np.exp(sigma * 0.5 * np.abs(rng.standard_normal(n)))
+    low = np.minimum(open_, close) * np.exp(-sigma * 0.5 * np.abs(rng.standard_normal(n)))
+    volume = rng.lognormal(14.0, 0.3, n) * (1.0 + 30.0 * np.abs(ret))
+    volume[rng.integers(100, n, 30)] *= 6.0
+    return {k: v.astype(np.float32) for k, v in zip(PANEL_COLUMNS, (open_, high, low, close, volume))}
+
+
 SERIES = {"goog": _goog(), "walk": _walk()}
+RANDOM = _random_ohlcv()
 
 
 def _stream(bars, precision="float32"):
@@ -67,6 +98,84 @@ def test_streaming_names_follow_the_registries():
     assert STREAM_SPECIALISTS == tuple(s.name for s in SPECIALISTS)
 
 
+# ---- every registry entry, on its own: stream == batch ---------------------------------
+
+
+@lru_cache(maxsize=None)
+def _random_batch_features(dtype: str) -> dict[str, np.ndarray]:
+    return compute_features(RANDOM, dtype=np.dtype(dtype))
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("feature", FEATURES, ids=lambda f: f.name)
+def test_every_registered_feature_streams_its_batch_formula_bit_for_bit(feature, precision):
+    want = _random_batch_features(precision)[feature.name]
+    assert np.isfinite(want).sum() > len(want) // 2, "a comparison of warm-up NaN only"
+    got = replay_entry(feature, RANDOM, dtype=np.dtype(precision))
+    _assert_same(got, want, f"{feature.name} {precision}")
+
+
+@pytest.mark.parametrize("spec", SPECIALISTS, ids=lambda s: s.name)
+def test_every_registered_specialist_streams_its_batch_function_bit_for_bit(spec):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = spec.fn(Panel.from_columns(RANDOM))
+    assert want.dtype == np.float32 and np.isfinite(want).sum() > len(want) // 2
+    got = replay_entry(spec, RANDOM, dtype=np.float32)  # the specialists compute in float32
+    _assert_same(got, want, spec.name)
+
+
+def test_the_registry_arithmetic_on_one_element_arrays_gives_the_same_values(monkeypatch):
+    """The path `u.apply` takes under NumPy 1.x (no NEP 50 scalar promotion)."""
+    import kernels.streaming as streaming
+
+    bars = {c: v[:400] for c, v in RANDOM.items()}
+    want = [replay_entry(e, bars, dtype=d) for e, d in _apply_entries()]
+    monkeypatch.setattr(streaming, "SCALARS_PROMOTE_AS_ARRAYS", False)
+    for (e, d), w in zip(_apply_entries(), want):
+        _assert_same(replay_entry(e, bars, dtype=d), w, f"{e.name} {np.dtype(d)}")
+
+
+def _apply_entries():
+    """The registry entries that do arithmetic of their own (not the atc and seller ones)."""
+    skip = {"atc", "seller_exhaustion"}
+    return [(f, d) for f in FEATURES for d in (np.float32, np.float64)] + [
+        (s, np.float32) for s in SPECIALISTS if s.name not in skip]
+
+
+def test_a_feature_added_to_the_registry_is_streamed_without_other_changes(monkeypatch):
+    extra = Feature("f_sma7", lambda k: k("sma", ("close",), n=7), ("sma", 7), lambda u: u("sma", ("close",), n=7))
+    monkeypatch.setattr(feature_registry, "FEATURES", FEATURES + (extra,))
+    bars = {c: v[:300] for c, v in RANDOM.items()}
+    feats, _ = _stream(bars)
+    want = compute_features(bars)
+    assert feats.shape == (300, len(FEATURES) + 1)
+    for j, f in enumerate(feature_registry.FEATURES):
+        _assert_same(feats[:, j], want[f.name], f.name)
+
+
+def test_entries_making_the_same_kernel_call_share_one_updater():
+    """+DI, -DI and ADX read one DMI updater, as the batch path runs dmi once for the three."""
+    nodes = SymbolStream()._u.nodes
+    assert sum(isinstance(n.updater, DMIUpdater) for n in nodes) == 1
+    assert len({n.key for n in nodes}) == len(nodes)
+
+
+def test_a_pickled_stream_built_for_other_registries_is_refused():
+    s = SymbolStream()
+    s.replay(*(RANDOM[c][:50] for c in PANEL_COLUMNS))
+    state = s.__getstate__()
+    state["nodes"] = state["nodes"][:-1]  # as if the registries now needed another updater
+    with pytest.raises(ValueError, match="other registries"):
+        SymbolStream.__new__(SymbolStream).__setstate__(state)
+
+
+def test_a_state_pickled_by_the_hand_written_stream_is_refused_with_a_value_error():
+    """The inference loader rebuilds a state on ValueError (it does not catch KeyError)."""
+    old = {"precision": "float32", "bars": 10, "_ret1": None, "features": None, "scores": None}
+    with pytest.raises(ValueError, match="format"):
+        SymbolStream.__new__(SymbolStream).__setstate__(old)
+
+
 @pytest.mark.parametrize("series", sorted(SERIES))
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_every_feature_equals_compute_features_bit_for_bit(series, precision):
@@ -78,9 +187,11 @@ def test_every_feature_equals_compute_features_bit_for_bit(series, precision):
 
 
 @pytest.mark.parametrize("series", sorted(SERIES))
-def test_every_specialist_equals_run_specialists_bit_for_bit(series):
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_every_specialist_equals_run_specialists_bit_for_bit(series, precision):
+    """Whatever the feature precision, the scores are run_specialists' float32 ones."""
     bars = SERIES[series]
-    _, scores = _stream(bars)
+    _, scores = _stream(bars, precision)
     want = run_specialists(Panel.from_columns({c: bars[c] for c in PANEL_COLUMNS}))
     for j, col in enumerate(SPECIALIST_COLUMNS):
         _assert_same(scores[:, j], want[col], f"{series} {col}")

@@ -83,8 +83,8 @@ from config.settings import SYMBOL_PATTERN, Settings, load_settings
 from domain.learning.predictions import load_year_models, model_path, score_rows
 from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
 from kernels.registry.features import FEATURE_NAMES
-from kernels.registry.specialists import SPECIALIST_COLUMNS, SPECIALISTS
-from kernels.streaming import STREAM_FEATURES, STREAM_SPECIALISTS, SymbolStream
+from kernels.registry.specialists import SPECIALIST_COLUMNS
+from kernels.streaming import SymbolStream
 from resources.parquet_store import FILE_NAME, ParquetStore
 
 STATE_FORMAT = "tradelab.live_state/1"
@@ -161,16 +161,6 @@ def _symbol_folder(symbol: str) -> str:
     if not isinstance(symbol, str) or not SYMBOL_PATTERN.match(symbol):
         raise ValueError(f"symbol {symbol!r} is not a valid symbol name: expected [A-Z0-9._-]{{1,16}}")
     return f"symbol={symbol}"
-
-
-def _check_registries() -> None:
-    names = tuple(s.name for s in SPECIALISTS)
-    if tuple(FEATURE_NAMES) != STREAM_FEATURES or names != STREAM_SPECIALISTS:
-        raise RuntimeError(
-            "kernels/streaming.py is out of step with the registries: streaming features "
-            f"{STREAM_FEATURES} vs feature registry {tuple(FEATURE_NAMES)}; streaming specialists "
-            f"{STREAM_SPECIALISTS} vs specialist registry {names}. Add the streaming counterpart of "
-            "every registered feature and specialist (tests/test_streaming.py checks the values).")
 
 
 # ---------------------------------------------------------------------------------------
@@ -273,7 +263,6 @@ class InferenceSession:
     Not thread-safe: use one session per thread."""
 
     def __init__(self, settings=None, *, state_dir: Path | str | None = None):
-        _check_registries()
         self.settings = _settings(settings)
         self.store = ParquetStore(self.settings.data_dir)
         self.models_dir = Path(self.settings.models_dir)

@@ -1,13 +1,22 @@
-"""The feature registry: every feature's name, formula over the kernels, and warm-up.
+"""The feature registry: every feature's name, formula over the kernels, warm-up, and
+streaming updater.
 
 The `features` table's column order is the registry's order. To add a feature, append one
-`Feature` here: the stage, the schema, the halo check and the tests pick it up.
+`Feature` here, with its batch `formula` and its `stream`: the batch stage, the live
+stream (kernels.streaming.SymbolStream), the schema, the halo check and the tests
+(tests/test_streaming.py replays every entry against its formula) pick it up.
 
 A feature's `formula` receives `k(core, inputs, output=0, **params)`, which runs a kernel
 core (a key of `kernels.indicators.SPECS`) over the bar columns named in `inputs`, once per
 distinct call (a multi-output core such as `dmi` runs once for +DI, -DI and ADX).
 `compute_features(arrays, offsets)` evaluates the registry over many symbols stored back to
 back (symbol k is rows offsets[k]:offsets[k+1]).
+
+A feature's `stream` receives `u` (kernels.streaming.StreamCalls), the same calls one bar at
+a time: `u(core, inputs, output=0, **params)` and `u.column(name)` give this bar's value of
+the same kernel call (an O(1) updater per distinct call), `u.apply(fn, *taps)` repeats the
+formula's array arithmetic on this bar's values in the formula's dtype. It returns the
+entry's per-bar value (a function of no arguments); nothing here imports the updaters.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ class Feature:
     name: str
     formula: Callable  # k -> array
     lookback_of: tuple[str, int]  # (indicator, n) whose lookback is this feature's warm-up
+    stream: Callable  # u -> (() -> this bar's value): the formula, one bar at a time
 
     @property
     def warmup(self) -> int:
@@ -34,29 +44,45 @@ class Feature:
 
 C, HLC = ("close",), ("high", "low", "close")
 
-FEATURES: tuple[Feature, ...] = (
-    Feature("f_ret1", lambda k: k("rocp", C, n=1), ("returns", 1)),
-    Feature("f_ret5", lambda k: k("rocp", C, n=5), ("returns", 5)),
-    Feature("f_sma20", lambda k: k("sma", C, n=20), ("sma", 20)),
-    Feature("f_ema20", lambda k: k("ema", C, n=20), ("ema", 20)),
-    Feature("f_wma20", lambda k: k("wma", C, n=20), ("wma", 20)),
-    Feature("f_dema20", lambda k: k("dema", C, n=20), ("dema", 20)),
-    Feature("f_tema20", lambda k: k("tema", C, n=20), ("tema", 20)),
-    Feature("f_hma20", lambda k: k("hma", C, n=20), ("hma", 20)),
-    Feature("f_lsma20", lambda k: k("lsma", C, n=20), ("lsma", 20)),
-    Feature("f_kama10", lambda k: k("kama", C, n=10), ("kama", 10)),
-    Feature("f_rsi14", lambda k: k("rsi", C, n=14), ("rsi", 14)),
-    Feature("f_atr14", lambda k: k("atr", HLC, n=14), ("atr", 14)),
-    Feature("f_plus_di14", lambda k: k("dmi", HLC, output=0, n=14, which=0), ("plus_di", 14)),
-    Feature("f_minus_di14", lambda k: k("dmi", HLC, output=1, n=14, which=0), ("minus_di", 14)),
-    Feature("f_adx14", lambda k: k("dmi", HLC, output=2, n=14, which=0), ("adx", 14)),
-    Feature("f_std20", lambda k: k("moments", C, n=20, mode=0), ("rolling_std", 20)),
-    Feature("f_zscore20", lambda k: k("moments", C, n=20, mode=1), ("zscore", 20)),
-    # seed 001: Volatility Percent = ATR14 / close * 100, Volatility Ratio = ATR14 / ATR28
-    Feature("f_vol_pct", lambda k: k("atr", HLC, n=14) / k.column("close") * 100.0, ("atr", 14)),
-    Feature("f_vol_ratio", lambda k: k("atr", HLC, n=14) / k("atr", HLC, n=28), ("atr", 28)),
-)
 
+def _pct(atr, close):
+    return atr / close * 100.0
+
+
+def _ratio(a, b):
+    return a / b
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature("f_ret1", lambda k: k("rocp", C, n=1), ("returns", 1), lambda u: u("rocp", C, n=1)),
+    Feature("f_ret5", lambda k: k("rocp", C, n=5), ("returns", 5), lambda u: u("rocp", C, n=5)),
+    Feature("f_sma20", lambda k: k("sma", C, n=20), ("sma", 20), lambda u: u("sma", C, n=20)),
+    Feature("f_ema20", lambda k: k("ema", C, n=20), ("ema", 20), lambda u: u("ema", C, n=20)),
+    Feature("f_wma20", lambda k: k("wma", C, n=20), ("wma", 20), lambda u: u("wma", C, n=20)),
+    Feature("f_dema20", lambda k: k("dema", C, n=20), ("dema", 20), lambda u: u("dema", C, n=20)),
+    Feature("f_tema20", lambda k: k("tema", C, n=20), ("tema", 20), lambda u: u("tema", C, n=20)),
+    Feature("f_hma20", lambda k: k("hma", C, n=20), ("hma", 20), lambda u: u("hma", C, n=20)),
+    Feature("f_lsma20", lambda k: k("lsma", C, n=20), ("lsma", 20), lambda u: u("lsma", C, n=20)),
+    Feature("f_kama10", lambda k: k("kama", C, n=10), ("kama", 10), lambda u: u("kama", C, n=10)),
+    Feature("f_rsi14", lambda k: k("rsi", C, n=14), ("rsi", 14), lambda u: u("rsi", C, n=14)),
+    Feature("f_atr14", lambda k: k("atr", HLC, n=14), ("atr", 14), lambda u: u("atr", HLC, n=14)),
+    Feature("f_plus_di14", lambda k: k("dmi", HLC, output=0, n=14, which=0), ("plus_di", 14),
+            lambda u: u("dmi", HLC, output=0, n=14, which=0)),
+    Feature("f_minus_di14", lambda k: k("dmi", HLC, output=1, n=14, which=0), ("minus_di", 14),
+            lambda u: u("dmi", HLC, output=1, n=14, which=0)),
+    Feature("f_adx14", lambda k: k("dmi", HLC, output=2, n=14, which=0), ("adx", 14),
+            lambda u: u("dmi", HLC, output=2, n=14, which=0)),
+    Feature("f_std20", lambda k: k("moments", C, n=20, mode=0), ("rolling_std", 20),
+            lambda u: u("moments", C, n=20, mode=0)),
+    Feature("f_zscore20", lambda k: k("moments", C, n=20, mode=1), ("zscore", 20),
+            lambda u: u("moments", C, n=20, mode=1)),
+    # seed 001: Volatility Percent = ATR14 / close * 100, Volatility Ratio = ATR14 / ATR28
+    # (array arithmetic in the feature dtype, repeated per bar by u.apply)
+    Feature("f_vol_pct", lambda k: _pct(k("atr", HLC, n=14), k.column("close")), ("atr", 14),
+            lambda u: u.apply(_pct, u("atr", HLC, n=14), u.column("close"))),
+    Feature("f_vol_ratio", lambda k: _ratio(k("atr", HLC, n=14), k("atr", HLC, n=28)), ("atr", 28),
+            lambda u: u.apply(_ratio, u("atr", HLC, n=14), u("atr", HLC, n=28))),
+)
 FEATURE_NAMES = [f.name for f in FEATURES]
 MAX_WARMUP = max(f.warmup for f in FEATURES)
 

@@ -1,7 +1,11 @@
-"""The specialist registry: name, function over a Panel, inputs, warm-up.
+"""The specialist registry: name, function over a Panel, inputs, warm-up, streaming updater.
 
 Each specialist returns float32 scores in [-1, 1], one per panel row; the stored column is
-`spec_<name>_score`, in registry order. To add one, append a `Specialist` here.
+`spec_<name>_score`, in registry order. To add one, append a `Specialist` here, with its
+batch `fn` and its `stream`: the same score one bar at a time, built from `u`
+(kernels.streaming.StreamCalls, see kernels/registry/features.py; for specialists `u`
+computes in float32, as the batch functions do). tests/test_streaming.py replays every
+entry against its batch function.
 
     mean_reversion  -zscore(close vs its 20-day SMA, in 20-day standard deviations) / 2,
                     clipped to [-1, 1]: stretched above the mean scores negative
@@ -29,6 +33,7 @@ class Specialist:
     fn: Callable[[Panel], np.ndarray]
     inputs: tuple[str, ...]
     warmup: int
+    stream: Callable  # u -> (() -> this bar's score): `fn`, one bar at a time
 
     @property
     def column(self) -> str:
@@ -40,8 +45,18 @@ def mean_reversion(p: Panel) -> np.ndarray:
     return np.clip(-z / 2.0, -1.0, 1.0).astype(np.float32)
 
 
+def _mean_reversion_bar(z):
+    """mean_reversion of one float32 z-score (np.clip's arithmetic without its per-call cost)."""
+    m = -z / 2.0
+    return m if m != m else min(max(m, -1.0), 1.0)
+
+
+def _rsi_scale(r):
+    return (r - 50.0) / 50.0
+
+
 def rsi_score(p: Panel) -> np.ndarray:
-    return ((K.rsi(p.col("close"), 14) - 50.0) / 50.0).astype(np.float32)
+    return _rsi_scale(K.rsi(p.col("close"), 14)).astype(np.float32)
 
 
 def atc_score(p: Panel) -> np.ndarray:
@@ -55,12 +70,16 @@ def seller_exhaustion_score(p: Panel) -> np.ndarray:
     return out["signal"].astype(np.float32)
 
 
+C, HLCV = ("close",), ("high", "low", "close", "volume")
+
 SPECIALISTS: tuple[Specialist, ...] = (
-    Specialist("mean_reversion", mean_reversion, ("close",), 19),
-    Specialist("rsi", rsi_score, ("close",), 14),
-    Specialist("atc", atc_score, ("close",), 28 + 6),
-    Specialist("seller_exhaustion", seller_exhaustion_score, ("high", "low", "close", "volume"),
-               PRESETS["daily"].atr_window + PRESETS["daily"].z_window),
+    Specialist("mean_reversion", mean_reversion, C, 19,
+               lambda u: u.apply(_mean_reversion_bar, u("moments", C, n=20, mode=1))),
+    Specialist("rsi", rsi_score, C, 14, lambda u: u.apply(_rsi_scale, u("rsi", C, n=14))),
+    Specialist("atc", atc_score, C, 28 + 6, lambda u: u("atc", C)),
+    Specialist("seller_exhaustion", seller_exhaustion_score, HLCV,
+               PRESETS["daily"].atr_window + PRESETS["daily"].z_window,
+               lambda u: u("seller_exhaustion", HLCV, preset="daily")),
 )
 SPECIALIST_COLUMNS = [s.column for s in SPECIALISTS]
 PANEL_COLUMNS = ["open", "high", "low", "close", "volume"]
