@@ -451,7 +451,7 @@ def _length_table(length, robustness) -> np.ndarray:
     return np.array(rows, dtype=np.int64)
 
 
-class _Params:
+class ATCParams:
     def __init__(self, robustness, length, lam, decay, cutout, weights):
         self.lens = _length_table(length, robustness)
         self.weights = np.array([float(w) for w in _per_family(weights, 1.0, "weights")], dtype=np.float64)
@@ -469,6 +469,9 @@ class _Params:
     def growth(self, t_len: int) -> np.ndarray:
         """exp(lam*(t - cutout)), computed once with NumPy and shared by every backend."""
         return np.exp(self.lam * (np.arange(t_len, dtype=np.float64) - self.cutout))
+
+
+_Params = ATCParams  # the former name (tests/test_streaming.py reads atc._Params)
 
 
 def _kind(a) -> str:
@@ -501,7 +504,7 @@ def _check_dtype(dtype):
 # ---------------------------------------------------------------------------------------
 
 
-def _cpu_run(x, p: _Params, dtype, cache: bool):
+def _cpu_run(x, p: ATCParams, dtype, cache: bool):
     n_series, t_len = x.shape
     n_ma = p.lens.size
     fam_out = np.empty((n_series, len(FAMILIES), t_len), dtype=dtype)
@@ -529,7 +532,7 @@ def _cpu_run(x, p: _Params, dtype, cache: bool):
     return fam_out, final_out
 
 
-def _cuda_run(x, p: _Params, dtype):
+def _cuda_run(x, p: ATCParams, dtype):
     from kernels import atc_cuda
 
     fam, final = atc_cuda.run(x, p.lens, p.weights, p.growth(x.shape[1]), p.d, p.cutout)
@@ -653,7 +656,7 @@ def _torch_mas(x, lens_table):
     return torch.cat([ema_dema[:9], sma, wma, dema, lsma, _torch_kama(x, lens[5])])
 
 
-def _torch_run_chunk(x, p: _Params):
+def _torch_run_chunk(x, p: ATCParams):
     """x: float64 tensor [S, T] -> (families [S, 6, T], final [S, T]) float64 tensors."""
     import torch
 
@@ -696,7 +699,7 @@ def _torch_run_chunk(x, p: _Params):
     return fam.permute(1, 0, 2), fnom / fden
 
 
-def _torch_run(x, p: _Params):
+def _torch_run(x, p: ATCParams):
     """x: float64 tensor [S, T] -> (families [S, 6, T], final [S, T]), in chunks of symbols."""
     import torch
 
@@ -710,7 +713,7 @@ def _torch_run(x, p: _Params):
     return torch.cat([a for a, _ in parts]), torch.cat([b for _, b in parts])
 
 
-def _torch_dispatch(close, p: _Params, dtype):
+def _torch_dispatch(close, p: ATCParams, dtype):
     import torch
 
     from kernels.backends import torch_backend as tb
@@ -746,7 +749,7 @@ def compute(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03, cuto
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     dtype = _check_dtype(dtype)
-    p = _Params(robustness, length, lam, decay, cutout, weights)
+    p = ATCParams(robustness, length, lam, decay, cutout, weights)
     if backend == "torch":
         fam, final, was_1d = _torch_dispatch(close, p, dtype)
     else:

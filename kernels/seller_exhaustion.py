@@ -57,7 +57,7 @@ def ewm_adjust_false(x: np.ndarray, span: int) -> np.ndarray:
     return out
 
 
-def _true_range(high, low, close) -> np.ndarray:
+def true_range(high, low, close) -> np.ndarray:
     high, low, close = (np.asarray(a, dtype=np.float64) for a in (high, low, close))
     prev = np.concatenate([[np.nan], close[:-1]])
     tr = np.fmax(high - low, np.fmax(np.abs(high - prev), np.abs(low - prev)))
@@ -65,7 +65,7 @@ def _true_range(high, low, close) -> np.ndarray:
     return tr
 
 
-def _zscore_after_nan(x: np.ndarray, window: int) -> np.ndarray:
+def zscore_after_nan(x: np.ndarray, window: int) -> np.ndarray:
     """Rolling z-score of a series that starts with NaN warm-up: NaN until `window` valid values."""
     out = np.full(x.shape[0], np.nan)
     valid = np.flatnonzero(~np.isnan(x))
@@ -80,10 +80,10 @@ def seller_exhaustion(high, low, close, volume, params: SellerParams = SellerPar
     close64 = np.asarray(close, dtype=np.float64)
     ema_f = ewm_adjust_false(close64, params.ema_fast)
     ema_s = ewm_adjust_false(close64, params.ema_slow)
-    tr = _true_range(high, low, close)
+    tr = true_range(high, low, close)
     atr = K.sma(tr, params.atr_window, dtype=np.float64)
     vol_z = K.zscore(np.asarray(volume, dtype=np.float64), params.z_window, dtype=np.float64)
-    tr_z = _zscore_after_nan(atr * params.atr_window, params.z_window)
+    tr_z = zscore_after_nan(atr * params.atr_window, params.z_window)
     rng = np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         cloc = np.where(rng > 0, (close64 - np.asarray(low, dtype=np.float64)) / rng, np.nan)

@@ -37,7 +37,7 @@ How the batch arithmetic is repeated
 * seller_exhaustion (kernels.seller_exhaustion, PRESETS["daily"]): `EwmUpdater` is pandas'
   ewm(span, adjust=False): e[0] = x[0], e = a*x + (1-a)*e; ATR = SMAUpdater over the true
   range (TR[0] = high - low); vol_z = ZScoreUpdater(volume); tr_z = ZScoreUpdater over
-  atr * atr_window, fed from the first valid ATR on (the batch `_zscore_after_nan`).
+  atr * atr_window, fed from the first valid ATR on (the batch `zscore_after_nan`).
 * atc: exact and O(1) per bar, see `ATCUpdater`.
 
 Adaptive Trend Classification, streaming
@@ -50,7 +50,7 @@ previous bar's state, so each bar costs 54 MA updates + 54 + 6 equity steps what
 history length. The equity's return is scaled by growth[t] = exp(lam*(t - cutout)) of the
 ABSOLUTE bar index t: the stream counts bars from the symbol's first stored bar, exactly as
 the batch kernel indexes the whole history (the `specialists` asset computes ATC over the
-whole history for this reason). growth[t] is evaluated as `kernels.atc._Params.growth`
+whole history for this reason). growth[t] is evaluated as `kernels.atc.ATCParams.growth`
 evaluates it (NumPy's exp of lam * (float64(t) - cutout); exp is elementwise, so a block
 of 1,024 bars at a time gives the same float64 numbers), keeping the state O(1) in size.
 Consequence: a stream must start at the symbol's first stored bar; a stream started later
@@ -68,7 +68,7 @@ from collections import deque
 
 import numpy as np
 
-from kernels.atc import CUT_LEVEL, EQUITY_FLOOR, FAMILIES, KAMA_FAST, KAMA_SLOW, _Params
+from kernels.atc import CUT_LEVEL, EQUITY_FLOOR, FAMILIES, KAMA_FAST, KAMA_SLOW, ATCParams
 from kernels.seller_exhaustion import PRESETS, SellerParams
 from kernels.updaters import (
     ATRUpdater,
@@ -255,7 +255,7 @@ class ATCUpdater(Updater):
     def __init__(self, *, robustness: str = "Medium", length=28, lam: float = 0.02, decay: float = 0.03,
                  cutout: int = 0, weights=None) -> None:
         super().__init__()
-        p = _Params(robustness, length, lam, decay, cutout, weights)
+        p = ATCParams(robustness, length, lam, decay, cutout, weights)
         self._params = p
         self.lookback = int(cutout)
         self._d = float(p.d)
@@ -278,7 +278,7 @@ class ATCUpdater(Updater):
         self._growth_start = 0
 
     def _growth_at(self, t: int) -> float:
-        """exp(lam*(t - cutout)), evaluated as `kernels.atc._Params.growth` evaluates it
+        """exp(lam*(t - cutout)), evaluated as `kernels.atc.ATCParams.growth` evaluates it
         (NumPy's exp of lam * (float64(t) - cutout)), a block of bars at a time."""
         i = t - self._growth_start
         if not 0 <= i < self._growth.shape[0]:

@@ -29,7 +29,6 @@ from dagster import (
 )
 
 from config.errors import InputDataError
-from domain.sources import make_source
 from pipeline.chain import follow_ups, run_years, year_range_tags
 from pipeline.jobs import atc_scan_job, historical_build_and_train, lstm_job, yearly_stages
 from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions
@@ -56,6 +55,8 @@ def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str)
     default_status=DefaultSensorStatus.RUNNING if _settings.automation.new_symbol_sensor else DefaultSensorStatus.STOPPED,
 )
 def new_symbol_sensor(context: SensorEvaluationContext):
+    from domain.sources import make_source
+
     settings = load_settings()
     errors: list[InputDataError] = []
     try:

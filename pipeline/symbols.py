@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dagster import DagsterInstance
 
-from domain.sources import make_source
 from config.partitions import SYMBOLS
 from config.settings import Settings
 
@@ -20,4 +19,6 @@ def register_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:
 
 def sync_symbols(instance: DagsterInstance, settings: Settings) -> list[str]:
     """Register every symbol the configured source has; return those added."""
+    from domain.sources import make_source
+
     return register_symbols(instance, make_source(settings).symbols())

@@ -387,7 +387,7 @@ def optuna_task(features, results, space, storage, study_name: str, sampler: str
     import optuna
     from distributed import get_worker
 
-    from domain.gridsearch.smart import _quiet_optuna, make_sampler, open_storage
+    from domain.gridsearch.smart import quiet_optuna, make_sampler, open_storage
     from kernels.gridsearch import RESULT_SCALE
     from kernels.gridsearch.evaluate import evaluate
 
@@ -401,7 +401,7 @@ def optuna_task(features, results, space, storage, study_name: str, sampler: str
         trial.set_user_attr("trades", int(kept[0]))
         return float(roi[0]) / RESULT_SCALE
 
-    with _quiet_optuna():
+    with quiet_optuna():
         study = optuna.load_study(study_name=study_name, storage=open_storage(storage),
                                   sampler=make_sampler(sampler, seed, 1))
         study.optimize(objective, n_trials=n_trials)
@@ -423,7 +423,7 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
     from domain.gridsearch.smart import (
         SAMPLERS,
         Space,
-        _quiet_optuna,
+        quiet_optuna,
         default_levels,
         feature_ranges,
         open_storage,
@@ -450,7 +450,7 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
                                space.stops)
     features = np.ascontiguousarray(trades.features)
     name = study_name or f"smart-dask-{sampler}-seed{seed}"
-    with _quiet_optuna():
+    with quiet_optuna():
         study = optuna.create_study(storage=open_storage(storage), study_name=name, direction="maximize",
                                     load_if_exists=True)
     workers = sorted(client.scheduler_info()["workers"])
@@ -467,7 +467,7 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
     finally:
         client.cancel(futures + list(inputs))
     t2 = time.perf_counter()
-    with _quiet_optuna():
+    with quiet_optuna():
         rows = rank_trials(study, space, features, results, top=top, min_trades=min_trades)
         trials = study.get_trials(deepcopy=False)
     by_worker: dict[str, int] = {}

@@ -172,7 +172,7 @@ def make_pruner(pruner: str, blocks: int):
 
 
 @contextlib.contextmanager
-def _quiet_optuna():
+def quiet_optuna():
     """Optuna logs every told trial at INFO; keep it to warnings for the search."""
     import optuna
 
@@ -382,7 +382,7 @@ def smart_search(trades: TradeArrays, prices: np.ndarray, *, sampler: str = "tpe
     day_blocks = shuffled_day_blocks(trades.day, blocks, seed) if prune else [np.arange(len(trades.start))]
     name = study_name or f"smart-{sampler}-{objectives}-seed{seed}"
     done = pruned = 0
-    with _quiet_optuna():
+    with quiet_optuna():
         study = optuna.create_study(storage=open_storage(storage), sampler=make_sampler(sampler, seed, batch),
                                     pruner=make_pruner(pruner if prune else "none", len(day_blocks)), study_name=name,
                                     load_if_exists=True, directions=["maximize", "maximize"] if two else ["maximize"])

@@ -13,10 +13,12 @@ in/out-of-sample ROI, PBO and the deflated Sharpe ratio. `write_reports` writes 
 
 import io
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 from domain.gridsearch.inputs import TradeArrays
 from domain.observe import write_json_atomic
@@ -26,7 +28,6 @@ from kernels.gridsearch.cube import cube_roi, cube_roi_torch
 from kernels.gridsearch.exits import resolve_exits
 from kernels.gridsearch.grid import PARAMS, Grid
 from kernels.gridsearch.ranking import top_k_full
-from resources.compute import ComputeResource
 
 ENGINES = ("auto", "brute", "cube")
 
@@ -177,5 +178,46 @@ def grid_from_settings(settings) -> Grid:
     return Grid.from_mapping(settings.grid_search.params.model_dump())
 
 
-def search_backend(compute: ComputeResource) -> str:
+def search_backend(compute) -> str:
+    """The search backend of a compute resource (anything with a `backend`: cpu, cuda, torch)."""
     return {"cuda": "cuda", "torch": "torch"}.get(compute.backend, "cpu")
+
+
+@dataclass
+class GridSearchStage:
+    result: GridSearchResult
+    table: pl.DataFrame  # the top rows
+    paths: dict[str, Path]  # the reports written (json, markdown, heatmap when drawn)
+
+
+def grid_search_stage(market_data, trade_log, settings, backend: str, obs=None) -> GridSearchStage:
+    """The configured search (settings `grid_search`) over the stored market data and trade
+    log: the engine (`optuna`, the Dask cluster when `dask.enabled`, else one process), the
+    overfitting guard when asked for, and the reports under reports/grid_search/. `obs`
+    (domain.observe.Observation) gets the guard's time and headline figures."""
+    from domain.gridsearch.overfit import overfitting_report
+
+    gs = settings.grid_search
+    grid = grid_from_settings(settings)
+    trades = TradeArrays.from_frame(trade_log)
+    prices = market_data["price"].to_numpy()
+    if gs.engine == "optuna":
+        result, results = run_smart_search(prices, trades, gs, backend)
+    elif gs.dask.enabled:
+        from domain.gridsearch.dask_grid import cluster_client, run_grid_search_dask
+
+        with cluster_client(gs.dask) as client:
+            result, results = run_grid_search_dask(prices, trades, grid, client=client, engine=gs.engine,
+                                                   backend=backend, top=gs.top, min_trades=gs.min_trades,
+                                                   shards=gs.dask.shards, scatter=gs.dask.scatter)
+    else:
+        result, results = run_grid_search(prices, trades, grid, engine=gs.engine, backend=backend, top=gs.top,
+                                          min_trades=gs.min_trades)
+    if gs.overfitting and gs.engine != "optuna":
+        with obs.timed("overfitting_s") if obs is not None else nullcontext():
+            result.overfitting = overfitting_report(trades, results, grid, result.top, min_trades=gs.min_trades)
+        if obs is not None:
+            obs.extra.update({"pbo": result.overfitting["pbo"]["pbo"], "dsr": result.overfitting["deflated_sharpe"]["dsr"]})
+    paths = write_reports(result, settings.reports_dir / "grid_search", grid, trades, results)
+    table = pl.DataFrame(result.top) if result.top else pl.DataFrame()
+    return GridSearchStage(result, table, paths)

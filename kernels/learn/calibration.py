@@ -35,7 +35,7 @@ from sklearn.metrics import log_loss, roc_auc_score
 METHODS = ("platt", "isotonic")
 
 
-def _binary_labels(y, n: int | None = None) -> np.ndarray:
+def binary_labels(y, n: int | None = None) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}")
@@ -91,7 +91,7 @@ def fit_calibrator(scores, y, method: str = "platt") -> Calibrator:
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1:
         raise ValueError(f"scores must be 1-D, got shape {s.shape}")
-    y = _binary_labels(y, s.shape[0])
+    y = binary_labels(y, s.shape[0])
     if not np.isfinite(s).all():
         raise ValueError("scores have non-finite values: fit on the rows that have a score")
     if np.unique(y).size < 2:
@@ -107,7 +107,7 @@ def fit_calibrator(scores, y, method: str = "platt") -> Calibrator:
 
 def fold_metrics(y, p) -> dict:
     """{auc, brier, log_loss, n, positives} of one fold; auc None when y has one class."""
-    y = _binary_labels(y)
+    y = binary_labels(y)
     n = int(y.shape[0])
     p = _probabilities(p, n)
     positives = int(y.sum())
@@ -130,7 +130,7 @@ def reliability_curve(y, p, bins: int = 10, strategy: str = "uniform") -> dict[s
     prob_true  fraction of positives per bin (y axis)
     count      rows per bin (int64), same binning as sklearn's calibration_curve
     """
-    y = _binary_labels(y)
+    y = binary_labels(y)
     p = _probabilities(p, y.shape[0])
     if y.size == 0:
         empty = np.zeros(0)

@@ -32,7 +32,7 @@ import numpy as np
 from scipy.stats import rankdata
 from sklearn.metrics import average_precision_score
 
-from kernels.learn.calibration import _binary_labels, fold_metrics, reliability_curve
+from kernels.learn.calibration import binary_labels, fold_metrics, reliability_curve
 
 DECILE_COLUMNS = ("bin", "count", "p_mean", "p_min", "p_max", "ret_mean", "hit_rate")
 
@@ -59,7 +59,7 @@ def classification_metrics(y, p) -> dict:
     yf = _vector(y, "y")
     pf = _vector(p, "p", yf.shape[0])
     ok = _finite_rows(yf, pf)
-    y1 = _binary_labels(yf[ok])
+    y1 = binary_labels(yf[ok])
     p1 = pf[ok]
     m = fold_metrics(y1, p1)
     n, pos = m["n"], m["positives"]
@@ -170,7 +170,7 @@ def reliability_png_bytes(y, p, title: str = "", bins: int = 10) -> bytes:
     yf = _vector(y, "y")
     pf = _vector(p, "p", yf.shape[0])
     ok = _finite_rows(yf, pf)
-    y1, p1 = _binary_labels(yf[ok]), pf[ok]
+    y1, p1 = binary_labels(yf[ok]), pf[ok]
     m = classification_metrics(y1, p1)
     fig = _figure((6.0, 6.5))
     ax, hx = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})

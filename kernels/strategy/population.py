@@ -10,7 +10,7 @@ same bits as the reference's, seed 003 lesson #1; the test checks it):
     ema        span (ema_fast and ema_slow share)    ewm_adjust_false(close, span)
     atr        atr_window                            K.sma(true range, atr_window)
     vol_z      z_window                              K.zscore(volume, z_window)
-    tr_z       (z_window, atr_window)                _zscore_after_nan(atr * atr_window, z_window)
+    tr_z       (z_window, atr_window)                zscore_after_nan(atr * atr_window, z_window)
     cloc       -                                     (close - low) / (high - low), NaN if equal
     stop       (atr_window, atr_stop_mult)           trade_walk.stop_line
     target     (atr_window, atr_stop_mult, reward_r) trade_walk.target_line
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels import indicators as K
-from kernels.seller_exhaustion import _true_range, _zscore_after_nan, ewm_adjust_false
+from kernels.seller_exhaustion import true_range, zscore_after_nan, ewm_adjust_false
 from kernels.strategy import cpu
 from kernels.strategy.params import BacktestParams, Individual, as_individuals
 from kernels.strategy.results import PopulationResult
@@ -108,7 +108,7 @@ def build_walk_inputs(open_, high, low, close, volume, individuals) -> WalkInput
     k_fast = np.array([span_row[p.ema_fast] for p in sp], dtype=np.int64)
     k_slow = np.array([span_row[p.ema_slow] for p in sp], dtype=np.int64)
 
-    tr = _true_range(h, l, c)
+    tr = true_range(h, l, c)
     atr_keys, _ = _rows([p.atr_window for p in sp])
     atr = {w: K.sma(tr, w, dtype=np.float64) for w in atr_keys}
 
@@ -120,7 +120,7 @@ def build_walk_inputs(open_, high, low, close, volume, individuals) -> WalkInput
     trz_keys, k_trz = _rows([(p.z_window, p.atr_window) for p in sp])
     tr_z = np.empty((len(trz_keys), t_len))
     for r, (z, w) in enumerate(trz_keys):
-        tr_z[r] = _zscore_after_nan(atr[w] * w, z)
+        tr_z[r] = zscore_after_nan(atr[w] * w, z)
 
     rng = h - l
     with np.errstate(invalid="ignore", divide="ignore"):
