@@ -8,23 +8,24 @@ only when the chunk has at least GPU_MIN_WORK symbol-bars, since a smaller launc
 more in transfers than it saves; otherwise, or when the GPU call fails, the CPU path,
 whose numba kernel runs the symbols of a chunk in parallel threads (no pickling, unlike a
 process pool). MA results can be cached by (series hash, MA type, length)
-(kernels.atc.MACache: hits and misses are reported).
+(kernels.atc.MACache: hits and misses are reported). The stage logic: domain.atc_scan.
 """
 
 
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, Output, asset
 
-from domain.observe import observe
 from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
-from domain.atc_scan import STATES, scan_table_markdown, scan_universe
 
 
 @asset(group_name="specialists", kinds={"numba", "polars"},
        ins={"raw_bars": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags())
 def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: ProjectResource, compute: ComputeResource):
     """The current Adaptive Trend Classification state of every symbol (latest date)."""
+    from domain.atc_scan import scan_summary, scan_universe
+    from domain.observe import observe
+
     settings = project.settings()
     a = settings.atc
     with observe(context, settings.reports_dir, "atc_scan", args=a.model_dump()) as obs:
@@ -34,6 +35,5 @@ def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: Pr
         obs.record(table)
         obs.extra.update({"chunks": stats.chunks, "backends": stats.backends, "gpu_fallbacks": stats.fallbacks,
                           "ma_cache": stats.cache or "off"})
-    counts = table["state"].value_counts().sort("state")
-    summary = ", ".join(f"{STATES[int(s)]} {n}" for s, n in counts.iter_rows())
-    yield Output(table, metadata={"scan": MetadataValue.md(scan_table_markdown(table)), "states": summary})
+    scan_md, states = scan_summary(table)
+    yield Output(table, metadata={"scan": MetadataValue.md(scan_md), "states": states})

@@ -11,59 +11,36 @@ turnover, cost, equity (equity of the whole span, 1.0 before its first day), pos
 Reports (reports/backtest/): `year_<Y>.json` (the year's statistics: CAGR, Sharpe, max drawdown,
 turnover, ...), `overall.json` (the whole span), `equity.png`, and `daily.jsonl`, the day log
 written by an asynchronous batched writer between numba chunks (never inside the loop).
+The stage logic: domain.backtest.build_backtest.
 """
 
 
 import polars as pl
-from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
+from dagster import AssetExecutionContext, MetadataValue, Output
 
-from domain.observe import observe, write_bytes_atomic, write_json_atomic
-from kernels.learn.evaluation import equity_png_bytes
-from config.partitions import years_partitions
-from resources.io_manager import ALLOW_MISSING
+from config.partitions import yearly_asset
 from resources.project import ProjectResource
-from domain.backtest import HEADLINE, backtest_panel, period_stats, run_backtest
 
 
-@asset(
-    partitions_def=years_partitions,
-    backfill_policy=BackfillPolicy.single_run(),
-    ins={"predictions": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
-         "raw_bars": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True})},
-    group_name="evaluation",
-    kinds={"numba", "polars"},
-)
+@yearly_asset(reads=("predictions", "raw_bars"), group_name="evaluation", kinds={"numba", "polars"})
 def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars: pl.LazyFrame,
              project: ProjectResource):
     """The daily portfolio of the out-of-sample predictions: per year and over the whole span,
     CAGR, Sharpe, max drawdown and turnover; the equity curve as a PNG."""
+    from domain.backtest import build_backtest
+    from domain.observe import observe
+
     settings = project.settings()
     bt = settings.backtest
-    out_dir = settings.reports_dir / "backtest"
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "backtest", args=bt.model_dump()) as obs:
-        dates, symbols, prices, probs = backtest_panel(predictions, raw_bars, bt.horizon)
-        daily = run_backtest(dates, symbols, prices, probs, bt, log_path=out_dir / "daily.jsonl")
-        per_year = {}
-        for y in years:
-            rows = daily.filter(pl.col("date").dt.year() == y)
-            per_year[y] = {"year": y, "horizon": bt.horizon, "symbols": len(symbols), **period_stats(rows)}
-            write_json_atomic(out_dir / f"year_{y}.json", per_year[y])
-        overall = {"from": str(dates[0])[:10] if len(dates) else None, "to": str(dates[-1])[:10] if len(dates) else None,
-                   "horizon": bt.horizon, "symbols": len(symbols), "settings": bt.model_dump(), **period_stats(daily)}
-        write_json_atomic(out_dir / "overall.json", overall)
-        png = out_dir / "equity.png"
-        if daily.height:
-            write_bytes_atomic(png, equity_png_bytes(dates, daily["equity"].to_numpy(),
-                                                     f"meta h{bt.horizon} portfolio, out of sample"))
-        else:
-            context.log.warning("backtest: no stored predictions to trade: run the yearly stages (meta_model, predictions) first")
-        table = daily.filter(pl.col("date").dt.year().is_in(years))
-        obs.extra["overall"] = {k: overall[k] for k in HEADLINE}
-        obs.record(table)
-    yield Output(table, metadata={
-        **{f"overall_{k}": MetadataValue.float(float(overall[k])) if overall[k] is not None else MetadataValue.text("n/a")
-           for k in HEADLINE},
-        "per_year": MetadataValue.json({str(y): {k: v[k] for k in HEADLINE} for y, v in per_year.items()}),
-        **({"equity_png": MetadataValue.path(str(png))} if daily.height else {}),
+        report = build_backtest(predictions, raw_bars, years, bt, settings.reports_dir / "backtest", log=context.log)
+        headline = report.headline()
+        obs.extra["overall"] = headline
+        obs.record(report.table)
+    yield Output(report.table, metadata={
+        **{f"overall_{k}": MetadataValue.float(float(v)) if v is not None else MetadataValue.text("n/a")
+           for k, v in headline.items()},
+        "per_year": MetadataValue.json({str(y): {k: v[k] for k in headline} for y, v in report.per_year.items()}),
+        **({"equity_png": MetadataValue.path(str(report.equity_png))} if report.equity_png is not None else {}),
     })

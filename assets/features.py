@@ -6,25 +6,33 @@ makes a partition equal the whole-history result within float32 tolerance
 (tests/test_features_labels.py measures it for every feature). A single-run backfill reads
 every year of its rectangle once and computes each symbol's series once.
 
-Checks (yielded with the output): dtypes; no NaN after each feature's warm-up; a halo spot
-check that computes one boundary from its halo only and from all stored history.
+Checks (yielded with the output): dtypes (the output against domain.schema.features_schema);
+no NaN after each feature's warm-up; a halo spot check that computes one boundary from its
+halo only and from all stored history.
 """
 
 import polars as pl
-from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    Output,
+)
 
-from domain.observe import observe
-from config.partitions import split_key, symbol_year_partitions, year_halo_mapping
+from config.partitions import (
+    FEATURE_HALO_YEARS,
+    split_key,
+    symbol_year_asset,
+    year_halo_mapping,
+)
 from resources.compute import ComputeResource
 from resources.parquet_store import ParquetStore
 from resources.project import ProjectResource
-from domain.features import HALO_YEARS, build_features, halo_spot_check
 
 
-@asset(
-    partitions_def=symbol_year_partitions,
-    backfill_policy=BackfillPolicy.single_run(),
-    ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(HALO_YEARS))},
+@symbol_year_asset(
+    ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(FEATURE_HALO_YEARS))},
     group_name="features",
     kinds={"numba", "polars"},
     check_specs=[
@@ -36,11 +44,14 @@ from domain.features import HALO_YEARS, build_features, halo_spot_check
 def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource, compute: ComputeResource):
     """Technical features of one symbol and year from the feature registry (TA-Lib-exact
     kernels), computed over the year and its halo, stored for the year only."""
+    from domain.features import build_features, dtypes_check, halo_spot_check
+    from domain.observe import observe
+
     settings = project.settings()
     keys = [split_key(k) for k in context.partition_keys]
     kw = {"backend": compute.backend, "precision": settings.precision, "workers": settings.build.worker_count(),
           "chunk_rows": settings.build.chunk_rows, "executor": settings.build.executor}
-    with observe(context, settings.reports_dir, "features", args={**kw, "halo_years": HALO_YEARS}) as obs:
+    with observe(context, settings.reports_dir, "features", args={**kw, "halo_years": FEATURE_HALO_YEARS}) as obs:
         with obs.timed("build_s"):
             df, nan_after_warmup, stats = build_features(raw_bars, keys, **kw)
         obs.record(df)
@@ -48,7 +59,8 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
                           "max_chunk_input_mb": round(stats.max_chunk_input_mb, 2),
                           "max_worker_rss_growth_mb": round(stats.max_worker_rss_growth_mb, 2)})
     yield Output(df)
-    yield AssetCheckResult(check_name="dtypes", passed=True, metadata={"columns": len(df.columns)})
+    passed, meta = dtypes_check(df, settings.precision)
+    yield AssetCheckResult(check_name="dtypes", passed=passed, metadata=meta)
     bad = {k: v for k, v in nan_after_warmup.items() if v}
     yield AssetCheckResult(check_name="no_nan_after_warmup", passed=not bad, metadata={"nan_counts": bad or "none"})
     spot = halo_spot_check(ParquetStore(settings.data_dir), keys, settings.years.start, **{**kw, "workers": 1})

@@ -11,18 +11,24 @@ again after Y+1 arrives (the nightly schedule re-runs the previous year in Janua
 """
 
 import polars as pl
-from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    Output,
+)
 
-from domain.observe import observe
-from config.partitions import split_key, symbol_year_partitions, year_halo_mapping
-from resources.io_manager import ALLOW_MISSING
+from config.partitions import (
+    ALLOW_MISSING,
+    split_key,
+    symbol_year_asset,
+    year_halo_mapping,
+)
 from resources.project import ProjectResource
-from domain.labels import build_labels
 
 
-@asset(
-    partitions_def=symbol_year_partitions,
-    backfill_policy=BackfillPolicy.single_run(),
+@symbol_year_asset(
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(0, years_after=1), metadata={ALLOW_MISSING: True})},
     group_name="labels",
     kinds={"polars"},
@@ -34,6 +40,9 @@ from domain.labels import build_labels
 def labels(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource):
     """Forward returns over 3/7/14 trading rows and their binary labels (null, never 0,
     where the future is unknown)."""
+    from domain.labels import build_labels, unexpected_nulls
+    from domain.observe import observe
+
     settings = project.settings()
     keys = [split_key(k) for k in context.partition_keys]
     thresholds = {h: settings.labels.thresholds[h] for h in settings.labels.horizons}
@@ -41,10 +50,6 @@ def labels(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Proj
         df = obs.record(build_labels(raw_bars, keys, thresholds))
     yield Output(df)
     # Null labels may only sit in the last H rows of each symbol's loaded history.
-    known = raw_bars.group_by("symbol").agg(pl.len().alias("n"))
-    pos = raw_bars.sort("symbol", "date").select("symbol", "date", pl.int_range(pl.len()).over("symbol").alias("pos"))
-    joined = df.join(pos, on=["symbol", "date"]).join(known, on="symbol")
-    bad = {h: int(joined.filter(pl.col(f"label_bin_h{h}").is_null() & (pl.col("pos") < pl.col("n") - h)).height)
-           for h in thresholds}
+    bad = unexpected_nulls(raw_bars, df, thresholds)
     yield AssetCheckResult(check_name="unknown_future_is_null", passed=not any(bad.values()),
                            metadata={"unexpected_nulls": {str(h): v for h, v in bad.items()}})

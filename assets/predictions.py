@@ -11,47 +11,33 @@ history before Y). Rows: every (symbol, date) of Y with specialist scores, label
 the last days of a year have no realised label yet but still have a prediction.
 
 Columns: symbol, date, regime (int8, null when untagged), p_h3, p_h7, p_h14 (float32).
-`score_rows` is the one function that turns scores into probabilities; the inference path
-(domain.live.inference) calls it too, so batch and live predictions cannot drift apart.
+`domain.learning.predictions.score_rows` is the one function that turns scores into
+probabilities; the inference path (domain.live.inference) calls it too, so batch and live
+predictions cannot drift apart.
 """
 
 
 import polars as pl
-from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, BackfillPolicy, MetadataValue, Output, asset
+from dagster import AssetExecutionContext, MetadataValue, Output
 
-from domain.observe import observe
-from config.partitions import years_partitions
-from resources.io_manager import ALLOW_MISSING
+from config.partitions import yearly_asset
 from resources.project import ProjectResource
-from domain.learning.predictions import load_year_models, predict_year
 
 
-@asset(
-    partitions_def=years_partitions,
-    backfill_policy=BackfillPolicy.single_run(),
-    ins={"specialists": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
-         "regime": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
-         "lstm_model": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}),
-         "meta_model": AssetIn(metadata={ALLOW_MISSING: True})},
-    group_name="learning",
-    kinds={"scikitlearn", "polars"},
-)
+@yearly_asset(reads=("specialists", "regime", "lstm_model"), latest_only=("meta_model",),
+              group_name="learning", kinds={"scikitlearn", "polars"})
 def predictions(context: AssetExecutionContext, specialists: pl.LazyFrame, regime: pl.LazyFrame,
                 lstm_model: pl.LazyFrame, meta_model: pl.LazyFrame, project: ProjectResource):
     """Out-of-sample P(label = 1) per horizon for every symbol and day of Y, from the meta
     models of Y (trained before Y)."""
+    from domain.learning.predictions import predict_years
+    from domain.observe import observe
+
     settings = project.settings()
-    horizons = settings.labels.horizons
-    frames, coverage = [], {}
+    years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "predictions") as obs:
-        for year in (int(k) for k in context.partition_keys):
-            models = load_year_models(settings.models_dir, year, horizons)
-            if not models:
-                context.log.warning(f"predictions {year}: no meta model of {year} in {settings.models_dir}; all NaN")
-            df = predict_year(specialists, regime, lstm_model, year, models, horizons)
-            frames.append(df)
-            coverage[str(year)] = {f"h{h}": round(float(df[f"p_h{h}"].is_not_nan().mean() or 0.0), 4) for h in horizons}
-        table = pl.concat(frames) if frames else pl.DataFrame()
+        table, coverage = predict_years(specialists, regime, lstm_model, years, settings.models_dir,
+                                        settings.labels.horizons, log=context.log)
         obs.extra["coverage"] = coverage
         obs.record(table)
     yield Output(table, metadata={"coverage": MetadataValue.json(coverage)})

@@ -8,18 +8,24 @@ them: the whole history makes every partition equal the whole-history computatio
 """
 
 import polars as pl
-from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, BackfillPolicy, Output, asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    Output,
+)
 
-from domain.observe import observe
-from kernels.registry.specialists import SPECIALIST_COLUMNS
-from config.partitions import split_key, symbol_year_partitions, year_halo_mapping
+from config.partitions import (
+    ALL_HISTORY_YEARS,
+    split_key,
+    symbol_year_asset,
+    year_halo_mapping,
+)
 from resources.project import ProjectResource
-from domain.specialists import ALL_HISTORY_YEARS, build_specialists
 
 
-@asset(
-    partitions_def=symbol_year_partitions,
-    backfill_policy=BackfillPolicy.single_run(),
+@symbol_year_asset(
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(ALL_HISTORY_YEARS))},
     group_name="specialists",
     kinds={"numba", "polars"},
@@ -29,6 +35,9 @@ from domain.specialists import ALL_HISTORY_YEARS, build_specialists
 def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource):
     """Rule-based specialist scores in [-1, 1]: mean reversion, RSI, Adaptive Trend
     Classification and seller exhaustion, from one zero-copy panel per symbol."""
+    from domain.observe import observe
+    from domain.specialists import build_specialists, score_range_report
+
     settings = project.settings()
     keys = [split_key(k) for k in context.partition_keys]
     kw = {"workers": settings.build.worker_count(), "chunk_rows": settings.build.chunk_rows,
@@ -36,7 +45,6 @@ def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project:
     with observe(context, settings.reports_dir, "specialists", args=kw) as obs:
         df = obs.record(build_specialists(raw_bars, keys, **kw))
     yield Output(df)
-    # polars orders NaN above every number: warm-up NaN must not count as "> 1"
-    bad = {c: int(df.select(((pl.col(c).abs() > 1.0) & pl.col(c).is_not_nan()).sum()).item()) for c in SPECIALIST_COLUMNS}
+    bad, nan = score_range_report(df)
     yield AssetCheckResult(check_name="scores_in_range", passed=not any(bad.values()),
-                           metadata={"out_of_range": bad, "nan": {c: int(df[c].is_nan().sum()) for c in SPECIALIST_COLUMNS}})
+                           metadata={"out_of_range": bad, "nan": nan})

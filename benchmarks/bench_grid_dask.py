@@ -77,7 +77,7 @@ def _case_row(result) -> dict:
 
 
 def phase_single(args) -> dict:
-    from domain.gridsearch.stage import run_grid_search
+    from domain.gridsearch.search import run_grid_search
 
     out = {}
     for name in args.cases.split(","):

@@ -40,6 +40,12 @@ def year_partitions(settings: Settings) -> TimeWindowPartitionsDefinition:
 
 symbol_partitions = DynamicPartitionsDefinition(name=SYMBOLS)
 years_partitions = year_partitions(load_settings())
+
+# Halos (years of upstream partitions read before Y), needed when the assets are decorated,
+# so they live here rather than in domain/ (which loads the kernels).
+FEATURE_HALO_YEARS = load_settings().halo.years  # features: recursive indicators' memory
+REGIME_HALO_YEARS = 2  # regime: the tagger's windows span about 272 days (kernels.regime)
+ALL_HISTORY_YEARS = 500  # specialists: a halo longer than any history, every stored year before Y
 symbol_year_partitions = MultiPartitionsDefinition(
     {"symbol": symbol_partitions, "year": years_partitions}
 )

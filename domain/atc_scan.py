@@ -94,3 +94,10 @@ def scan_table_markdown(table: pl.DataFrame, limit: int = 50) -> str:
         fams = " | ".join(f"{r[f'atc_{f.lower()}']:+.2f}" for f in atc.FAMILIES)
         lines.append(f"| {r['symbol']} | {r['date']:%Y-%m-%d} | {r['atc']:+.3f} | {STATES[int(r['state'])]} | {fams} |")
     return "\n".join(lines)
+
+
+def scan_summary(table: pl.DataFrame) -> tuple[str, str]:
+    """The scan as a markdown table (strongest first) and the count of symbols per state."""
+    counts = table["state"].value_counts().sort("state")
+    states = ", ".join(f"{STATES[int(s)]} {n}" for s, n in counts.iter_rows())
+    return scan_table_markdown(table), states

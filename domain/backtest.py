@@ -14,6 +14,7 @@ written by an asynchronous batched writer between numba chunks (never inside the
 """
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import polars as pl
 
 from config.settings import BacktestSettings
 from domain.async_writer import AsyncWriter
+from domain.observe import write_bytes_atomic, write_json_atomic
 from kernels.backtest.portfolio import PortfolioConfig, run_portfolio, stats
 
 HEADLINE = ("cagr", "sharpe", "max_drawdown", "annual_turnover", "total_return", "n_days")
@@ -93,3 +95,43 @@ def run_backtest(dates, symbols, prices, probs, bt: BacktestSettings, log_path: 
 
 def period_stats(daily: pl.DataFrame) -> dict:
     return stats(daily["net_return"].cast(pl.Float64).to_numpy(), daily["turnover"].cast(pl.Float64).to_numpy())
+
+
+@dataclass
+class BacktestReport:
+    table: pl.DataFrame  # the daily rows of the requested years
+    overall: dict  # the statistics of the whole span (overall.json)
+    per_year: dict[int, dict]  # the statistics of each requested year (year_<Y>.json)
+    equity_png: Path | None  # None when there was nothing to trade
+
+    def headline(self) -> dict:
+        return {k: self.overall[k] for k in HEADLINE}
+
+
+def build_backtest(predictions: pl.LazyFrame, raw_bars: pl.LazyFrame, years: list[int], bt: BacktestSettings,
+                   out_dir: Path, log=None) -> BacktestReport:
+    """The book over the whole stored span (the weights carry from one year into the next);
+    writes `year_<Y>.json` per requested year, `overall.json`, `equity.png` and the day log
+    `daily.jsonl` under `out_dir`. `log.warning` is told when there is nothing to trade."""
+    from kernels.learn.evaluation import (
+        equity_png_bytes,  # scipy, sklearn: loaded when a backtest runs
+    )
+
+    dates, symbols, prices, probs = backtest_panel(predictions, raw_bars, bt.horizon)
+    daily = run_backtest(dates, symbols, prices, probs, bt, log_path=out_dir / "daily.jsonl")
+    per_year = {}
+    for y in years:
+        rows = daily.filter(pl.col("date").dt.year() == y)
+        per_year[y] = {"year": y, "horizon": bt.horizon, "symbols": len(symbols), **period_stats(rows)}
+        write_json_atomic(out_dir / f"year_{y}.json", per_year[y])
+    overall = {"from": str(dates[0])[:10] if len(dates) else None, "to": str(dates[-1])[:10] if len(dates) else None,
+               "horizon": bt.horizon, "symbols": len(symbols), "settings": bt.model_dump(), **period_stats(daily)}
+    write_json_atomic(out_dir / "overall.json", overall)
+    png = None
+    if daily.height:
+        png = write_bytes_atomic(out_dir / "equity.png", equity_png_bytes(
+            dates, daily["equity"].to_numpy(), f"meta h{bt.horizon} portfolio, out of sample"))
+    elif log is not None:
+        log.warning("backtest: no stored predictions to trade: run the yearly stages (meta_model, predictions) first")
+    table = daily.filter(pl.col("date").dt.year().is_in(years))
+    return BacktestReport(table, overall, per_year, png)

@@ -69,3 +69,22 @@ def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir
             write_bytes_atomic(out_dir / f"reliability_h{h}_{scope}.png", png)
     write_json_atomic(out_dir / f"{scope}.json", {"scope": scope, "rows": frame.height, **report})
     return report
+
+
+def build_evaluation(predictions: pl.LazyFrame, labels: pl.LazyFrame, horizons: list[int], years: list[int],
+                     out_dir) -> tuple[pl.DataFrame, dict]:
+    """Every requested year and `overall` (every stored prediction year) evaluated, reports
+    under `out_dir`. Returns the table (one row per year and horizon, headline metrics) and
+    the headline metrics keyed by scope, then `h{H}`."""
+    rows, preview = [], {}
+    joined = outcomes(predictions, labels, horizons)
+    for y in years:
+        report = evaluate_scope(joined.filter(pl.col("date").dt.year() == y), horizons, str(y), out_dir)
+        for h in horizons:
+            rows.append({"year": y, "horizon": h, **{k: report[f"h{h}"][k] for k in HEADLINE}})
+        preview[str(y)] = {f"h{h}": {k: report[f"h{h}"][k] for k in HEADLINE} for h in horizons}
+    overall = evaluate_scope(joined, horizons, "overall", out_dir)
+    preview["overall"] = {f"h{h}": {k: overall[f"h{h}"][k] for k in HEADLINE} for h in horizons}
+    table = pl.DataFrame(rows, schema={"year": pl.Int32, "horizon": pl.Int32, "auc": pl.Float64, "pr_auc": pl.Float64,
+                                       "brier": pl.Float64, "log_loss": pl.Float64, "ic": pl.Float64, "n": pl.Int64})
+    return table, preview

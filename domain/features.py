@@ -13,15 +13,14 @@ check that computes one boundary from its halo only and from all stored history.
 import numpy as np
 import polars as pl
 
-from config.partitions import SymbolYear, make_key
-from config.settings import load_settings
+from config.partitions import FEATURE_HALO_YEARS, SymbolYear, make_key
 from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
 from kernels.registry.features import FEATURE_NAMES, FEATURES, compute_features
 from resources.parquet_store import ParquetStore
 
-HALO_YEARS = load_settings().halo.years
+HALO_YEARS = FEATURE_HALO_YEARS
 INPUT_COLUMNS = ["high", "low", "close"]
 SPOT_RTOL, SPOT_ATOL = 1e-4, 1e-5
 
@@ -93,3 +92,10 @@ def halo_spot_check(store: ParquetStore, keys: list[SymbolYear], first_year: int
             "worst_feature": FEATURE_NAMES[worst],
         }
     return {"passed": True, "skipped": "no partition in this run has stored history beyond its halo"}
+
+
+def dtypes_check(df: pl.DataFrame, precision: str = "float32") -> tuple[bool, dict]:
+    """The `dtypes` check: `df` against the features schema of `precision` (columns, order
+    and dtypes). Returns (passed, metadata: the column count, and the differences if any)."""
+    diff = features_schema(precision).mismatches(df)
+    return not diff, {"columns": len(df.columns), **({"mismatches": diff} if diff else {})}

@@ -46,3 +46,13 @@ def build_labels(bars: pl.DataFrame, keys: list[SymbolYear], thresholds: dict[in
         )
     frame = bars.select("date", "symbol").with_columns(**cols)
     return labels_schema(horizons).cast(keep_partitions(frame, keys))
+
+
+def unexpected_nulls(raw_bars: pl.DataFrame, df: pl.DataFrame, horizons) -> dict[int, int]:
+    """The `unknown_future_is_null` check: per horizon H, the null labels that are not in
+    the last H rows of their symbol's loaded history (`raw_bars`), which must be none."""
+    known = raw_bars.group_by("symbol").agg(pl.len().alias("n"))
+    pos = raw_bars.sort("symbol", "date").select("symbol", "date", pl.int_range(pl.len()).over("symbol").alias("pos"))
+    joined = df.join(pos, on=["symbol", "date"]).join(known, on="symbol")
+    return {h: int(joined.filter(pl.col(f"label_bin_h{h}").is_null() & (pl.col("pos") < pl.col("n") - h)).height)
+            for h in horizons}

@@ -8,12 +8,15 @@ about 272 days: kernels.regime) and stores the days of Y: 1 bull, -1 bear, 0 con
 no class under 5% or over 80% (the seed's "not degenerate").
 """
 
+from pathlib import Path
+
 import polars as pl
 
+from config.partitions import REGIME_HALO_YEARS as HALO_YEARS
 from domain.schema import REGIME
 from kernels.regime import NO_TAG, tag_regime
+from resources.parquet_store import ParquetStore
 
-HALO_YEARS = 2
 CLASS_BOUNDS = (0.05, 0.80)
 
 
@@ -49,3 +52,21 @@ def class_shares(regime: pl.Series) -> dict[int, float]:
     tagged = regime.drop_nulls()
     n = max(len(tagged), 1)
     return {k: float((tagged == k).sum()) / n for k in (1, -1, 0, 2)}
+
+
+def regime_years(raw_bars: pl.LazyFrame, years: list[int], index_symbol: str | None = None) -> pl.DataFrame:
+    """The regime of the days of `years` from the stored raw_bars (read with their halo)."""
+    lo, hi = min(years) - HALO_YEARS, max(years)
+    bars = raw_bars.filter(pl.col("year").is_between(lo, hi)).select("date", "symbol", "close").collect()
+    return build_regime(bars, years, index_symbol)
+
+
+def degeneracy_check(data_dir: Path, years: list[int], df: pl.DataFrame) -> tuple[bool, dict[int, float]]:
+    """The `not_degenerate` check over every stored year (the stored partitions of other
+    years and `df` for `years`): no class under CLASS_BOUNDS[0] or over CLASS_BOUNDS[1]."""
+    store = ParquetStore(data_dir)
+    stored = [pl.read_parquet(p) for p in sorted(store.asset_dir("regime").glob("year=*/part.parquet"))
+              if int(p.parent.name.split("=")[1]) not in years] if store.asset_dir("regime").is_dir() else []
+    shares = class_shares(pl.concat([*(s.select("regime") for s in stored), df.select("regime")])["regime"])
+    ok = all(CLASS_BOUNDS[0] <= v <= CLASS_BOUNDS[1] for v in shares.values())
+    return ok, shares

@@ -49,6 +49,24 @@ class TableSchema:
             )
         return df.select([pl.col(c).cast(t) for c, t in self.columns])
 
+    def mismatches(self, df: pl.DataFrame) -> dict[str, object]:
+        """How `df` differs from this schema (empty when it has exactly its columns, order and
+        dtypes): missing and unexpected columns, dtypes that differ, and the order."""
+        got, want = df.schema, self.dtypes
+        out: dict[str, object] = {}
+        missing = [c for c in want if c not in got]
+        extra = [c for c in got if c not in want]
+        wrong = {c: f"{got[c]} (expected {want[c]})" for c in want if c in got and got[c] != want[c]}
+        if missing:
+            out["missing"] = missing
+        if extra:
+            out["unexpected"] = extra
+        if wrong:
+            out["dtypes"] = wrong
+        if not (missing or extra) and list(got) != list(want):
+            out["order"] = list(got)
+        return out
+
     def check(self, df: pl.DataFrame, origin: str = "") -> None:
         """Raise unless `df` has exactly this schema's columns, order and dtypes."""
         got = list(df.schema.items())

@@ -10,7 +10,10 @@ them: the whole history makes every partition equal the whole-history computatio
 import numpy as np
 import polars as pl
 
-from config.partitions import SymbolYear
+from config.partitions import (
+    ALL_HISTORY_YEARS,  # noqa: F401  (re-exported)
+    SymbolYear,
+)
 from domain.partition_frames import keep_partitions
 from domain.schema import specialists_schema
 from domain.symbol_chunks import map_symbol_chunks
@@ -20,8 +23,6 @@ from kernels.registry.specialists import (
     SPECIALIST_COLUMNS,
     run_specialists,
 )
-
-ALL_HISTORY_YEARS = 500  # a halo longer than any history: every stored year before Y
 
 
 def specialists_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray) -> dict[str, np.ndarray]:
@@ -47,3 +48,12 @@ def build_specialists(bars: pl.DataFrame, keys: list[SymbolYear], *, workers: in
     out = keep_partitions(frame, keys)
     specialists_schema().check(out)
     return out
+
+
+def score_range_report(df: pl.DataFrame) -> tuple[dict[str, int], dict[str, int]]:
+    """The `scores_in_range` check: per specialist column, the count of finite scores outside
+    [-1, 1] and the count of NaN (warm-up)."""
+    # polars orders NaN above every number: warm-up NaN must not count as "> 1"
+    bad = {c: int(df.select(((pl.col(c).abs() > 1.0) & pl.col(c).is_not_nan()).sum()).item()) for c in SPECIALIST_COLUMNS}
+    nan = {c: int(df[c].is_nan().sum()) for c in SPECIALIST_COLUMNS}
+    return bad, nan

@@ -44,7 +44,7 @@ How the batch arithmetic is repeated
 * seller_exhaustion (kernels.seller_exhaustion, PRESETS["daily"]): `EwmUpdater` is pandas'
   ewm(span, adjust=False): e[0] = x[0], e = a*x + (1-a)*e; ATR = SMAUpdater over the true
   range (TR[0] = high - low); vol_z = ZScoreUpdater(volume); tr_z = ZScoreUpdater over
-  atr * atr_window, fed from the first valid ATR on (the batch `_zscore_after_nan`).
+  atr * atr_window, fed from the first valid ATR on (the batch `zscore_after_nan`).
 * atc: exact and O(1) per bar, see `ATCUpdater`.
 
 Adaptive Trend Classification, streaming
@@ -75,7 +75,12 @@ from collections import deque
 
 import numpy as np
 
-from kernels.atc import CUT_LEVEL, EQUITY_FLOOR, FAMILIES, AtcParams
+from kernels.atc import (
+    CUT_LEVEL,
+    EQUITY_FLOOR,
+    FAMILIES,
+    AtcParams,
+)
 from kernels.atc.cores import kama_step
 from kernels.registry import features as _feature_registry
 from kernels.registry import specialists as _specialist_registry

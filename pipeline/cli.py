@@ -138,7 +138,8 @@ def _grid_search(args: argparse.Namespace) -> int:
 
     from config.settings import GridParams
     from domain.gridsearch.inputs import TradeArrays, read_market_data, read_trade_log
-    from domain.gridsearch.stage import run_grid_search, write_reports
+    from domain.gridsearch.search import run_grid_search
+    from domain.gridsearch.stage import write_reports
     from kernels.gridsearch.grid import Grid
     from resources.compute import select_device
 

@@ -62,6 +62,7 @@ def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str)
     default_status=DefaultSensorStatus.RUNNING if _settings.automation.new_symbol_sensor else DefaultSensorStatus.STOPPED,
 )
 def new_symbol_sensor(context: SensorEvaluationContext):
+
     settings = load_settings()
     errors: list[InputDataError] = []
     try:

@@ -6,7 +6,6 @@ from dagster import DagsterInstance
 
 from config.partitions import SYMBOLS
 from config.settings import Settings
-from domain.sources import make_source
 
 
 def register_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:
@@ -32,6 +31,8 @@ def remove_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:
 def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = False) -> list[str]:
     """Register every symbol the configured source has; return those added. With `prune`,
     also unregister the symbols the source no longer has (see `prune_symbols`)."""
+    from domain.sources import make_source
+
     names = make_source(settings).symbols()
     if prune:
         prune_symbols(instance, names)

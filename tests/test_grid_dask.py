@@ -27,7 +27,7 @@ from domain.gridsearch.dask_grid import (
     to_global,
 )
 from domain.gridsearch.inputs import TradeArrays, read_market_data, read_trade_log
-from domain.gridsearch.stage import run_grid_search
+from domain.gridsearch.search import run_grid_search
 from domain.gridsearch.synthetic import generate_grid_data
 from kernels.gridsearch.grid import Grid
 

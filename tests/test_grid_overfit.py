@@ -12,7 +12,7 @@ import pytest
 from domain.gridsearch.inputs import TradeArrays
 from domain.gridsearch.overfit import (cscv_lambdas, deflated_sharpe, deflated_sharpe_ratio, distinct_trials,
                                  expected_max_sharpe, in_out_of_sample, overfitting_report, pbo_cscv, trial_sharpes)
-from domain.gridsearch.stage import describe
+from domain.gridsearch.search import describe
 from kernels.gridsearch.cube import cube_roi
 from kernels.gridsearch.evaluate import evaluate
 from kernels.gridsearch.grid import FILTERS, Grid

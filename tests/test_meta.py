@@ -26,7 +26,7 @@ from kernels.learn.calibration import (
 from kernels.learn.meta import (
     REGIME_COLUMNS,
     MetaModel,
-    _logistic_folds,
+    logistic_folds as _logistic_folds,
     build_meta_matrix,
     calibration_png,
     complete_rows,

@@ -67,7 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
 
     from domain.gridsearch.inputs import TradeArrays
-    from domain.gridsearch.stage import GridSearchResult
+    from domain.gridsearch.search import GridSearchResult
 
 CONNECT_TIMEOUT_S = 10.0
 NUMBA_RMM_MANAGER = "rmm.allocators.numba"  # NUMBA_CUDA_MEMORY_MANAGER on GPU workers
@@ -292,7 +292,7 @@ def search_shard(features, results, grid: Grid, rects: list[Rect], engine: str, 
                  min_trades: int, first_row: int = 0) -> TopK:
     """A worker's task: the exact top-k (global indices) over the pairs of its rectangles.
     `results`: every result row, or (scatter="rows") the shard's own rows from `first_row`."""
-    from domain.gridsearch.stage import engine_top
+    from domain.gridsearch.search import engine_top
 
     best = TopK.empty()
     for rect in rects:
@@ -326,7 +326,7 @@ def run_grid_search_dask(prices: np.ndarray, trades: TradeArrays, grid: Grid, *,
     instead of once per worker)."""
     from distributed import as_completed
 
-    from domain.gridsearch.stage import ENGINES, GridSearchResult, describe
+    from domain.gridsearch.search import ENGINES, GridSearchResult, describe
     from kernels.gridsearch.exits import resolve_exits
 
     if engine not in ENGINES:
@@ -419,6 +419,7 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
     the whole study, scored on all trades, like run_smart_search."""
     import optuna
 
+    from domain.gridsearch.search import GridSearchResult
     from domain.gridsearch.smart import (
         SAMPLERS,
         Space,
@@ -428,7 +429,6 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
         quiet_optuna,
         rank_trials,
     )
-    from domain.gridsearch.stage import GridSearchResult
     from kernels.gridsearch.exits import resolve_exits
 
     if storage is None or not isinstance(storage, (str, os.PathLike)):

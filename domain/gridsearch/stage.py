@@ -12,104 +12,19 @@ in/out-of-sample ROI, PBO and the deflated Sharpe ratio. `write_reports` writes 
 """
 
 import io
-import time
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 from domain.gridsearch.inputs import TradeArrays
+from domain.gridsearch.search import GridSearchResult, run_grid_search
 from domain.observe import write_json_atomic
 from kernels.gridsearch import RESULT_SCALE
-from kernels.gridsearch.brute import brute_force
 from kernels.gridsearch.cores import kept_mask
-from kernels.gridsearch.cube import cube_roi, cube_roi_torch
-from kernels.gridsearch.exits import resolve_exits
 from kernels.gridsearch.grid import PARAMS, Grid
-from kernels.gridsearch.ranking import top_k_full
-from resources.compute import ComputeResource
-
-ENGINES = ("auto", "brute", "cube")
-
-
-@dataclass
-class GridSearchResult:
-    top: list[dict]
-    combinations: int
-    trades: int
-    engine: str
-    backend: str
-    seconds: float
-    timings: dict = field(default_factory=dict)
-    rejected: dict = field(default_factory=dict)
-    overfitting: dict = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"top": self.top, "combinations": self.combinations, "trades": self.trades, "engine": self.engine,
-                "backend": self.backend, "seconds": round(self.seconds, 4), "timings": self.timings,
-                "rejected": self.rejected, "overfitting": self.overfitting, **self.extra}
-
-
-def describe(index: np.ndarray, roi_units: np.ndarray, grid: Grid, trades: TradeArrays, results: np.ndarray) -> list[dict]:
-    """The reported figures of ranked combinations: parameters, ROI (sum of kept trades'
-    results, percent), trades, compounded return (percent), win rate and mean result."""
-    params = grid.decode(index)
-    rows = []
-    for rank, (c, roi) in enumerate(zip(index, roi_units), start=1):
-        p = {name: float(params[name][rank - 1]) for name in PARAMS}
-        keep = kept_mask(trades.features, [p[n] for n in PARAMS[:5]])
-        pair = grid.target.index(p["target"]) * len(grid.stop_loss) + grid.stop_loss.index(p["stop_loss"])
-        res = results[pair, keep].astype(np.float64) / RESULT_SCALE
-        rows.append({
-            "rank": rank, **p, "roi": round(int(roi) / RESULT_SCALE, 9), "trades": int(keep.sum()),
-            "compounded_return": float(np.expm1(np.log1p(res / 100.0).sum()) * 100.0),
-            "win_rate": float((res > 0).mean()) if res.size else 0.0,
-            "mean": float(res.mean()) if res.size else 0.0, "combination": int(c),
-        })
-    return rows
-
-
-def engine_top(features, results, grid: Grid, engine: str, backend: str, k: int, min_trades: int, progress=None):
-    """The exact top-k (kernels.gridsearch.ranking.TopK) of one grid with one engine: brute
-    (numba on cpu or cuda) or cube (NumPy, CuPy or torch). Used whole here and per shard by
-    domain.gridsearch.dask_grid."""
-    if engine == "brute":
-        return brute_force(features, results, grid, k=k, min_trades=min_trades,
-                           backend="cuda" if backend == "cuda" else "cpu", progress=progress)
-    if backend == "torch":
-        roi, counts = cube_roi_torch(features, results, grid)
-        return top_k_full(roi, counts, k, min_trades)
-    if backend == "cuda":
-        import cupy as cp
-
-        roi, counts = cube_roi(cp.asarray(features), cp.asarray(results), grid, xp=cp)
-        return top_k_full(roi, counts, k, min_trades, xp=cp)
-    roi, counts = cube_roi(features, results, grid)
-    return top_k_full(roi, counts, k, min_trades)
-
-
-def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engine: str = "auto", backend: str = "cpu",
-                    top: int = 10, min_trades: int = 1, progress=None) -> tuple[GridSearchResult, np.ndarray]:
-    """The exact top-`top` combinations; also returns the resolved results [pairs, trades]."""
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    engine = "cube" if engine == "auto" else engine
-    if len(trades.start) == 0:
-        raise ValueError("no trades left to search: every trade was filtered out or rejected")
-    t0 = time.perf_counter()
-    exit_backend = backend if backend in ("cpu", "cuda", "torch") else "cpu"
-    results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, grid.target,
-                               grid.stop_loss, backend=exit_backend)
-    t1 = time.perf_counter()
-    best = engine_top(trades.features, results, grid, engine, backend, top, min_trades, progress=progress)
-    if progress and engine != "brute":
-        progress(grid.n_combinations)
-    t2 = time.perf_counter()
-    rows = describe(best.index, best.roi_units, grid, trades, results)
-    result = GridSearchResult(rows, grid.n_combinations, len(trades.start), engine, backend, t2 - t0,
-                              {"exit_resolution_s": round(t1 - t0, 4), "search_s": round(t2 - t1, 4)})
-    return result, results
 
 
 def run_smart_search(prices: np.ndarray, trades: TradeArrays, gs, backend: str) -> tuple[GridSearchResult, np.ndarray | None]:
@@ -178,5 +93,46 @@ def grid_from_settings(settings) -> Grid:
     return Grid.from_mapping(settings.grid_search.params.model_dump())
 
 
-def search_backend(compute: ComputeResource) -> str:
+def search_backend(compute) -> str:
+    """The search backend of a compute resource (anything with a `backend`: cpu, cuda, torch)."""
     return {"cuda": "cuda", "torch": "torch"}.get(compute.backend, "cpu")
+
+
+@dataclass
+class GridSearchStage:
+    result: GridSearchResult
+    table: pl.DataFrame  # the top rows
+    paths: dict[str, Path]  # the reports written (json, markdown, heatmap when drawn)
+
+
+def grid_search_stage(market_data, trade_log, settings, backend: str, obs=None) -> GridSearchStage:
+    """The configured search (settings `grid_search`) over the stored market data and trade
+    log: the engine (`optuna`, the Dask cluster when `dask.enabled`, else one process), the
+    overfitting guard when asked for, and the reports under reports/grid_search/. `obs`
+    (domain.observe.Observation) gets the guard's time and headline figures."""
+    from domain.gridsearch.overfit import overfitting_report
+
+    gs = settings.grid_search
+    grid = grid_from_settings(settings)
+    trades = TradeArrays.from_frame(trade_log)
+    prices = market_data["price"].to_numpy()
+    if gs.engine == "optuna":
+        result, results = run_smart_search(prices, trades, gs, backend)
+    elif gs.dask.enabled:
+        from domain.gridsearch.dask_grid import cluster_client, run_grid_search_dask
+
+        with cluster_client(gs.dask) as client:
+            result, results = run_grid_search_dask(prices, trades, grid, client=client, engine=gs.engine,
+                                                   backend=backend, top=gs.top, min_trades=gs.min_trades,
+                                                   shards=gs.dask.shards, scatter=gs.dask.scatter)
+    else:
+        result, results = run_grid_search(prices, trades, grid, engine=gs.engine, backend=backend, top=gs.top,
+                                          min_trades=gs.min_trades)
+    if gs.overfitting and gs.engine != "optuna":
+        with obs.timed("overfitting_s") if obs is not None else nullcontext():
+            result.overfitting = overfitting_report(trades, results, grid, result.top, min_trades=gs.min_trades)
+        if obs is not None:
+            obs.extra.update({"pbo": result.overfitting["pbo"]["pbo"], "dsr": result.overfitting["deflated_sharpe"]["dsr"]})
+    paths = write_reports(result, settings.reports_dir / "grid_search", grid, trades, results)
+    table = pl.DataFrame(result.top) if result.top else pl.DataFrame()
+    return GridSearchStage(result, table, paths)

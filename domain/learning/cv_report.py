@@ -15,6 +15,8 @@ import numpy as np
 import polars as pl
 from joblib import Parallel, delayed
 
+from domain.learning.training_data import training_frame
+from domain.observe import write_json_atomic
 from kernels.learn.calibration import fit_calibrator, fold_metrics
 from kernels.learn.purged_cv import PurgedKFold
 from kernels.registry.specialists import SPECIALIST_COLUMNS
@@ -66,3 +68,24 @@ def summarize(rows: list[dict]) -> dict:
                 key[m].append(r[m])
     return {s: {meth: {m: (float(np.mean(v)) if v else None) for m, v in d.items()} for meth, d in methods.items()}
             for s, methods in out.items()}
+
+
+def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], settings) -> tuple[pl.DataFrame, dict]:
+    """The cross-validation of every specialist per horizon for each year of `years`
+    (walk-forward: labels known by the end of the year). Writes `reports/cv/h{H}/{Y}.json`;
+    returns the table of fold metrics (with `year`) and the summaries keyed `{Y}/h{H}`."""
+    horizons = settings.labels.horizons
+    tables, summary = [], {}
+    for year in years:
+        frame = training_frame(specialists, labels, horizons, known_by_year=year)
+        for h in horizons:
+            rows = cv_horizon(frame, h, n_splits=settings.cv.n_splits, embargo_days=settings.cv.embargo_days,
+                              workers=settings.build.worker_count())
+            report = {"year": year, "horizon": h, "n_splits": settings.cv.n_splits,
+                      "embargo_days": settings.cv.embargo_days, "summary": summarize(rows), "folds": rows}
+            write_json_atomic(settings.reports_dir / "cv" / f"h{h}" / f"{year}.json", report)
+            summary[f"{year}/h{h}"] = report["summary"]
+            tables.append(pl.DataFrame(rows).with_columns(pl.lit(year).alias("year")) if rows else None)
+    table = pl.concat([t for t in tables if t is not None], how="diagonal_relaxed") if any(t is not None for t in tables) \
+        else pl.DataFrame(schema={"year": pl.Int32})
+    return table, summary

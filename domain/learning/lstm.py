@@ -20,6 +20,7 @@ import polars as pl
 import torch
 
 from domain.learning.training_data import label_ends
+from domain.observe import write_json_atomic
 from domain.symbol_chunks import symbol_offsets
 from kernels.learn.lstm import predict_lstm, train_lstm
 from kernels.registry.features import FEATURE_NAMES
@@ -68,3 +69,26 @@ def fit_and_score(frame: pl.DataFrame, year: int, horizon: int, cfg, device: str
     window = {"train_rows": int(train.sum()), "val_rows": int(val.sum()), "val_start": str(val_start.date()),
               "train_to": str(frame.filter(pl.Series(train))["date"].max()) if train.any() else None, "horizon": horizon}
     return result, out, window
+
+
+def train_years(features: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], settings, device: str,
+                log=None) -> pl.DataFrame:
+    """The LSTM of each year of `years` (walk-forward), saved as `models/lstm_h{H}_{Y}.pt` +
+    JSON; returns the out-of-sample scores of the rows of those years. `log.info` is told
+    each model's best epoch and throughput."""
+    cfg = settings.lstm
+    parts = []
+    for year in years:
+        frame = lstm_frame(features, labels, cfg.horizon, year)
+        result, scores, window = fit_and_score(frame, year, cfg.horizon, cfg, device, seed=cfg.seed)
+        stem = settings.models_dir / f"lstm_h{cfg.horizon}_{year}"
+        save_weights(result.model.state_dict(), stem.with_suffix(".pt"))
+        write_json_atomic(stem.with_suffix(".json"), {
+            "year": year, "features": FEATURE_NAMES, "window": window, "seq_len": result.seq_len,
+            "spec": result.spec, "standardizer": result.standardizer.to_dict(), "history": result.history,
+            "best_epoch": result.best_epoch, "device": result.device, "precision": result.precision,
+            "samples_per_s": result.samples_per_s, "torch": torch.__version__})
+        if log is not None:
+            log.info(f"lstm_model {year}: best epoch {result.best_epoch}, {result.samples_per_s:.0f} samples/s on {result.device}")
+        parts.append(scores)
+    return pl.concat(parts) if parts else pl.DataFrame(schema={"date": pl.Datetime("ns")})

@@ -18,8 +18,16 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
+from domain.learning.training_data import training_frame
+from domain.observe import write_json_atomic
 from kernels.learn.calibration import fold_metrics
-from kernels.learn.meta import build_meta_matrix, complete_rows, train_meta
+from kernels.learn.meta import (
+    build_meta_matrix,
+    calibration_png,
+    complete_rows,
+    save_meta,
+    train_meta,
+)
 from kernels.learn.purged_cv import PurgedKFold
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
@@ -57,3 +65,53 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     ic = float(spearmanr(p, ret).statistic) if len(p) > 2 and np.ptp(p) > 0 else None
     metrics = {**fold_metrics(yt[okt].astype(np.int8), p), "ic": ic, "train_rows": int(len(y))}
     return model, metrics, p, yt[okt].astype(np.int8)
+
+
+def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
+                horizons: list[int], year: int, log=None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The training rows of year Y's model (labels known by the end of Y-1) and its test rows
+    (the rows of Y), with the LSTM score when it covers LSTM_MIN_COVERAGE of the training rows."""
+    train = training_frame(specialists, labels, horizons, known_by_year=year - 1, regime=regime)
+    test = training_frame(specialists, labels, horizons, known_by_year=year, regime=regime).filter(
+        pl.col("date").dt.year() == year)
+    if LSTM_COLUMN in lstm_model.collect_schema().names():
+        scores = lstm_model.select("symbol", "date", LSTM_COLUMN).collect()
+        train = train.join(scores, on=["symbol", "date"], how="left")
+        coverage = train[LSTM_COLUMN].drop_nans().drop_nulls().len() / max(train.height, 1)
+        if coverage >= LSTM_MIN_COVERAGE:
+            test = test.join(scores, on=["symbol", "date"], how="left")
+        else:
+            train = train.drop(LSTM_COLUMN)
+            if log is not None:
+                log.info(f"meta_model {year}: LSTM scores cover {coverage:.0%} of training rows; not used")
+    return train, test
+
+
+def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
+                      years: list[int], settings, log=None) -> tuple[pl.DataFrame, dict]:
+    """The meta model of each year of `years` per horizon (walk-forward), saved under
+    `models/meta_h{H}_{Y}.*`, with its calibration PNG and out-of-sample metrics under
+    `reports/meta/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
+    `log` (info/warning) is told about skipped horizons and unused LSTM scores."""
+    horizons = settings.meta.horizons or settings.labels.horizons
+    rows, previews = [], {}
+    for year in years:
+        train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log)
+        for h in horizons:
+            if train.filter(pl.col(f"label_bin_h{h}").is_not_null()).height < 200:
+                if log is not None:
+                    log.warning(f"meta_model {year} h{h}: too little history before {year}; skipped")
+                continue
+            model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
+                                            embargo_days=settings.cv.embargo_days, model=settings.meta.model,
+                                            calibration=settings.meta.calibration)
+            stem = settings.models_dir / f"meta_h{h}_{year}"
+            save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
+            if len(y) and len(np.unique(y)) == 2:
+                calibration_png(y, p, settings.reports_dir / "meta" / f"calibration_h{h}_{year}.png",
+                                title=f"meta h{h}, out of sample {year}")
+            write_json_atomic(settings.reports_dir / "meta" / f"h{h}_{year}.json", {"year": year, "horizon": h, **metrics})
+            rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
+            previews[f"{year}/h{h}"] = metrics
+    table = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"year": pl.Int32})
+    return table, previews

@@ -80,3 +80,20 @@ def predict_year(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: p
     probs = score_rows(frame, models, horizons)
     return frame.select("symbol", "date", "regime").with_columns(
         *[pl.Series(k, v, dtype=pl.Float32) for k, v in probs.items()])
+
+
+def predict_years(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None, years: list[int],
+                  models_dir: Path, horizons: list[int], log=None) -> tuple[pl.DataFrame, dict]:
+    """The predictions of every year of `years` from that year's meta models; returns the
+    table and the share of non-NaN probabilities per year and horizon. `log.warning` is told
+    of a year without models (its probabilities are all NaN)."""
+    frames, coverage = [], {}
+    for year in years:
+        models = load_year_models(models_dir, year, horizons)
+        if not models and log is not None:
+            log.warning(f"predictions {year}: no meta model of {year} in {models_dir}; all NaN")
+        df = predict_year(specialists, regime, lstm, year, models, horizons)
+        frames.append(df)
+        coverage[str(year)] = {f"h{h}": round(float(df[f"p_h{h}"].is_not_nan().mean() or 0.0), 4) for h in horizons}
+    table = pl.concat(frames) if frames else pl.DataFrame()
+    return table, coverage

@@ -79,6 +79,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from config.partitions import REGIME_HALO_YEARS
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
 from domain.learning.predictions import load_year_models, model_path, score_rows
 from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
@@ -91,7 +92,6 @@ STATE_FORMAT = "tradelab.live_state/1"
 STATE_FILE = "state.pkl"
 BAR_COLUMNS = ("open", "high", "low", "close", "volume")
 STORED_LSTM_COLUMN = "spec_lstm_score"  # the lstm_model asset's column
-REGIME_HALO_YEARS = 2  # as assets.regime.HALO_YEARS
 
 
 class SymbolDataError(FileNotFoundError):

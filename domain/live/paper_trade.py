@@ -20,14 +20,25 @@ import datetime as dt
 import numpy as np
 import polars as pl
 
+from domain.async_writer import AsyncWriter
 from domain.backtest import portfolio_config
+from domain.live.inference import infer_batch
 from kernels.backtest.portfolio import run_portfolio
 from resources.parquet_store import ParquetStore
 
 MIN_TRADE = 1e-4  # weight changes smaller than this are not traded
 BOOK = "paper_positions"
+BOOK_SCHEMA = {"symbol": pl.String, "weight": pl.Float64, "price": pl.Float64, "date": pl.Datetime("us")}
 
 
+def resolve_now(store: ParquetStore, now: str | None) -> dt.datetime:
+    """The day of the run: `now` (ISO date or date-time), else the last stored bar."""
+    if now:
+        return dt.datetime.fromisoformat(now)
+    last = store.scan("raw_bars").select(pl.col("date").max()).collect().item()
+    if last is None:
+        raise ValueError(f"paper_trades: no raw_bars stored under {store.asset_dir('raw_bars')}: build first")
+    return last
 
 
 def last_closes(store: ParquetStore, symbols: list[str], now: dt.datetime) -> pl.DataFrame:
@@ -85,3 +96,24 @@ def paper_orders(probs: dict[str, float], closes: pl.DataFrame, book: pl.DataFra
     kept = kept.with_columns(pl.col("symbol").replace_strict(frozen, return_dtype=pl.Float64).alias("weight")).select(
         list(book_schema))
     return orders, pl.concat([traded, kept.cast(book_schema)])
+
+
+def trade_day(settings, symbols: list[str], now: dt.datetime, run_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One paper-trading run for the day `now` (module docstring, steps 1-4): the live
+    inference of `symbols`, the orders against the stored book, logged with the run record
+    to reports/paper/orders.jsonl; the new book is written. Returns (orders, new book)."""
+    store = ParquetStore(settings.data_dir)
+    h = settings.backtest.horizon
+    closes = last_closes(store, symbols, now)
+    preds = infer_batch(closes["symbol"].to_list(), now, settings=settings)
+    probs = {r["symbol"]: (np.nan if r[f"p_h{h}"] is None else float(r[f"p_h{h}"])) for r in preds.iter_rows(named=True)}
+    book_path = store.unpartitioned_path(BOOK)
+    book = pl.read_parquet(book_path) if book_path.exists() else pl.DataFrame(schema=BOOK_SCHEMA)
+    orders, new_book = paper_orders(probs, closes, book, settings)
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    with AsyncWriter(settings.reports_dir / "paper" / "orders.jsonl") as log:
+        log.write({"run": run_id, "at": stamp, "now": str(now), "symbols": len(closes), "orders": orders.height,
+                   "horizon": h})
+        log.write_many({"run": run_id, **r} for r in orders.iter_rows(named=True))
+    store.write_unpartitioned(BOOK, new_book)
+    return orders, new_book

@@ -12,7 +12,7 @@ Matrix (`build_meta_matrix`)
     Probabilities come back float32.
 
 Inference (`MetaModel.predict_proba`): for model='logistic' the fitted parameters of every
-    calibrated copy (`_logistic_folds`, the same extraction export_onnx uses) are evaluated
+    calibrated copy (`logistic_folds`, the same extraction export_onnx uses) are evaluated
     directly in NumPy float64 with sklearn's own operations (scale, X @ coef.T + b, np.interp
     after the isotonic clip or expit(-(a d + b)), the > 1 clip, the mean over copies), so it
     equals CalibratedClassifierCV.predict_proba[:, 1] bit for bit in practice at ~1/100 of
@@ -206,7 +206,7 @@ class LogisticFold(NamedTuple):
         return p
 
 
-def _logistic_folds(estimator) -> list[LogisticFold]:
+def logistic_folds(estimator) -> list[LogisticFold]:
     """The parameters of every calibrated copy of a fitted binary logistic
     CalibratedClassifierCV (Pipeline(StandardScaler, LogisticRegression[CV]) or a bare
     LogisticRegression, isotonic (clip) or sigmoid calibration). Raises NotImplementedError
@@ -289,7 +289,7 @@ class MetaModel:
         cached = self._fast
         if cached is None or cached[0] is not self.estimator:
             try:
-                folds = _logistic_folds(self.estimator)
+                folds = logistic_folds(self.estimator)
                 if any(f.coef_t.shape[0] != self.n_features for f in folds):
                     raise NotImplementedError("coefficient count differs from the feature names")
             except (NotImplementedError, AttributeError, TypeError, ValueError):
@@ -579,7 +579,7 @@ def export_onnx(model: MetaModel, path, *, opset: int = 17) -> Path:
     except ImportError as e:
         raise ImportError(f"ONNX export needs the onnx package: {ONNX_HINT}") from e
     try:
-        params = _logistic_folds(model.estimator)
+        params = logistic_folds(model.estimator)
     except NotImplementedError as e:
         raise NotImplementedError(f"ONNX export: {e}") from e
     k = model.n_features
