@@ -152,9 +152,19 @@ class Build(_Model):
 class ATC(_Model):
     robustness: Literal["Narrow", "Medium", "Wide"] = "Medium"
     length: int = Field(28, ge=3, le=1000)
+    # lam, decay, cutout as typed in the Pine script's inputs (kernels.atc scales lam/1000, decay/100)
+    lam: float = Field(0.02, ge=0.0, le=1.0)  # return weight growth: exp(lam/1000 * (bar - cutout))
+    decay: float = Field(0.03, ge=0.0, le=10.0)  # equity decay, percent per bar
+    cutout: int = Field(0, ge=0)  # bars before the equities start (ATC is NaN there)
     scan_bars: int = Field(2000, ge=50)
     chunk_symbols: int = Field(512, ge=1)
     cache: bool = False
+
+    @model_validator(mode="after")
+    def _cutout_inside_the_scan(self) -> "ATC":
+        if self.cutout >= self.scan_bars:
+            raise ValueError(f"cutout ({self.cutout}) must be < scan_bars ({self.scan_bars}): every scanned value would be NaN")
+        return self
 
 
 class Regime(_Model):

@@ -153,9 +153,12 @@ class EwmUpdater(Updater):
 class PineKAMAUpdater(Updater):
     """ATC's Pine-style KAMA (kernels.atc.cores.kama_pine_core): noise = sum of |x[i] - x[i-1]|
     over the last n bars, ER = |x - x[t-n]| / noise (0 when noise is 0, at most 1),
-    sc = (ER*(0.666 - 0.064) + 0.064)^2, kama = kama + sc*(x - kama) seeded from 0.
-    NaN before bar n. The noise sum is rolled as the core rolls it (add the new move, then
-    remove the one that left) and the update is the core's own `kama_step`, so the values
+    sc = (ER*(0.666 - 0.064) + 0.064)^2, kama = kama + sc*(x - kama) from 0 (Pine's
+    nz(KAMA[1]) on bar 0). A value from the first bar on (lookback 0): bars 0..n-1: noise is
+    na in Pine, the ternary yields 0, so KAMA starts at 0 and moves by slow^2 per bar
+    (kama[0] = 0.064^2 * x[0]); from bar n the efficiency ratio applies. The noise sum is
+    rolled as the core rolls it (add the new move, then remove the one that left) and the
+    update is the core's own `kama_step` (noise NaN = na on the first n bars), so the values
     are the core's bit for bit."""
 
     def __init__(self, n: int) -> None:
@@ -163,7 +166,7 @@ class PineKAMAUpdater(Updater):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"period must be an integer >= 1, got {n!r}")
         self.n = int(n)
-        self.lookback = self.n
+        self.lookback = 0
         self._window: deque[float] = deque(maxlen=self.n + 1)  # x[t-n-1..t-1] before the append
         self._noise = 0.0
         self._kama = 0.0
@@ -174,18 +177,17 @@ class PineKAMAUpdater(Updater):
         t = self._count
         self._count += 1
         w = self._window
-        if t == 0:
-            w.append(x)
-            return NAN
-        if t <= n:
-            self._noise += math.fabs(x - w[-1])
-        else:
-            self._noise += math.fabs(x - w[-1])
-            self._noise -= math.fabs(w[1] - w[0])  # |x[t-n] - x[t-n-1]|
+        if t >= 1:
+            if t <= n:
+                self._noise += math.fabs(x - w[-1])
+            else:
+                self._noise += math.fabs(x - w[-1])
+                self._noise -= math.fabs(w[1] - w[0])  # |x[t-n] - x[t-n-1]|
         w.append(x)
-        if t < n:
-            return NAN
-        self._kama = kama_step(self._kama, x, w[-1 - n], self._noise)  # w[-1 - n] = x[t-n]
+        if t < n:  # noise na: ratio 0
+            self._kama = kama_step(self._kama, x, NAN, NAN)
+        else:
+            self._kama = kama_step(self._kama, x, w[-1 - n], self._noise)  # w[-1 - n] = x[t-n]
         self.value = self._kama
         return self._kama
 

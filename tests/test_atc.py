@@ -15,6 +15,7 @@ What is compared:
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pytest
@@ -229,52 +230,102 @@ def test_moving_averages_equal_the_indicators():
         np.testing.assert_allclose(ma, expected, rtol=1e-11, err_msg=f"{name} {n} vs reference")
         if name in same:  # the very same cores: bit for bit
             np.testing.assert_array_equal(ma, same[name](x, n, dtype=np.float64), err_msg=f"{name} {n}")
-    kama = mas[("KAMA", 20)]
-    assert np.isnan(kama[:20]).all() and not np.isnan(kama[20:]).any()
+    kama = mas[("KAMA", 20)]  # Pine's KAMA has a value from bar 0 (the other MAs have NaN warm-ups)
+    assert not np.isnan(kama).any() and kama[0] == atc.KAMA_SLOW**2 * x[0]
 
 
-def test_kama_is_seeded_from_zero():
+def pine_kama(close, length: int) -> np.ndarray:
+    """The ATC script's KAMA as Pine v5 runs it, written here from the script for the tests
+    (na is None; no cap on the ratio, which Pine does not have):
+        noise  = math.sum(math.abs(source - source[1]), length)
+        signal = math.abs(source - source[length])
+        ratio  = noise != 0 ? signal / noise : 0
+        smooth = math.pow(ratio * (fast - slow) + slow, 2)
+        KAMA  := nz(KAMA[1]) + smooth * (source - nz(KAMA[1]))"""
+    fast, slow = 0.666, 0.064
+    close = [float(v) for v in close]
+    move = [None] + [abs(close[t] - close[t - 1]) for t in range(1, len(close))]  # source[1] is na on bar 0
+    out, kama_1 = [], None  # KAMA[1] is na on bar 0
+    for t, src in enumerate(close):
+        window = [move[i] if i >= 0 else None for i in range(t - length + 1, t + 1)]
+        noise = None if None in window else sum(window)  # math.sum is na if its window holds an na
+        signal = abs(src - close[t - length]) if t >= length else None
+        cond = noise is not None and noise != 0  # na != 0 is not true: the else branch
+        ratio = signal / noise if cond else 0.0
+        smooth = math.pow(ratio * (fast - slow) + slow, 2)
+        prev = 0.0 if kama_1 is None else kama_1  # nz(KAMA[1])
+        kama_1 = prev + smooth * (src - prev)
+        out.append(kama_1)
+    return np.array(out)
+
+
+@functools.cache
+def sp500_close() -> np.ndarray:
+    from arch.data import sp500
+
+    return sp500.load()["Close"].to_numpy(dtype=np.float64)
+
+
+def _kama_everywhere(x: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """The ATC KAMA of one series from every implementation: cpu core, cuda bank (simulator),
+    torch, the streaming updater and the reference."""
+    from kernels.streaming import PineKAMAUpdater
+
+    cpu = np.empty_like(x)
+    atc_cpu.kama_pine_cpu(x, n, cpu)
+    u = PineKAMAUpdater(n)
+    out = {"cpu": cpu, "reference": ref.kama(x, n), "stream": np.array([u.update(v) for v in x])}
+    torch = pytest.importorskip("torch")
+    out["torch"] = atc_torch.kama(torch.tensor(x[None]), [n])[0, 0].numpy()
+    return out
+
+
+def test_kama_warm_up_follows_pine():
+    # Pine v5: on bars 0..L-1 math.sum's window holds an na (bar 0's move, or bars before 0),
+    # so `noise != 0` is not true and ratio = 0: KAMA starts at 0 (nz(KAMA[1]) on bar 0) and
+    # moves by slow^2 a bar; from bar L the efficiency ratio applies. (The old kernels left
+    # bars 0..L-1 NaN and seeded kama[L] = sc*x[L] from 0.)
     x = np.r_[np.full(10, 50.0), 50.0 + np.arange(1, 11)]  # flat (ER = 0), then a straight rise (ER = 1)
-    out = np.empty_like(x)
-    atc_cpu.kama_pine_cpu(x, 5, out)
-    sc_flat = atc.KAMA_SLOW**2
-    assert out[5] == pytest.approx(sc_flat * 50.0)
-    assert out[6] == pytest.approx(out[5] + sc_flat * (50.0 - out[5]))
-    np.testing.assert_allclose(out, ref.kama(x, 5), rtol=1e-13, equal_nan=True)
+    slow2 = atc.KAMA_SLOW**2
+    for name, out in _kama_everywhere(x, 5).items():
+        assert out[0] == slow2 * x[0], name
+        for t in range(1, 10):  # bars 0..4: noise na; bars 5..9: a flat window (noise 0): ratio 0
+            assert out[t] == out[t - 1] + slow2 * (x[t] - out[t - 1]), (name, t)
+        sc1 = atc.KAMA_FAST**2  # bar 15 on: a straight rise over the whole window, ER = 1
+        assert out[15] == pytest.approx(out[14] + sc1 * (x[15] - out[14]), rel=1e-14), name
+    np.testing.assert_allclose(_kama_everywhere(x, 5)["cpu"], pine_kama(x, 5), rtol=1e-14, atol=0)
+    short = np.array([100.0, 101.0, 99.0])  # shorter than the length: ratio 0 throughout
+    for name, out in _kama_everywhere(short, 5).items():
+        np.testing.assert_allclose(out, pine_kama(short, 5), rtol=1e-15, atol=0, err_msg=name)
 
 
-def test_ma_cache_hits_on_repeated_call():
-    atc.ma_cache.clear()
-    x = walks(2, 300, seed=9)
-    first = atc.average_signal(x, cache=True)
-    st = atc.ma_cache.stats()
-    assert (st["hits"], st["misses"], st["entries"]) == (0, 108, 108)
-    second = atc.average_signal(x, cache=True)
-    st = atc.ma_cache.stats()
-    assert (st["hits"], st["misses"]) == (108, 108)
-    np.testing.assert_array_equal(first, second)
-    np.testing.assert_array_equal(first, atc.average_signal(x))  # cache off: same values
-    # Narrow shares L, L±1, L±2, L±4 with Medium: 7 of 9 lengths per family
-    atc.average_signal(x, robustness="Narrow", cache=True)
-    assert atc.ma_cache.stats()["hits"] == 108 + 2 * 6 * 7
-    atc.ma_cache.resize(0)
-    assert len(atc.ma_cache) == 0 and atc.ma_cache.stats()["evictions"] > 0
-    atc.ma_cache.resize(256 * 2**20)
-    atc.ma_cache.clear()
-
-
-def test_validation():
-    x = walks(1, 100)[0]
-    with pytest.raises(ValueError):
-        atc.average_signal(x, length=6, robustness="Medium")  # 6 - 6 = 0
-    with pytest.raises(ValueError):
-        atc.average_signal(x, robustness="Tight")
-    with pytest.raises(ValueError):
-        atc.average_signal(x, backend="tpu")
-    with pytest.raises(ValueError):
-        atc.average_signal(np.r_[x[:50], np.nan, x[51:]])
-    with pytest.raises(ValueError):
-        atc.average_signal(x, dtype=np.int32)
+def test_kama_family_matches_pine_on_sp500():
+    # The S&P 500's first 1,500 bars: every implementation's KAMA equals Pine's (the streaming
+    # updater and the reference bit for bit with the core), and the KAMA family signal of
+    # the kernel equals, bar for bar, the one built from the Pine re-implementation above
+    # (layer 1 from the reference's crosses and equity). The old NaN warm-up changed the
+    # family on 112 of these bars (7.5%).
+    x = sp500_close()[:1500]
+    lens = ref.ma_lengths(28, "Medium")
+    r = ref.scaled_returns(x, 0.02 / 1000.0, 0)
+    nom = np.zeros(len(x))
+    den = np.zeros(len(x))
+    for n in lens:
+        pk = pine_kama(x, n)
+        impl = _kama_everywhere(x, n)
+        for name, out in impl.items():
+            np.testing.assert_allclose(out, pk, rtol=1e-12, atol=0, err_msg=f"{name} {n}")
+        np.testing.assert_array_equal(impl["stream"], impl["cpu"])
+        sig = ref.crossover_signal(x, pk)
+        e = ref.equity_curve(1.0, sig, r, 0.03 / 100.0, 0)
+        nom = nom + sig * e
+        den = den + e
+    want = np.array([ref.round_half_away(q) for q in nom / den])
+    fams, _ = atc.compute(x, dtype=np.float64)
+    np.testing.assert_array_equal(fams["KAMA"], want)
+    g_fams, _ = atc.compute(x[None, :300], backend="cuda", dtype=np.float64)  # the simulator is slow
+    np.testing.assert_array_equal(g_fams["KAMA"][0], want[:300])
+    assert np.count_nonzero(want[:200]) > 0  # the KAMA family moves during the old warm-up span
 
 
 # ---------------------------------------------------------------------------------------

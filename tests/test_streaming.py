@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from kernels.registry import features as feature_registry
+from kernels.registry import specialists as specialist_registry
 from kernels.registry.features import FEATURE_NAMES, FEATURES, Feature, compute_features
 from kernels.panel import Panel
 from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
@@ -122,6 +123,24 @@ def test_every_registered_specialist_streams_its_batch_function_bit_for_bit(spec
     assert want.dtype == np.float32 and np.isfinite(want).sum() > len(want) // 2
     got = replay_entry(spec, RANDOM, dtype=np.float32)  # the specialists compute in float32
     _assert_same(got, want, spec.name)
+
+
+def test_an_atc_entry_with_other_parameters_streams_its_batch_function_bit_for_bit():
+    """`atc_specialist(**params)` (settings.atc: lam, decay, cutout, ...) passes the same
+    parameters to the batch kernel and to the streaming updater."""
+    params = {"lam": 0.5, "decay": 0.1, "cutout": 30, "length": 20}
+    spec = specialist_registry.atc_specialist(**params)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = spec.fn(Panel.from_columns(RANDOM))
+    x = np.asarray(RANDOM["close"])
+    np.testing.assert_array_equal(want, atc.average_signal(x, **params))
+    assert np.isnan(want[:30]).all() and np.isfinite(want[30:]).all() and spec.warmup == 2 * (26 - 1)
+    _assert_same(replay_entry(spec, RANDOM, dtype=np.float32), want, "atc with parameters")
+    default = next(s for s in SPECIALISTS if s.name == "atc")
+    assert default.fn.keywords == specialist_registry.ATC_DEFAULTS == {
+        "robustness": "Medium", "length": 28, "lam": 0.02, "decay": 0.03, "cutout": 0}
+    with pytest.raises(ValueError, match="unknown"):
+        specialist_registry.atc_specialist(lamda=0.1)
 
 
 def test_the_registry_arithmetic_on_one_element_arrays_gives_the_same_values(monkeypatch):

@@ -40,7 +40,8 @@ Interpretation decisions (where the Pine text leaves room, the most literal read
   unchanged, 0 before the first cross.
 * NaN warm-up: a comparison with NaN is false, so no cross can happen on a bar where
   ma[t] or ma[t-1] is NaN: the first possible change is one bar after the MA's first valid
-  value. Consequence (faithful to Pine): a series that sits above (below) an MA from the
+  value (bar 1 for the KAMA, which has a value from bar 0, see below). Consequence
+  (faithful to Pine): a series that sits above (below) an MA from the
   MA's first valid bar and never comes back never crosses it, and that signal stays 0: an
   accelerating rise from bar 0 stays above its lagging MAs and gives 0, not +1. It takes
   a cross (tests: a fall long enough for every warm-up, then a rise, gives +1).
@@ -61,15 +62,26 @@ Interpretation decisions (where the Pine text leaves room, the most literal read
   from zero: sign(q) * floor(|q|*100 + 0.5) / 100 in float64 (0.125 -> 0.13,
   -0.125 -> -0.13; a tie is judged on the float64 value of |q|*100). In layer 2 a NaN
   family signal is neither long nor short and Cut(NaN) = 0. The final value is not rounded.
-* KAMA (Pine style): ER[t] = |close[t] - close[t-L]| / sum_{i=t-L+1..t} |close[i] -
-  close[i-1]|; 0 when that sum is 0 (a flat window: the classic TradingView KAMA's
-  `nnoise != 0 ? nsignal/nnoise : 0`; a bare 0/0 would be na in Pine and, through nz(),
-  restart kama from 0 on the next bar, a jump no reading of the indicator intends); at
-  most 1 (the rolled sum can drift an ulp below the change on a monotone window);
-  sc = (ER*(0.666 - 0.064) + 0.064)^2; kama[t] = nz(kama[t-1]) + sc*(close[t] -
-  nz(kama[t-1])) (one step: `cores.kama_step`, shared with the streaming updater): NaN
-  before bar L (close[t-L] is missing), kama[L] = sc*close[L] (seeded from 0), so it
-  climbs from 0 towards the price first.
+* KAMA (Pine style), the lines of the script's KAMA that matter (as project issue 15
+  quotes them; math.sum and math.pow as Pine v5 spells the sum and the square):
+      noise  = math.sum(math.abs(source - source[1]), length)
+      signal = math.abs(source - source[length])
+      ratio  = noise != 0 ? signal / noise : 0
+      smooth = math.pow(ratio * (fast - slow) + slow, 2)     fast 0.666, slow 0.064
+      KAMA  := nz(KAMA[1]) + smooth * (source - nz(KAMA[1]))
+  so ER[t] = |close[t] - close[t-L]| / sum_{i=t-L+1..t} |close[i] - close[i-1]|; 0 when
+  that sum is 0 (a flat window); at most 1 (the rolled sum can drift an ulp below the
+  change on a monotone window); sc = (ER*(0.666 - 0.064) + 0.064)^2 and kama[t] =
+  nz(kama[t-1]) + sc*(close[t] - nz(kama[t-1])) (one step: `cores.kama_step`, shared with
+  the streaming updater). Warm-up, as Pine v5 runs it: bars 0..L-1: noise is na in Pine
+  (the window holds bar 0's move, na since close[-1] is, or reaches before bar 0), the
+  ternary yields 0 (a comparison with na is not true, so the else branch; signal is na
+  there too but is not read), so KAMA starts at 0 and moves by slow^2 per bar:
+  kama[0] = 0.064^2 * close[0] (nz(KAMA[1]) is 0 on bar 0), kama[t] = kama[t-1] +
+  0.064^2 * (close[t] - kama[t-1]); from bar L the efficiency ratio applies. The KAMA has
+  a value on every bar, so its crosses can change the signal from bar 1 on. Only the KAMA
+  is like this: the other MAs (ta.ema, ta.sma, ta.wma, DEMA, ta.linreg) are na during
+  their warm-ups in Pine and NaN here.
 * Precision: arithmetic is float64 in every backend (float32 inputs are widened element by
   element as in `kernels.cores`); `dtype=` (float32 default, float64) is the output type.
   Closes must be finite (ValueError otherwise).

@@ -10,7 +10,10 @@ interpretation decisions are those of the `kernels.atc` package docstring.
 - `kama_step`: one Pine KAMA update (efficiency ratio -> smoothing constant -> new value),
   the single definition used by `kama_pine_core` (batch, cpu and cuda) and by
   `kernels.streaming.PineKAMAUpdater` (one bar at a time).
-- `kama_pine_core`: the Pine-style KAMA over a series.
+- `kama_pine_core`: the Pine-style KAMA over a series, with Pine v5's warm-up: bars
+  0..L-1: noise is na in Pine, the ternary yields 0, so KAMA starts at 0 and moves by
+  slow^2 per bar (kama[0] = 0.064^2 * x[0]); from bar L the efficiency ratio applies.
+  It has a value on every bar (no NaN warm-up, unlike the other MAs).
 - `ma`: the MA of a family index (FAMILIES order: EMA, "HMA" = SMA, WMA, DEMA, LSMA, KAMA),
   the one dispatch over the MA kinds; EMA..LSMA are the TA-Lib cores of `kernels.cores`.
 - `returns_core`, `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`: the
@@ -50,10 +53,12 @@ def kama_step(prev, x, x_n, noise):
     the last n bars), 0 when noise is 0 (a flat window), at most 1 (a rolled noise sum can
     drift an ulp below the change on a monotone window);
     sc = (ER*(KAMA_FAST - KAMA_SLOW) + KAMA_SLOW)^2;  kama = prev + sc*(x - prev).
+    noise = NaN stands for Pine's na (bars 0..n-1, where the window of `math.sum` reaches
+    before bar 0): `noise != 0 ? signal/noise : 0` with an na condition takes the else
+    branch, so ER = 0 (sc = KAMA_SLOW^2) whatever x_n is; here `noise > 0.0` is false for NaN.
     Arguments are float64 (Python floats or NumPy float64 scalars)."""
-    change = math.fabs(x - x_n)
-    if noise > 0.0:
-        er = change / noise
+    if noise > 0.0:  # false for 0 (a flat window) and for NaN (Pine's na)
+        er = math.fabs(x - x_n) / noise
         if er > 1.0:
             er = 1.0
     else:
@@ -65,18 +70,22 @@ def kama_step(prev, x, x_n, noise):
 
 @register_jitable
 def kama_pine_core(x, n, out):
-    """Pine-style KAMA (see the package docstring): NaN before bar n, seeded from 0
-    (kama[n] = sc*x[n]); the noise sum is rolled (add the new move, then remove the one that
-    left the window)."""
+    """Pine-style KAMA (see the package docstring), a value on every bar:
+    bars 0..n-1: noise is na in Pine, the ternary yields 0, so KAMA starts at 0 and moves by
+    slow^2 per bar (kama[0] = KAMA_SLOW^2 * x[0]: nz(KAMA[1]) is 0 on bar 0, then
+    kama[t] = kama[t-1] + KAMA_SLOW^2 * (x[t] - kama[t-1])); from bar n the efficiency
+    ratio applies (noise and x[t-n] both exist from bar n on). The noise sum is rolled
+    (add the new move, then remove the one that left the window)."""
     t_len = x.shape[0]
-    for i in range(min(n, t_len)):
-        out[i] = NAN
+    prev = 0.0  # nz(KAMA[1]) on bar 0
+    for t in range(min(n, t_len)):
+        prev = kama_step(prev, np.float64(x[t]), NAN, NAN)  # noise na: ratio 0
+        out[t] = prev
     if t_len <= n:
         return
     noise = 0.0
     for i in range(1, n + 1):
         noise += math.fabs(np.float64(x[i]) - np.float64(x[i - 1]))
-    prev = 0.0
     for t in range(n, t_len):
         v = np.float64(x[t])
         if t > n:

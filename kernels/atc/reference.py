@@ -85,19 +85,36 @@ def lsma(x: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _na_sum(values: list) -> float:
+    """Pine's math.sum over a window: na (NaN) if any value in it is na."""
+    return math.nan if any(math.isnan(v) for v in values) else sum(values)
+
+
 def kama(x: np.ndarray, n: int) -> np.ndarray:
-    """Pine-style KAMA: ER = |x - x[n]| / sum(|x - x[1]|, n) (0 when that sum is 0, at most 1),
-    sc = (ER*(0.666 - 0.064) + 0.064)^2, kama = nz(kama[1]) + sc*(x - nz(kama[1]));
-    NaN before bar n, where kama[n] = sc*x[n] (seeded from 0)."""
-    out = np.full(len(x), np.nan)
-    prev = 0.0
-    for t in range(n, len(x)):
-        change = abs(x[t] - x[t - n])
-        noise = sum(abs(x[i] - x[i - 1]) for i in range(t - n + 1, t + 1))
-        er = min(change / noise, 1.0) if noise > 0.0 else 0.0
-        sc = (er * (KAMA_FAST - KAMA_SLOW) + KAMA_SLOW) ** 2
-        prev = prev + sc * (x[t] - prev)
-        out[t] = prev
+    """Pine-style KAMA, the script's lines run bar by bar with na as NaN:
+        noise  = math.sum(math.abs(source - source[1]), n)   (na while the window holds
+                 bar 0's move, whose source[1] is na, or reaches before bar 0: bars 0..n-1)
+        signal = math.abs(source - source[n])                 (na on bars 0..n-1)
+        ratio  = noise != 0 ? signal / noise : 0              (an na condition is not true:
+                 ratio 0 on bars 0..n-1; capped at 1 here, a no-op on a recomputed sum)
+        smooth = (ratio*(0.666 - 0.064) + 0.064)^2
+        KAMA  := nz(KAMA[1]) + smooth * (source - nz(KAMA[1]))   (KAMA[1] is na on bar 0)
+    So kama[0] = 0.064^2 * x[0], the first n bars move by 0.064^2 a bar, and the
+    efficiency ratio applies from bar n. No NaN anywhere."""
+    t_len = len(x)
+    move = [math.nan] + [abs(float(x[i]) - float(x[i - 1])) for i in range(1, t_len)]  # |source - source[1]|
+    out = np.empty(t_len)
+    kama_prev = math.nan  # KAMA[1] on bar 0
+    for t in range(t_len):
+        window = [move[i] if i >= 0 else math.nan for i in range(t - n + 1, t + 1)]
+        noise = _na_sum(window)
+        signal = abs(float(x[t]) - float(x[t - n])) if t - n >= 0 else math.nan
+        condition = (not math.isnan(noise)) and noise != 0.0  # na != 0 is not true in Pine
+        ratio = min(signal / noise, 1.0) if condition else 0.0
+        smooth = (ratio * (KAMA_FAST - KAMA_SLOW) + KAMA_SLOW) ** 2
+        base = 0.0 if math.isnan(kama_prev) else kama_prev  # nz(KAMA[1])
+        out[t] = base + smooth * (float(x[t]) - base)
+        kama_prev = out[t]
     return out
 
 

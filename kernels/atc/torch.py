@@ -75,14 +75,17 @@ def ema_rows(src, lens, first):
 
 
 def kama(x, lens):
-    """Pine-style KAMA of x [S, T] for each n in lens: [len(lens), S, T]."""
+    """Pine-style KAMA of x [S, T] for each n in lens: [len(lens), S, T], a value on every
+    bar (`kernels.atc.cores.kama_pine_core`): on bars 0..n-1 Pine's noise is na, the ratio
+    0 and sc = slow^2 (from 0: kama[0] = slow^2 * x[0]); from bar n the efficiency ratio."""
     import torch
     import torch.nn.functional as F
 
     n_series, t_len = x.shape
     moves = torch.zeros_like(x)
     moves[:, 1:] = (x[:, 1:] - x[:, :-1]).abs()
-    sc = torch.zeros((len(lens), n_series, t_len), dtype=x.dtype, device=x.device)
+    s0 = 0.0 * (KAMA_FAST - KAMA_SLOW) + KAMA_SLOW  # kama_step's sc at ER = 0, in float64
+    sc = torch.full((len(lens), n_series, t_len), s0 * s0, dtype=x.dtype, device=x.device)
     for k, n in enumerate(lens):
         if t_len <= n:
             continue
@@ -92,16 +95,14 @@ def kama(x, lens):
         er = torch.where(noise > 0.0, torch.clamp(change / torch.where(noise > 0.0, noise, 1.0), max=1.0), 0.0)
         s = er * (KAMA_FAST - KAMA_SLOW) + KAMA_SLOW
         sc[k, :, n:] = s * s
-    start = torch.tensor(list(lens), device=x.device).view(-1, 1)
-    prev = torch.zeros((len(lens), n_series), dtype=x.dtype, device=x.device)
+    prev = torch.zeros((len(lens), n_series), dtype=x.dtype, device=x.device)  # nz(KAMA[1]) on bar 0
     sc_tm = sc.permute(2, 0, 1).contiguous()
     x_tm = x.T.contiguous()
     rows = []
     for t in range(t_len):
-        on = start <= t
-        prev = torch.where(on, prev + sc_tm[t] * (x_tm[t] - prev), prev)
-        rows.append(torch.where(on, prev, NAN))
-    return torch.stack(rows, -1)
+        prev = prev + sc_tm[t] * (x_tm[t] - prev)
+        rows.append(prev)
+    return torch.stack(rows, -1) if rows else torch.zeros((len(lens), n_series, 0), dtype=x.dtype, device=x.device)
 
 
 def equity(sig, r, d, cutout, start):

@@ -10,13 +10,18 @@ entry against its batch function.
     mean_reversion  -zscore(close vs its 20-day SMA, in 20-day standard deviations) / 2,
                     clipped to [-1, 1]: stretched above the mean scores negative
     rsi             (RSI(14) - 50) / 50
-    atc             the Adaptive Trend Classification final value (kernels.atc), in [-1, 1]
+    atc             the Adaptive Trend Classification final value (kernels.atc), in [-1, 1];
+                    its parameters (robustness, length, lam, decay, cutout) default to the
+                    script's (ATC_DEFAULTS); `atc_specialist(**params)` builds the entry
+                    for others. Warm-up (`atc_warmup`): 66 rows at the defaults, the
+                    longest DEMA's; the Pine KAMA has a value from bar 0
     seller_exhaustion  1 on a seller-exhaustion signal bar (kernels.seller_exhaustion, daily
                     preset), else 0
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -59,10 +64,39 @@ def rsi_score(p: Panel) -> np.ndarray:
     return _rsi_scale(K.rsi(p.col("close"), 14)).astype(np.float32)
 
 
-def atc_score(p: Panel) -> np.ndarray:
+# kernels.atc's defaults (the Pine script's): the registered `atc` entry runs with these;
+# `atc_specialist(**params)` builds the entry for other settings (config: settings.atc).
+ATC_DEFAULTS = {"robustness": "Medium", "length": 28, "lam": 0.02, "decay": 0.03, "cutout": 0}
+
+
+def atc_score(p: Panel, *, robustness: str = "Medium", length=28, lam: float = 0.02, decay: float = 0.03,
+              cutout: int = 0) -> np.ndarray:
     from kernels.atc import average_signal
 
-    return np.asarray(average_signal(p.col("close")), dtype=np.float32)
+    return np.asarray(average_signal(p.col("close"), robustness=robustness, length=length, lam=lam, decay=decay,
+                                     cutout=cutout), dtype=np.float32)
+
+
+def atc_warmup(*, robustness: str = "Medium", length: int = 28, cutout: int = 0, **_) -> int:
+    """Rows before ATC's score is finite and every one of its 54 MAs has a value: the MAs
+    keep Pine's na warm-ups, the longest being the DEMA at the longest length n = L + a4
+    (first value at 2*(n - 1): 66 at the defaults), except the KAMA, which (Pine's KAMA)
+    has a value from bar 0; and the score is NaN before `cutout`."""
+    from kernels.atc.params import ma_lengths
+
+    return max(2 * (max(ma_lengths(int(length), robustness)) - 1), int(cutout))
+
+
+def atc_specialist(**params) -> "Specialist":
+    """The `atc` registry entry for the ATC parameters `params` (robustness, length, lam,
+    decay, cutout: kernels.atc's names, as typed in the script's inputs; the rest default to
+    ATC_DEFAULTS): batch `fn`, `warmup` and `stream` (kernels.streaming.ATCUpdater) all
+    take the same parameters."""
+    unknown = set(params) - set(ATC_DEFAULTS)
+    if unknown:
+        raise ValueError(f"atc: unknown parameters {sorted(unknown)}; expected {sorted(ATC_DEFAULTS)}")
+    kw = {**ATC_DEFAULTS, **params}
+    return Specialist("atc", functools.partial(atc_score, **kw), C, atc_warmup(**kw), lambda u: u("atc", C, **kw))
 
 
 def seller_exhaustion_score(p: Panel) -> np.ndarray:
@@ -76,7 +110,7 @@ SPECIALISTS: tuple[Specialist, ...] = (
     Specialist("mean_reversion", mean_reversion, C, 19,
                lambda u: u.apply(_mean_reversion_bar, u("moments", C, n=20, mode=1))),
     Specialist("rsi", rsi_score, C, 14, lambda u: u.apply(_rsi_scale, u("rsi", C, n=14))),
-    Specialist("atc", atc_score, C, 28 + 6, lambda u: u("atc", C)),
+    atc_specialist(),
     Specialist("seller_exhaustion", seller_exhaustion_score, HLCV,
                PRESETS["daily"].atr_window + PRESETS["daily"].z_window,
                lambda u: u("seller_exhaustion", HLCV, preset="daily")),
@@ -85,7 +119,8 @@ SPECIALIST_COLUMNS = [s.column for s in SPECIALISTS]
 PANEL_COLUMNS = ["open", "high", "low", "close", "volume"]
 
 
-def run_specialists(panel: Panel) -> dict[str, np.ndarray]:
-    """Every registered specialist's scores over one symbol's panel."""
+def run_specialists(panel: Panel, specialists: tuple[Specialist, ...] | None = None) -> dict[str, np.ndarray]:
+    """Every registered specialist's scores over one symbol's panel (or those of
+    `specialists`, e.g. the registry with `atc_specialist(**settings)` in place of `atc`)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return {s.column: s.fn(panel) for s in SPECIALISTS}
+        return {s.column: s.fn(panel) for s in (SPECIALISTS if specialists is None else specialists)}
