@@ -31,7 +31,8 @@ def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: Pr
     with observe(context, settings.reports_dir, "atc_scan", args=a.model_dump()) as obs:
         bars = raw_bars.select("date", "symbol", "close").collect()
         table, stats = scan_universe(bars, n_bars=a.scan_bars, chunk_symbols=a.chunk_symbols, device_backend=compute.backend,
-                                     robustness=a.robustness, length=a.length, cache=a.cache)
+                                     robustness=a.robustness, length=a.length, lam=a.lam, decay=a.decay,
+                                     cutout=a.cutout, cache=a.cache)
         obs.record(table)
         obs.extra.update({"chunks": stats.chunks, "backends": stats.backends, "gpu_fallbacks": stats.fallbacks,
                           "ma_cache": stats.cache or "off"})

@@ -49,7 +49,8 @@ def _compute(closes: np.ndarray, backend: str, stats: ScanStats, **params):
 
 
 def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int = 512, device_backend: str = "cpu",
-                  robustness: str = "Medium", length: int = 28, cache: bool = False) -> tuple[pl.DataFrame, ScanStats]:
+                  robustness: str = "Medium", length: int = 28, lam: float = 0.02, decay: float = 0.03, cutout: int = 0,
+                  cache: bool = False) -> tuple[pl.DataFrame, ScanStats]:
     """One row per symbol: last date, ATC value, state (long/short/neutral), family signals.
 
     Closes are sliced from one array by symbol offsets (no per-symbol copies beyond the
@@ -73,7 +74,8 @@ def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int 
             idx = members[lo : lo + chunk_symbols]
             closes = np.stack([close[starts[i] : ends[i]] for i in idx]).astype(np.float64)
             backend = route(len(idx), int(n), device_backend)
-            fams, final = _compute(closes, backend, stats, robustness=robustness, length=length, cache=cache)
+            fams, final = _compute(closes, backend, stats, robustness=robustness, length=length, lam=lam, decay=decay,
+                                   cutout=cutout, cache=cache)
             stats.chunks += 1
             stats.backends[backend] = stats.backends.get(backend, 0) + 1
             last = np.asarray(final)[:, -1]

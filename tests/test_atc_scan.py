@@ -38,6 +38,15 @@ def test_scan_equals_one_atc_call_per_symbol_on_its_last_bars(bars):
         assert row["date"] == bars.filter(pl.col("symbol") == sym)["date"].max()
 
 
+def test_the_scan_uses_lam_decay_and_cutout_as_given(bars):
+    params = {"lam": 0.05, "decay": 0.1, "cutout": 20}
+    table, _ = scan_universe(bars, n_bars=300, **params)
+    close = bars.filter(pl.col("symbol") == "S1").sort("date")["close"].to_numpy()[-300:].astype(np.float64)
+    expected = atc.average_signal(close, dtype=np.float64, **params)[-1]
+    assert expected != pytest.approx(atc.average_signal(close, dtype=np.float64)[-1], abs=1e-9)  # the settings matter
+    assert table.filter(pl.col("symbol") == "S1")["atc"][0] == pytest.approx(expected, abs=1e-6)
+
+
 def test_chunk_size_does_not_change_the_result(bars):
     one, _ = scan_universe(bars, n_bars=250, chunk_symbols=100)
     many, _ = scan_universe(bars, n_bars=250, chunk_symbols=1)
