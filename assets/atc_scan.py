@@ -34,7 +34,8 @@ def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: Pr
                                      robustness=a.robustness, length=a.length, lam=a.lam, decay=a.decay,
                                      cutout=a.cutout, cache=a.cache)
         obs.record(table)
-        obs.extra.update({"chunks": stats.chunks, "backends": stats.backends, "gpu_fallbacks": stats.fallbacks,
+        obs.extra.update({"chunks": stats.chunks, "backends": stats.backends, "chunk_backends": stats.chunk_backends[:200],
+                          "gpu_fallbacks": stats.fallbacks,
                           "ma_cache": stats.cache or "off"})
     scan_md, states = scan_summary(table)
     yield Output(table, metadata={"scan": MetadataValue.md(scan_md), "states": states})

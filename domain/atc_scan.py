@@ -19,7 +19,13 @@ import polars as pl
 from domain.symbol_chunks import symbol_offsets
 from kernels import atc
 
-GPU_MIN_WORK = 2_000_000  # symbol-bars per chunk from which a GPU launch pays off
+# Symbol-bars per chunk from which a GPU launch pays off. Estimated, not yet measured on a GPU
+# (none was lent): the CPU path costs about 0.6 us per symbol-bar here (500 x 2,000 in 0.62 s,
+# RESULTS.md "ATC scanner"), and a launch with its transfers about 10 ms (1 MB of closes in and
+# out plus the kernel start), so the break-even is near 10 ms / 0.6 us ~ 17k symbol-bars; 50k
+# keeps a margin. The default chunk (512 x 2,000 = 1M) goes to the GPU whenever one is present.
+# `make gpu-check` times both paths per chunk size; set the measured break-even here.
+GPU_MIN_WORK = 50_000
 STATES = {1: "long", -1: "short", 0: "neutral"}
 
 
@@ -34,18 +40,20 @@ def route(n_symbols: int, n_bars: int, device_backend: str) -> str:
 class ScanStats:
     chunks: int = 0
     backends: dict = field(default_factory=dict)
+    chunk_backends: list = field(default_factory=list)  # per chunk, in scan order: the backend that ran it
     fallbacks: int = 0
     cache: dict = field(default_factory=dict)
 
 
 def _compute(closes: np.ndarray, backend: str, stats: ScanStats, **params):
+    """(families, final, the backend that ran): a failing GPU call falls back to the CPU."""
     try:
-        return atc.compute(closes, backend=backend, dtype=np.float64, **params)
+        return (*atc.compute(closes, backend=backend, dtype=np.float64, **params), backend)
     except Exception:
         if backend == "cpu":
             raise
         stats.fallbacks += 1
-        return atc.compute(closes, backend="cpu", dtype=np.float64, **params)
+        return (*atc.compute(closes, backend="cpu", dtype=np.float64, **params), "cpu (fallback)")
 
 
 def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int = 512, device_backend: str = "cpu",
@@ -74,10 +82,11 @@ def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int 
             idx = members[lo : lo + chunk_symbols]
             closes = np.stack([close[starts[i] : ends[i]] for i in idx]).astype(np.float64)
             backend = route(len(idx), int(n), device_backend)
-            fams, final = _compute(closes, backend, stats, robustness=robustness, length=length, lam=lam, decay=decay,
+            fams, final, used = _compute(closes, backend, stats, robustness=robustness, length=length, lam=lam, decay=decay,
                                    cutout=cutout, cache=cache)
             stats.chunks += 1
-            stats.backends[backend] = stats.backends.get(backend, 0) + 1
+            stats.backends[used] = stats.backends.get(used, 0) + 1
+            stats.chunk_backends.append(f"{len(idx)}x{int(n)}:{used}")
             last = np.asarray(final)[:, -1]
             parts.append(pl.DataFrame({
                 "symbol": symbols.gather(idx), "date": last_dates.gather(idx), "bars": np.full(len(idx), n, dtype=np.int32),

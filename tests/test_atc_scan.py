@@ -55,6 +55,7 @@ def test_chunk_size_does_not_change_the_result(bars):
 
 def test_cost_model_sends_only_big_chunks_to_a_gpu():
     assert route(10, 2000, "cuda") == "cpu"
+    assert route(512, 2000, "cuda") == "cuda"  # the default chunk uses the GPU when there is one
     assert route(GPU_MIN_WORK // 2000, 2000, "cuda") == "cuda"
     assert route(5000, 2000, "torch") == "torch"
     assert route(5000, 2000, "cpu") == "cpu"
