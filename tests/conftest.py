@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
+
+from tests.gpu import choose_simulator
 
 # GPU kernels run under numba's CUDA simulator unless a real GPU is present; TRADELAB_GPU=1
 # (the GPU proof) forces the real device, TRADELAB_GPU=0 (its dry run) the simulator
 # (tests/gpu.py). This must be set before numba.cuda is first imported.
-_GPU = os.environ.get("TRADELAB_GPU", "")
-if _GPU in ("0", "1"):
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if _GPU == "0" else "0"
-elif "NUMBA_ENABLE_CUDASIM" not in os.environ and shutil.which("nvidia-smi") is None:
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-
+choose_simulator()
 
 
 class _ForbidImports:
@@ -51,7 +47,7 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_sessionstart(session):
-    if _GPU == "1":
+    if os.environ.get("TRADELAB_GPU") == "1":
         from tests.gpu import real_cuda
 
         if not real_cuda():

@@ -23,6 +23,9 @@ Integer outputs (trade counts, exit rows, ranks) are always compared exactly.
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import numpy as np
 import pytest
 
@@ -30,6 +33,16 @@ gpu = pytest.mark.gpu
 
 # float64 results of a CUDA kernel on real hardware may differ from the CPU's by FMA rounding
 REAL_GPU_RTOL = 1e-12
+
+
+def choose_simulator() -> None:
+    """Set NUMBA_ENABLE_CUDASIM from TRADELAB_GPU (module docstring). Call it before
+    numba.cuda is first imported: tests/conftest.py and benchmarks/bench_gpu.py do."""
+    switch = os.environ.get("TRADELAB_GPU", "")
+    if switch in ("0", "1"):
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if switch == "0" else "0"
+    elif "NUMBA_ENABLE_CUDASIM" not in os.environ and shutil.which("nvidia-smi") is None:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 
 def simulated() -> bool:
