@@ -12,7 +12,7 @@ import sys
 
 from tests.conftest import REPO
 
-SECTIONS = ("indicators", "atc", "grid", "population", "lstm")
+SECTIONS = ("indicators", "atc", "grid", "population", "lstm", "lstm_train")
 
 
 def test_dry_gpu_check_runs_every_section_and_every_engine_agrees(tmp_path):
