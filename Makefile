@@ -2,6 +2,8 @@
 #   make demo   create .venv if missing, install, run the main job on the built-in data
 #   make test   create .venv if missing, install, run every test
 #   make ui     the Dagster web UI on http://127.0.0.1:3000
+#   make gpu-check   the GPU proof, on a GPU machine (GPU_CHECK_DRY=1: the same script here, simulated)
+#   make gpu-wheels  the wheels that GPU machine lacks, into .whl/ (carried with the device call)
 
 PYTHON ?= python3
 VENV := .venv
@@ -10,7 +12,10 @@ STAMP := $(VENV)/.installed-stamp
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: demo test ui bench clean install
+# The GPU proof needs no .venv: on the GPU machine its python3 has torch, CuPy and numba-cuda.
+GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
+
+.PHONY: demo test ui bench clean install gpu-check gpu-wheels
 
 install: $(STAMP)
 
@@ -33,6 +38,12 @@ ui: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ingest.py
+
+gpu-check:
+	PYTHON=$(GPU_PY) bash scripts/gpu_check.sh
+
+gpu-wheels:
+	PYTHON=$(GPU_PY) bash scripts/gpu_wheels.sh
 
 clean:
 	rm -rf data reports models .dagster .numba_cache

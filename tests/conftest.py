@@ -3,20 +3,55 @@
 from __future__ import annotations
 
 import os
-import shutil
+import sys
 from pathlib import Path
 
-# GPU kernels run under numba's CUDA simulator unless a real GPU is present. This must be
-# set before numba.cuda is first imported.
-if "NUMBA_ENABLE_CUDASIM" not in os.environ and shutil.which("nvidia-smi") is None:
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+from tests.gpu import choose_simulator
 
-import pytest
-import yaml
-from dagster import instance_for_test, materialize
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+# GPU kernels run under numba's CUDA simulator unless a real GPU is present; TRADELAB_GPU=1
+# (the GPU proof) forces the real device, TRADELAB_GPU=0 (its dry run) the simulator
+# (tests/gpu.py). This must be set before numba.cuda is first imported.
+choose_simulator()
+
+
+class _ForbidImports:
+    """TRADELAB_FORBID_IMPORTS=dagster,polars,...: importing these fails, as on the GPU
+    machine (none of them is there), so the dry GPU check proves the GPU tests need none."""
+
+    def __init__(self, names):
+        self.names = set(names)
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r} (TRADELAB_FORBID_IMPORTS)", name=name)
+        return None
+
+
+if os.environ.get("TRADELAB_FORBID_IMPORTS"):
+    sys.meta_path.insert(0, _ForbidImports(filter(None, os.environ["TRADELAB_FORBID_IMPORTS"].split(","))))
+
+import pytest  # noqa: E402
+import yaml  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_ignore_collect(collection_path, config):
+    """`pytest -m gpu` collects only the modules that use the marker, so the GPU tests run
+    where Dagster and polars are not installed (the GPU machine); the selection is the same."""
+    if config.getoption("markexpr", "") == "gpu" and collection_path.suffix == ".py" \
+            and collection_path.name.startswith("test_"):
+        text = collection_path.read_text()
+        return "pytest.mark.gpu" not in text and "from tests.gpu import" not in text
+    return None
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("TRADELAB_GPU") == "1":
+        from tests.gpu import real_cuda
+
+        if not real_cuda():
+            raise pytest.UsageError("TRADELAB_GPU=1 but numba.cuda sees no real GPU (driver, toolkit?)")
 
 
 def _deep_update(base: dict, extra: dict) -> dict:
@@ -48,12 +83,17 @@ def make_settings(tmp_path):
 
 @pytest.fixture
 def instance():
+    from dagster import instance_for_test
+
     with instance_for_test() as inst:
         yield inst
 
 
 def run_assets(assets, settings_path, instance, symbols, years, raise_on_error=True, extra_resources=None):
     """Materialize `assets` for the rectangle symbols x years in one run (single-run backfill)."""
+    from dagster import materialize
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
     from pipeline.definitions import build_resources
     from pipeline.symbols import register_symbols
 
@@ -91,6 +131,9 @@ def learned_store(tmp_path_factory):
     from assets.raw_bars import raw_bars
     from assets.regime import regime
     from assets.specialists import specialists
+    from dagster import instance_for_test, materialize
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
     from pipeline.definitions import build_resources
 
     root = tmp_path_factory.mktemp("learned")

@@ -25,6 +25,7 @@ from kernels import indicators as K
 from kernels.atc import cpu as atc_cpu
 from kernels.atc import reference as ref
 from kernels.atc import torch as atc_torch
+from tests.gpu import assert_engine_equal, gpu
 
 
 @functools.cache
@@ -333,6 +334,7 @@ def test_kama_family_matches_pine_on_sp500():
 # ---------------------------------------------------------------------------------------
 
 
+@gpu
 def test_torch_equals_cpu_batched():
     g = goog_close()
     x = np.stack([g[:500], g[800:1300], walks(1, 500, seed=3)[0]])
@@ -345,6 +347,7 @@ def test_torch_equals_cpu_batched():
             np.testing.assert_allclose(t_fams[name], c_fams[name], rtol=0, atol=1e-9, err_msg=name)
 
 
+@gpu
 def test_torch_tensor_in_tensor_out():
     torch = pytest.importorskip("torch")
     x = walks(2, 200, seed=4)
@@ -353,18 +356,20 @@ def test_torch_tensor_in_tensor_out():
     np.testing.assert_allclose(out.numpy(), atc.average_signal(x, length=10), rtol=0, atol=1e-6)
 
 
+@gpu
 @pytest.mark.parametrize("robustness,length,cutout", [("Narrow", 7, 0), ("Medium", 9, 5)])
 def test_cuda_equals_cpu(robustness, length, cutout):
     x = np.stack([goog_close()[:80], goog_close()[1000:1080], walks(1, 80, seed=2)[0]])
     kw = {"robustness": robustness, "length": length, "cutout": cutout, "dtype": np.float64}
     c_fams, c_final = atc.compute(x, **kw)
     g_fams, g_final = atc.compute(x, backend="cuda", **kw)
-    np.testing.assert_array_equal(g_final, c_final)
+    assert_engine_equal(g_final, c_final)
     for name in atc.FAMILIES:
-        np.testing.assert_array_equal(g_fams[name], c_fams[name], err_msg=name)
+        assert_engine_equal(g_fams[name], c_fams[name], err_msg=name)
     assert atc.average_signal(x[1], backend="cuda", robustness=robustness, length=length).dtype == np.float32
 
 
+@gpu
 def test_chunking_does_not_change_results(monkeypatch):
     x = walks(5, 120, seed=8)
     c_fams, c_final = atc.compute(x, length=10, dtype=np.float64)

@@ -66,6 +66,26 @@ def test_rmm_pool_is_set_up_in_the_only_safe_order():
     ]
 
 
+def test_rmm_pool_without_cudf_is_complete():
+    """cuDF (hundreds of MB, not on the GPU machine) is optional: the pool serves numba and CuPy."""
+    calls: list[str] = []
+    mods = {
+        "rmm.allocators.numba": types.SimpleNamespace(RMMNumbaManager="RMMNumbaManager"),
+        "numba.cuda": types.SimpleNamespace(set_memory_manager=lambda m: calls.append("numba")),
+        "rmm": types.SimpleNamespace(reinitialize=lambda **kw: calls.append("rmm")),
+        "cupy": types.SimpleNamespace(cuda=types.SimpleNamespace(set_allocator=lambda a: calls.append("cupy"))),
+        "rmm.allocators.cupy": types.SimpleNamespace(rmm_cupy_allocator="rmm_cupy_allocator"),
+    }
+
+    def importer(name):
+        if name == "cudf":
+            raise ModuleNotFoundError("No module named 'cudf'")
+        return mods[name]
+
+    assert setup_rmm_pool(importer=importer) == ["numba_memory_manager", "rmm_pool", "cupy_allocator", "cudf_missing"]
+    assert calls == ["numba", "rmm", "cupy"]
+
+
 def test_resource_without_the_requested_gpu_warns_and_runs_on_cpu(monkeypatch, caplog):
     import resources.compute as compute
 

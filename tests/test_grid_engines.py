@@ -20,6 +20,7 @@ from kernels.gridsearch.exits import resolve_exits, to_units
 from kernels.gridsearch.grid import Grid
 from kernels.gridsearch.ranking import top_k_full
 from kernels.gridsearch.reference import reference_grid, trade_result
+from tests.gpu import gpu, torch_device
 
 
 def make_data(seed: int, n_trades: int = 40, n_prices: int = 3000):
@@ -122,7 +123,9 @@ def test_launches_smaller_than_the_grid_merge_to_the_same_top10():
     assert list(one.index) == list(many.index) and list(one.roi_units) == list(many.roi_units)
 
 
+@gpu
 def test_cuda_kernels_equal_cpu_under_the_simulator():
+    """(Named for CI; on a GPU it runs on the device: exits and sums are integers, so exact.)"""
     prices, start, end, entry, pct, features = make_data(8, n_trades=12)
     small = Grid(volatility=(0.0, 0.4), ratio=(0.0,), adx28=(0, 20), adx14=(0,), adx7=(0, 30), target=(0.2, 0.5), stop_loss=(-0.3,))
     cpu, _ = resolve_exits(start, end, entry, prices, pct, small.target, small.stop_loss)
@@ -133,13 +136,53 @@ def test_cuda_kernels_equal_cpu_under_the_simulator():
     assert list(a.index) == list(b.index) and list(a.roi_units) == list(b.roi_units)
 
 
+@gpu
+def test_cuda_brute_force_equals_cpu_on_a_grid_of_many_launches():
+    prices, start, end, entry, pct, features = make_data(12, n_trades=30)
+    cpu, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
+    gpu_res, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, backend="cuda")
+    np.testing.assert_array_equal(gpu_res, cpu)
+    a = brute_force(features, cpu, GRID, k=10, min_trades=2)
+    b = brute_force(features, cpu, GRID, k=10, min_trades=2, backend="cuda", launch=97)
+    assert as_rows(a, GRID) == as_rows(b, GRID)
+
+
+@gpu
+def test_cupy_dominance_sums_equal_numpy():
+    from kernels.gridsearch.cuda import array_module
+
+    xp, to_device = array_module()  # CuPy on a GPU, NumPy under the simulator
+    prices, start, end, entry, pct, features = make_data(10)
+    cpu, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
+    roi, trades = cube_roi(features, cpu, GRID)
+    groi, gtrades = cube_roi(to_device(features), to_device(cpu), GRID, xp=xp)
+    as_numpy = getattr(xp, "asnumpy", np.asarray)
+    np.testing.assert_array_equal(as_numpy(groi), roi)
+    np.testing.assert_array_equal(as_numpy(gtrades), trades)
+    assert as_rows(top_k_full(groi, gtrades, 10, 1, xp=xp), GRID) == as_rows(top_k_full(roi, trades, 10, 1), GRID)
+
+
+def test_the_gpu_grid_search_needs_no_cudf(monkeypatch):
+    """engine_top(backend="cuda") with a fake CuPy (NumPy) and cuDF made unimportable."""
+    from domain.gridsearch.stage import engine_top
+
+    monkeypatch.setitem(sys.modules, "cupy", np)
+    monkeypatch.setitem(sys.modules, "cudf", None)
+    prices, start, end, entry, pct, features = make_data(11)
+    results, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, backend="cuda")
+    want = engine_top(features, results, GRID, "cube", "cpu", 10, 1)
+    got = engine_top(features, results, GRID, "cube", "cuda", 10, 1)
+    assert as_rows(got, GRID) == as_rows(want, GRID)
+
+
+@gpu
 def test_torch_exits_and_cube_equal_cpu():
     prices, start, end, entry, pct, features = make_data(9)
     cpu, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
     tor, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, backend="torch")
     np.testing.assert_array_equal(tor, cpu)
     roi, trades = cube_roi(features, cpu, GRID)
-    troi, ttrades = cube_roi_torch(features, cpu, GRID)
+    troi, ttrades = cube_roi_torch(features, cpu, GRID, device=torch_device())
     np.testing.assert_array_equal(troi, roi)
     np.testing.assert_array_equal(ttrades, trades)
 

@@ -19,6 +19,9 @@ import torch
 
 from kernels import indicators as K
 from kernels.backends import torch_backend
+from tests.gpu import gpu
+
+pytestmark = gpu  # NumPy inputs run on the GPU when torch sees one
 
 PERIODS = (2, 5, 14)
 UNARY = ["sma", "ema", "wma", "dema", "tema", "hma", "lsma", "kama", "rsi", "rolling_std", "zscore", "returns"]

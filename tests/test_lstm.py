@@ -2,7 +2,10 @@
 dataset slices lazily, the standardizer sees training rows only, CPU training is
 deterministic and learns a toy problem, early stopping restores the best epoch, a NaN that
 reaches the loss stops training, and out-of-fold scores come from models that never saw the
-row (nor its purge window). Tiny models, CPU, a few seconds in all."""
+row (nor its purge window). Tiny models, CPU, a few seconds in all.
+
+The tests marked `gpu` run on tests.gpu.torch_device(): the CPU in CI, the GPU in
+`make gpu-check` (bf16/fp16 autocast, torch.compile)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from kernels.learn import lstm as L
+from tests.gpu import gpu, torch_device
 
 TINY = {"hidden": 12, "layers": 1, "dropout": 0.0, "batch_size": 64, "lr": 1e-2, "device": "cpu"}
 
@@ -204,3 +208,45 @@ def test_out_of_fold_scores_never_use_the_scored_rows():
     np.testing.assert_array_equal(scored, (folds >= 0) & (t >= seq_len - 1))
     np.testing.assert_array_equal(np.isfinite(r.scores), scored)
     assert r.scores.dtype == np.float32 and ((r.scores[scored] > 0) & (r.scores[scored] < 1)).all()
+
+
+# --- on the test device (the GPU in make gpu-check) ---------------------------------------
+# Predictions of one trained model: the device in fp32 vs the CPU in fp32 differ by cuDNN's
+# summation order and TF32 (~1e-4); under autocast by the 8-bit (bf16) or 11-bit (fp16)
+# mantissa of the matrix products' inputs.
+PREDICTION_ATOL = {"fp32": 2e-3, "bf16": 3e-2, "fp16": 5e-3}
+
+
+@gpu
+@pytest.mark.parametrize("amp", ["fp32", "bf16", "fp16"])
+def test_amp_training_and_inference_on_the_test_device(amp):
+    dev = torch_device()
+    if amp != "fp32" and dev == "cpu":
+        pytest.skip("autocast is proven on a GPU (fp16 needs one; bf16 LSTM needs a CPU with bf16 support)")
+    X, y, off, t = toy()
+    train, val = t < 350, t >= 360
+    r = L.train_lstm(X, y, off, train, val, **{**TINY, "device": dev}, seq_len=8, epochs=3, amp=amp, compile=False)
+    assert (r.device, r.precision, r.compiled) == (dev, amp, None)
+    on_device = L.predict_lstm(r.model, r.standardizer, X, off, seq_len=8, device=dev, amp=amp)
+    on_cpu = L.predict_lstm(r.model, r.standardizer, X, off, seq_len=8, device="cpu", amp=False)
+    np.testing.assert_array_equal(np.isnan(on_device), np.isnan(on_cpu))
+    m = np.isfinite(on_cpu)
+    np.testing.assert_allclose(on_device[m], on_cpu[m], rtol=0, atol=PREDICTION_ATOL[amp])
+    fp32 = L.predict_lstm(r.model, r.standardizer, X, off, seq_len=8, device=dev, amp=False)
+    np.testing.assert_allclose(fp32[m], on_cpu[m], rtol=0, atol=PREDICTION_ATOL["fp32"])
+    mv = val & m
+    assert roc_auc_score(y[mv], on_device[mv]) > 0.7
+
+
+@gpu
+def test_compiled_training_on_cuda_learns_and_keeps_plain_state_dict_keys():
+    if torch_device() != "cuda":
+        pytest.skip("torch.compile is proven on CUDA only (on CPU inductor needs a C++ toolchain and minutes)")
+    X, y, off, t = toy()
+    train, val = t < 350, t >= 360
+    r = L.train_lstm(X, y, off, train, val, **{**TINY, "device": "cuda"}, seq_len=8, epochs=3, amp="auto", compile="auto")
+    assert r.compiled == "max-autotune" and r.precision in ("bf16", "fp16")
+    assert not any(k.startswith("_orig_mod.") for k in r.model.state_dict())
+    p = L.predict_lstm(r.model, r.standardizer, X, off, seq_len=8, device="cuda")
+    m = val & np.isfinite(p)
+    assert roc_auc_score(y[m], p[m]) > 0.7

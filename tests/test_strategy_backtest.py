@@ -27,8 +27,9 @@ from kernels.strategy.metrics import summarize
 from kernels.strategy.reference import reference_individual, reference_trades
 from kernels.strategy.results import TRADE_FIELDS, PopulationResult
 from kernels.strategy.trade_walk import capacity
+from tests.gpu import assert_engine_equal, gpu
 
-ENGINES = ["cpu", "cuda"]
+ENGINES = ["cpu", pytest.param("cuda", marks=gpu)]
 STOP_GAP, STOP, TP, TIME, END = range(5)
 
 
@@ -282,11 +283,12 @@ def test_population_engines_equal_the_one_at_a_time_reference_on_goog(engine, go
     assert res.engine == engine and res.fallback is None
     assert len(res) == 32
     assert_same_trades(res, reference32)
-    # the same bits, in fact (no FMA anywhere on the simulator or the CPU)
+    # the same bits, in fact (no FMA anywhere on the simulator or the CPU; tests/gpu.py on a GPU)
     for f in ("entry_px", "exit_px", "pnl", "r_mult"):
-        assert np.array_equal(getattr(res, f), getattr(reference32, f)), f
+        assert_engine_equal(getattr(res, f), getattr(reference32, f), err_msg=f)
 
 
+@gpu
 def test_cuda_equals_cpu_for_a_population_of_one(goog_slice, pop32, reference32):
     for i in (0, 7):
         cpu = backtest_population(*goog_slice, [pop32[i]], engine="cpu")
@@ -296,6 +298,7 @@ def test_cuda_equals_cpu_for_a_population_of_one(goog_slice, pop32, reference32)
         assert cpu.n_trades[0] == reference32.n_trades[i] > 0
 
 
+@gpu
 def test_cuda_equals_cpu_for_a_population_of_512_on_a_short_slice():
     data = goog(800, 920)
     pop = varied_population(512, seed=11)

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The GPU proof in one call (`make gpu-check`, README "GPU proof").
+#
+# Real (on the lent GPU machine: Python 3.12 with torch, CuPy, numba, numba-cuda; no network):
+#   1. install the carried wheels (.whl/, made by `make gpu-wheels`) into a folder on PYTHONPATH
+#   2. print the device as nvidia-smi, torch, CuPy and numba.cuda see it
+#   3. run every test marked `gpu` with the CUDA simulator OFF (TRADELAB_GPU=1, tests/gpu.py)
+#   4. run benchmarks/bench_gpu.py: each GPU engine against its CPU engine, full sizes
+#   Results go to $OUT (the device machine's return folder), else benchmarks/out:
+#   gpu_check.json (tests + benchmarks, one object), gpu_check.txt (the table), two logs.
+# Dry (GPU_CHECK_DRY=1, any machine): the same steps with numba's CUDA simulator, torch on
+#   the CPU and tiny sizes (--quick); no install. tests/test_gpu_check.py runs it in CI.
+# In both, Dagster, polars, pyarrow and cuDF are made unimportable (TRADELAB_FORBID_IMPORTS):
+# the GPU machine has none of them and the kernels need none.
+# GPU_CHECK_PART=tests or =bench runs one half (two device calls when one does not fit 10 min);
+# GPU_CHECK_TEST_TIMEOUT / GPU_CHECK_BENCH_TIMEOUT (300 / 240 s) bound the halves.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+DRY=${GPU_CHECK_DRY:-0}
+PART=${GPU_CHECK_PART:-all}
+OUT_DIR=${OUT:-benchmarks/out}
+SITE=${GPU_CHECK_SITE:-/tmp/tradelab-site}
+mkdir -p "$OUT_DIR"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/tradelab-numba}
+export TRADELAB_FORBID_IMPORTS=dagster,polars,pyarrow,cudf
+if [ "$DRY" = 1 ]; then
+    export TRADELAB_GPU=0; QUICK=--quick
+else
+    export TRADELAB_GPU=1; QUICK=
+fi
+echo "== gpu-check: $([ "$DRY" = 1 ] && echo 'DRY (CUDA simulator, torch on cpu, tiny sizes)' || echo 'REAL GPU'); out: $OUT_DIR"
+
+echo "== 1. carried wheels"
+if [ "$DRY" = 1 ]; then
+    echo "dry: not installed (they are built for the GPU machine's Python 3.12)"
+elif ls .whl/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
+        || { echo "gpu-check: installing .whl/*.whl failed"; exit 2; }
+    export PYTHONPATH="$PYTHONPATH:$SITE"  # ahead of the machine's packages: carry only what it lacks
+    ls .whl
+else
+    echo "no .whl/ folder: run 'make gpu-wheels' here and name .whl in the device call's carry"
+fi
+
+echo "== 2. device"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
+$PY - <<'EOF'
+from tests.gpu import choose_simulator, real_cuda, simulated
+choose_simulator()
+import numba, numpy, torch
+print(f"python numpy {numpy.__version__}, numba {numba.__version__}, torch {torch.__version__}")
+print(f"torch.cuda: {torch.cuda.is_available()}" + (f", {torch.cuda.get_device_name(0)}, bf16 "
+      f"{torch.cuda.is_bf16_supported()}" if torch.cuda.is_available() else ""))
+try:
+    import cupy
+    print(f"cupy {cupy.__version__}: {cupy.cuda.runtime.getDeviceCount()} device(s)")
+except Exception as err:  # noqa: BLE001
+    print(f"cupy: unavailable ({type(err).__name__}: {err})"[:200])
+print(f"numba.cuda: simulator {simulated()}, real device {real_cuda()}")
+if real_cuda():
+    from numba import cuda
+    cuda.detect()
+EOF
+
+tests_rc=0 bench_rc=0 junit=()
+if [ "$PART" != bench ]; then
+    echo "== 3. tests marked gpu"
+    timeout "${GPU_CHECK_TEST_TIMEOUT:-300}" $PY -m pytest -m gpu -p no:cacheprovider \
+        -o "filterwarnings=ignore::DeprecationWarning" --junitxml="$OUT_DIR/gpu_tests.xml" 2>&1 \
+        | tee "$OUT_DIR/gpu_tests.log" | tail -40
+    tests_rc=${PIPESTATUS[0]}
+    junit=(--tests-junit "$OUT_DIR/gpu_tests.xml" --tests-rc "$tests_rc")
+fi
+if [ "$PART" != tests ]; then
+    echo "== 4. benchmarks (GPU engine vs CPU engine)"
+    timeout "${GPU_CHECK_BENCH_TIMEOUT:-240}" $PY benchmarks/bench_gpu.py $QUICK --out "$OUT_DIR" "${junit[@]}" 2>&1 \
+        | tee "$OUT_DIR/gpu_bench.log" | tail -60
+    bench_rc=${PIPESTATUS[0]}
+fi
+
+echo "== gpu-check: tests rc $tests_rc, benchmarks rc $bench_rc"
+[ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

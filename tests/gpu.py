@@ -1,0 +1,84 @@
+"""What the GPU tests share: where they run and how exactly a GPU engine must equal the CPU.
+
+A test that exercises a GPU engine (numba.cuda, CuPy, torch on CUDA) carries the marker
+`gpu` (registered in pyproject.toml). `pytest -m gpu` selects exactly those: CI runs them
+under numba's CUDA simulator and torch-CPU; `make gpu-check` runs the same tests on a real
+GPU (scripts/gpu_check.sh sets TRADELAB_GPU=1).
+
+TRADELAB_GPU (read once, in tests/conftest.py, before numba.cuda is imported):
+  1      the GPU proof: simulator OFF, a real CUDA device is required (the session stops if
+         there is none), torch tests run on "cuda"
+  0      simulator ON and torch on "cpu", even on a machine with a GPU (the dry run)
+  unset  simulator unless `nvidia-smi` is on the PATH; torch on "cuda" when it sees one
+
+Exactness: under the simulator (and on the CPU) a CUDA kernel runs the same float64
+operations in the same order as the CPU core, so the tests compare bit for bit. On real
+hardware NVVM contracts a*b+c into one fused multiply-add (one rounding instead of two), so
+the last bits of a float64 result may differ: there, and only there, `assert_engine_equal`
+allows a relative difference of 1e-12 (of the reference's largest magnitude, so values that
+cancel to ~0 are not held to a tighter bound than their inputs), and one float32 ulp for
+float32 outputs (a float64 result 1e-16 away can round to the neighbouring float32).
+Integer outputs (trade counts, exit rows, ranks) are always compared exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+gpu = pytest.mark.gpu
+
+# float64 results of a CUDA kernel on real hardware may differ from the CPU's by FMA rounding
+REAL_GPU_RTOL = 1e-12
+
+
+def choose_simulator() -> None:
+    """Set NUMBA_ENABLE_CUDASIM from TRADELAB_GPU (module docstring). Call it before
+    numba.cuda is first imported: tests/conftest.py and benchmarks/bench_gpu.py do."""
+    switch = os.environ.get("TRADELAB_GPU", "")
+    if switch in ("0", "1"):
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if switch == "0" else "0"
+    elif "NUMBA_ENABLE_CUDASIM" not in os.environ and shutil.which("nvidia-smi") is None:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+
+def simulated() -> bool:
+    """numba.cuda runs on its simulator (CI, the dry run)."""
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def real_cuda() -> bool:
+    """numba.cuda runs on a real device."""
+    if simulated():
+        return False
+    from numba import cuda
+
+    return cuda.is_available()
+
+
+def torch_device() -> str:
+    """Where the torch engines are tested: "cuda" when the simulator is off and torch sees a
+    GPU (ROCm shows as cuda), else "cpu"."""
+    import torch
+
+    return "cuda" if not simulated() and torch.cuda.is_available() else "cpu"
+
+
+def assert_engine_equal(gpu_out, cpu_out, err_msg: str = "") -> None:
+    """A GPU engine's output equals the CPU engine's: bit for bit on the simulator and for
+    integers; within FMA rounding (module docstring) on a real GPU."""
+    gpu_out, cpu_out = np.asarray(gpu_out), np.asarray(cpu_out)
+    assert gpu_out.dtype == cpu_out.dtype and gpu_out.shape == cpu_out.shape, err_msg
+    if not real_cuda() or not np.issubdtype(cpu_out.dtype, np.floating):
+        np.testing.assert_array_equal(gpu_out, cpu_out, err_msg=err_msg)
+        return
+    finite = np.isfinite(cpu_out)
+    np.testing.assert_array_equal(gpu_out[~finite], cpu_out[~finite], err_msg=f"{err_msg} (NaN and inf positions)")
+    scale = float(np.max(np.abs(cpu_out[finite]), initial=0.0))
+    tol = REAL_GPU_RTOL * scale if cpu_out.dtype == np.float64 else float(np.spacing(np.float32(scale)))
+    np.testing.assert_allclose(gpu_out[finite], cpu_out[finite], rtol=REAL_GPU_RTOL, atol=tol, err_msg=err_msg)
