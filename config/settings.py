@@ -236,6 +236,7 @@ class Automation(_Model):
     nightly_schedule: bool = False
     new_symbol_sensor: bool = False
     build_chain_sensor: bool = True
+    live_schedule: bool = False  # start live_after_close (22:30 New York on exchange sessions) with the daemon
     # A build run in flight longer than this is stale: the chain sensor marks it failed
     # instead of waiting on it (a run whose local process is gone is stale at once).
     max_run_hours: float = Field(12.0, gt=0)

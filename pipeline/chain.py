@@ -30,6 +30,10 @@ FOLLOW_UPS: dict[str, tuple[str, ...]] = {
     "lstm_job": ("yearly_stages",),
 }
 YEAR_JOBS = ("yearly_stages", "lstm_job")
+# A build run carrying this tag brought in the day's bars for the live path
+# (pipeline.live): it is followed by live_paper_trade alone, not by a retraining.
+LIVE_TAG = "tradelab/live"
+LIVE_FOLLOW_UP = "live_paper_trade"
 
 
 def run_years(tags: dict[str, str]) -> list[int]:
@@ -58,6 +62,8 @@ class FollowUp:
 
 def follow_ups(job_name: str, tags: dict[str, str]) -> list[FollowUp]:
     """The runs that continue the chain after a successful run of `job_name` with `tags`."""
+    if tags.get(LIVE_TAG) and job_name == "historical_build_and_train":
+        return [FollowUp(LIVE_FOLLOW_UP, {})]
     years = run_years(tags)
     out = []
     for nxt in FOLLOW_UPS.get(job_name, ()):

@@ -32,7 +32,7 @@ from pipeline.jobs import (
     lstm_job,
     yearly_stages,
 )
-from pipeline.schedules import nightly_rebuild
+from pipeline.schedules import live_after_close, nightly_rebuild
 from pipeline.sensors import build_chain_sensor, new_symbol_sensor
 from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
@@ -53,7 +53,7 @@ def build_resources(settings_path: str | None = None) -> dict:
 defs = Definitions(
     assets=ALL_ASSETS,
     jobs=[historical_build_and_train, yearly_stages, lstm_job, atc_scan_job, grid_search_job, live_paper_trade],
-    schedules=[nightly_rebuild],
+    schedules=[nightly_rebuild, live_after_close],
     sensors=[new_symbol_sensor, build_chain_sensor],
     resources=build_resources(),
     executor=build_executor(load_settings()),

@@ -126,7 +126,10 @@ def failure_line(result) -> str | None:
         if data.user_failure_data is not None and data.user_failure_data.description:
             return data.user_failure_data.description
         if data.error is not None:
-            return f"{event.step_key}: {data.error.message.strip().splitlines()[0]}"
+            error = data.error
+            while error.cause is not None:  # Dagster wraps the user's exception: name the innermost
+                error = error.cause
+            return f"{event.step_key}: {error.message.strip().splitlines()[0]}"
     return None
 
 

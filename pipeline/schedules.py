@@ -47,3 +47,34 @@ def nightly_rebuild(context: ScheduleEvaluationContext):
         run_key=f"nightly:{when:%Y-%m-%d}",
         tags=range_tags(make_key(symbols[0], years[0]), make_key(symbols[-1], years[-1])),
     )
+
+
+@schedule(
+    name="live_after_close",
+    job=historical_build_and_train,
+    cron_schedule="30 22 * * 1-5",
+    execution_timezone="America/New_York",
+    default_status=DefaultScheduleStatus.RUNNING if _settings.automation.live_schedule else DefaultScheduleStatus.STOPPED,
+    description="22:30 New York time on sessions of the exchange calendar: the current year's partitions of every "
+                "registered symbol take in the day's bars; build_chain_sensor then runs live_paper_trade.",
+)
+def live_after_close(context: ScheduleEvaluationContext):
+    from pipeline.live import LIVE_TAG, live_year
+
+    when = context.scheduled_execution_time
+    calendar = exchange_calendar()
+    if not calendar.is_session(when.date()):
+        return SkipReason(f"{when:%Y-%m-%d} is not a session of {calendar.name}: no new bars to trade on")
+    symbols = context.instance.get_dynamic_partitions(SYMBOLS)
+    if not symbols:
+        return SkipReason("no symbols registered: run `python -m pipeline.cli symbols sync` or enable the sensor")
+    year = live_year(when.replace(tzinfo=None))
+    return RunRequest(run_key=f"live:{when:%Y-%m-%d}",
+                      tags={**range_tags(make_key(symbols[0], year), make_key(symbols[-1], year)), LIVE_TAG: "1"})
+
+
+def exchange_calendar():
+    """The calendar of the bars' exchange (XNYS, as the synthetic market's)."""
+    import exchange_calendars
+
+    return exchange_calendars.get_calendar("XNYS")

@@ -32,10 +32,11 @@ from config.errors import InputDataError
 from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions
 from config.settings import load_settings
 from domain.sources import make_source
-from pipeline.chain import follow_ups, run_years, year_range_tags
+from pipeline.chain import LIVE_TAG, follow_ups, run_years, year_range_tags
 from pipeline.jobs import (
     atc_scan_job,
     historical_build_and_train,
+    live_paper_trade,
     lstm_job,
     yearly_stages,
 )
@@ -93,7 +94,7 @@ def new_symbol_sensor(context: SensorEvaluationContext):
     name="build_chain_sensor",
     run_status=DagsterRunStatus.SUCCESS,
     monitored_jobs=[historical_build_and_train, lstm_job],
-    request_jobs=[yearly_stages, atc_scan_job],
+    request_jobs=[yearly_stages, atc_scan_job, live_paper_trade],
     default_status=DefaultSensorStatus.RUNNING if _settings.automation.build_chain_sensor else DefaultSensorStatus.STOPPED,
 )
 def build_chain_sensor(context: RunStatusSensorContext):
@@ -105,6 +106,9 @@ def build_chain_sensor(context: RunStatusSensorContext):
     succeeded since the chain last ran."""
     run = context.dagster_run
     instance = context.instance
+    if run.tags.get(LIVE_TAG):  # the day's bars are in: trade on them now, whatever else is in flight
+        return [RunRequest(run_key=f"chain:{run.run_id}:{step.job}", job_name=step.job,
+                           tags={"tradelab/after": run.run_id, CHAIN_TAG: "1"}) for step in follow_ups(run.job_name, run.tags)]
     in_flight = [r for job in CHAIN_MONITORED for r in instance.get_runs(RunsFilter(job_name=job, statuses=IN_FLIGHT))
                  if r.run_id != run.run_id]
     busy, stale = fail_stale_runs(instance, in_flight, load_settings().automation.max_run_hours * 3600)

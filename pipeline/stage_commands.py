@@ -6,7 +6,8 @@
     backtest         the backtest of the stored predictions; --log copies the day log
     evaluate         evaluation of the stored predictions
     build-all        the whole chain (pipeline.runs.run_graph)
-    live-paper-trade the live_paper_trade job (paper orders of the day)
+    live-paper-trade the current year's new bars in (raw_bars .. specialists), then the
+                     live_paper_trade job (paper orders of the day): pipeline.live
     strategy-search  NSGA-II over seller-exhaustion parameter sets (kernels.strategy populations)
     infer            infer_one / infer_batch on the stored data (prints JSON)
 
@@ -143,13 +144,17 @@ def cmd_train_lstm(args: argparse.Namespace) -> int:
     overrides = {"lstm": lstm} if lstm else {}
     if args.device:
         overrides["device"] = {"gpu": "cuda", "cpu": "cpu", "auto": "auto"}[args.device]
-    cfg, settings = _cfg_and_settings(overrides, "train-lstm")
     if args.device == "gpu":
         import torch
 
         if not torch.cuda.is_available():
-            print("error: --device gpu: torch sees no CUDA/ROCm device (use --device cpu)", file=sys.stderr)
-            return 3
+            if args.strict_device:
+                print("error: --device gpu: torch sees no CUDA/ROCm device (--strict-device)", file=sys.stderr)
+                return 3
+            print("warning: --device gpu: torch sees no CUDA/ROCm device; training on the CPU instead "
+                  "(--strict-device stops here)", file=sys.stderr)
+            overrides["device"] = "cpu"
+    cfg, settings = _cfg_and_settings(overrides, "train-lstm")
     years = parse_years(args.years, settings)
     _materialize_years(cfg, ["lstm_model"], years, "train-lstm", per_year=True)
     print(f"models: {settings.models_dir}/lstm_*.pt")
@@ -256,15 +261,12 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
 
 def cmd_live_paper_trade(args: argparse.Namespace) -> int:
-    from pipeline.definitions import defs
-    from pipeline.instance import ensure_dagster_home, get_instance
-    from pipeline.runs import raise_if_failed
+    from pipeline.instance import get_instance
+    from pipeline.live import run_live
 
-    ensure_dagster_home()
-    job = defs.resolve_job_def("live_paper_trade")
-    config = {"ops": {"paper_trades": {"config": {"now": args.now}}}} if args.now else None
-    res = job.execute_in_process(instance=get_instance(), run_config=config, raise_on_error=False)
-    raise_if_failed(res, "live_paper_trade")
+    summary, res = run_live(get_instance(), now=args.now)
+    for name, s in summary.items():
+        print(f"{name:<14}{s.partitions:>8} partitions {s.rows:>10} rows (new bars in)", file=sys.stderr)
     orders = res.output_for_node("paper_trades")
     print(orders.write_json() if args.json else orders)
     return 0
@@ -310,6 +312,8 @@ def add_stage_commands(sub) -> None:
     tl.add_argument("--epochs", type=int)
     tl.add_argument("--max-steps", type=int)
     tl.add_argument("--device", choices=["cpu", "gpu", "auto"])
+    tl.add_argument("--strict-device", action="store_true", help="with --device gpu: stop (exit 3) when no GPU is found "
+                    "instead of training on the CPU")
     tl.set_defaults(func=cmd_train_lstm)
     tm = sub.add_parser("train-meta", help="regime, meta models and predictions of the years")
     tm.add_argument("--horizon", type=int, help="train this horizon only (default: every labels.horizons)")

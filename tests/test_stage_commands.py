@@ -6,7 +6,6 @@ import os
 import sys
 
 import pytest
-import yaml
 
 from config.settings import SettingsError, read_settings
 from pipeline.stage_commands import derived_settings, parse_years
@@ -104,3 +103,25 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_train_lstm_on_gpu_without_one_falls_back_to_the_cpu_or_stops_when_strict(make_settings, monkeypatch, tmp_path, capsys):
+    """Seed: do not crash, continue on CPU. --strict-device keeps the old exit code 3."""
+    import torch
+
+    from pipeline import stage_commands
+    from pipeline.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: nothing to fall back from")
+    monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings()))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    seen = {}
+    monkeypatch.setattr(stage_commands, "_materialize_years",
+                        lambda cfg, selection, years, desc, per_year=False: seen.update(device=read_settings(cfg).device))
+    assert main(["train-lstm", "--device", "gpu", "--years", "2005"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: --device gpu: torch sees no CUDA/ROCm device; training on the CPU instead" in err
+    assert seen == {"device": "cpu"}
+    assert main(["train-lstm", "--device", "gpu", "--strict-device", "--years", "2005"]) == 3
+    assert "error: --device gpu: torch sees no CUDA/ROCm device (--strict-device)" in capsys.readouterr().err

@@ -1,0 +1,55 @@
+"""The live path, really live: bring in the new bars, then infer and trade.
+
+`run_live(instance, now=None)` (the CLI's `live-paper-trade`, `make demo`):
+1. one single-run backfill of `historical_build_and_train` over every registered symbol x
+   the current year (the year of `now`, within the configured years): raw_bars, features,
+   labels and specialists take in the bars that arrived since the last build;
+2. the `live_paper_trade` job: inference on those bars and the paper orders of the day.
+
+From the daemon the same two steps are a schedule and the chain: `live_after_close`
+(pipeline.schedules, off by default) requests step 1 with the LIVE_TAG at 22:30 New York
+time on sessions of the exchange calendar, and `build_chain_sensor` answers a successful
+run carrying that tag with step 2 (pipeline.chain).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from config.partitions import SYMBOLS
+from config.settings import load_settings
+from pipeline.chain import LIVE_TAG
+
+
+def live_year(now: dt.datetime | None = None) -> int:
+    """The year whose partitions take the new bars: year(now) within the configured years."""
+    years = load_settings().years
+    year = (now or dt.datetime.now()).year
+    return max(years.start, min(year, years.last))
+
+
+def run_live(instance, now: str | None = None, log_level: str = "WARNING", settings_path: str | None = None):
+    """Build the current year of every registered symbol, then run live_paper_trade, with the
+    settings in force (or `settings_path`). Returns (the build's per-asset summary, the
+    paper_trades result)."""
+    from dagster import Definitions
+
+    from config.settings import config_path
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    from pipeline.jobs import historical_build_and_train, live_paper_trade
+    from pipeline.runs import raise_if_failed, run_rectangle
+
+    defs = Definitions(assets=ALL_ASSETS, jobs=[historical_build_and_train, live_paper_trade],
+                       resources=build_resources(str(settings_path or config_path())))
+
+    symbols = list(instance.get_dynamic_partitions(SYMBOLS))
+    if not symbols:
+        raise ValueError("live-paper-trade: no symbols registered: run `python -m pipeline.cli symbols sync` first")
+    year = live_year(dt.datetime.fromisoformat(now) if now else None)
+    summary = run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, symbols, [year],
+                            tags={LIVE_TAG: "1"}, log_level=log_level)
+    config = {"ops": {"paper_trades": {"config": {"now": now}}}} if now else None
+    result = defs.resolve_job_def("live_paper_trade").execute_in_process(instance=instance, run_config=config,
+                                                                          raise_on_error=False)
+    raise_if_failed(result, "live_paper_trade")
+    return summary, result
