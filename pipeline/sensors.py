@@ -31,7 +31,6 @@ from dagster import (
 from config.errors import InputDataError
 from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions
 from config.settings import load_settings
-from domain.sources import make_source
 from pipeline.chain import LIVE_TAG, follow_ups, run_years, year_range_tags
 from pipeline.jobs import (
     atc_scan_job,
@@ -63,6 +62,7 @@ def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str)
     default_status=DefaultSensorStatus.RUNNING if _settings.automation.new_symbol_sensor else DefaultSensorStatus.STOPPED,
 )
 def new_symbol_sensor(context: SensorEvaluationContext):
+    from domain.sources import make_source
 
     settings = load_settings()
     errors: list[InputDataError] = []
