@@ -17,15 +17,8 @@ from __future__ import annotations
 import datetime as dt
 
 from config.partitions import SYMBOLS
-from config.settings import load_settings
 from pipeline.chain import LIVE_TAG
-
-
-def live_year(now: dt.datetime | None = None) -> int:
-    """The year whose partitions take the new bars: year(now) within the configured years."""
-    years = load_settings().years
-    year = (now or dt.datetime.now()).year
-    return max(years.start, min(year, years.last))
+from pipeline.schedules import latest_year
 
 
 def run_live(instance, now: str | None = None, log_level: str = "WARNING", settings_path: str | None = None):
@@ -45,7 +38,7 @@ def run_live(instance, now: str | None = None, log_level: str = "WARNING", setti
     symbols = list(instance.get_dynamic_partitions(SYMBOLS))
     if not symbols:
         raise ValueError("live-paper-trade: no symbols registered: run `python -m pipeline.cli symbols sync` first")
-    year = live_year(dt.datetime.fromisoformat(now) if now else None)
+    year = latest_year((dt.datetime.fromisoformat(now) if now else dt.datetime.now()).year)
     summary = run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, symbols, [year],
                             tags={LIVE_TAG: "1"}, log_level=log_level)
     config = {"ops": {"paper_trades": {"config": {"now": now}}}} if now else None

@@ -20,6 +20,7 @@ from dagster import (
 
 from config.partitions import SYMBOLS, make_key, range_tags
 from config.settings import load_settings
+from pipeline.chain import LIVE_TAG
 from pipeline.jobs import historical_build_and_train
 
 _settings = load_settings()
@@ -59,8 +60,6 @@ def nightly_rebuild(context: ScheduleEvaluationContext):
                 "registered symbol take in the day's bars; build_chain_sensor then runs live_paper_trade.",
 )
 def live_after_close(context: ScheduleEvaluationContext):
-    from pipeline.live import LIVE_TAG, live_year
-
     when = context.scheduled_execution_time
     calendar = exchange_calendar()
     if not calendar.is_session(when.date()):
@@ -68,7 +67,7 @@ def live_after_close(context: ScheduleEvaluationContext):
     symbols = context.instance.get_dynamic_partitions(SYMBOLS)
     if not symbols:
         return SkipReason("no symbols registered: run `python -m pipeline.cli symbols sync` or enable the sensor")
-    year = live_year(when.replace(tzinfo=None))
+    year = latest_year(when.year)
     return RunRequest(run_key=f"live:{when:%Y-%m-%d}",
                       tags={**range_tags(make_key(symbols[0], year), make_key(symbols[-1], year)), LIVE_TAG: "1"})
 

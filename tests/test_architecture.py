@@ -77,3 +77,13 @@ def test_no_private_name_is_imported_across_modules():
                     offenders += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
                                   if a.name.startswith("_") and a.name != "__version__"]
     assert not offenders, offenders
+
+
+def test_loading_the_code_location_loads_no_heavy_library_and_no_kernel():
+    """Every `dagster asset materialize`, step process and UI reload imports the code location:
+    torch, sklearn, scipy, numba, optuna, dask, cupy, the kernels and the stage logic load
+    inside the functions that use them (the time is measured by benchmarks/bench_import.py)."""
+    code = ("import sys, pipeline.definitions; heavy = ('torch', 'sklearn', 'scipy', 'numba', 'optuna', 'dask', "
+            "'cupy', 'kernels', 'domain'); print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
