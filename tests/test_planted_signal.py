@@ -1,0 +1,334 @@
+"""Issue 16: a signal planted in the synthetic market is found end to end, and none that is
+not there.
+
+The synthetic market (domain.sources.synthetic, `universe.synthetic.planted`) can carry a
+known effect: each day's RSI(14) score moves the returns of the next 7 days (linear: a
+reversal; nonlinear: momentum inside a band of the score, reversal outside it, a shape no
+linear model can use). The tests build a tiny universe through Dagster (raw_bars, features,
+specialists, labels, regime, cv_report, meta_model, predictions, evaluation: the same
+assets and code paths as `make demo`) and read the out-of-sample figures of 2003, the year
+whose meta model is trained on 2000-2002 only.
+
+Rank IC here: the Spearman correlation of p_h7 with the realised 7-day return across the
+symbols of each day, averaged over the days of 2003 (a cross-sectional IC: the common market
+move drops out); the evaluation report's `ic` is the same correlation over all rows pooled.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+from dagster import instance_for_test, materialize
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from tests.conftest import run_assets
+
+SYMBOLS = ["AAA", "BBB", "CCC", "DDD", "EEE", "FFF"]
+YEARS = [2000, 2001, 2002, 2003]
+OOS_YEAR = 2003
+H = 7
+STRENGTH = 0.3  # strong: the generator's own RSI score predicts the 7-day sign with AUC ~0.69
+
+
+def _write_settings(root: Path, kind: str, strength: float, model: str = "logistic", out: str = "") -> Path:
+    """Settings of a planted universe under `root` (reports/models under `out` when given, so
+    two models can be scored on the same data)."""
+    data = {
+        "paths": {"data": str(root / "data"), "reports": str(root / out / "reports"), "models": str(root / out / "models")},
+        "years": {"start": YEARS[0], "end": YEARS[-1]},
+        "universe": {"source": "synthetic", "synthetic": {
+            "symbols": SYMBOLS, "seed": 3, "end_date": f"{YEARS[-1]}-12-31",
+            "planted": {"strength": strength, "kind": kind, "horizon": H}}},
+        "labels": {"horizons": [H], "thresholds": {H: 0.0}},
+        "meta": {"model": model},
+    }
+    path = root / out / "settings.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _yearly(cfg: Path, instance, selection, partition_key: str | None = None, tags: dict | None = None):
+    from pipeline.definitions import ALL_ASSETS, build_resources
+
+    return materialize(ALL_ASSETS, selection=selection, partition_key=partition_key, instance=instance,
+                       resources=build_resources(str(cfg)), tags=tags)
+
+
+def _build(cfg: Path, instance) -> None:
+    """The symbol x year stages, then the regime of every year (one run each)."""
+    from assets.features import features
+    from assets.labels import labels
+    from assets.raw_bars import raw_bars
+    from assets.regime import regime
+    from assets.specialists import specialists
+
+    assert run_assets([raw_bars, features, specialists, labels], cfg, instance, SYMBOLS, YEARS).success
+    assert _yearly(cfg, instance, [regime], tags={ASSET_PARTITION_RANGE_START_TAG: str(YEARS[0]),
+                                                  ASSET_PARTITION_RANGE_END_TAG: str(YEARS[-1])}).success
+
+
+def _scan(cfg: Path, asset: str) -> pl.LazyFrame:
+    from config.settings import read_settings
+
+    return pl.scan_parquet(str(read_settings(cfg).data_dir / asset / "**" / "*.parquet"), hive_partitioning=True)
+
+
+def _report(cfg: Path, *parts: str) -> dict:
+    from config.settings import read_settings
+
+    return json.loads(read_settings(cfg).reports_dir.joinpath(*parts).read_text())
+
+
+def cross_sectional_ic(frame: pl.DataFrame, p: str, ret: str) -> tuple[float, int]:
+    """Mean over days of the Spearman correlation of `p` with `ret` across that day's symbols
+    (days with fewer than 3 symbols or a constant column are left out); and the day count."""
+    ranked = frame.drop_nulls([p, ret]).filter(pl.col(p).is_not_nan()).with_columns(
+        pl.col(p).rank().over("date").alias("_rp"), pl.col(ret).rank().over("date").alias("_rr"))
+    daily = ranked.group_by("date").agg(pl.corr("_rp", "_rr").alias("ic"), pl.len().alias("n"))
+    daily = daily.filter((pl.col("n") >= 3) & pl.col("ic").is_not_nan() & pl.col("ic").is_not_null())
+    return float(daily["ic"].mean()), daily.height
+
+
+@pytest.fixture(scope="module")
+def linear_store(tmp_path_factory):
+    """The linear planted universe through the whole chain; 2003 scored out of sample."""
+    from assets.cv_report import cv_report
+    from assets.evaluation import evaluation
+    from assets.meta_model import meta_model
+    from assets.predictions import predictions
+
+    cfg = _write_settings(tmp_path_factory.mktemp("planted_linear"), "linear", STRENGTH)
+    with instance_for_test() as instance:
+        _build(cfg, instance)
+        assert _yearly(cfg, instance, [cv_report, meta_model, predictions, evaluation], str(OOS_YEAR)).success
+    return cfg
+
+
+def test_a_planted_linear_signal_is_recovered_out_of_sample_end_to_end(linear_store):
+    """features -> specialists -> purged CV -> meta -> predictions -> evaluation, through
+    Dagster: the meta model of 2003 (trained on 2000-2002) scores 2003 with AUC >= 0.55 and a
+    cross-sectional rank IC >= 0.05; the purged CV of the rsi specialist sees it too."""
+    ev = _report(linear_store, "eval", f"{OOS_YEAR}.json")[f"h{H}"]
+    outcome = _scan(linear_store, "predictions").join(
+        _scan(linear_store, "labels").select("symbol", "date", f"label_ret_h{H}"), on=["symbol", "date"]).collect()
+    ic_daily, days = cross_sectional_ic(outcome, f"p_h{H}", f"label_ret_h{H}")
+    cv = _report(linear_store, "cv", f"h{H}", f"{OOS_YEAR}.json")["summary"]["spec_rsi_score"]
+    print(f"\nplanted linear s={STRENGTH}: eval {OOS_YEAR} AUC {ev['auc']:.3f} pooled IC {ev['ic']:.3f} "
+          f"n {ev['n']}; cross-sectional IC {ic_daily:.3f} over {days} days; cv rsi {json.dumps(cv)}")
+    assert ev["n"] > 1000
+    assert ev["auc"] >= 0.55
+    assert ic_daily >= 0.05 and days > 200
+    assert ev["ic"] >= 0.05
+
+
+NONLINEAR_STRENGTH = 0.5
+
+
+@pytest.fixture(scope="module")
+def nonlinear_reports(tmp_path_factory):
+    """The nonlinear planted universe built once; the meta model of 2003 trained twice on it,
+    logistic and hist_gbm (reports and models apart, the data shared). Their out-of-sample
+    reports (reports/meta/h7_2003.json), by model."""
+    from assets.meta_model import meta_model
+
+    root = tmp_path_factory.mktemp("planted_nonlinear")
+    cfgs = {m: _write_settings(root, "nonlinear", NONLINEAR_STRENGTH, m, out=m) for m in ("logistic", "hist_gbm")}
+    out = {}
+    with instance_for_test() as instance:
+        _build(cfgs["logistic"], instance)
+        for m, cfg in cfgs.items():
+            assert _yearly(cfg, instance, [meta_model], str(OOS_YEAR)).success
+            out[m] = _report(cfg, "meta", f"h{H}_{OOS_YEAR}.json")
+    return out
+
+
+def test_a_planted_nonlinear_signal_is_found_by_the_tree_model_and_not_by_the_linear_one(nonlinear_reports):
+    """kind nonlinear (momentum inside a band of the RSI score, reversal outside it): the
+    meta model's out-of-sample AUC of 2003 with meta.model hist_gbm beats logistic clearly;
+    the logistic model sees little of it (the planted shape is nearly uncorrelated with the
+    score itself)."""
+    lin, tree = nonlinear_reports["logistic"], nonlinear_reports["hist_gbm"]
+    print(f"\nplanted nonlinear s={NONLINEAR_STRENGTH}: out of sample {OOS_YEAR} h{H}: logistic AUC {lin['auc']:.3f} "
+          f"IC {lin['ic']:.3f}; hist_gbm AUC {tree['auc']:.3f} IC {tree['ic']:.3f} (n {tree['n']})")
+    assert tree["n"] == lin["n"] > 1000
+    assert tree["auc"] >= 0.55
+    assert tree["auc"] >= lin["auc"] + 0.03
+
+
+def _walk_forward(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, years, extra=None,
+                  only_extra: bool = False):
+    """Out-of-sample (p, y) pooled over `years`: for each Y the meta model trained on the labels
+    known by the end of Y-1 (purged calibration folds), scored on Y: domain.learning's
+    training_frame + fit_year, the functions the meta_model asset runs. `extra`: a column
+    joined onto the rows and used as a model input in place of spec_seller_exhaustion (which
+    keeps the matrix shape); with `only_extra` the other specialist scores are zeroed, so
+    `extra` (and the regime) is all the model sees."""
+    from domain.learning.meta import fit_year
+    from domain.learning.training_data import training_frame
+
+    ps, ys = [], []
+    for y in years:
+        train = training_frame(specialists, labels, [H], known_by_year=y - 1, regime=regime)
+        test = training_frame(specialists, labels, [H], known_by_year=y, regime=regime).filter(pl.col("date").dt.year() == y)
+        if extra is not None:
+            train, test = (f.join(extra, on=["symbol", "date"], how="left").with_columns(
+                pl.col("extra").alias("spec_seller_exhaustion_score")).drop("extra") for f in (train, test))
+            if only_extra:
+                others = [c for c in train.columns if c.startswith("spec_") and c != "spec_seller_exhaustion_score"]
+                train, test = (f.with_columns(*[pl.lit(0.0, pl.Float32).alias(c) for c in others]) for f in (train, test))
+        _, _, p, yt = fit_year(train, test, H, n_splits=5, embargo_days=5)
+        ps.append(p)
+        ys.append(yt)
+    return np.concatenate(ps), np.concatenate(ys)
+
+
+def _auc(y, p) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, p))
+
+
+def test_canary_labels_permuted_within_each_year_leave_nothing_to_find(linear_store):
+    """Canary 1 (leakage through the pipeline's training path). On the planted universe, whose
+    specialist scores really do predict the labels, the labels are shuffled across the rows of
+    each year (symbols and days mixed, the label intervals t0..t1 left in place). Whatever
+    the meta model then scores out of sample can only come from leakage: the features
+    carrying the label, a training window reaching into the test year, calibration folds
+    seeing their own test rows. Pooled walk-forward AUC over 2001-2003 (~4,400 rows: the AUC's
+    standard error is ~0.009, so 0.5 +- 0.03 is over 3 errors) must stay within 0.5 +- 0.03,
+    while the same procedure on the true labels of 2003 finds the planted signal (the canary
+    can sing).
+
+    Scope: the Dagster-built store's specialists, labels and regime, run through
+    domain.learning's training_frame + fit_year (what the meta_model asset calls), not through
+    the meta_model asset itself: one asset run per permutation would exceed the CI budget."""
+    spec, labs, reg = (_scan(linear_store, a).collect() for a in ("specialists", "labels", "regime"))
+    rng = np.random.default_rng(16)
+    cols = [f"label_bin_h{H}", f"label_ret_h{H}"]
+    labs = labs.sort("date", "symbol")
+    shuffled = []
+    for year in labs["date"].dt.year().unique().sort().to_list():
+        part = labs.filter(pl.col("date").dt.year() == year)
+        order = rng.permutation(part.height)
+        shuffled.append(part.with_columns(*[pl.col(c).gather(order) for c in cols]))
+    permuted = pl.concat(shuffled)
+    p, y = _walk_forward(spec.lazy(), permuted.lazy(), reg.lazy(), [2001, 2002, OOS_YEAR])
+    p_true, y_true = _walk_forward(spec.lazy(), labs.lazy(), reg.lazy(), [OOS_YEAR])
+    auc, auc_true = _auc(y, p), _auc(y_true, p_true)
+    print(f"\ncanary 1: permuted labels AUC {auc:.3f} (n {len(y)}); true labels AUC {auc_true:.3f}")
+    assert len(y) > 4000
+    assert abs(auc - 0.5) <= 0.03
+    assert auc_true >= 0.6
+
+
+def _leak(bars: pl.DataFrame) -> pl.DataFrame:
+    """The leaky feature: day t+1's return, stored on day t's row."""
+    return bars.sort("symbol", "date").select(
+        "symbol", "date",
+        (pl.col("close").shift(-1).over("symbol") / pl.col("close") - 1.0).cast(pl.Float32).alias("extra"))
+
+
+def test_canary_a_feature_built_from_the_next_days_return_is_refused(linear_store):
+    """Canary 2 (a look-ahead feature). Day t+1's return stored on day t's row is a leak that
+    purged CV and the walk-forward split cannot see: purging removes training rows whose LABEL
+    window overlaps the test rows, but a feature that reads the future is just as available
+    on the test rows, so it scores out of sample as well as in sample. This test shows it
+    (a walk-forward meta model whose only score is the leak reaches AUC >= 0.6 on 2003, and the
+    leak adds to the planted signal's AUC) and that kernels.learn.leakage.assert_causal refuses it: cut the series after row t
+    and the feature's value at t changes. test_every_registered_feature_and_specialist_is_causal
+    runs the same check over the registries, so a leaky feature added there fails CI."""
+    from kernels.learn.leakage import LookaheadError, assert_causal
+
+    spec, labs, reg = (_scan(linear_store, a) for a in ("specialists", "labels", "regime"))
+    bars = _scan(linear_store, "raw_bars").collect()
+    p0, y0 = _walk_forward(spec, labs, reg, [OOS_YEAR])
+    p1, y1 = _walk_forward(spec, labs, reg, [OOS_YEAR], extra=_leak(bars))
+    p2, y2 = _walk_forward(spec, labs, reg, [OOS_YEAR], extra=_leak(bars), only_extra=True)
+    honest, leaky, leak_only = _auc(y0, p0), _auc(y1, p1), _auc(y2, p2)
+    print(f"\ncanary 2: out-of-sample AUC {OOS_YEAR}: specialists {honest:.3f}; specialists + the t+1 return "
+          f"{leaky:.3f}; the t+1 return alone {leak_only:.3f}")
+    # purged CV + walk-forward let the leak through (an edge out of sample on its own, and on
+    # top of the planted signal): the check below is what stops it
+    assert leak_only >= 0.6 and leaky > honest
+
+    close = bars.filter(pl.col("symbol") == SYMBOLS[0]).sort("date")["close"].to_numpy()
+    next_day = lambda c: np.append(c["close"][1:] / c["close"][:-1] - 1.0, np.nan)  # noqa: E731
+    with pytest.raises(LookaheadError, match="looks ahead"):
+        assert_causal("next_day_return", next_day, {"close": close})
+    assert_causal("previous_day_return", lambda c: np.insert(c["close"][1:] / c["close"][:-1] - 1.0, 0, np.nan),
+                  {"close": close})
+
+
+def test_every_registered_feature_and_specialist_is_causal(linear_store):
+    """The look-ahead check over the feature and specialist registries on one planted symbol:
+    every value at row t is the same when the rows after t are cut off, so the planted effect
+    is recovered from the past only (and a leaky registry entry would fail here)."""
+    from kernels.learn.leakage import assert_causal
+    from kernels.panel import Panel
+    from kernels.registry.features import FEATURE_NAMES, compute_features
+    from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, run_specialists
+
+    bars = _scan(linear_store, "raw_bars").filter(pl.col("symbol") == SYMBOLS[1]).sort("date").collect()
+    cols = {c: bars[c].to_numpy() for c in PANEL_COLUMNS}
+    cuts = np.linspace(40, len(bars) - 2, 8).astype(int)
+    for name in FEATURE_NAMES:
+        assert_causal(name, lambda c, n=name: compute_features(
+            {k: c[k] for k in ("high", "low", "close")}, np.array([0, len(c["close"])]), backend="cpu", dtype=np.float32)[n],
+            cols, cuts)
+    for column in SPECIALIST_COLUMNS:
+        assert_causal(column, lambda c, k=column: run_specialists(Panel.from_columns(c))[k], cols, cuts)
+
+
+def _frame_sha256(frame: pl.DataFrame) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for c in frame.columns:
+        col = frame[c]
+        h.update(c.encode())
+        h.update(col.str.join("|").item().encode() if col.dtype == pl.String else col.to_numpy().tobytes())
+    return h.hexdigest()
+
+
+# SyntheticMarket(5, 2000-01-01, 2003-12-31).generate(["AAA", "BBB"]) as generated before the
+# planted signal existed (commit d7212c4), hashed with _frame_sha256.
+MARKET_BEFORE_PLANTED_SHA256 = "865f4499bf9d789ecd32098d5ac3f5fa1cb057d23515aae182bcd6fa263cb26a"
+
+
+def test_strength_zero_is_the_market_without_a_planted_signal_byte_for_byte(make_settings):
+    from config.settings import read_settings
+    from domain.sources import make_source
+    from domain.sources.synthetic import Planted, SyntheticMarket
+
+    args = (5, dt.date(2000, 1, 1), dt.date(2003, 12, 31))
+    plain = SyntheticMarket(*args).generate(["AAA", "BBB"])
+    assert _frame_sha256(plain) == MARKET_BEFORE_PLANTED_SHA256
+    for kind in ("linear", "nonlinear"):
+        assert SyntheticMarket(*args, Planted(0.0, kind, 3)).generate(["AAA", "BBB"]).equals(plain)
+    planted = SyntheticMarket(*args, Planted(0.2, "linear", 7)).generate(["AAA", "BBB"])
+    assert not np.allclose(planted["close"].to_numpy(), plain["close"].to_numpy())
+    # through the settings: no `planted` key and strength 0 are the same source, same fingerprints
+    unset = make_source(read_settings(make_settings()))
+    zero = make_source(read_settings(make_settings(universe={"synthetic": {"planted": {"strength": 0.0, "kind": "nonlinear"}}})))
+    assert unset.history(["AAA"]).equals(zero.history(["AAA"])) and unset.fingerprints() == zero.fingerprints()
+    strong = make_source(read_settings(make_settings(universe={"synthetic": {"planted": {"strength": 0.3}}})))
+    assert strong.fingerprints() != unset.fingerprints()
+
+
+def test_the_planted_drift_is_causal_in_the_generator():
+    """The signal of day t moves the returns after t only: a market that ends earlier is the
+    prefix of a longer one, and a symbol does not depend on the others generated with it."""
+    from domain.sources.synthetic import Planted, SyntheticMarket
+
+    for kind in ("linear", "nonlinear"):
+        planted = Planted(0.5, kind, 7)
+        long = SyntheticMarket(5, dt.date(2000, 1, 1), dt.date(2003, 12, 31), planted).generate(["AAA", "BBB"])
+        short = SyntheticMarket(5, dt.date(2000, 1, 1), dt.date(2001, 6, 30), planted).generate(["BBB"])
+        assert long.filter(pl.col("symbol") == "BBB").head(short.height).equals(short)
