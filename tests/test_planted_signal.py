@@ -339,8 +339,10 @@ def test_the_planted_drift_is_causal_in_the_generator():
 
 def test_hist_gbm_meta_model_learns_a_u_shape_and_round_trips(tmp_path):
     """meta.model hist_gbm on arrays: a label that depends on |x| only (no linear trace) is
-    learned out of sample by the trees and not by the logistic model; saved and loaded, the
-    model predicts the same probabilities."""
+    learned out of sample by the trees far better than by the logistic model; saved and
+    loaded, the model predicts the same probabilities. (The logistic meta model is not quite
+    blind to it: its calibrated copies, fitted on different folds, can take opposite signs on
+    x, and the mean of an increasing and a decreasing isotonic map is a U: AUC 0.63 here.)"""
     from kernels.learn.meta import load_meta, save_meta, train_meta
 
     rng = np.random.default_rng(0)
@@ -349,7 +351,7 @@ def test_hist_gbm_meta_model_learns_a_u_shape_and_round_trips(tmp_path):
     tree = train_meta(X[:2000], y[:2000], model="hist_gbm", cv=3)
     lin = train_meta(X[:2000], y[:2000], model="logistic", cv=3, Cs=None)
     auc_tree, auc_lin = _auc(y[2000:], tree.predict_proba(X[2000:])), _auc(y[2000:], lin.predict_proba(X[2000:]))
-    assert auc_tree >= 0.75 and auc_lin <= 0.6, (auc_tree, auc_lin)
+    assert auc_tree >= 0.8 and auc_tree >= auc_lin + 0.15, (auc_tree, auc_lin)
     assert tree.info["base"] == "HistGradientBoostingClassifier" and tree.info["hist_gbm_params"]["max_iter"] == 200
     save_meta(tree, tmp_path / "m.joblib")
     np.testing.assert_array_equal(load_meta(tmp_path / "m.joblib").predict_proba(X[2000:]), tree.predict_proba(X[2000:]))
