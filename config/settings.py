@@ -79,10 +79,20 @@ def _check_symbols(names: list[str]) -> list[str]:
     return names
 
 
+class PlantedSignal(_Model):
+    """`universe.synthetic.planted`: a known, recoverable signal planted in the synthetic
+    market (domain.sources.synthetic). strength 0 (the default) plants nothing: the market
+    is then byte for byte the one without this key."""
+    strength: float = Field(0.0, ge=0.0, le=5.0)      # daily drift per unit signal, in daily volatilities
+    kind: Literal["linear", "nonlinear"] = "linear"  # linear: reversal on RSI(14); nonlinear: band-dependent sign
+    horizon: int = Field(7, ge=1, le=252)            # trading days over which a day's signal moves returns
+
+
 class SyntheticSource(_Model):
     symbols: Union[Annotated[int, Field(ge=1, le=100_000)], list[str]] = 8
     seed: int = Field(7, ge=0)
     end_date: dt.date | None = None
+    planted: PlantedSignal = PlantedSignal()
 
     @field_validator("symbols")
     @classmethod
@@ -195,7 +205,7 @@ class LSTMSettings(_Model):
 
 
 class MetaSettings(_Model):
-    model: Literal["logistic", "lightgbm"] = "logistic"
+    model: Literal["logistic", "hist_gbm", "lightgbm"] = "logistic"
     calibration: Literal["isotonic", "sigmoid"] = "isotonic"
     horizons: list[int] | None = None  # null = every labels.horizons
 

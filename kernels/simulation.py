@@ -1,6 +1,6 @@
 """Recursions of the synthetic market generator (numba, cpu).
 
-Vectorised NumPy cannot express these two recursions; each is one pass over time.
+Vectorised NumPy cannot express these recursions; each is one pass over time.
 """
 
 from __future__ import annotations
@@ -55,3 +55,73 @@ def garch_paths(z: np.ndarray, omega: np.ndarray, alpha: float, beta: float) -> 
             sig[i, t] = s
             var = omega[i] + alpha * e * e + beta * var
     return eps, sig
+
+
+PLANTED_LINEAR, PLANTED_NONLINEAR = 0, 1
+
+
+@njit(cache=True)
+def planted_returns(base: np.ndarray, vol: np.ndarray, log_p0: np.ndarray, strength: float, kind: int,
+                    horizon: int, rsi_n: int, scale: float, band: float) -> np.ndarray:
+    """Log returns [N, T] of N symbols with a planted, causal drift (one pass over time).
+
+    base: [N, T] the returns without the signal; vol: [N, T] each day's daily volatility
+    (known the day before); log_p0: [N] the log price before the first session. Per symbol:
+
+        close[t]  = exp(log_p0 + sum(ret[0..t]))
+        x[t]      = (RSI_rsi_n(close[0..t]) - 50) / 50    Wilder RSI as kernels.cores.rsi_core
+                                                          (0 during its warm-up, t < rsi_n)
+        z[t]      = x[t] / scale
+        g[t]      = -z[t]                                kind 0 (linear: reversal)
+                  = z[t] if |z[t]| <= band else -sign(z[t]) * band
+                                                          kind 1 (nonlinear: momentum inside
+                                                          the band, reversal outside it)
+        ret[t]    = base[t] + strength * vol[t] * (g[t-1] + ... + g[t-horizon]) / horizon
+
+    so the signal of day t (from closes up to t) moves the returns of t+1..t+horizon only.
+    """
+    n_sym, t_len = base.shape
+    ret = np.empty((n_sym, t_len))
+    ring = np.zeros(horizon)
+    inv_n = 1.0 / rsi_n
+    for i in range(n_sym):
+        ring[:] = 0.0
+        acc = 0.0
+        lc = log_p0[i]
+        prev_c = 0.0
+        gain = 0.0
+        loss = 0.0
+        for t in range(t_len):
+            r = base[i, t] + strength * vol[i, t] * acc / horizon
+            ret[i, t] = r
+            lc += r
+            c = np.exp(lc)
+            g = 0.0
+            if t >= 1:
+                d = c - prev_c
+                up = d if d > 0.0 else 0.0
+                down = -d if d < 0.0 else 0.0
+                if t <= rsi_n:  # the seed: simple means of the first rsi_n changes
+                    gain += up
+                    loss += down
+                    if t == rsi_n:
+                        gain *= inv_n
+                        loss *= inv_n
+                else:
+                    gain += (up - gain) * inv_n
+                    loss += (down - loss) * inv_n
+                if t >= rsi_n:
+                    s = gain + loss
+                    rsi = 100.0 * gain / s if s != 0.0 else 0.0
+                    z = (rsi - 50.0) / 50.0 / scale
+                    if kind == 0:
+                        g = -z
+                    elif abs(z) <= band:
+                        g = z
+                    else:
+                        g = -band if z > 0.0 else band
+            prev_c = c
+            slot = t % horizon
+            acc += g - ring[slot]
+            ring[slot] = g
+    return ret

@@ -16,7 +16,8 @@ def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
     cfg.write_text(
         "paths: {data: data, reports: reports, models: models}\n"
         "years: {start: 2000, end: 2004}\n"
-        "universe: {source: synthetic, synthetic: {symbols: [AAA, BBB, CCC], seed: 3, end_date: '2004-12-31'}}\n"
+        "universe: {source: synthetic, synthetic: {symbols: [AAA, BBB, CCC], seed: 3, end_date: '2004-12-31',\n"
+        "                                          planted: {strength: 0.1, kind: linear, horizon: 7}}}\n"
         "grid_search: {market_data: grid_data/market_data, trade_log: grid_data/all_trade_logs.csv}\n"
     )
     env = {**os.environ, "PIPELINE_CONFIG": str(cfg), "DAGSTER_HOME": str(tmp_path / "home")}
@@ -25,6 +26,7 @@ def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     headline = out.stdout.split("headline", 1)[1]
     assert "meta model AUC    out of sample 2000-2004: h3 0." in headline
+    assert "planted signal strength 0.1: recovered AUC 0." in headline and ", IC " in headline
     assert "backtest          p_h7" in headline and "Sharpe" in headline
     assert "grid-search winner (chosen on the in-sample half)" in headline and "out of sample" in headline
     reports = tmp_path / "reports"

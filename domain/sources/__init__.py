@@ -29,17 +29,20 @@ class BarSource(Protocol):
 class SyntheticSource:
     name = "synthetic"
 
-    def __init__(self, names: list[str], seed: int, start: dt.date, end: dt.date):
-        from domain.sources.synthetic import SyntheticMarket
+    def __init__(self, names: list[str], seed: int, start: dt.date, end: dt.date, planted=None):
+        from domain.sources.synthetic import NO_PLANTED, SyntheticMarket
 
         self._names = list(names)
-        self.market = SyntheticMarket(seed, start, end)
+        self.market = SyntheticMarket(seed, start, end, planted or NO_PLANTED)
 
     def symbols(self) -> list[str]:
         return list(self._names)
 
     def fingerprints(self, errors: list | None = None) -> dict[str, str]:
         token = f"synthetic:{self.market.seed}:{self.market.start}:{self.market.end}"
+        p = self.market.planted
+        if p.active:  # a planted signal is other data; none keeps the token it always had
+            token += f":planted:{p.kind}:{p.strength!r}:{p.horizon}"
         return {s: token for s in self._names}
 
     def history(self, symbols: list[str]) -> pl.DataFrame:
@@ -53,7 +56,10 @@ def make_source(settings: Settings) -> BarSource:
         syn = uni.synthetic
         last = dt.date(settings.years.last, 12, 31)
         end = min(last, syn.end_date or dt.date.today())
-        return SyntheticSource(syn.symbol_names(), syn.seed, dt.date(settings.years.start, 1, 1), end)
+        from domain.sources.synthetic import Planted
+
+        planted = Planted(syn.planted.strength, syn.planted.kind, syn.planted.horizon)
+        return SyntheticSource(syn.symbol_names(), syn.seed, dt.date(settings.years.start, 1, 1), end, planted)
     if uni.source == "folder":
         from domain.sources.folder import FolderSource
 

@@ -13,6 +13,33 @@ included) and symbol i:
     high, low  = max/min(open, close) * exp(+-|N(0,1)| * 0.6 sigma): low <= open, close <= high
     volume     = v0_i * (1 + 6 |r| / sigma) * lognormal noise: rises with |return|
 
+Planted signal (`universe.synthetic.planted`, off by default): a known effect that the
+pipeline's own features can recover, so the learning stages can be shown to find a signal
+that is there (and, at strength 0, none that is not). With strength s > 0 and horizon h, the
+returns above are generated one day at a time and each gets a drift:
+
+    x[i,t]     = (RSI14(close[i, ..t]) - 50) / 50     the `rsi` specialist's score (Wilder RSI
+                                                      of the closes so far, as kernels.cores)
+    z[i,t]     = x[i,t] / 0.25                        (0.25 ~ the score's standard deviation)
+    g[i,t]     = -z[i,t]                              kind linear: reversal, overbought drifts down
+               = z if |z| <= 1.4 else -1.4 sign(z)    kind nonlinear: momentum inside the band,
+                                                      reversal outside it; 1.4 makes the
+                                                      covariance of z with g ~ 0 for Gaussian z,
+                                                      so a linear model sees little of it
+                                                      (g = 0 during the RSI's 14-row warm-up)
+    r[i,t]    += s * sigma[i,t] * mean(g[i,t-h..t-1]) sigma[i,t] = sqrt((beta_i 0.009)^2 +
+                                                      garch variance): the day's volatility
+
+The signal of day t uses closes up to t only and moves the returns of t+1..t+h: causal, and
+the label over the next h days depends on it. s is the daily drift per unit of g in daily
+volatilities: over h days the planted move is about s h g sigma against noise sigma sqrt(h).
+Measured out of sample (h7 labels, logistic meta model): s = 0.1 gives AUC ~0.57, IC ~0.13
+(`make demo`); s = 0.3 gives AUC ~0.72, IC ~0.4 (tests/test_planted_signal.py).
+The drift feeds back into the RSI it is computed from (as a real effect would); the linear
+reversal and the nonlinear band are both self-limiting (the band's momentum does lengthen
+trends: at s = 0.5 the symbols' yearly returns spread wider and lean lower). Deterministic: the signal adds no
+random draw, and strength 0 skips it, so that market is byte for byte the one without it.
+
 Determinism: the market uses `SeedSequence([seed, 0])`, symbol i `SeedSequence([seed, 1,
 crc32(name)])`, so a symbol's series does not depend on which other symbols are generated.
 Every random stream is its own child generator drawn in one call, so extending the end date
@@ -30,7 +57,7 @@ import numpy as np
 import polars as pl
 
 from domain.schema import RAW_BARS
-from kernels.simulation import garch_paths, markov_chain
+from kernels.simulation import PLANTED_LINEAR, PLANTED_NONLINEAR, garch_paths, markov_chain, planted_returns
 
 REGIME_DRIFT = np.array([0.0001, 0.0007, -0.0009])
 REGIME_VOLMULT = np.array([0.9, 0.8, 1.6])
@@ -44,6 +71,9 @@ REGIME_TRANSITION = np.array(
 GARCH_ALPHA, GARCH_BETA = 0.08, 0.90
 MARKET_VOL = 0.009
 T_DOF = 5.0
+PLANTED_RSI_N = 14
+PLANTED_SCALE = 0.25  # ~ std of (RSI14 - 50) / 50 on this market
+PLANTED_BAND = 1.4    # nonlinear: E[z g(z)] = 0 for a standard normal z
 _STREAMS = ("params", "innovations", "jump_flags", "jump_sizes", "bars", "volume")
 
 
@@ -73,10 +103,34 @@ def symbol_seed(name: str) -> int:
 
 
 @dataclass(frozen=True)
+class Planted:
+    """The planted signal (see the module docstring); strength 0 plants nothing."""
+    strength: float = 0.0
+    kind: str = "linear"  # "linear" | "nonlinear"
+    horizon: int = 7
+
+    def __post_init__(self):
+        if not self.strength >= 0.0:
+            raise ValueError(f"planted strength must be >= 0, got {self.strength}")
+        if self.kind not in ("linear", "nonlinear"):
+            raise ValueError(f"planted kind must be 'linear' or 'nonlinear', got {self.kind!r}")
+        if self.horizon < 1:
+            raise ValueError(f"planted horizon must be >= 1, got {self.horizon}")
+
+    @property
+    def active(self) -> bool:
+        return self.strength > 0.0
+
+
+NO_PLANTED = Planted()
+
+
+@dataclass(frozen=True)
 class SyntheticMarket:
     seed: int
     start: dt.date
     end: dt.date
+    planted: Planted = NO_PLANTED
 
     @functools.cached_property
     def sessions(self) -> np.ndarray:
@@ -118,6 +172,10 @@ class SyntheticMarket:
         eps, sig = garch_paths(z, omega, GARCH_ALPHA, GARCH_BETA)
         ret = beta[:, None] * m[None, :] + eps + jumps
         total_sig = np.sqrt((beta[:, None] * MARKET_VOL) ** 2 + sig**2)
+        if self.planted.active:
+            kind = PLANTED_LINEAR if self.planted.kind == "linear" else PLANTED_NONLINEAR
+            ret = planted_returns(ret, total_sig, np.log(p0), float(self.planted.strength), kind,
+                                  int(self.planted.horizon), PLANTED_RSI_N, PLANTED_SCALE, PLANTED_BAND)
 
         log_close = np.log(p0)[:, None] + np.cumsum(ret, axis=1)
         close = np.exp(log_close)

@@ -35,6 +35,12 @@ Model (`train_meta`)
         (5 outer x 5 inner folds x 10 Cs of a ~10-column lbfgs fit: about a second on 20k
         rows). Cs=None falls back to a plain LogisticRegression(C=1.0).
         The scaler matters: specialist scores live on 0..100, the LSTM score on 0..1.
+    hist_gbm: the same calibration around scikit-learn's HistGradientBoostingClassifier
+        (histogram trees, no extra dependency; HIST_GBM_DEFAULTS: 200 shallow trees, learning
+        rate 0.05, at least 100 rows a leaf, no early stopping, so deterministic per seed;
+        one OpenMP thread unless n_jobs says otherwise). The non-linear model that is always
+        there: it can use an interaction or a U-shape that the logistic model cannot
+        (tests/test_planted_signal.py plants one).
     lightgbm (optional extra): the same calibration around an LGBMClassifier (histogram
         trees, GOSS sampling, deterministic, one thread unless n_jobs says otherwise).
     blas_threads=1 (default) limits BLAS threads during the fit: the lbfgs steps on ~10
@@ -90,11 +96,19 @@ from kernels.regime import BEAR, BULL, CONSOLIDATE, OSCILLATE
 REGIME_VALUES = (BEAR, CONSOLIDATE, BULL, OSCILLATE)  # -1, 0, 1, 2
 REGIME_COLUMNS = ("regime_bear", "regime_consolidate", "regime_bull", "regime_oscillate")
 LSTM_COLUMN = "lstm_score"
-MODELS = ("logistic", "lightgbm")
+MODELS = ("logistic", "hist_gbm", "lightgbm")
 CALIBRATIONS = {"isotonic": "isotonic", "sigmoid": "sigmoid", "platt": "sigmoid"}
 PAYLOAD_FORMAT = "tradelab.meta/1"
 LIGHTGBM_HINT = "pip install lightgbm (the project's optional extra: pip install 'tradelab[lightgbm]')"
 ONNX_HINT = "pip install onnx onnxruntime (the project's optional extra: pip install 'tradelab[onnx]')"
+HIST_GBM_DEFAULTS = {
+    "max_iter": 200,
+    "learning_rate": 0.05,
+    "max_leaf_nodes": 15,
+    "min_samples_leaf": 100,
+    "l2_regularization": 1.0,
+    "early_stopping": False,
+}
 LIGHTGBM_DEFAULTS = {
     "n_estimators": 300,
     "learning_rate": 0.05,
@@ -360,6 +374,12 @@ def _lightgbm(seed: int, n_jobs, params: dict | None):
     return lightgbm.LGBMClassifier(**kw)
 
 
+def _hist_gbm(seed: int, params: dict | None):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(**{**HIST_GBM_DEFAULTS, "random_state": seed, **(params or {})})
+
+
 def _fold_summary(est: CalibratedClassifierCV, names: list[str]) -> list[dict]:
     """Per calibrated copy: the chosen C and the standardised coefficients (logistic only)."""
     out = []
@@ -388,7 +408,8 @@ def _cv_description(cv, X, y) -> dict:
 def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", cv=5, seed: int = 0,
                feature_names: Sequence[str] | None = None, window: dict | None = None,
                Cs: int | Sequence[float] | None = 10, inner_cv: int = 5, n_jobs: int | None = None,
-               blas_threads: int | None = 1, lgbm_params: dict | None = None) -> MetaModel:
+               blas_threads: int | None = 1, lgbm_params: dict | None = None,
+               hist_gbm_params: dict | None = None) -> MetaModel:
     """Fit the calibrated meta model on complete rows (see the module docstring)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
@@ -416,14 +437,20 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
     elif not hasattr(cv, "split"):
         cv = [(np.asarray(tr), np.asarray(te)) for tr, te in cv]  # materialise a generator once
 
+    omp_threads = None
     if model == "logistic":
         base = _logistic(Cs, inner_cv, seed, n_jobs)
         extra: tuple[str, ...] = ()
+    elif model == "hist_gbm":
+        base = _hist_gbm(seed, hist_gbm_params)
+        extra = ()
+        omp_threads = 1 if n_jobs is None else n_jobs
     else:
         base = _lightgbm(seed, n_jobs, lgbm_params)
         extra = ("lightgbm",)
     est = CalibratedClassifierCV(base, method=CALIBRATIONS[calibration], cv=cv, n_jobs=n_jobs)
-    with warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"):
+    with (warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"),
+          threadpool_limits(omp_threads, user_api="openmp")):
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
         est.fit(X.astype(np.float64), y)  # float32 values, float64 arithmetic (coefficients too)
     info = {
@@ -432,13 +459,14 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
         "seed": seed,
         "cv": _cv_description(cv, X, y),
         "base": ("LogisticRegressionCV" if Cs is not None else "LogisticRegression") if model == "logistic"
-        else "LGBMClassifier",
+        else "HistGradientBoostingClassifier" if model == "hist_gbm" else "LGBMClassifier",
     }
     if model == "logistic":
         info["Cs"] = Cs if Cs is None or isinstance(Cs, int) else [float(c) for c in Cs]
         info["folds"] = _fold_summary(est, names)
     else:
-        info["lgbm_params"] = {k: v for k, v in base.get_params().items() if isinstance(v, (int, float, str, bool))}
+        key = "hist_gbm_params" if model == "hist_gbm" else "lgbm_params"
+        info[key] = {k: v for k, v in base.get_params().items() if isinstance(v, (int, float, str, bool))}
     return MetaModel(est, names, model, calibration, dict(window or {}), library_versions(*extra), info)
 
 
