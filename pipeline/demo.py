@@ -111,14 +111,22 @@ def _atc_scan_line(settings: Settings) -> str:
     return f"atc scan          {table.height} symbols on {table['date'].max():%Y-%m-%d}: {counts}"
 
 
-def _paper_trade_demo(settings: Settings, defs, instance) -> str:
-    """The live_paper_trade job on the demo universe (the last stored day)."""
-    job = defs.resolve_job_def("live_paper_trade")
-    res = job.execute_in_process(instance=instance, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+def _paper_trade_demo(settings: Settings, instance) -> list[str]:
+    """The live path on the demo universe (pipeline.live): the current year's bars in through
+    raw_bars .. specialists, then inference and the paper orders of the latest day."""
+    import json
+
+    from pipeline.live import run_live
+
+    summary, res = run_live(instance)
     orders = res.output_for_node("paper_trades")
-    day = orders["date"].max() if orders.height else None
-    return (f"paper trading     {orders.height} order(s)" + (f" for {day:%Y-%m-%d}" if day else "") +
-            f"; log {settings.reports_dir / 'paper' / 'orders.jsonl'}")
+    runs = [json.loads(x) for x in (settings.reports_dir / "paper" / "orders.jsonl").read_text().splitlines()]
+    day = next((r["now"][:10] for r in reversed(runs) if "orders" in r), "?")
+    bars = summary.get("raw_bars")
+    built = ", ".join(f"{name} {s.partitions}" for name, s in summary.items())
+    return [f"live              {bars.rows if bars else 0} bars of the current year in ({built} partitions), "
+            f"latest bar {day}",
+            f"paper trading     {orders.height} order(s) for {day}; log {settings.reports_dir / 'paper' / 'orders.jsonl'}"]
 
 
 def _grid_search_demo(settings: Settings, defs, instance) -> str:
@@ -162,7 +170,7 @@ def run_demo(settings: Settings) -> int:
     print(f"[demo] source={settings.universe.source} symbols={len(symbols)} years={min(years)}..{max(years)} "
           f"({len(added)} newly registered); yearly stages {min(yearly)}..{max(yearly)}")
     summary = run_graph(instance, symbols, years, yearly_years=yearly, tags={"tradelab/origin": "demo"})
-    paper_line = _paper_trade_demo(settings, defs, instance)
+    live_lines = _paper_trade_demo(settings, instance)
     grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
     print()
@@ -174,7 +182,8 @@ def run_demo(settings: Settings) -> int:
     print(_cv_summary(settings, max(years)))
     print(_meta_summary(settings, max(years)))
     print(_atc_scan_line(settings))
-    print(paper_line)
+    for line in live_lines:
+        print(line)
     print(grid_line)
     print()
     print("headline")

@@ -29,6 +29,9 @@ def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
     assert "planted signal strength 0.1: recovered AUC 0." in headline and ", IC " in headline
     assert "backtest          p_h7" in headline and "Sharpe" in headline
     assert "grid-search winner (chosen on the in-sample half)" in headline and "out of sample" in headline
+    live = next(line for line in out.stdout.splitlines() if line.startswith("live "))
+    assert "bars of the current year in (raw_bars 3, features 3, labels 3, specialists 3 partitions)" in live
+    assert live.endswith("latest bar 2004-12-31")  # the live job built 2004's bars, then traded on the newest
     reports = tmp_path / "reports"
     for path in ("eval/overall.json", "backtest/overall.json", "grid_search/top10.json", "paper/orders.jsonl"):
         assert (reports / path).is_file(), path
