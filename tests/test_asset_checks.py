@@ -231,3 +231,23 @@ def test_strategy_search_asset_writes_its_report_front_and_check(make_settings, 
     assert report["trials"] == 12 and len(report["front"]) == meta["front_size"].value
     job = defs.resolve_job_def("strategy_search_job")
     assert job.partitions_def.name == "symbols"
+
+
+def test_strategy_search_cli_materializes_the_asset_with_its_flags(make_settings, tmp_path, monkeypatch, capsys):
+    from assets.raw_bars import raw_bars
+    from pipeline.cli import main
+    from pipeline.instance import get_instance
+    from tests.conftest import run_assets
+
+    cfg = make_settings(universe={"synthetic": {"symbols": ["AAA"], "end_date": "2002-12-31"}})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert run_assets([raw_bars], cfg, get_instance(), ["AAA"], [2000, 2001, 2002]).success
+    out = tmp_path / "copy" / "front.json"
+    assert main(["strategy-search", "--symbol", "AAA", "--population", "4", "--generations", "1", "--min-trades", "1",
+                 "--engine", "cpu", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["settings"]["population"] == 4 and report["trials"] == 4 and report["to"].startswith("2002")
+    assert "Pareto front:" in capsys.readouterr().out
+    assert main(["strategy-search", "--symbol", "ZZZ"]) == 2  # no stored bars: one line, exit 2
+    assert "no raw_bars of ZZZ" in capsys.readouterr().err
