@@ -9,20 +9,38 @@ more in transfers than it saves; otherwise, or when the GPU call fails, the CPU 
 whose numba kernel runs the symbols of a chunk in parallel threads (no pickling, unlike a
 process pool). MA results can be cached by (series hash, MA type, length)
 (kernels.atc.MACache: hits and misses are reported). The stage logic: domain.atc_scan.
+Checks (domain.checks): every_symbol_scanned, states_and_values_in_range.
 """
 
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetIn, MetadataValue, Output, asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    MetadataValue,
+    Output,
+    asset,
+)
+
+from config.partitions import SYMBOLS
 
 from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
 
 
 @asset(group_name="specialists", kinds={"numba", "polars"},
-       ins={"raw_bars": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags())
+       ins={"raw_bars": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags(),
+       check_specs=[
+           AssetCheckSpec("every_symbol_scanned", asset="atc_scan",
+                          description="every registered symbol and every symbol with bars has exactly one row"),
+           AssetCheckSpec("states_and_values_in_range", asset="atc_scan",
+                          description="state in {-1, 0, 1}; atc and the family signals in [-1, 1] (NaN only as neutral)"),
+       ])
 def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: ProjectResource, compute: ComputeResource):
     """The current Adaptive Trend Classification state of every symbol (latest date)."""
+    from domain import checks
     from domain.atc_scan import scan_summary, scan_universe
     from domain.observe import observe
 
@@ -39,3 +57,8 @@ def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: Pr
                           "ma_cache": stats.cache or "off"})
     scan_md, states = scan_summary(table)
     yield Output(table, metadata={"scan": MetadataValue.md(scan_md), "states": states})
+    expected = set(context.instance.get_dynamic_partitions(SYMBOLS)) | set(bars["symbol"].unique().to_list())
+    passed, meta = checks.every_symbol_scanned(table, expected)
+    yield AssetCheckResult(check_name="every_symbol_scanned", passed=passed, metadata=meta)
+    passed, meta = checks.states_and_values_in_range(table)
+    yield AssetCheckResult(check_name="states_and_values_in_range", passed=passed, metadata=meta)

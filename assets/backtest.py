@@ -11,22 +11,37 @@ turnover, cost, equity (equity of the whole span, 1.0 before its first day), pos
 Reports (reports/backtest/): `year_<Y>.json` (the year's statistics: CAGR, Sharpe, max drawdown,
 turnover, ...), `overall.json` (the whole span), `equity.png`, and `daily.jsonl`, the day log
 written by an asynchronous batched writer between numba chunks (never inside the loop).
-The stage logic: domain.backtest.build_backtest.
+The stage logic: domain.backtest.build_backtest. The equity curve is shown in the UI (metadata
+`equity_curve`, the PNG inline). Checks (domain.checks): equity_finite_positive,
+weights_within_caps.
 """
+
+import base64
 
 
 import polars as pl
-from dagster import AssetExecutionContext, MetadataValue, Output
+from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MetadataValue, Output
 
 from config.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
-@yearly_asset(reads=("predictions", "raw_bars"), group_name="evaluation", kinds={"numba", "polars"})
+@yearly_asset(
+    reads=("predictions", "raw_bars"),
+    group_name="evaluation",
+    kinds={"numba", "polars"},
+    check_specs=[
+        AssetCheckSpec("equity_finite_positive", asset="backtest",
+                       description="equity finite and > 0 and net returns finite and > -1 on every day"),
+        AssetCheckSpec("weights_within_caps", asset="backtest",
+                       description="each day |w| <= backtest.max_weight for the symbols traded, gross <= backtest.max_gross"),
+    ],
+)
 def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars: pl.LazyFrame,
              project: ProjectResource):
     """The daily portfolio of the out-of-sample predictions: per year and over the whole span,
     CAGR, Sharpe, max drawdown and turnover; the equity curve as a PNG."""
+    from domain import checks
     from domain.backtest import build_backtest
     from domain.observe import observe
 
@@ -42,5 +57,12 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
         **{f"overall_{k}": MetadataValue.float(float(v)) if v is not None else MetadataValue.text("n/a")
            for k, v in headline.items()},
         "per_year": MetadataValue.json({str(y): {k: v[k] for k in headline} for y, v in report.per_year.items()}),
-        **({"equity_png": MetadataValue.path(str(report.equity_png))} if report.equity_png is not None else {}),
+        **({"equity_png": MetadataValue.path(str(report.equity_png)),
+            "equity_curve": MetadataValue.md("![equity curve](data:image/png;base64,"
+                                             f"{base64.b64encode(report.equity_png.read_bytes()).decode()})")}
+           if report.equity_png is not None else {}),
     })
+    passed, meta = checks.equity_finite_positive(report.table)
+    yield AssetCheckResult(check_name="equity_finite_positive", passed=passed, metadata=meta)
+    passed, meta = checks.weights_within_caps(report.table, bt.max_weight, bt.max_gross)
+    yield AssetCheckResult(check_name="weights_within_caps", passed=passed, metadata=meta)

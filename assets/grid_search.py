@@ -10,22 +10,35 @@ Every engine returns the same exact top-k (see kernels.gridsearch); `optuna` sea
 beyond the grid (domain.gridsearch.smart). The overfitting guard (domain.gridsearch.overfit) adds
 in/out-of-sample ROI, PBO and the deflated Sharpe ratio. `write_reports` writes `top10.json`
 (the CLI's JSON too), a markdown table and a heatmap PNG. The engine the settings choose:
-domain.gridsearch.stage.grid_search_stage.
+domain.gridsearch.stage.grid_search_stage. Checks (domain.checks): market_data
+sorted_by_ticker_time, trade_log indices_inside_market_data, grid_search top_sorted_unique.
 """
 
 import base64
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetIn, MetadataValue, Output, asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    MetadataValue,
+    Output,
+    asset,
+)
 
 from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
 
 
-@asset(group_name="grid_search", kinds={"polars", "parquet"})
-def market_data(context: AssetExecutionContext, project: ProjectResource) -> pl.DataFrame:
+@asset(group_name="grid_search", kinds={"polars", "parquet"},
+       check_specs=[AssetCheckSpec("sorted_by_ticker_time", asset="market_data",
+                                   description="rows sorted by ticker, then strictly by time within a ticker "
+                                               "(the offsets and trade indices rely on it)")])
+def market_data(context: AssetExecutionContext, project: ProjectResource):
     """Second-by-second market data of the configured tickers, from the seed-001 CSV folder,
     sorted by ticker then datetime (one contiguous price array with per-ticker offsets)."""
+    from domain.checks import sorted_by_ticker_time
     from domain.gridsearch.inputs import market_files, read_market_data
     from domain.observe import observe
 
@@ -38,14 +51,19 @@ def market_data(context: AssetExecutionContext, project: ProjectResource) -> pl.
         obs.extra.update({"days": len(files), "tickers": gs.tickers, "ignored_files": [p.name for p in other][:20]})
     if other:
         context.log.warning(f"market_data: ignored {len(other)} file(s) not named Raw_Market_data_MM-DD-YYYY.csv")
-    return df
+    yield Output(df)
+    passed, meta = sorted_by_ticker_time(df)
+    yield AssetCheckResult(check_name="sorted_by_ticker_time", passed=passed, metadata=meta)
 
 
 @asset(group_name="grid_search", kinds={"polars", "parquet"},
-       ins={"market_data": AssetIn()})
-def trade_log(context: AssetExecutionContext, market_data: pl.DataFrame, project: ProjectResource) -> pl.DataFrame:
+       ins={"market_data": AssetIn()},
+       check_specs=[AssetCheckSpec("indices_inside_market_data", asset="trade_log",
+                                   description="0 <= MarketDataStartIndex <= MarketDataEndIndex < rows of market_data")])
+def trade_log(context: AssetExecutionContext, market_data: pl.DataFrame, project: ProjectResource):
     """The trade log's trades of the configured tickers, with MarketDataStartIndex and
     MarketDataEndIndex into market_data; rejected trades are counted and named here."""
+    from domain.checks import indices_inside_market_data
     from domain.gridsearch.inputs import read_trade_log
     from domain.observe import observe
 
@@ -58,15 +76,20 @@ def trade_log(context: AssetExecutionContext, market_data: pl.DataFrame, project
         obs.extra.update(rejected.summary())
     if rejected.total:
         context.log.warning(f"trade_log: left out {rejected.total} trade(s): {rejected.by_reason}; first ids {rejected.first_ids}")
-    return trades
+    yield Output(trades)
+    passed, meta = indices_inside_market_data(trades, market_data.height)
+    yield AssetCheckResult(check_name="indices_inside_market_data", passed=passed, metadata=meta)
 
 
 @asset(group_name="grid_search", kinds={"numba", "polars"},
-       ins={"market_data": AssetIn(), "trade_log": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags())
+       ins={"market_data": AssetIn(), "trade_log": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags(),
+       check_specs=[AssetCheckSpec("top_sorted_unique", asset="grid_search",
+                                   description="the top-k by ROI descending, ranks 1..k in order, each combination once")])
 def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade_log: pl.DataFrame,
                 project: ProjectResource, compute: ComputeResource):
     """The exact top combinations of entry filters and exits by ROI over the trade history
     (reports/grid_search/top10.json, a markdown table and a heatmap)."""
+    from domain.checks import top_sorted_unique
     from domain.gridsearch.stage import (
         grid_search_stage,
         markdown_table,
@@ -88,3 +111,5 @@ def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade
         encoded = base64.b64encode(stage.paths["heatmap"].read_bytes()).decode()
         meta["heatmap"] = MetadataValue.md(f"![heatmap](data:image/png;base64,{encoded})")
     yield Output(stage.table, metadata=meta)
+    passed, check_meta = top_sorted_unique(stage.table)
+    yield AssetCheckResult(check_name="top_sorted_unique", passed=passed, metadata=check_meta)

@@ -14,9 +14,18 @@ One run, for the day `now` (config; default: the last stored bar):
    atomically. A second run for the same day finds the book at its targets: no orders.
 The stored value (data/paper_trades/part.parquet) is the run's order table.
 The stage logic: domain.live.paper_trade (resolve_now, trade_day).
+Checks (domain.checks): gross_within_cap, orders_for_known_symbols.
 """
 
-from dagster import AssetExecutionContext, Config, MetadataValue, Output, asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    Config,
+    MetadataValue,
+    Output,
+    asset,
+)
 
 from config.partitions import SYMBOLS
 from resources.parquet_store import ParquetStore
@@ -31,9 +40,16 @@ class PaperTradeConfig(Config):
     group_name="live",
     deps=["raw_bars", "meta_model", "regime"],
     kinds={"numba", "polars"},
+    check_specs=[
+        AssetCheckSpec("gross_within_cap", asset="paper_trades",
+                       description="the paper book after the orders: sum |weight| <= backtest.max_gross, weights finite"),
+        AssetCheckSpec("orders_for_known_symbols", asset="paper_trades",
+                       description="no order for a symbol that is not registered"),
+    ],
 )
 def paper_trades(context: AssetExecutionContext, config: PaperTradeConfig, project: ProjectResource):
     """Paper orders of the day from the live inference path; logged, and the paper book updated."""
+    from domain import checks
     from domain.live.paper_trade import resolve_now, trade_day
     from domain.observe import observe
 
@@ -50,3 +66,7 @@ def paper_trades(context: AssetExecutionContext, config: PaperTradeConfig, proje
         "gross_exposure": float(new_book["weight"].abs().sum()) if new_book.height else 0.0,
         "positions": new_book.height,
     })
+    passed, meta = checks.gross_within_cap(new_book, settings.backtest.max_gross)
+    yield AssetCheckResult(check_name="gross_within_cap", passed=passed, metadata=meta)
+    passed, meta = checks.orders_for_known_symbols(orders, symbols)
+    yield AssetCheckResult(check_name="orders_for_known_symbols", passed=passed, metadata=meta)

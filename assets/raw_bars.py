@@ -3,20 +3,33 @@
 `domain.raw_bars.build_raw_bars(source, keys)` is the stage logic; the @asset is a thin
 wrapper. One run may cover many partitions (single-run backfill): each symbol's history is
 read or generated once and split by year.
+
+Checks (yielded with the output; computed by domain.checks): ohlc_consistent, unique_dates,
+finite_positive_prices.
 """
 
 
 import polars as pl
-from dagster import AssetExecutionContext
+from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, Output
 
 from config.partitions import split_key, symbol_year_asset
 from resources.project import ProjectResource
 
 
-@symbol_year_asset(group_name="ingest", kinds={"polars", "parquet"})
-def raw_bars(context: AssetExecutionContext, project: ProjectResource) -> pl.DataFrame:
+@symbol_year_asset(
+    group_name="ingest",
+    kinds={"polars", "parquet"},
+    check_specs=[
+        AssetCheckSpec("ohlc_consistent", asset="raw_bars", description="every bar has low <= open, close <= high"),
+        AssetCheckSpec("unique_dates", asset="raw_bars", description="no symbol has the same date twice"),
+        AssetCheckSpec("finite_positive_prices", asset="raw_bars",
+                       description="open, high, low, close finite and > 0; volume finite and >= 0"),
+    ],
+)
+def raw_bars(context: AssetExecutionContext, project: ProjectResource):
     """Daily OHLCV bars of one symbol and year from the configured source
     (synthetic market, the user's folder, or real prices shipped in packages)."""
+    from domain import checks
     from domain.observe import observe
     from domain.raw_bars import build_raw_bars
     from domain.sources import make_source
@@ -28,4 +41,7 @@ def raw_bars(context: AssetExecutionContext, project: ProjectResource) -> pl.Dat
         with obs.timed("build_s"):
             df = build_raw_bars(source, keys)
         obs.record(df)
-    return df
+    yield Output(df)
+    for name in ("ohlc_consistent", "unique_dates", "finite_positive_prices"):
+        passed, meta = getattr(checks, name)(df)
+        yield AssetCheckResult(check_name=name, passed=passed, metadata=meta)

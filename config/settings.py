@@ -306,6 +306,18 @@ class GridSearch(_Model):
     dask: DaskSettings = DaskSettings()
 
 
+class StrategySearchSettings(_Model):
+    """NSGA-II over seller-exhaustion parameter sets (`strategy_search`, CLI `strategy-search`)."""
+    population: int = Field(64, ge=2)       # trials per generation (NSGA-II population size)
+    generations: int = Field(10, ge=1)      # generations; trials in all = population x generations
+    min_trades: int = Field(5, ge=0)        # constraint: a parameter set reaches the front with at least this many trades
+    seed: int = Field(0, ge=0)              # sampler seed (same bars and seed, same front)
+    engine: Literal["auto", "cpu", "cuda"] = "auto"  # population backtest engine (auto: cuda on a real GPU)
+    fee_bp: float = Field(5.0, ge=0.0)      # fee per side, basis points (a market fact, not searched)
+    slippage_bp: float = Field(5.0, ge=0.0)  # slippage per side, basis points
+    front_rows: int = Field(20, ge=1, le=1000)  # rows of the front shown in the asset's metadata table
+
+
 class Settings(_Model):
     paths: Paths = Paths()
     years: Years = Years()
@@ -326,6 +338,7 @@ class Settings(_Model):
     executor: ExecutorSettings = ExecutorSettings()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
+    strategy_search: StrategySearchSettings = StrategySearchSettings()
     # Where the file was read from; relative paths resolve against its folder.
     root: Path = Field(PROJECT_ROOT, exclude=True)
 

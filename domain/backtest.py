@@ -7,7 +7,8 @@ bps on the turnover -> PnL), driven by `p_h{backtest.horizon}`.
 
 One run computes the whole stored span once (the weights carry from one year into the next),
 then stores the daily rows of each requested year Y: date, net_return, gross_return,
-turnover, cost, equity (equity of the whole span, 1.0 before its first day), positions.
+turnover, cost, equity (equity of the whole span, 1.0 before its first day), positions,
+gross_exposure (sum of |w| held) and max_abs_weight (largest |w| among the symbols traded that day).
 Reports (reports/backtest/): `year_<Y>.json` (the year's statistics: CAGR, Sharpe, max drawdown,
 turnover, ...), `overall.json` (the whole span), `equity.png`, and `daily.jsonl`, the day log
 written by an asynchronous batched writer between numba chunks (never inside the loop).
@@ -90,7 +91,22 @@ def run_backtest(dates, symbols, prices, probs, bt: BacktestSettings, log_path: 
         "turnover": res.turnover.astype(np.float32), "cost": res.cost.astype(np.float32),
         "equity": res.equity.astype(np.float32),
         "positions": np.count_nonzero(res.weights, axis=1).astype(np.int32),
+        **exposure_columns(prices, res.weights),
     })
+
+
+def exposure_columns(prices: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Per day: `gross_exposure` (sum of |w| held, frozen symbols included) and
+    `max_abs_weight` (the largest |w| among the symbols with a bar that day, the ones traded;
+    a frozen symbol's weight drifts and is not capped); what the weights_within_caps check reads."""
+    T = weights.shape[0]
+    if weights.size == 0:
+        return {"gross_exposure": np.zeros(T, np.float32), "max_abs_weight": np.zeros(T, np.float32)}
+    w = np.abs(weights.astype(np.float64))
+    px = np.asarray(prices, dtype=np.float64)
+    traded = np.isfinite(px) & (px > 0)
+    return {"gross_exposure": w.sum(axis=1).astype(np.float32),
+            "max_abs_weight": np.where(traded, w, 0.0).max(axis=1).astype(np.float32)}
 
 
 def period_stats(daily: pl.DataFrame) -> dict:

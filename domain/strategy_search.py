@@ -21,11 +21,16 @@ The result: the trials table (one row per trial: trial, generation, the twelve i
 fields, the summary metrics, feasible, pareto) and the Pareto front (its pareto rows,
 feasible trials only, by total_return descending), as polars DataFrames, and the study.
 Same inputs and seed, same tables.
+
+The stage (`search_symbol`, behind the asset `strategy_search` and the CLI `strategy-search`):
+one symbol's whole stored history, the `strategy_search` settings, the report
+`reports/strategy_search/front_<symbol>.json`; `front_markdown` is the front shown in the UI.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -113,3 +118,61 @@ def pareto_mask(values: np.ndarray) -> np.ndarray:
         dominated = np.all(v >= v[i], axis=1) & np.any(v > v[i], axis=1)
         keep[i] = not dominated.any()
     return keep
+
+
+# ---------------------------------------------------------------- the stage (asset `strategy_search`, CLI)
+
+FRONT_COLUMNS = ("trial", "generation", *OBJECTIVES, "n_trades", "win_rate", "max_drawdown", *SELLER_FIELDS)
+
+
+@dataclass
+class SymbolSearch:
+    symbol: str
+    bars: int
+    result: SearchResult
+    report: dict  # what `path` holds
+    path: Path
+
+
+def symbol_arrays(bars: pl.DataFrame | pl.LazyFrame, symbol: str) -> tuple[pl.DataFrame, list[np.ndarray]]:
+    """One symbol's bars by date (every stored year) and its OHLCV as float64 arrays."""
+    frame = bars.lazy() if isinstance(bars, pl.DataFrame) else bars
+    df = (frame.filter(pl.col("symbol") == symbol).select("date", "open", "high", "low", "close", "volume")
+          .sort("date").collect())
+    return df, [df[c].to_numpy().astype(np.float64) for c in ("open", "high", "low", "close", "volume")]
+
+
+def search_symbol(bars: pl.DataFrame | pl.LazyFrame, symbol: str, cfg, out_dir: Path) -> SymbolSearch:
+    """NSGA-II on one symbol's whole stored history with the `strategy_search` settings `cfg`;
+    writes `out_dir/front_<symbol>.json` (settings, span, evaluations, trial counts and
+    the front with its parameters) and returns it with the search result."""
+    from domain.observe import write_json_atomic
+
+    df, cols = symbol_arrays(bars, symbol)
+    if df.is_empty():
+        raise ValueError(f"strategy_search: no raw_bars of {symbol}: build raw_bars first (build-features)")
+    res = search(*cols, population=cfg.population, generations=cfg.generations, seed=cfg.seed, fee_bp=cfg.fee_bp,
+                 slippage_bp=cfg.slippage_bp, min_trades=cfg.min_trades, engine=cfg.engine)
+    report = {"symbol": symbol, "bars": df.height, "from": str(df["date"][0])[:10], "to": str(df["date"][-1])[:10],
+              "settings": cfg.model_dump(), "objectives": list(OBJECTIVES), "evaluations": res.evaluations,
+              "trials": res.trials.height, "feasible": int(res.trials["feasible"].sum()),
+              "engine": res.trials["engine"][0] if res.trials.height else None, "front": res.front.to_dicts()}
+    path = write_json_atomic(out_dir / f"front_{symbol}.json", report)
+    return SymbolSearch(symbol, df.height, res, report, path)
+
+
+def front_markdown(front: pl.DataFrame, limit: int = 20) -> str:
+    """The Pareto front as a markdown table (by total return), the first `limit` rows."""
+    cols = [c for c in FRONT_COLUMNS if c in front.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+
+    def fmt(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    for r in front.head(limit).iter_rows(named=True):
+        lines.append("| " + " | ".join(fmt(r[c]) for c in cols) + " |")
+    if front.height > limit:
+        lines.append(f"\n{front.height - limit} more row(s) in the report JSON")
+    if front.is_empty():
+        lines.append("| " + " | ".join("" for _ in cols) + " |")
+    return "\n".join(lines)

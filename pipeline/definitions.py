@@ -22,6 +22,7 @@ from assets.predictions import predictions
 from assets.raw_bars import raw_bars
 from assets.regime import regime
 from assets.specialists import specialists
+from assets.strategy_search import strategy_search
 from config.settings import config_path, load_settings
 from pipeline.executors import build_executor
 from pipeline.jobs import (
@@ -30,6 +31,7 @@ from pipeline.jobs import (
     historical_build_and_train,
     live_paper_trade,
     lstm_job,
+    strategy_search_job,
     yearly_stages,
 )
 from pipeline.schedules import live_after_close, nightly_rebuild
@@ -38,7 +40,7 @@ from resources.compute import ComputeResource
 from resources.io_manager import PartitionedParquetIOManager
 from resources.project import ProjectResource
 
-ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, predictions, backtest, evaluation, paper_trades, lstm_model, atc_scan, market_data, trade_log, grid_search]
+ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, predictions, backtest, evaluation, paper_trades, lstm_model, atc_scan, market_data, trade_log, grid_search, strategy_search]
 
 
 def build_resources(settings_path: str | None = None) -> dict:
@@ -52,7 +54,8 @@ def build_resources(settings_path: str | None = None) -> dict:
 
 defs = Definitions(
     assets=ALL_ASSETS,
-    jobs=[historical_build_and_train, yearly_stages, lstm_job, atc_scan_job, grid_search_job, live_paper_trade],
+    jobs=[historical_build_and_train, yearly_stages, lstm_job, atc_scan_job, grid_search_job, strategy_search_job,
+          live_paper_trade],
     schedules=[nightly_rebuild, live_after_close],
     sensors=[new_symbol_sensor, build_chain_sensor],
     resources=build_resources(),

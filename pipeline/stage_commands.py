@@ -8,7 +8,7 @@
     build-all        the whole chain (pipeline.runs.run_graph)
     live-paper-trade the current year's new bars in (raw_bars .. specialists), then the
                      live_paper_trade job (paper orders of the day): pipeline.live
-    strategy-search  NSGA-II over seller-exhaustion parameter sets (kernels.strategy populations)
+    strategy-search  the strategy_search asset of one symbol: NSGA-II over seller-exhaustion parameter sets
     infer            infer_one / infer_batch on the stored data (prints JSON)
 
 Each command runs `dagster.materialize` (in process, on DAGSTER_HOME's instance, so the UI
@@ -273,29 +273,44 @@ def cmd_live_paper_trade(args: argparse.Namespace) -> int:
 
 
 def cmd_strategy_search(args: argparse.Namespace) -> int:
-    """NSGA-II over seller-exhaustion parameter sets on one stored symbol's bars."""
+    """NSGA-II over seller-exhaustion parameter sets on one stored symbol's bars: the
+    `strategy_search` asset of partition SYMBOL, materialized through Dagster; the flags
+    become derived settings (`strategy_search.*`)."""
     import polars as pl
+    from dagster import materialize
 
-    from domain.observe import write_json_atomic
-    from domain.strategy_search import search
+    from config.partitions import SYMBOLS
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    from pipeline.instance import get_instance
+    from pipeline.runs import raise_if_failed
     from resources.parquet_store import ParquetStore
 
-    settings = load_settings()
-    bars = (ParquetStore(settings.data_dir).scan("raw_bars").filter(pl.col("symbol") == args.symbol)
-            .sort("date").select("open", "high", "low", "close", "volume").collect())
-    if bars.is_empty():
+    ss = {k: v for k, v in {"population": args.population, "generations": args.generations, "min_trades": args.min_trades,
+                            "seed": args.seed, "engine": args.engine}.items() if v is not None}
+    cfg, settings = _cfg_and_settings({"strategy_search": ss} if ss else {}, "strategy-search")
+    store = ParquetStore(settings.data_dir)
+    if not (settings.data_dir / "raw_bars").exists() or store.scan("raw_bars").filter(
+            pl.col("symbol") == args.symbol).select(pl.len()).collect().item() == 0:
         raise ValueError(f"strategy-search: no raw_bars of {args.symbol} under {settings.data_dir / 'raw_bars'}: "
                          f"run build-features first")
-    cols = [bars[c].to_numpy().astype("float64") for c in ("open", "high", "low", "close", "volume")]
-    print(f"strategy-search: {args.symbol}, {bars.height} bars, {args.generations} generations x {args.population}",
-          file=sys.stderr)
-    res = search(*cols, population=args.population, generations=args.generations, seed=args.seed,
-                 engine=args.engine, min_trades=args.min_trades)
-    out = Path(args.out) if args.out else settings.reports_dir / "strategy" / f"front_{args.symbol}.json"
-    write_json_atomic(out, {"symbol": args.symbol, "bars": bars.height, "population": args.population,
-                            "generations": args.generations, "seed": args.seed, "front": res.front.to_dicts()})
-    print(res.front.head(10))
-    print(f"Pareto front: {res.front.height} parameter sets of {res.trials.height} trials; {out}")
+    instance = get_instance()
+    if args.symbol not in instance.get_dynamic_partitions(SYMBOLS):
+        instance.add_dynamic_partitions(SYMBOLS, [args.symbol])  # stored bars of an unregistered symbol
+    s = settings.strategy_search
+    print(f"strategy-search: {args.symbol}, {s.generations} generations x {s.population} ({cfg.name})", file=sys.stderr)
+    res = materialize(ALL_ASSETS, selection=["strategy_search"], partition_key=args.symbol, instance=instance,
+                      resources=build_resources(str(cfg)), raise_on_error=False,
+                      run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    raise_if_failed(res, f"strategy_search {args.symbol}")
+    path = settings.reports_dir / "strategy_search" / f"front_{args.symbol}.json"
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, args.out)
+    report = json.loads(path.read_text())
+    front = pl.DataFrame(report["front"]) if report["front"] else pl.DataFrame()
+    print(front.head(10))
+    print(f"Pareto front: {len(report['front'])} parameter sets of {report['trials']} trials on {report['bars']} bars; "
+          f"{args.out or path}")
     return 0
 
 
@@ -338,12 +353,12 @@ def add_stage_commands(sub) -> None:
     lp.set_defaults(func=cmd_live_paper_trade)
     ss = sub.add_parser("strategy-search", help="NSGA-II over seller-exhaustion parameters (population backtests)")
     ss.add_argument("--symbol", required=True)
-    ss.add_argument("--population", type=int, default=64)
-    ss.add_argument("--generations", type=int, default=10)
-    ss.add_argument("--min-trades", type=int, default=5)
-    ss.add_argument("--seed", type=int, default=0)
-    ss.add_argument("--engine", choices=["auto", "cpu", "cuda"], default="auto")
-    ss.add_argument("--out", help="JSON report (default: reports/strategy/front_<symbol>.json)")
+    ss.add_argument("--population", type=int, help="trials per generation (default: settings strategy_search.population)")
+    ss.add_argument("--generations", type=int, help="default: settings strategy_search.generations")
+    ss.add_argument("--min-trades", type=int, help="default: settings strategy_search.min_trades")
+    ss.add_argument("--seed", type=int, help="default: settings strategy_search.seed")
+    ss.add_argument("--engine", choices=["auto", "cpu", "cuda"], help="default: settings strategy_search.engine")
+    ss.add_argument("--out", help="also copy the JSON report here (written to reports/strategy_search/front_<symbol>.json)")
     ss.set_defaults(func=cmd_strategy_search)
     inf = sub.add_parser("infer", help="probabilities per horizon for symbols at a time (incremental path)")
     inf.add_argument("symbols", help="one symbol, or comma-separated for the batch variant")

@@ -87,5 +87,7 @@ def test_atc_scan_asset_reads_the_whole_store(make_settings, instance):
     assert run_assets([raw_bars], cfg, instance, ["AAA", "BBB", "CCC"], [2010, 2011, 2012]).success
     res = materialize([raw_bars, atc_scan], selection=[atc_scan], instance=instance, resources=build_resources(str(cfg)))
     assert res.success
+    assert {e.check_name: e.passed for e in res.get_asset_check_evaluations()} == {
+        "every_symbol_scanned": True, "states_and_values_in_range": True}
     meta = res.asset_materializations_for_node("atc_scan")[0].metadata
     assert "scan" in meta and meta["rows"].value == 3

@@ -32,6 +32,10 @@ def _scan(cfg, asset):
 def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equity_png(learned_copy, instance):
     res = _materialize(learned_copy, instance, [backtest])
     assert res.success
+    assert {e.check_name: e.passed for e in res.get_asset_check_evaluations()} == {
+        "equity_finite_positive": True, "weights_within_caps": True}
+    curve = res.asset_materializations_for_node("backtest")[0].metadata["equity_curve"].value
+    assert curve.startswith("![equity curve](data:image/png;base64,iVBOR")  # the PNG inline in the UI
     s = read_settings(learned_copy)
     daily = _scan(learned_copy, "backtest").collect()
     bars_days = _scan(learned_copy, "raw_bars").filter(pl.col("date").dt.year() == LEARNED_YEAR).select("date").unique().collect()

@@ -29,6 +29,7 @@ def test_cv_report_writes_fold_metrics_per_specialist_and_horizon(make_settings,
     res = materialize([raw_bars, specialists, labels, cv_report], selection=[cv_report], partition_key="2002",
                       instance=instance, resources=build_resources(str(cfg)))
     assert res.success
+    assert [(e.check_name, e.passed) for e in res.get_asset_check_evaluations()] == [("fold_metrics_valid", True)]
     settings = read_settings(cfg)
     report = json.loads((settings.reports_dir / "cv" / "h7" / "2002.json").read_text())
     assert report["year"] == 2002 and report["n_splits"] == 5

@@ -34,6 +34,8 @@ def test_assets_write_top10_json_markdown_and_heatmap(grid_data, make_settings, 
                                      "params": SMALL_PARAMS})
     res = materialize([market_data, trade_log, grid_search], instance=instance, resources=build_resources(str(cfg)))
     assert res.success
+    assert {e.check_name: e.passed for e in res.get_asset_check_evaluations()} == {
+        "sorted_by_ticker_time": True, "indices_inside_market_data": True, "top_sorted_unique": True}
     reports = read_settings(cfg).reports_dir / "grid_search"
     report = json.loads((reports / "top10.json").read_text())
     assert set(report) >= {"top", "combinations", "trades", "engine", "backend", "seconds"}

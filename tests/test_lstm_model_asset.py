@@ -24,6 +24,7 @@ def test_lstm_model_of_a_year_scores_that_year_out_of_sample(make_settings, inst
     res = materialize([raw_bars, features, labels, lstm_model], selection=[lstm_model], partition_key="2002",
                       instance=instance, resources=build_resources(str(cfg)))
     assert res.success
+    assert [(e.check_name, e.passed) for e in res.get_asset_check_evaluations()] == [("scores_in_unit_interval", True)]
     s = read_settings(cfg)
     side = json.loads((s.models_dir / "lstm_h7_2002.json").read_text())
     assert side["window"]["train_to"] < side["window"]["val_start"] < "2002"

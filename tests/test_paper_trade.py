@@ -38,6 +38,8 @@ def test_live_paper_trade_orders_the_backtest_targets_and_a_second_run_of_the_da
     day = _a_day_with_a_signal(learned_copy)
     first = _run(learned_copy, instance, monkeypatch, now=day)
     assert first.success
+    assert {e.check_name: e.passed for e in first.get_asset_check_evaluations()} == {
+        "gross_within_cap": True, "orders_for_known_symbols": True}
     orders = first.output_for_node("paper_trades")
     s = read_settings(learned_copy)
     book = pl.read_parquet(s.data_dir / "paper_positions" / "part.parquet")
