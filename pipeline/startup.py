@@ -56,5 +56,5 @@ def prepare_process() -> None:
     os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)
     # Beta in Dagster 1.13 and used on purpose: single-run backfills and the halo mappings.
     warnings.filterwarnings(
-        "ignore", message=".*(backfill_policy|MultiPartitionMapping|allow_nonexistent_upstream_partitions).*"
+        "ignore", message=".*(backfill_policy|MultiPartitionMapping|MultiToSingleDimensionPartitionMapping|allow_nonexistent_upstream_partitions).*"
     )
