@@ -8,8 +8,10 @@ of Y-1 (domain.learning.training_data) and scored on the rows of Y, so every fig
 Y is out of sample. Features: the specialist scores, the LSTM score (`lstm_model`: each
 year's scores come from a model trained before that year, so they are out of fold for
 every row here) when it covers at least half of the training rows, and the regime one-hot
-(the seed's "condition by regime"); rows missing any feature are left out. Model: logistic regression
-with isotonic calibration (kernels.learn.meta), its calibration folds purged on the label
+(the seed's "condition by regime"); with `meta.inputs: features+specialists` also the
+feature registry's columns of the day (`features`, read only then); rows missing any
+feature are left out. Model (`meta.model`): logistic regression or LightGBM with isotonic or
+Platt calibration (kernels.learn.meta), its calibration folds purged on the label
 intervals. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
 a calibration curve PNG and the out-of-sample metrics under `reports/meta/`
 (domain.learning.meta.build_meta_models).
@@ -22,9 +24,10 @@ from config.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
-@yearly_asset(reads=("specialists", "labels", "regime", "lstm_model"), group_name="learning", kinds={"scikitlearn"})
+@yearly_asset(reads=("specialists", "labels", "regime", "lstm_model", "features"), group_name="learning",
+              kinds={"scikitlearn"})
 def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame,
-               lstm_model: pl.LazyFrame, project: ProjectResource):
+               lstm_model: pl.LazyFrame, features: pl.LazyFrame, project: ProjectResource):
     """Per horizon, the calibrated meta model of year Y (trained on labels known before Y)
     and its out-of-sample AUC, Brier and log loss on year Y."""
     from domain.learning.meta import build_meta_models
@@ -33,6 +36,8 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "meta_model") as obs:
-        table, previews = build_meta_models(specialists, labels, regime, lstm_model, years, settings, log=context.log)
+        table, previews = build_meta_models(specialists, labels, regime, lstm_model, years, settings, log=context.log,
+                                            features=features)
         obs.record(table)
-    yield Output(table, metadata={"out_of_sample": MetadataValue.json(previews)})
+    yield Output(table, metadata={"out_of_sample": MetadataValue.json(previews),
+                                  "model": settings.meta.model, "inputs": settings.meta.inputs})

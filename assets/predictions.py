@@ -3,7 +3,8 @@
     p_h{H}[symbol, date] = meta_h{H}_{Y}.predict_proba(X[symbol, date])   for date in Y
 
 X is the matrix the model was trained on (kernels.learn.meta.build_meta_matrix): the
-specialist scores of the day, the LSTM score when the model uses it, the regime one-hot.
+specialist scores of the day, the LSTM score when the model uses it, the regime one-hot, and
+the feature registry's columns (`features`, read only when a model of Y uses them).
 The model of year Y was trained on labels known by the end of Y-1 (`meta_model`), so every
 probability stored here is out of sample. A day whose inputs are incomplete (warm-up, no
 LSTM score) gets NaN, as does a horizon whose model of Y does not exist (too little
@@ -24,10 +25,10 @@ from config.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
-@yearly_asset(reads=("specialists", "regime", "lstm_model"), latest_only=("meta_model",),
+@yearly_asset(reads=("specialists", "regime", "lstm_model", "features"), latest_only=("meta_model",),
               group_name="learning", kinds={"scikitlearn", "polars"})
 def predictions(context: AssetExecutionContext, specialists: pl.LazyFrame, regime: pl.LazyFrame,
-                lstm_model: pl.LazyFrame, meta_model: pl.LazyFrame, project: ProjectResource):
+                lstm_model: pl.LazyFrame, features: pl.LazyFrame, meta_model: pl.LazyFrame, project: ProjectResource):
     """Out-of-sample P(label = 1) per horizon for every symbol and day of Y, from the meta
     models of Y (trained before Y)."""
     from domain.learning.predictions import predict_years
@@ -37,7 +38,7 @@ def predictions(context: AssetExecutionContext, specialists: pl.LazyFrame, regim
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "predictions") as obs:
         table, coverage = predict_years(specialists, regime, lstm_model, years, settings.models_dir,
-                                        settings.labels.horizons, log=context.log)
+                                        settings.labels.horizons, log=context.log, features=features)
         obs.extra["coverage"] = coverage
         obs.record(table)
     yield Output(table, metadata={"coverage": MetadataValue.json(coverage)})

@@ -208,6 +208,16 @@ class MetaSettings(_Model):
     model: Literal["logistic", "hist_gbm", "lightgbm"] = "logistic"
     calibration: Literal["isotonic", "sigmoid"] = "isotonic"
     horizons: list[int] | None = None  # null = every labels.horizons
+    # specialists: the specialist scores, the LSTM score when present, the regime one-hot;
+    # features+specialists: those and the feature registry's columns (the `features` table)
+    inputs: Literal["specialists", "features+specialists"] = "specialists"
+
+
+class EvaluationSettings(_Model):
+    """The evaluation of the out-of-sample predictions (evaluation)."""
+    # cross-sectional figures (rank IC, long-short deciles, turnover) use only days with at
+    # least this many symbols that have a prediction and a realised return
+    min_symbols_per_day: int = Field(5, ge=3)
 
 
 class BacktestSettings(_Model):
@@ -334,6 +344,7 @@ class Settings(_Model):
     cv: CV = CV()
     lstm: LSTMSettings = LSTMSettings()
     meta: MetaSettings = MetaSettings()
+    evaluation: EvaluationSettings = EvaluationSettings()
     backtest: BacktestSettings = BacktestSettings()
     executor: ExecutorSettings = ExecutorSettings()
     automation: Automation = Automation()

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import polars as pl
+import pytest
 from dagster import materialize
 
 from assets.backtest import backtest
@@ -97,3 +98,64 @@ def test_backtest_of_an_empty_panel_writes_an_empty_log_and_no_statistics(tmp_pa
     assert daily.height == 0 and log.read_text() == ""
     assert period_stats(daily)["n_days"] == 0
     assert [p.name for p in log.parent.iterdir()] == ["daily.jsonl"]  # no temp file left
+
+
+def test_evaluation_with_fewer_symbols_than_the_minimum_says_so_and_shows_the_plots_it_has(learned_copy, instance):
+    res = _materialize(learned_copy, instance, [evaluation])  # 3 symbols < evaluation.min_symbols_per_day 5
+    assert res.success
+    s = read_settings(learned_copy)
+    report = json.loads((s.reports_dir / "eval" / f"{LEARNED_YEAR}.json").read_text())
+    for h in (3, 7, 14):
+        cs = report[f"h{h}"]["cross_section"]
+        assert cs["days_used"] == 0 and cs["days_excluded"] == cs["days"] > 200 and cs["min_symbols_per_day"] == 5
+        assert cs["note"].startswith(f"all {cs['days']} days have fewer than 5 symbols")
+        assert cs["rank_ic"] is None and cs["icir"] is None and cs["long_short_sharpe"] is None and cs["daily"] == []
+        assert report[f"h{h}"]["rank_ic"] is None
+    meta = res.asset_materializations_for_node("evaluation")[0].metadata
+    md = meta["plots_h7"].value
+    assert "fewer than 5 symbols" in md and "![reliability_h7](data:image/png;base64," in md
+    assert "![deciles_h7](data:image/png;base64," in md and "![ic_h7]" not in md
+    table = _scan(learned_copy, "evaluation").collect()
+    assert table["days_used"].to_list() == [0, 0, 0] and table["rank_ic"].null_count() == 3
+
+
+def test_evaluation_signal_analysis_rank_ic_icir_long_short_and_turnover(learned_copy, instance):
+    import base64
+
+    import yaml
+
+    cfg = yaml.safe_load(learned_copy.read_text())
+    cfg["evaluation"] = {"min_symbols_per_day": 3}
+    learned_copy.write_text(yaml.safe_dump(cfg))
+    res = _materialize(learned_copy, instance, [evaluation])
+    assert res.success
+    s = read_settings(learned_copy)
+    for scope in (str(LEARNED_YEAR), "overall"):
+        report = json.loads((s.reports_dir / "eval" / f"{scope}.json").read_text())
+        for h in (3, 7, 14):
+            r = report[f"h{h}"]
+            cs = r["cross_section"]
+            assert cs["days_used"] > 200 and cs["days_excluded"] == 0 and "note" not in cs
+            assert -1 <= cs["rank_ic"] <= 1 and cs["rank_ic_std"] > 0 and r["rank_ic"] == cs["rank_ic"]
+            assert cs["icir"] == pytest.approx(cs["rank_ic"] / cs["rank_ic_std"])
+            daily = cs["daily"]
+            assert len(daily) == cs["days_used"] and all(d["n"] == 3 for d in daily)
+            ics = [d["ic"] for d in daily if d["ic"] is not None]
+            assert daily[-1]["cum_ic"] == pytest.approx(sum(ics)) and cs["ic_days"] == len(ics)
+            ls = np.array([d["long_short"] for d in daily])
+            assert cs["long_short_mean"] == pytest.approx(ls.mean())
+            assert cs["long_short_sharpe"] == pytest.approx(ls.mean() / ls.std(ddof=1) * np.sqrt(252 / h))
+            assert 0 <= cs["top_turnover"] <= 1 and 0 <= cs["bottom_turnover"] <= 1
+            for plot in ("reliability", "ic", "long_short", "deciles"):
+                assert (s.reports_dir / "eval" / f"{plot}_h{h}_{scope}.png").read_bytes()[:4] == b"\x89PNG"
+    meta = res.asset_materializations_for_node("evaluation")[0].metadata
+    for h in (3, 7, 14):
+        md = meta[f"plots_h{h}"].value
+        for plot in ("ic", "long_short", "deciles", "reliability"):
+            head = f"![{plot}_h{h}](data:image/png;base64,"
+            assert head in md
+            encoded = md.split(head, 1)[1].split(")", 1)[0]
+            assert base64.b64decode(encoded)[:4] == b"\x89PNG"
+    assert meta["metrics"].value["overall"]["h7"]["cross_section"]["days_used"] > 200
+    table = _scan(learned_copy, "evaluation").collect()
+    assert table["rank_ic"].null_count() == 0 and (table["days_used"] > 200).all()

@@ -12,13 +12,21 @@ from sklearn.metrics import average_precision_score, brier_score_loss, log_loss,
 
 from kernels.learn.evaluation import (
     DECILE_COLUMNS,
+    annualization,
     classification_metrics,
+    cross_section,
+    cumulative_ic_png_bytes,
+    decile_bars_png_bytes,
     decile_returns,
     decile_returns_by_group,
     equity_png_bytes,
+    ic_summary,
     information_coefficient,
+    long_short_png_bytes,
     quantile_bins,
     reliability_png_bytes,
+    sharpe_ratio,
+    turnover_mean,
 )
 
 
@@ -229,3 +237,98 @@ def test_equity_png_bytes_with_dates_without_dates_and_a_wiped_out_curve():
     assert equity_png_bytes(None, np.array([1.0, 0.5, 0.0]))[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="dates must have shape"):
         equity_png_bytes(days[:3], eq)
+
+
+# ---------------------------------------------------------------- signal analysis (cross-sectional)
+
+
+def panel(n_days: int, n_symbols: int, seed: int, missing: float = 0.1):
+    """A long panel (day, symbol, p, ret), rows shuffled, some p / ret missing, with ties in p."""
+    rng = np.random.default_rng(seed)
+    day = np.repeat(np.datetime64("2020-01-01") + np.arange(n_days), n_symbols)
+    sym = np.tile(np.array([f"S{i:02d}" for i in range(n_symbols)]), n_days)
+    p = np.round(rng.uniform(0, 1, day.size), 2)  # 2 decimals: ties within a day
+    ret = 0.01 * (p - 0.5) + rng.normal(0, 0.02, day.size)
+    p[rng.uniform(size=day.size) < missing] = np.nan
+    ret[rng.uniform(size=day.size) < missing / 2] = np.nan
+    order = rng.permutation(day.size)
+    return day[order], sym[order], p[order], ret[order]
+
+
+def oracle(day, sym, p, ret, min_symbols: int, n_bins: int = 10) -> pd.DataFrame:
+    """scipy's spearmanr per day, pandas nlargest / nsmallest (keep='first') for the deciles."""
+    df = pd.DataFrame({"day": day, "sym": sym, "p": p, "ret": ret}).dropna()
+    df = df.iloc[np.argsort(df["day"].to_numpy(), kind="stable")]  # row order within a day, as the kernel
+    rows, prev_top, prev_bottom = [], None, None
+    for d, g in df.groupby("day", sort=True):
+        if len(g) < min_symbols:
+            continue
+        k = max(1, len(g) // n_bins)
+        top, bottom = g.nlargest(k, "p", keep="first"), g.nsmallest(k, "p", keep="first")
+        ic = spearmanr(g["p"], g["ret"]).statistic
+        tt = np.nan if prev_top is None else 1 - len(set(top["sym"]) & prev_top) / k
+        bt = np.nan if prev_bottom is None else 1 - len(set(bottom["sym"]) & prev_bottom) / k
+        prev_top, prev_bottom = set(top["sym"]), set(bottom["sym"])
+        rows.append({"day": d, "n": len(g), "ic": ic, "long": top["ret"].mean(), "short": bottom["ret"].mean(),
+                     "top_turnover": tt, "bottom_turnover": bt})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(("n_symbols", "min_symbols"), [(40, 5), (12, 10), (7, 5)])
+def test_cross_section_matches_scipy_spearman_and_pandas_deciles_per_day(n_symbols, min_symbols):
+    day, sym, p, ret = panel(60, n_symbols, seed=n_symbols)
+    cs = cross_section(day, sym, p, ret, min_symbols=min_symbols)
+    want = oracle(day, sym, p, ret, min_symbols)
+    assert len(want) > 5 and list(cs["days"]) == list(want["day"].to_numpy().astype("datetime64[D]"))
+    np.testing.assert_array_equal(cs["n"], want["n"])
+    for col in ("ic", "long", "short", "top_turnover", "bottom_turnover"):
+        np.testing.assert_allclose(cs[col], want[col], rtol=1e-12, atol=1e-14, err_msg=col)
+    np.testing.assert_allclose(cs["long_short"], want["long"] - want["short"], rtol=1e-12, atol=1e-14)
+    usable = pd.DataFrame({"day": day, "p": p, "ret": ret}).dropna().groupby("day").size()
+    assert cs["n_days"] == len(usable) and cs["n_days_excluded"] == int((usable < min_symbols).sum())
+
+
+def test_cross_section_ic_summary_and_sharpe_match_pandas():
+    day, sym, p, ret = panel(80, 30, seed=5)
+    cs = cross_section(day, sym, p, ret, min_symbols=5)
+    ic = pd.Series(cs["ic"])
+    s = ic_summary(cs["ic"])
+    assert s["rank_ic"] == pytest.approx(ic.mean(), rel=1e-12) and s["rank_ic_std"] == pytest.approx(ic.std(), rel=1e-12)
+    assert s["icir"] == pytest.approx(ic.mean() / ic.std(), rel=1e-12) and s["n"] == 80
+    assert s["ic_positive"] == pytest.approx((ic > 0).mean())
+    ls = pd.Series(cs["long_short"])
+    assert annualization(7) == 36.0
+    assert sharpe_ratio(cs["long_short"], annualization(7)) == pytest.approx(ls.mean() / ls.std() * np.sqrt(252 / 7),
+                                                                             rel=1e-12)
+    assert turnover_mean(cs["top_turnover"]) == pytest.approx(pd.Series(cs["top_turnover"]).mean(), rel=1e-12)
+    assert s["rank_ic"] > 0  # the panel has signal
+
+
+def test_cross_section_excludes_small_days_and_constant_days_give_nan_ic():
+    day = np.array(["2020-01-01"] * 3 + ["2020-01-02"] * 5 + ["2020-01-03"] * 5, dtype="datetime64[D]")
+    sym = np.array(list("abc") + list("abcde") * 2)
+    p = np.array([0.1, 0.2, 0.3, 0.5, 0.5, 0.5, 0.5, 0.5, 0.1, 0.9, 0.3, 0.7, 0.5])
+    ret = np.arange(13, dtype=float)
+    cs = cross_section(day, sym, p, ret, min_symbols=5)
+    assert cs["n_days"] == 3 and cs["n_days_excluded"] == 1 and list(cs["n"]) == [5, 5]
+    assert np.isnan(cs["ic"][0]) and cs["ic"][1] == pytest.approx(spearmanr(p[8:], ret[8:]).statistic)
+    assert cs["long"][0] == ret[3] and cs["short"][0] == ret[3]  # all tied: the first row is top and bottom
+    assert cs["long"][1] == ret[9] and cs["short"][1] == ret[8]
+    # day 2: top = bottom = "a" (all tied); day 3: top "b" (new), bottom "a" (kept)
+    assert np.isnan(cs["top_turnover"][0]) and cs["top_turnover"][1] == 1.0 and cs["bottom_turnover"][1] == 0.0
+    none = cross_section(day, sym, p, ret, min_symbols=6)
+    assert none["n_days_excluded"] == 3 and len(none["days"]) == 0 and len(none["ic"]) == 0
+    assert ic_summary(none["ic"]) == {"rank_ic": None, "rank_ic_std": None, "icir": None, "ic_positive": None, "n": 0}
+    assert sharpe_ratio(none["long_short"]) is None and turnover_mean(none["top_turnover"]) is None
+    with pytest.raises(ValueError, match="day and symbol"):
+        cross_section(day[:3], sym, p, ret)
+
+
+def test_signal_plots_are_pngs():
+    day, sym, p, ret = panel(50, 20, seed=9)
+    cs = cross_section(day, sym, p, ret)
+    for png in (cumulative_ic_png_bytes(cs["days"], cs["ic"], "h7"),
+                long_short_png_bytes(cs["days"], cs["long"], cs["short"], 7, "h7"),
+                decile_bars_png_bytes(np.arange(10), np.linspace(-0.01, 0.01, 10), np.full(10, 0.5), "h7"),
+                cumulative_ic_png_bytes(None, np.array([np.nan, 0.1]))):
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and _png_shape(png)[0] > 100

@@ -21,7 +21,8 @@ from tests.conftest import run_assets
 def test_meta_model_of_a_year_is_trained_before_it_and_scored_on_it(make_settings, instance):
     cfg = make_settings()
     syms, years = ["AAA", "BBB", "CCC"], [2000, 2001, 2002, 2003]
-    assert run_assets([raw_bars, specialists, labels], cfg, instance, syms, years).success
+    # features too: meta_model declares it as an input (read only with meta.inputs features+specialists)
+    assert run_assets([raw_bars, features, specialists, labels], cfg, instance, syms, years).success
     res = materialize([raw_bars, specialists, labels, regime, lstm_model, features, meta_model], selection=[regime, meta_model],
                       partition_key="2003", instance=instance, resources=build_resources(str(cfg)))
     assert res.success

@@ -8,9 +8,14 @@ of Y-1 (domain.learning.training_data) and scored on the rows of Y, so every fig
 Y is out of sample. Features: the specialist scores, the LSTM score (`lstm_model`: each
 year's scores come from a model trained before that year, so they are out of fold for
 every row here) when it covers at least half of the training rows, and the regime one-hot
-(the seed's "condition by regime"); rows missing any feature are left out. Model: logistic regression
-with isotonic calibration (kernels.learn.meta), its calibration folds purged on the label
-intervals. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
+(the seed's "condition by regime"); with settings `meta.inputs: features+specialists` also
+the feature registry's columns (kernels.registry.features.FEATURE_NAMES, from the `features`
+table joined on symbol and date; the day's values, known at its close like the scores).
+Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
+logistic regression or LightGBM, with isotonic or Platt calibration (kernels.learn.meta),
+its calibration folds purged on the label intervals. The model records its column names
+(`feature_names`, the JSON sidecar's `features`): predictions and live inference rebuild
+the matrix from them. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
 a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
 """
 
@@ -29,36 +34,73 @@ from kernels.learn.meta import (
     train_meta,
 )
 from kernels.learn.purged_cv import PurgedKFold
+from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 LSTM_COLUMN = "spec_lstm_score"
 LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share of training rows
+SPECIALISTS_ONLY = "specialists"
+WITH_FEATURES = "features+specialists"
+META_INPUTS = (SPECIALISTS_ONLY, WITH_FEATURES)  # settings meta.inputs
 
 
-def _matrix(frame: pl.DataFrame, horizon: int):
+def feature_columns(inputs: str) -> list[str]:
+    """The registry feature columns a meta model of `inputs` (settings meta.inputs) uses."""
+    if inputs not in META_INPUTS:
+        raise ValueError(f"meta.inputs must be one of {META_INPUTS}, got {inputs!r}")
+    return list(FEATURE_NAMES) if inputs == WITH_FEATURES else []
+
+
+def feature_frame(features: pl.LazyFrame | None, columns: list[str]) -> pl.LazyFrame:
+    """symbol, date and `columns` of the stored `features` table (float32); a ValueError
+    naming the missing columns when the table (e.g. nothing stored yet) lacks them."""
+    have = features.collect_schema().names() if features is not None else []
+    missing = [c for c in ("symbol", "date", *columns) if c not in have]
+    if missing:
+        raise ValueError(f"the meta model's inputs include the feature columns, but the `features` table lacks "
+                         f"{missing[:6]}{' ...' if len(missing) > 6 else ''}: materialize `features` for these "
+                         "symbols and years first (or set meta.inputs: specialists)")
+    return features.select("symbol", "date", *[pl.col(c).cast(pl.Float32) for c in columns])
+
+
+def join_features(frame: pl.DataFrame, features: pl.LazyFrame | None, columns: list[str]) -> pl.DataFrame:
+    """`frame` with the feature `columns` of each (symbol, date) (null where not stored)."""
+    if not columns:
+        return frame
+    feats = feature_frame(features, columns).with_columns(pl.col("date").cast(frame.schema["date"]))
+    if frame.height:
+        feats = feats.filter(pl.col("date").is_between(frame["date"].min(), frame["date"].max()))
+    return frame.lazy().join(feats, on=["symbol", "date"], how="left", maintain_order="left").collect()
+
+
+def _matrix(frame: pl.DataFrame, horizon: int, features: list[str] | None = None):
     scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
     regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
     lstm = frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns else None
-    X, names = build_meta_matrix(scores, lstm, regime, specialist_names=SPECIALIST_COLUMNS)
+    feats = (frame.select([pl.col(c).cast(pl.Float32).fill_null(float("nan")) for c in features]).to_numpy()
+             if features else None)
+    X, names = build_meta_matrix(scores, lstm, regime, specialist_names=SPECIALIST_COLUMNS, features=feats,
+                                 feature_columns=features or None)
     y = frame[f"label_bin_h{horizon}"].to_numpy()
     return X, y, names
 
 
 def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
-             model: str = "logistic", calibration: str = "isotonic", seed: int = 0):
-    """(model, out-of-sample metrics, test probabilities, test labels) for one horizon."""
+             model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None):
+    """(model, out-of-sample metrics, test probabilities, test labels) for one horizon;
+    `features`: the registry feature columns of the frames to use too (feature_columns)."""
     train = frame_train.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
-    X, y, names = _matrix(train, horizon)
+    X, y, names = _matrix(train, horizon, features)
     ok = complete_rows(X)
     train, X, y = train.filter(pl.Series(ok)), X[ok], y[ok].astype(np.int8)
     t0 = train["date"].to_numpy().astype("datetime64[D]")
     t1 = train[f"t1_h{horizon}"].to_numpy().astype("datetime64[D]")
     folds = list(PurgedKFold(n_splits, t0, t1, embargo=np.timedelta64(embargo_days, "D")).split())
     window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
-              "horizon": horizon}
+              "horizon": horizon, "inputs": WITH_FEATURES if features else SPECIALISTS_ONLY}
     model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window)
     test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
-    Xt, yt, _ = _matrix(test, horizon)
+    Xt, yt, _ = _matrix(test, horizon, features)
     okt = complete_rows(Xt)
     p = model.predict_proba(Xt[okt])
     ret = test[f"label_ret_h{horizon}"].to_numpy()[okt]
@@ -68,9 +110,11 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
 
 
 def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
-                horizons: list[int], year: int, log=None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                horizons: list[int], year: int, log=None, features: pl.LazyFrame | None = None,
+                columns: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The training rows of year Y's model (labels known by the end of Y-1) and its test rows
-    (the rows of Y), with the LSTM score when it covers LSTM_MIN_COVERAGE of the training rows."""
+    (the rows of Y), with the LSTM score when it covers LSTM_MIN_COVERAGE of the training rows
+    and the feature `columns` of `features` (feature_columns(meta.inputs); none by default)."""
     train = training_frame(specialists, labels, horizons, known_by_year=year - 1, regime=regime)
     test = training_frame(specialists, labels, horizons, known_by_year=year, regime=regime).filter(
         pl.col("date").dt.year() == year)
@@ -84,19 +128,21 @@ def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.Lazy
             train = train.drop(LSTM_COLUMN)
             if log is not None:
                 log.info(f"meta_model {year}: LSTM scores cover {coverage:.0%} of training rows; not used")
-    return train, test
+    return join_features(train, features, columns or []), join_features(test, features, columns or [])
 
 
 def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
-                      years: list[int], settings, log=None) -> tuple[pl.DataFrame, dict]:
+                      years: list[int], settings, log=None, features: pl.LazyFrame | None = None) -> tuple[pl.DataFrame, dict]:
     """The meta model of each year of `years` per horizon (walk-forward), saved under
     `models/meta_h{H}_{Y}.*`, with its calibration PNG and out-of-sample metrics under
     `reports/meta/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
-    `log` (info/warning) is told about skipped horizons and unused LSTM scores."""
+    `log` (info/warning) is told about skipped horizons and unused LSTM scores. `features`
+    (the stored table) is read only when settings `meta.inputs` asks for its columns."""
     horizons = settings.meta.horizons or settings.labels.horizons
+    columns = feature_columns(settings.meta.inputs)
     rows, previews = [], {}
     for year in years:
-        train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log)
+        train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns)
         for h in horizons:
             if train.filter(pl.col(f"label_bin_h{h}").is_not_null()).height < 200:
                 if log is not None:
@@ -104,7 +150,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                 continue
             model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
                                             embargo_days=settings.cv.embargo_days, model=settings.meta.model,
-                                            calibration=settings.meta.calibration)
+                                            calibration=settings.meta.calibration, features=columns)
             stem = settings.models_dir / f"meta_h{h}_{year}"
             save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
             if len(y) and len(np.unique(y)) == 2:

@@ -3,7 +3,10 @@
     p_h{H}[symbol, date] = meta_h{H}_{Y}.predict_proba(X[symbol, date])   for date in Y
 
 X is the matrix the model was trained on (kernels.learn.meta.build_meta_matrix): the
-specialist scores of the day, the LSTM score when the model uses it, the regime one-hot.
+specialist scores of the day, the LSTM score when the model uses it, the regime one-hot, and
+the feature registry's columns of the day (the `features` table) when the model was trained
+with them (meta.inputs: features+specialists; read from the model's feature names, so a
+change of the setting after training does not change what a stored model is fed).
 The model of year Y was trained on labels known by the end of Y-1 (`meta_model`), so every
 probability stored here is out of sample. A day whose inputs are incomplete (warm-up, no
 LSTM score) gets NaN, as does a horizon whose model of Y does not exist (too little
@@ -21,9 +24,23 @@ import numpy as np
 import polars as pl
 
 from domain.learning.meta import LSTM_COLUMN as STORED_LSTM_COLUMN
+from domain.learning.meta import join_features
 from kernels.learn.meta import LSTM_COLUMN as MODEL_LSTM_FEATURE
-from kernels.learn.meta import MetaModel, build_meta_matrix, load_meta
+from kernels.learn.meta import REGIME_COLUMNS, MetaModel, build_meta_matrix, load_meta
 from kernels.registry.specialists import SPECIALIST_COLUMNS
+
+_BASE_COLUMNS = frozenset((*SPECIALIST_COLUMNS, MODEL_LSTM_FEATURE, *REGIME_COLUMNS))
+
+
+def extra_columns(model: MetaModel) -> list[str]:
+    """The model's columns beyond the specialists, LSTM and regime (the registry features
+    of a `features+specialists` model), in the model's order."""
+    return [c for c in model.feature_names if c not in _BASE_COLUMNS]
+
+
+def models_features(models: dict[int, MetaModel]) -> list[str]:
+    """The union of the models' extra columns (first seen order)."""
+    return list(dict.fromkeys(c for m in models.values() for c in extra_columns(m)))
 
 
 def model_path(models_dir: Path, horizon: int, year: int) -> Path:
@@ -37,7 +54,10 @@ def load_year_models(models_dir: Path, year: int, horizons: list[int]) -> dict[i
 
 def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list[int]) -> dict[str, np.ndarray]:
     """p_h{H} float32 [rows] for the rows of `frame` (specialist columns, optional `regime`
-    and `spec_lstm_score`, the stored name of the model's `lstm_score` feature); NaN where a horizon has no model or a row's inputs are incomplete."""
+    and `spec_lstm_score`, the stored name of the model's `lstm_score` feature, and the
+    feature columns a model uses: extra_columns); NaN where a horizon has no model or a
+    row's inputs are incomplete (a null feature too). A model's feature column missing from
+    `frame` is a ValueError."""
     n = frame.height
     scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32) if n else np.empty((0, len(SPECIALIST_COLUMNS)), np.float32)
     regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
@@ -51,8 +71,13 @@ def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list
         if MODEL_LSTM_FEATURE in model.feature_names:
             lstm = (frame[STORED_LSTM_COLUMN].to_numpy().astype(np.float32) if STORED_LSTM_COLUMN in frame.columns
                     else np.full(n, np.nan, dtype=np.float32))
+        extra = extra_columns(model)
+        if missing := [c for c in extra if c not in frame.columns]:
+            raise ValueError(f"meta model h{h} uses the feature columns {missing[:6]}, which the scoring frame lacks")
+        feats = (frame.select([pl.col(c).cast(pl.Float32).fill_null(float("nan")) for c in extra]).to_numpy()
+                 if extra else None)
         X, names = build_meta_matrix(scores, lstm, regime if any(c.startswith("regime_") for c in model.feature_names) else None,
-                                     specialist_names=SPECIALIST_COLUMNS)
+                                     specialist_names=SPECIALIST_COLUMNS, features=feats, feature_columns=extra or None)
         if names != list(model.feature_names):
             raise ValueError(f"meta model h{h} expects features {model.feature_names}, the inputs give {names}")
         out[f"p_h{h}"] = model.predict_proba(X)
@@ -60,8 +85,9 @@ def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list
 
 
 def scoring_frame(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None,
-                  year: int) -> pl.DataFrame:
-    """The rows of `year`: symbol, date, the specialist scores, regime and LSTM score when stored."""
+                  year: int, features: pl.LazyFrame | None = None, columns: list[str] | None = None) -> pl.DataFrame:
+    """The rows of `year`: symbol, date, the specialist scores, regime and LSTM score when
+    stored, and the feature `columns` of `features` (null where a day has none)."""
     lo, hi = pl.datetime(year, 1, 1), pl.datetime(year + 1, 1, 1)
     frame = specialists.select("symbol", "date", *SPECIALIST_COLUMNS).filter(
         (pl.col("date") >= lo) & (pl.col("date") < hi))
@@ -71,19 +97,21 @@ def scoring_frame(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: 
         frame = frame.with_columns(pl.lit(None, dtype=pl.Int8).alias("regime"))
     if lstm is not None and STORED_LSTM_COLUMN in lstm.collect_schema().names():
         frame = frame.join(lstm.select("symbol", "date", STORED_LSTM_COLUMN), on=["symbol", "date"], how="left")
-    return frame.sort("date", "symbol").collect()
+    return join_features(frame.sort("date", "symbol").collect(), features, columns or [])
 
 
 def predict_year(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None, year: int,
-                 models: dict[int, MetaModel], horizons: list[int]) -> pl.DataFrame:
-    frame = scoring_frame(specialists, regime, lstm, year)
+                 models: dict[int, MetaModel], horizons: list[int], features: pl.LazyFrame | None = None) -> pl.DataFrame:
+    """The predictions of `year`; `features` is read only when a model uses feature columns."""
+    frame = scoring_frame(specialists, regime, lstm, year, features, models_features(models))
     probs = score_rows(frame, models, horizons)
     return frame.select("symbol", "date", "regime").with_columns(
         *[pl.Series(k, v, dtype=pl.Float32) for k, v in probs.items()])
 
 
 def predict_years(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None, years: list[int],
-                  models_dir: Path, horizons: list[int], log=None) -> tuple[pl.DataFrame, dict]:
+                  models_dir: Path, horizons: list[int], log=None,
+                  features: pl.LazyFrame | None = None) -> tuple[pl.DataFrame, dict]:
     """The predictions of every year of `years` from that year's meta models; returns the
     table and the share of non-NaN probabilities per year and horizon. `log.warning` is told
     of a year without models (its probabilities are all NaN)."""
@@ -92,7 +120,7 @@ def predict_years(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: 
         models = load_year_models(models_dir, year, horizons)
         if not models and log is not None:
             log.warning(f"predictions {year}: no meta model of {year} in {models_dir}; all NaN")
-        df = predict_year(specialists, regime, lstm, year, models, horizons)
+        df = predict_year(specialists, regime, lstm, year, models, horizons, features)
         frames.append(df)
         coverage[str(year)] = {f"h{h}": round(float(df[f"p_h{h}"].is_not_nan().mean() or 0.0), 4) for h in horizons}
     table = pl.concat(frames) if frames else pl.DataFrame()

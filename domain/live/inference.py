@@ -18,9 +18,12 @@ P(label = 1) per horizon for one symbol at a time `now`, or a list of symbols.
 
 Contract (tests/test_inference.py):
 * The probabilities come from `assets.predictions.score_rows`, the function the batch
-  `predictions` asset uses, fed the float32 specialist scores, the day's regime and (when
-  a model uses it) the stored LSTM score: for a date of year Y they equal the stored
-  predictions of Y (to float32 rounding of the meta model's output).
+  `predictions` asset uses, fed the float32 specialist scores, the day's regime, (when
+  a model uses it) the stored LSTM score and (when a model was trained with
+  `meta.inputs: features+specialists`) the streaming features of the day, in registry
+  order: for a date of year Y they equal the stored predictions of Y (to float32 rounding
+  of the meta model's output; a features model sees the streaming features, which agree
+  with the stored ones within float32 tolerance, see below).
 * Specialist scores equal the stored `specialists` rows bit for bit (both come from the
   symbol's whole stored history; kernels/streaming.py). Features equal
   `compute_features` over the whole history bit for bit; the stored `features` rows come
@@ -81,7 +84,7 @@ import polars as pl
 
 from config.partitions import REGIME_HALO_YEARS
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
-from domain.learning.predictions import load_year_models, model_path, score_rows
+from domain.learning.predictions import load_year_models, model_path, models_features, score_rows
 from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
@@ -474,7 +477,8 @@ class InferenceSession:
 
     def _frame(self, states: list[LiveState], models: dict) -> pl.DataFrame:
         """The scoring frame of `score_rows` (batch layout): symbol, date, spec_* (float32),
-        regime (Int8, null when untagged), the LSTM score when a model uses it."""
+        regime (Int8, null when untagged), the LSTM score when a model uses it, the streaming
+        features (registry order, float32) when a model uses feature columns."""
         n = len(states)
         scores = np.stack([s.scores for s in states]) if n else np.empty((0, len(SPECIALIST_COLUMNS)), np.float32)
         dates = [s.last_date for s in states]
@@ -485,6 +489,12 @@ class InferenceSession:
         if any(LSTM_COLUMN in m.feature_names for m in models.values()):
             lstm = np.array([self.lstm_score(s.symbol, s.last_date) for s in states], dtype=np.float32)
             cols += [pl.Series(STORED_LSTM_COLUMN, lstm, dtype=pl.Float32), pl.Series(LSTM_COLUMN, lstm, dtype=pl.Float32)]
+        wanted = models_features(models)
+        if wanted:
+            if unknown := [c for c in wanted if c not in FEATURE_NAMES]:
+                raise ValueError(f"a meta model uses columns {unknown[:6]} that the feature registry does not make")
+            feats = np.stack([s.features for s in states]) if n else np.empty((0, len(FEATURE_NAMES)))
+            cols += [pl.Series(c, feats[:, FEATURE_NAMES.index(c)], dtype=pl.Float32) for c in wanted]
         return pl.DataFrame(cols)
 
     def _score(self, states: list[LiveState], now) -> tuple[pl.DataFrame, dict, int | None, dict]:
@@ -535,7 +545,10 @@ def _meta_inputs(frame: pl.DataFrame, models: dict) -> dict[str, float]:
         return {}
     scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
     lstm = frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns else None
-    X, names = build_meta_matrix(scores, lstm, frame["regime"].to_numpy(), specialist_names=SPECIALIST_COLUMNS)
+    extra = models_features(models)
+    feats = frame.select(extra).to_numpy().astype(np.float32) if extra else None
+    X, names = build_meta_matrix(scores, lstm, frame["regime"].to_numpy(), specialist_names=SPECIALIST_COLUMNS,
+                                 features=feats, feature_columns=extra or None)
     wanted = {n for m in models.values() for n in m.feature_names}
     return {n: float(X[0, j]) for j, n in enumerate(names) if n in wanted}
 

@@ -22,6 +22,26 @@ metrics these reuse, refuses non-finite rows instead: there a silent drop would 
   each group's rows get their own quantile bins. Rows with a NaN group are dropped.
 - `reliability_png_bytes(y, p, title)`, `equity_png_bytes(dates, equity, title)`: PNG bytes
   (matplotlib Agg figure, no pyplot, no file): the caller writes them where it wants.
+
+Signal analysis (cross-sectional, as Qlib's analysis_model): rows are (day, symbol, p, ret).
+- `cross_section(day, symbol, p, ret, min_symbols, n_bins)`: per day with at least
+  `min_symbols` usable rows (p and ret finite), in day order:
+    ic            the day's rank IC: Spearman of p with ret across the day's symbols
+                  (information_coefficient; NaN when p or ret is constant that day)
+    long, short   mean ret of the k = max(1, n // n_bins) highest-p / lowest-p symbols of the
+                  day (n_bins=10: the top and bottom decile; ties broken by row order, as
+                  pandas nlargest / nsmallest with keep="first")
+    long_short    long - short (the top-minus-bottom decile return)
+    top_turnover, bottom_turnover   1 - |S_t & S_prev| / |S_t| for the day's top (bottom)
+                  set S_t and that of the previous day kept (NaN on the first day): the share
+                  of the equal-weight portfolio's names replaced (Qlib's pred turnover)
+  Days with fewer usable rows are left out and counted (n_days_excluded of n_days).
+- `ic_summary(ic)`: mean, std (ddof=1), ICIR = mean / std, share of days with IC > 0, over
+  the days where the IC is defined; the cumulative IC curve is np.nancumsum(ic).
+- `sharpe_ratio(r, periods_per_year)`: mean / std (ddof=1) * sqrt(periods_per_year) of the
+  finite values. For the long-short series of horizon H, each day's value is an H-day return
+  (overlapping), so periods_per_year = 252 / H (`annualization(H)`).
+- `cumulative_ic_png_bytes`, `long_short_png_bytes`, `decile_bars_png_bytes`: the plots.
 """
 
 from __future__ import annotations
@@ -35,6 +55,8 @@ from sklearn.metrics import average_precision_score
 from kernels.learn.calibration import binary_labels, fold_metrics, reliability_curve
 
 DECILE_COLUMNS = ("bin", "count", "p_mean", "p_min", "p_max", "ret_mean", "hit_rate")
+CROSS_SECTION_COLUMNS = ("n", "ic", "long", "short", "long_short", "top_turnover", "bottom_turnover")
+TRADING_DAYS = 252
 
 
 def _vector(x, name: str, n: int | None = None) -> np.ndarray:
@@ -147,6 +169,87 @@ def decile_returns_by_group(p, ret, group, n_bins: int = 10) -> dict:
             for k in np.unique(g)}
 
 
+# ---------------------------------------------------------------- signal analysis (cross-sectional)
+
+
+def cross_section(day, symbol, p, ret, *, min_symbols: int = 5, n_bins: int = 10) -> dict:
+    """Daily cross-sectional figures (module docstring): {"days": the kept days (day's dtype,
+    sorted), n, ic, long, short, long_short, top_turnover, bottom_turnover (arrays, one per
+    kept day), n_days (days with a usable row), n_days_excluded, min_symbols, n_bins}."""
+    pf = _vector(p, "p")
+    n_rows = pf.shape[0]
+    rf = _vector(ret, "ret", n_rows)
+    d = np.asarray(day)
+    sym = np.asarray(symbol)
+    if d.shape != (n_rows,) or sym.shape != (n_rows,):
+        raise ValueError(f"day and symbol must have shape ({n_rows},), got {d.shape} and {sym.shape}")
+    if min_symbols < 1 or n_bins < 1:
+        raise ValueError(f"min_symbols and n_bins must be >= 1, got {min_symbols} and {n_bins}")
+    ok = _finite_rows(pf, rf)
+    order = np.flatnonzero(ok)[np.argsort(d[ok], kind="stable")]  # by day, rows in their order within a day
+    d, sym, pf, rf = d[order], sym[order], pf[order], rf[order]
+    days, starts, counts = np.unique(d, return_index=True, return_counts=True)
+    keep = counts >= min_symbols
+    out: dict = {c: np.full(int(keep.sum()), np.nan) for c in CROSS_SECTION_COLUMNS}
+    out["n"] = counts[keep].astype(np.int64)
+    prev_top = prev_bottom = None
+    for i, (a, m) in enumerate(zip(starts[keep], counts[keep])):
+        pd_, rd, sd = pf[a:a + m], rf[a:a + m], sym[a:a + m]
+        ic = information_coefficient(pd_, rd)
+        out["ic"][i] = np.nan if ic is None else ic
+        k = max(1, m // n_bins)
+        top = np.argsort(-pd_, kind="stable")[:k]
+        bottom = np.argsort(pd_, kind="stable")[:k]
+        out["long"][i], out["short"][i] = rd[top].mean(), rd[bottom].mean()
+        top_set, bottom_set = set(sd[top].tolist()), set(sd[bottom].tolist())
+        if prev_top is not None:
+            out["top_turnover"][i] = 1.0 - len(top_set & prev_top) / len(top_set)
+            out["bottom_turnover"][i] = 1.0 - len(bottom_set & prev_bottom) / len(bottom_set)
+        prev_top, prev_bottom = top_set, bottom_set
+    out["long_short"] = out["long"] - out["short"]
+    out.update(days=days[keep], n_days=int(days.shape[0]), n_days_excluded=int((~keep).sum()),
+               min_symbols=int(min_symbols), n_bins=int(n_bins))
+    return out
+
+
+def ic_summary(ic) -> dict:
+    """{rank_ic, rank_ic_std, icir, ic_positive, n}: mean, std (ddof=1), mean / std and the
+    share of IC > 0 over the finite daily ICs; None where undefined (no day; std needs 2
+    days and is not 0)."""
+    x = _vector(ic, "ic")
+    x = x[np.isfinite(x)]
+    n = int(x.shape[0])
+    mean = float(x.mean()) if n else None
+    std = float(x.std(ddof=1)) if n >= 2 else None
+    return {"rank_ic": mean, "rank_ic_std": std, "icir": mean / std if std else None,
+            "ic_positive": float((x > 0).mean()) if n else None, "n": n}
+
+
+def annualization(horizon: int) -> float:
+    """Periods per year of a daily series of overlapping `horizon`-day returns: 252 / H."""
+    if horizon < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon}")
+    return TRADING_DAYS / horizon
+
+
+def sharpe_ratio(returns, periods_per_year: float = TRADING_DAYS) -> float | None:
+    """mean / std (ddof=1) * sqrt(periods_per_year) of the finite returns; None with fewer
+    than 2 of them or a zero std."""
+    x = _vector(returns, "returns")
+    x = x[np.isfinite(x)]
+    if x.shape[0] < 2:
+        return None
+    std = x.std(ddof=1)
+    return float(x.mean() / std * np.sqrt(periods_per_year)) if std > 0 else None
+
+
+def turnover_mean(turnover) -> float | None:
+    """Mean of the finite daily turnovers (the first kept day has none); None without any."""
+    x = _vector(turnover, "turnover")
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if x.shape[0] else None
+
+
 # ---------------------------------------------------------------- figures
 
 
@@ -217,5 +320,73 @@ def equity_png_bytes(dates, equity, title: str = "") -> bytes:
         dd = eq / peak - 1.0
         dx.fill_between(x, dd, 0.0, color="tab:red", alpha=0.4, lw=0)
         dx.set_ylabel(f"drawdown (max {dd.min():.1%})")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _x(dates, n: int) -> np.ndarray:
+    x = np.arange(n) if dates is None else np.asarray(dates)
+    if x.shape != (n,):
+        raise ValueError(f"dates must have shape ({n},), got {x.shape}")
+    return x.astype("datetime64[D]") if x.dtype.kind == "M" else x
+
+
+def cumulative_ic_png_bytes(dates, ic, title: str = "") -> bytes:
+    """Daily rank IC (bars) and the cumulative IC (np.nancumsum, line) as PNG."""
+    y = _vector(ic, "ic")
+    x = _x(dates, y.shape[0])
+    s = ic_summary(y)
+    fig = _figure((8.0, 4.0))
+    ax = fig.subplots()
+    ax.bar(x, np.nan_to_num(y), color="tab:grey", alpha=0.4, width=1.0, label="daily rank IC")
+    ax.set_ylabel("daily rank IC")
+    cx = ax.twinx()
+    cx.plot(x, np.nancumsum(y), color="tab:blue", lw=1.4, label="cumulative IC")
+    cx.set_ylabel("cumulative IC")
+
+    def fmt(v):
+        return "n/a" if v is None else f"{v:.3f}"
+
+    ax.set_title(f"{title}  (rank IC {fmt(s['rank_ic'])}, ICIR {fmt(s['icir'])}, {s['n']} days)")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def long_short_png_bytes(dates, long, short, horizon: int, title: str = "") -> bytes:
+    """Cumulative top decile, bottom decile and top-minus-bottom returns as PNG. Each day's
+    value is an H-day return, so the curves are cumsum(r) / H: H staggered tranches, one
+    opened each day, each 1/H of the capital."""
+    lo, sh = _vector(long, "long"), _vector(short, "short")
+    x = _x(dates, lo.shape[0])
+    ls = lo - sh
+    fig = _figure((8.0, 4.0))
+    ax = fig.subplots()
+    for series, label, color in ((ls, "long-short", "tab:blue"), (lo, "top decile", "tab:green"),
+                                 (sh, "bottom decile", "tab:red")):
+        ax.plot(x, np.nancumsum(series) / horizon, lw=1.4 if label == "long-short" else 0.9, color=color, label=label)
+    ax.axhline(0.0, color="grey", lw=0.8, ls="--")
+    sr = sharpe_ratio(ls, annualization(horizon))
+    ax.set_ylabel(f"cumulative return (sum of {horizon}-day returns / {horizon})")
+    ax.set_title(f"{title}  (long-short Sharpe {'n/a' if sr is None else f'{sr:.2f}'})")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def decile_bars_png_bytes(bins, ret_mean, hit_rate=None, title: str = "") -> bytes:
+    """Mean forward return per probability bin (bars; 0 = lowest p), hit rate annotated."""
+    b = np.asarray(bins)
+    r = _vector(ret_mean, "ret_mean", b.shape[0])
+    fig = _figure((7.0, 4.0))
+    ax = fig.subplots()
+    ax.bar(b, r, color=np.where(r >= 0, "tab:green", "tab:red"))
+    if hit_rate is not None:
+        for xi, yi, hr in zip(b, r, _vector(hit_rate, "hit_rate", b.shape[0])):
+            ax.annotate(f"{hr:.0%}", (xi, yi), ha="center", va="bottom" if yi >= 0 else "top", fontsize=7)
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xticks(b)
+    ax.set_xlabel("predicted-probability decile (0 = lowest)")
+    ax.set_ylabel("mean forward return (hit rate)")
+    ax.set_title(title)
     fig.tight_layout()
     return _png(fig)

@@ -3,7 +3,10 @@ a calibrated P(label = 1) out.
 
 Matrix (`build_meta_matrix`)
     columns: the k specialist scores, then the LSTM score (when given), then four regime
-    one-hot columns in the order bear (-1), consolidate (0), bull (1), oscillate (2).
+    one-hot columns in the order bear (-1), consolidate (0), bull (1), oscillate (2), then
+    the m extra feature columns when given (`features`, [n, m], named by `feature_columns`:
+    the feature registry's FEATURE_NAMES for settings `meta.inputs: features+specialists`).
+    A model records its column names, so a caller rebuilds its matrix from those names.
     The seed's "condition meta weights by regime" is done the simple way: one-hot regimes in
     X shift the intercept per regime (no per-regime models, no interactions). A missing
     regime (kernels.regime.NO_TAG, NaN, a masked entry, anything outside -1..2) is all zeros.
@@ -41,7 +44,7 @@ Model (`train_meta`)
         one OpenMP thread unless n_jobs says otherwise). The non-linear model that is always
         there: it can use an interaction or a U-shape that the logistic model cannot
         (tests/test_planted_signal.py plants one).
-    lightgbm (optional extra): the same calibration around an LGBMClassifier (histogram
+    lightgbm (in the dev extra; the `lightgbm` extra alone): the same calibration around an LGBMClassifier (histogram
         trees, GOSS sampling, deterministic, one thread unless n_jobs says otherwise).
     blas_threads=1 (default) limits BLAS threads during the fit: the lbfgs steps on ~10
         columns are too small for threads, which only contend (3x slower on 2 busy cores);
@@ -140,8 +143,11 @@ def regime_one_hot(regime) -> np.ndarray:
 
 
 def build_meta_matrix(specialist_scores, lstm_score=None, regime=None, *,
-                      specialist_names: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
-    """(X float32 [n, k + lstm + 4], feature names). NaN scores stay NaN (see complete_rows)."""
+                      specialist_names: Sequence[str] | None = None, features=None,
+                      feature_columns: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
+    """(X float32 [n, k + lstm + 4 + m], feature names). NaN scores and features stay NaN
+    (see complete_rows). `features` [n, m] (any float dtype, cast to float32) are appended
+    last, named by `feature_columns` (default f_0..f_{m-1})."""
     s = np.asarray(specialist_scores, dtype=np.float32)
     if s.ndim == 1:
         s = s.reshape(-1, 1)
@@ -164,6 +170,15 @@ def build_meta_matrix(specialist_scores, lstm_score=None, regime=None, *,
             raise ValueError(f"regime has {oh.shape[0]} rows, scores have {n}")
         blocks.append(oh)
         names.extend(REGIME_COLUMNS)
+    if features is not None:
+        f = np.asarray(features, dtype=np.float32)
+        if f.ndim != 2 or f.shape[0] != n:
+            raise ValueError(f"features must be [{n}, m], got shape {f.shape}")
+        cols = [f"f_{i}" for i in range(f.shape[1])] if feature_columns is None else [str(c) for c in feature_columns]
+        if len(cols) != f.shape[1]:
+            raise ValueError(f"{len(cols)} feature column names for {f.shape[1]} feature columns")
+        blocks.append(f)
+        names.extend(cols)
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate feature names: {names}")
     return np.ascontiguousarray(np.concatenate(blocks, axis=1), dtype=np.float32), names
