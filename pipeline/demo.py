@@ -11,7 +11,7 @@ def _regime_line(settings: Settings) -> str:
     """The regime's class shares over every stored year."""
     import polars as pl
 
-    tags_col = pl.scan_parquet(str(settings.data_dir / "regime" / "year=*" / "part.parquet")).select("regime").collect()["regime"]
+    tags_col = pl.scan_delta(str(settings.data_dir / "regime")).select("regime").collect()["regime"]
     shares = tags_col.drop_nulls().value_counts(normalize=True).sort("regime")
     text = ", ".join(f"{ {1: 'bull', -1: 'bear', 0: 'consolidate', 2: 'oscillate'}[r] } {p:.0%}" for r, p in shares.iter_rows())
     return f"regime            tagged: {text}"
@@ -84,7 +84,7 @@ def _atc_scan_line(settings: Settings) -> str:
     """The current ATC state of every demo symbol; the counts per state."""
     import polars as pl
 
-    table = pl.read_parquet(settings.data_dir / "atc_scan" / "part.parquet")
+    table = pl.read_delta(str(settings.data_dir / "atc_scan"))
     states = {1: "long", -1: "short", 0: "neutral"}
     counts = ", ".join(f"{states[int(s)]} {n}" for s, n in table["state"].value_counts().sort("state").iter_rows())
     return f"atc scan          {table.height} symbols on {table['date'].max():%Y-%m-%d}: {counts}"

@@ -276,10 +276,10 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
 
     from domain.observe import write_json_atomic
     from domain.strategy_search import search
-    from resources.parquet_store import ParquetStore
+    from resources.delta_store import DeltaStore
 
     settings = load_settings()
-    bars = (ParquetStore(settings.data_dir).scan("raw_bars").filter(pl.col("symbol") == args.symbol)
+    bars = (DeltaStore(settings.data_dir).scan("raw_bars").filter(pl.col("symbol") == args.symbol)
             .sort("date").select("open", "high", "low", "close", "volume").collect())
     if bars.is_empty():
         raise ValueError(f"strategy-search: no raw_bars of {args.symbol} under {settings.data_dir / 'raw_bars'}: "

@@ -10,8 +10,9 @@ year's scores come from a model trained before that year, so they are out of fol
 every row here) when it covers at least half of the training rows, and the regime one-hot
 (the seed's "condition by regime"); rows missing any feature are left out. Model: logistic regression
 with isotonic calibration (kernels.learn.meta), its calibration folds purged on the label
-intervals. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
-a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
+intervals. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window, and
+`table_versions`: the Delta table version of each input, readable again with
+`pl.scan_delta(path, version=v)`); a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
 """
 
 import numpy as np
@@ -30,7 +31,9 @@ from kernels.learn.meta import (
 )
 from kernels.learn.purged_cv import PurgedKFold
 from kernels.registry.specialists import SPECIALIST_COLUMNS
+from resources.delta_store import DeltaStore
 
+TRAINED_ON = ("specialists", "labels", "regime", "lstm_model")  # the tables recorded in the JSON sidecar
 LSTM_COLUMN = "spec_lstm_score"
 LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share of training rows
 
@@ -94,6 +97,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     `reports/meta/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
     `log` (info/warning) is told about skipped horizons and unused LSTM scores."""
     horizons = settings.meta.horizons or settings.labels.horizons
+    versions = DeltaStore(settings.data_dir).versions(TRAINED_ON)
     rows, previews = [], {}
     for year in years:
         train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log)
@@ -106,7 +110,8 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                                             embargo_days=settings.cv.embargo_days, model=settings.meta.model,
                                             calibration=settings.meta.calibration)
             stem = settings.models_dir / f"meta_h{h}_{year}"
-            save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
+            sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
+            write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})
             if len(y) and len(np.unique(y)) == 2:
                 calibration_png(y, p, settings.reports_dir / "meta" / f"calibration_h{h}_{year}.png",
                                 title=f"meta h{h}, out of sample {year}")
