@@ -27,7 +27,7 @@ from config.partitions import (
     year_halo_mapping,
 )
 from resources.compute import ComputeResource
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 from resources.project import ProjectResource
 
 
@@ -63,5 +63,5 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     yield AssetCheckResult(check_name="dtypes", passed=passed, metadata=meta)
     bad = {k: v for k, v in nan_after_warmup.items() if v}
     yield AssetCheckResult(check_name="no_nan_after_warmup", passed=not bad, metadata={"nan_counts": bad or "none"})
-    spot = halo_spot_check(ParquetStore(settings.data_dir), keys, settings.years.start, **{**kw, "workers": 1})
+    spot = halo_spot_check(DeltaStore(settings.data_dir), keys, settings.years.start, **{**kw, "workers": 1})
     yield AssetCheckResult(check_name="halo_spot_check", passed=spot.pop("passed"), metadata=spot)

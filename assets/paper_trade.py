@@ -6,13 +6,13 @@ One run, for the day `now` (config; default: the last stored bar):
    updaters (the same path as `infer_one`), with the meta models of year(now).
 2. Target weights: the backtest's rule (kernels.backtest.portfolio.run_portfolio on that one
    day, settings `backtest.*`), so the paper book is the book the backtest would hold.
-3. The current paper book (data/paper_positions/part.parquet: symbol, weight, price, date)
+3. The current paper book (the Delta table data/paper_positions: symbol, weight, price, date)
    drifts with prices to today: w_i * (p_now / p_then) / (1 + sum_j w_j (p_now_j / p_then_j - 1)).
 4. Orders: target - drifted, for |delta| >= MIN_TRADE, for the symbols with a bar that day
    (a held symbol without one stays frozen, as in the backtest); every order (and a run record) goes
    to reports/paper/orders.jsonl through the asynchronous writer; the new book is written
    atomically. A second run for the same day finds the book at its targets: no orders.
-The stored value (data/paper_trades/part.parquet) is the run's order table.
+The stored value (the Delta table data/paper_trades) is the run's order table.
 The stage logic: domain.live.paper_trade (resolve_now, trade_day).
 Checks (domain.checks): gross_within_cap, orders_for_known_symbols.
 """
@@ -28,7 +28,7 @@ from dagster import (
 )
 
 from config.partitions import SYMBOLS
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 from resources.project import ProjectResource
 
 
@@ -57,7 +57,7 @@ def paper_trades(context: AssetExecutionContext, config: PaperTradeConfig, proje
     symbols = list(context.instance.get_dynamic_partitions(SYMBOLS))
     if not symbols:
         raise ValueError("paper_trades: no symbols registered: run `python -m pipeline.cli symbols sync` and build first")
-    now = resolve_now(ParquetStore(settings.data_dir), config.now)
+    now = resolve_now(DeltaStore(settings.data_dir), config.now)
     with observe(context, settings.reports_dir, "paper_trades", args={"now": str(now)}) as obs:
         orders, new_book = trade_day(settings, symbols, now, context.run_id)
         obs.record(orders)

@@ -103,12 +103,12 @@ class BatchPath:
         import polars as pl
 
         from domain.learning.predictions import load_year_models
-        from resources.parquet_store import ParquetStore
+        from resources.delta_store import DeltaStore
 
-        store = ParquetStore(settings.data_dir)
+        store = DeltaStore(settings.data_dir)
         self.horizons = list(settings.labels.horizons)
         self.models = load_year_models(settings.models_dir, year, self.horizons)
-        reg = pl.read_parquet(store.year_path("regime", year))
+        reg = store.read("regime", [year])
         self.regime = dict(zip(reg["date"].cast(pl.Int64).to_list(), reg["regime"].to_list()))
         self.bars = {}
         for s in symbols:
@@ -157,15 +157,16 @@ def main() -> int:
         tmp = Path(tmp_name)
         cfg, symbols, build_s = build_store(tmp, args.symbols, y0, y1)
 
-        import polars as pl
 
         from domain.live.inference import InferenceSession, to_datetime64
         from domain.learning.predictions import score_rows
+        from config.partitions import SymbolYear
         from config.settings import read_settings
 
         settings = read_settings(cfg)
-        days = (pl.read_parquet(settings.data_dir / "raw_bars" / f"symbol={symbols[0]}" / f"year={y1}" / "part.parquet")
-                ["date"].to_list())
+        from resources.delta_store import DeltaStore
+
+        days = DeltaStore(settings.data_dir).read("raw_bars", [SymbolYear(symbols[0], y1)])["date"].to_list()
         n_warm = min(args.warm, len(days) - 2)
         warm_days = days[len(days) - n_warm:]
         start_day = days[len(days) - n_warm - 1]

@@ -252,8 +252,17 @@ class ExecutorSettings(_Model):
     dask: ExecutorDask = ExecutorDask()
 
 
+class Storage(_Model):
+    """The Delta tables under paths.data (resources.delta_store)."""
+    # `vacuum` removes files that no table version within this many hours references (and
+    # files of killed writers older than it); under 168 (delta-rs's minimum) versions a model
+    # recorded may become unreadable sooner.
+    vacuum_retention_hours: int = Field(168, ge=0, le=24 * 3650)
+
+
 class Automation(_Model):
     nightly_schedule: bool = False
+    vacuum_schedule: bool = False
     new_symbol_sensor: bool = False
     build_chain_sensor: bool = True
     live_schedule: bool = False  # start live_after_close (22:30 New York on exchange sessions) with the daemon
@@ -347,6 +356,7 @@ class Settings(_Model):
     evaluation: EvaluationSettings = EvaluationSettings()
     backtest: BacktestSettings = BacktestSettings()
     executor: ExecutorSettings = ExecutorSettings()
+    storage: Storage = Storage()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     strategy_search: StrategySearchSettings = StrategySearchSettings()

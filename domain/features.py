@@ -18,7 +18,7 @@ from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
 from kernels.registry.features import FEATURE_NAMES, FEATURES, compute_features
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 
 HALO_YEARS = FEATURE_HALO_YEARS
 INPUT_COLUMNS = ["high", "low", "close"]
@@ -65,7 +65,7 @@ def build_features(
     return out, nan_after_warmup, stats
 
 
-def halo_spot_check(store: ParquetStore, keys: list[SymbolYear], first_year: int, **kw) -> dict:
+def halo_spot_check(store: DeltaStore, keys: list[SymbolYear], first_year: int, **kw) -> dict:
     """The halo assumption, measured on one boundary: the latest key of the run that has
     more history than its halo is computed from its halo only (years Y-k..Y) and from all
     stored years since `first_year`; the rows of Y must agree within float32 tolerance."""

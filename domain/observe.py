@@ -26,7 +26,7 @@ import polars as pl
 
 from config.errors import InputDataError
 from config.redact import redact
-from resources.parquet_store import shared_file_mode
+from resources.files import shared_file_mode
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

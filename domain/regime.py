@@ -15,7 +15,7 @@ import polars as pl
 from config.partitions import REGIME_HALO_YEARS as HALO_YEARS
 from domain.schema import REGIME
 from kernels.regime import NO_TAG, tag_regime
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 
 CLASS_BOUNDS = (0.05, 0.80)
 
@@ -64,9 +64,9 @@ def regime_years(raw_bars: pl.LazyFrame, years: list[int], index_symbol: str | N
 def degeneracy_check(data_dir: Path, years: list[int], df: pl.DataFrame) -> tuple[bool, dict[int, float]]:
     """The `not_degenerate` check over every stored year (the stored partitions of other
     years and `df` for `years`): no class under CLASS_BOUNDS[0] or over CLASS_BOUNDS[1]."""
-    store = ParquetStore(data_dir)
-    stored = [pl.read_parquet(p) for p in sorted(store.asset_dir("regime").glob("year=*/part.parquet"))
-              if int(p.parent.name.split("=")[1]) not in years] if store.asset_dir("regime").is_dir() else []
-    shares = class_shares(pl.concat([*(s.select("regime") for s in stored), df.select("regime")])["regime"])
+    store = DeltaStore(data_dir)
+    stored = (store.scan("regime").filter(~pl.col("year").is_in(years)).select("regime").collect()
+              if store.exists("regime") else df.select("regime").clear())
+    shares = class_shares(pl.concat([stored, df.select("regime")], how="vertical_relaxed")["regime"])
     ok = all(CLASS_BOUNDS[0] <= v <= CLASS_BOUNDS[1] for v in shares.values())
     return ok, shares

@@ -7,6 +7,7 @@
                      direct run on --market-data and --trade-log (the same stage functions)
     grid-data        write realistic grid-search inputs (seed 001 formats) for a try-out
     atc-scan         the current ATC state of every symbol in the store (raw_bars)
+    migrate-store    --from OLD_DATA_DIR: convert a hive Parquet store into Delta tables (paths.data)
     build-features, train-lstm, train-meta, backtest, evaluate, build-all, infer:
                      the stages, materialized through Dagster (pipeline.stage_commands)
 """
@@ -205,7 +206,6 @@ def _grid_data(args: argparse.Namespace) -> int:
 
 def _atc_scan(args: argparse.Namespace) -> int:
     """Materialize `atc_scan` (flags become derived settings), then print the stored table."""
-    import polars as pl
     from dagster import materialize
 
     from config.settings import config_path
@@ -214,6 +214,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     from pipeline.instance import get_instance
     from pipeline.runs import raise_if_failed
     from pipeline.stage_commands import derived_settings
+    from resources.delta_store import DeltaStore
 
     atc = {k: v for k, v in {"scan_bars": args.bars, "robustness": args.robustness, "length": args.length}.items() if v}
     overrides = {**({"atc": atc} if atc else {}), **({"device": args.backend} if args.backend != "auto" else {})}
@@ -222,7 +223,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     res = materialize(ALL_ASSETS, selection=["atc_scan"], instance=get_instance(), resources=build_resources(str(cfg)),
                       raise_on_error=False, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
     raise_if_failed(res, "atc_scan")
-    table = pl.read_parquet(settings.data_dir / "atc_scan" / "part.parquet")
+    table = DeltaStore(settings.data_dir).read("atc_scan")
     if args.out:
         table.write_parquet(args.out) if args.out.endswith(".parquet") else table.write_csv(args.out)
     print(f"{'symbol':<10}{'date':<12}{'ATC':>8}  state")
@@ -230,6 +231,33 @@ def _atc_scan(args: argparse.Namespace) -> int:
         print(f"{r['symbol']:<10}{r['date']:%Y-%m-%d}  {r['atc']:+.3f}  {STATES[int(r['state'])]}")
     meta = res.asset_materializations_for_node("atc_scan")[0].metadata
     print(f"{table.height} symbols; {meta['states'].value}", file=sys.stderr)
+    return 0
+
+
+def _migrate_store(args: argparse.Namespace) -> int:
+    """Convert an old hive Parquet store into Delta tables under the configured data dir."""
+    from pathlib import Path
+
+    from resources.delta_store import DeltaStore, migrate_parquet_store
+
+    settings = load_settings()
+    src, dst = Path(args.source).resolve(), settings.data_dir.resolve()
+    if not src.is_dir():
+        raise FileNotFoundError(f"migrate-store --from {src}: not a folder; expected the old data dir "
+                                f"(<asset>/symbol=<S>/year=<Y>/part.parquet)")
+    if src == dst:
+        raise ValueError(f"migrate-store --from {src}: that is paths.data itself; move the old store aside "
+                         f"(e.g. mv data data.parquet) and migrate from there")
+    olds = sorted(p.name for p in src.iterdir() if p.is_dir() and any(p.glob("**/part.parquet")))
+    if not olds:
+        raise ValueError(f"migrate-store --from {src}: no <asset>/.../part.parquet found; expected the old data dir")
+    taken = sorted(set(olds) & set(DeltaStore(dst).assets()))
+    if taken:
+        raise ValueError(f"migrate-store: {dst} already has Delta tables for {taken}; migrate into an empty data dir")
+    counts = migrate_parquet_store(src, dst)
+    for asset, rows in counts.items():
+        print(f"{asset:<20}{rows:>14,} rows")
+    print(f"migrated {len(counts)} asset(s), {sum(counts.values()):,} rows, from {src} into {dst}")
     return 0
 
 
@@ -274,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     gd.add_argument("--trades-per-day", type=int, default=200)
     gd.add_argument("--seed", type=int, default=11)
     gd.set_defaults(func=_grid_data)
+    mp = sub.add_parser("migrate-store", help="convert an old hive Parquet store into Delta tables under paths.data")
+    mp.add_argument("--from", dest="source", required=True, help="the old data dir (<asset>/symbol=<S>/year=<Y>/part.parquet)")
+    mp.set_defaults(func=_migrate_store)
     add_stage_commands(sub)
     return ap
 

@@ -34,10 +34,11 @@ from pipeline.jobs import (
     strategy_search_job,
     yearly_stages,
 )
+from pipeline.maintenance import vacuum_job, weekly_vacuum
 from pipeline.schedules import live_after_close, nightly_rebuild
 from pipeline.sensors import build_chain_sensor, new_symbol_sensor
 from resources.compute import ComputeResource
-from resources.io_manager import PartitionedParquetIOManager
+from resources.io_manager import DeltaTableIOManager
 from resources.project import ProjectResource
 
 ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, predictions, backtest, evaluation, paper_trades, lstm_model, atc_scan, market_data, trade_log, grid_search, strategy_search]
@@ -48,15 +49,15 @@ def build_resources(settings_path: str | None = None) -> dict:
     return {
         "project": ProjectResource(config_path=str(settings_path or config_path())),
         "compute": ComputeResource(device=settings.device, threads_per_worker=settings.threads_per_worker),
-        "io_manager": PartitionedParquetIOManager(base_dir=str(settings.data_dir)),
+        "io_manager": DeltaTableIOManager(base_dir=str(settings.data_dir)),
     }
 
 
 defs = Definitions(
     assets=ALL_ASSETS,
     jobs=[historical_build_and_train, yearly_stages, lstm_job, atc_scan_job, grid_search_job, strategy_search_job,
-          live_paper_trade],
-    schedules=[nightly_rebuild, live_after_close],
+          live_paper_trade, vacuum_job],
+    schedules=[nightly_rebuild, live_after_close, weekly_vacuum],
     sensors=[new_symbol_sensor, build_chain_sensor],
     resources=build_resources(),
     executor=build_executor(load_settings()),

@@ -11,7 +11,7 @@ def _regime_line(settings: Settings) -> str:
     """The regime's class shares over every stored year."""
     import polars as pl
 
-    tags_col = pl.scan_parquet(str(settings.data_dir / "regime" / "year=*" / "part.parquet")).select("regime").collect()["regime"]
+    tags_col = pl.scan_delta(str(settings.data_dir / "regime")).select("regime").collect()["regime"]
     shares = tags_col.drop_nulls().value_counts(normalize=True).sort("regime")
     text = ", ".join(f"{ {1: 'bull', -1: 'bear', 0: 'consolidate', 2: 'oscillate'}[r] } {p:.0%}" for r, p in shares.iter_rows())
     return f"regime            tagged: {text}"
@@ -105,7 +105,7 @@ def _atc_scan_line(settings: Settings) -> str:
     """The current ATC state of every demo symbol; the counts per state."""
     import polars as pl
 
-    table = pl.read_parquet(settings.data_dir / "atc_scan" / "part.parquet")
+    table = pl.read_delta(str(settings.data_dir / "atc_scan"))
     states = {1: "long", -1: "short", 0: "neutral"}
     counts = ", ".join(f"{states[int(s)]} {n}" for s, n in table["state"].value_counts().sort("state").iter_rows())
     return f"atc scan          {table.height} symbols on {table['date'].max():%Y-%m-%d}: {counts}"
@@ -191,7 +191,7 @@ def run_demo(settings: Settings) -> int:
         print(f"  {line}")
     print()
     print(f"total wall time   {seconds:.1f} s")
-    print(f"data              {settings.data_dir}/<asset>/symbol=<S>/year=<Y>/part.parquet")
+    print(f"data              {settings.data_dir}/<asset>/ (a Delta table per asset, partitioned by year)")
     print(f"reports           {settings.reports_dir}/<stage>/*.json")
     print(f"dagster instance  {home} (SQLite)")
     print("open the UI       make ui   ->  http://127.0.0.1:3000")

@@ -283,13 +283,13 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
     from pipeline.runs import raise_if_failed
-    from resources.parquet_store import ParquetStore
+    from resources.delta_store import DeltaStore
 
     ss = {k: v for k, v in {"population": args.population, "generations": args.generations, "min_trades": args.min_trades,
                             "seed": args.seed, "engine": args.engine}.items() if v is not None}
     cfg, settings = _cfg_and_settings({"strategy_search": ss} if ss else {}, "strategy-search")
-    store = ParquetStore(settings.data_dir)
-    if not (settings.data_dir / "raw_bars").exists() or store.scan("raw_bars").filter(
+    store = DeltaStore(settings.data_dir)
+    if not store.exists("raw_bars") or store.scan("raw_bars").filter(
             pl.col("symbol") == args.symbol).select(pl.len()).collect().item() == 0:
         raise ValueError(f"strategy-search: no raw_bars of {args.symbol} under {settings.data_dir / 'raw_bars'}: "
                          f"run build-features first")

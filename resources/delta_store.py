@@ -46,7 +46,10 @@ nothing is chmod-ed afterwards (tested).
 
 Schema. A partial overwrite must carry the stored columns and dtypes (ValueError naming
 the columns otherwise; delta-rs itself refuses other column names but silently casts other
-dtypes). Unpartitioned tables are overwritten with their schema.
+dtypes). Two exceptions keep empty keys harmless: a frame without rows is written in the
+stored schema (the key is recorded, nothing else changes), and a table that holds no rows
+at all takes the schema of the first frame with rows (one full overwrite; the empty keys
+recorded before stay materialized). Unpartitioned tables are overwritten with their schema.
 
 Vacuum commits. A vacuum that removes files adds two commits (VACUUM START, VACUUM END),
 so `version()` moves without a data change; one that removes nothing adds none.
@@ -203,6 +206,11 @@ class DeltaStore:
         """The table's current version (record it with a model to read the same data later)."""
         return self.table(asset).version()
 
+    def versions(self, assets: Iterable[str]) -> dict[str, int | None]:
+        """{asset: current version, None without a table}: what a model records as the
+        `table_versions` it was trained on (read them back with `scan(..., version=v)`)."""
+        return {a: self.version(a) if self.exists(a) else None for a in assets}
+
     def assets(self) -> list[str]:
         """Every asset with a Delta table under the root."""
         if not self.root.is_dir():
@@ -259,15 +267,17 @@ class DeltaStore:
         df = self._with_year(asset, keys, df)
         self._refuse_stray_rows(asset, keys, df)
         df = self._sorted(df)
-        self._refuse_schema_change(asset, df)
+        df, replace_schema = self._conform_schema(asset, df)
         predicate = partition_predicate(keys)
         meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys])}
         path.parent.mkdir(parents=True, exist_ok=True)
         data = df.to_arrow()
+        # a table without rows (only empty keys so far) takes the first rows' schema whole
+        how = {"schema_mode": "overwrite"} if replace_schema else {"predicate": predicate}
 
         def attempt() -> None:
             write_deltalake(
-                str(path), data, mode="overwrite", predicate=predicate, partition_by=[YEAR],
+                str(path), data, mode="overwrite", partition_by=[YEAR], **how,
                 description=json.dumps({YEAR: _DERIVED if derived else "column"}),
                 configuration=TABLE_CONFIGURATION, writer_properties=_writer_properties(), target_file_size=self.target_file_size,
                 commit_properties=CommitProperties(custom_metadata=meta),
@@ -318,6 +328,27 @@ class DeltaStore:
         if stray:
             stray.sort()
             raise ValueError(f"{asset}: rows for partitions outside this run: {stray[:5]}{' ...' if len(stray) > 5 else ''}")
+
+    def _conform_schema(self, asset: str, df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+        """(frame, replace_schema). A frame with the stored schema goes as it is. Where the
+        schemas differ: a frame without rows (an empty key, e.g. a year with nothing to
+        train on) is written in the stored schema; a table that holds no rows at all (only
+        empty keys so far) takes the frame's schema whole (replace_schema); otherwise a
+        ValueError (`_refuse_schema_change`)."""
+        if not self.exists(asset):
+            return df, False
+        lf = pl.scan_delta(self.table(asset))
+        raw = lf.collect_schema()
+        stored = dict(_ns_dates(lf, raw).collect_schema())
+        given = dict(_ns_dates(df.head(0), df.schema).schema)
+        if stored == given:
+            return df, False
+        if df.height == 0:
+            return pl.DataFrame(schema=raw), False
+        if lf.select(pl.len()).collect().item() == 0:
+            return df, True
+        self._refuse_schema_change(asset, df)
+        return df, False
 
     def _refuse_schema_change(self, asset: str, df: pl.DataFrame) -> None:
         """A partial overwrite must match the stored columns: delta-rs would refuse other
@@ -466,7 +497,7 @@ def _key_filter(keys: list[Key]) -> pl.Expr:
 
 
 def migrate_parquet_store(src_root: Path | str, dst_root: Path | str) -> dict[str, int]:
-    """Convert a store written by resources.parquet_store (hive `symbol=S/year=Y/part.parquet`,
+    """Convert a store written by the former Parquet store (hive `symbol=S/year=Y/part.parquet`,
     `year=Y/part.parquet` or `part.parquet` per asset) into Delta tables under `dst_root`,
     one commit per asset; return the rows written per asset. Empty partition files are
     recorded as materialized keys."""

@@ -1,20 +1,30 @@
-"""PartitionedParquetIOManager: Dagster <-> ParquetStore (hive layout, atomic writes).
+"""DeltaTableIOManager: Dagster <-> DeltaStore (a Delta Lake table per asset, one commit per run).
 
-Outputs (a polars DataFrame or LazyFrame):
+Outputs (a polars DataFrame or LazyFrame), each run's output ONE commit (resources.delta_store):
 - symbol x year assets: one frame may hold the rows of every partition in the run (a
-  single-run backfill); rows go to their `symbol` and `date` year, and a partition without
-  rows gets an empty file. Rows outside the run's partitions are an error.
-- year assets: rows go to the year of their `date` (or of a `year` column).
-- unpartitioned assets: one file. `None` means the asset wrote its own files.
+  single-run backfill): `DeltaStore.write_split` over the run's keys, an overwrite with the
+  predicate of those keys. Rows go to their `symbol` and `date` year; a partition without
+  rows is recorded empty (its old rows are deleted). Rows outside the run's partitions are
+  an error.
+- year assets: `DeltaStore.write_years` over the run's years; rows go to the year of their
+  `date` (or of a `year` column), rows of other years are dropped (as before).
+- unpartitioned assets: `DeltaStore.write_unpartitioned` (the whole table, schema included).
+  `None` means the asset wrote its own tables.
+Output metadata: `path` (the table), `table_version` (the commit's version: read it again
+with `pl.scan_delta(path, version=...)`), `rows_written`, `commit_attempts` (> 1 when
+concurrent commits made it retry) and `write_seconds`.
 
-Inputs, by the input's annotation:
+Inputs, by the input's annotation, read with scans filtered on year and symbol:
 - `pl.DataFrame`: the requested upstream partitions as one frame sorted by symbol then
-  date: the halo years of a partition mapping, or a single partition. A missing upstream
-  partition is an error naming it, unless the input's metadata sets
-  `allow_missing_partitions` (labels: a next year not stored yet is a future not known yet;
-  for a year-partitioned upstream with nothing stored at all, an empty frame).
-- `pl.LazyFrame`: a lazy scan with hive columns; an unpartitioned downstream asset scans
-  the whole upstream dataset.
+  date: the halo years of a partition mapping, or a single partition (symbol x year
+  upstreams come without the `year` column the store derived; year upstreams keep it). A
+  missing upstream partition is an error naming it, unless the input's metadata sets
+  `allow_missing_partitions` (ALLOW_MISSING): then missing partitions are skipped (labels:
+  a next year not stored yet is a future not known yet); all of them missing is still an
+  error, except for a year-partitioned upstream, which then gives an empty frame (an
+  optional input).
+- `pl.LazyFrame`: a lazy scan with the `year` column; an unpartitioned downstream asset
+  scans the whole upstream table.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from config.partitions import (
     ALLOW_MISSING,  # noqa: E402  (re-exported for readers)
     split_key,
 )
-from resources.parquet_store import ParquetStore
+from resources.delta_store import YEAR, DeltaStore
 
 
 def _asset_name(context: InputContext | OutputContext) -> str:
@@ -44,12 +54,17 @@ def _is_multi(context: InputContext | OutputContext) -> bool:
     return isinstance(context.asset_partitions_def, MultiPartitionsDefinition)
 
 
-class PartitionedParquetIOManager(ConfigurableIOManager):
+def _sorted(df: pl.DataFrame) -> pl.DataFrame:
+    by = [c for c in ("symbol", YEAR, "date") if c in df.columns]
+    return df.sort(by, maintain_order=True) if by else df
+
+
+class DeltaTableIOManager(ConfigurableIOManager):
     base_dir: str
 
     @property
-    def store(self) -> ParquetStore:
-        return ParquetStore(self.base_dir)
+    def store(self) -> DeltaStore:
+        return DeltaStore(self.base_dir)
 
     def handle_output(self, context: OutputContext, obj: pl.DataFrame | pl.LazyFrame | None) -> None:
         if obj is None:
@@ -61,21 +76,21 @@ class PartitionedParquetIOManager(ConfigurableIOManager):
         asset, store = _asset_name(context), self.store
         t0 = time.perf_counter()
         if not context.has_asset_partitions:
-            sizes = [store.write_unpartitioned(asset, obj)]
+            commit = store.write_unpartitioned(asset, obj)
         elif _is_multi(context):
-            keys = [split_key(k) for k in context.asset_partition_keys]
-            sizes = list(store.write_split(asset, keys, obj).values())
+            commit = store.write_split(asset, [split_key(k) for k in context.asset_partition_keys], obj)
         else:
-            year_col = pl.col("year") if "year" in obj.columns else pl.col("date").dt.year()
-            sizes = [
-                store.write_year(asset, int(key), obj.filter(year_col == int(key)))
-                for key in context.asset_partition_keys
-            ]
+            years = sorted(int(k) for k in context.asset_partition_keys)
+            if YEAR in obj.columns or "date" in obj.columns:  # rows of other years are not this run's: dropped
+                year_col = pl.col(YEAR) if YEAR in obj.columns else pl.col("date").dt.year()
+                obj = obj.filter(year_col.is_in(years))
+            commit = store.write_years(asset, years, obj)
         context.add_output_metadata(
             {
                 "path": str(store.asset_dir(asset)),
-                "files_written": len(sizes),
-                "bytes_on_disk": int(sum(sizes)),
+                "table_version": commit.version,
+                "rows_written": commit.rows,
+                "commit_attempts": commit.attempts,
                 "write_seconds": round(time.perf_counter() - t0, 4),
             }
         )
@@ -84,20 +99,24 @@ class PartitionedParquetIOManager(ConfigurableIOManager):
         asset, store = _asset_name(context), self.store
         lazy = context.dagster_type.typing_type is pl.LazyFrame
         if not context.has_asset_partitions:
-            path = store.unpartitioned_path(asset)
-            return pl.scan_parquet(path) if lazy else pl.read_parquet(path)
+            return store.scan(asset) if lazy else store.read(asset)
         allow_missing = bool((context.definition_metadata or {}).get(ALLOW_MISSING))
         if not _is_multi(context):
+            years = [int(k) for k in context.asset_partition_keys]
             try:
-                paths = store.paths_for(asset, [int(k) for k in context.asset_partition_keys], allow_missing)
+                scan = store.scan(asset, years, allow_missing)
             except FileNotFoundError:
                 if not allow_missing:
                     raise
                 return pl.LazyFrame() if lazy else pl.DataFrame()  # nothing stored yet: an optional input
-            scan = pl.scan_parquet([str(p) for p in paths], hive_partitioning=True)
-            return scan if lazy else scan.collect()
+            return scan if lazy else _sorted(scan.collect())
         if lazy and not context.has_partition_key:
-            # An unpartitioned downstream asset reads the whole dataset.
+            # An unpartitioned downstream asset reads the whole table.
             return store.scan(asset)
         keys = [split_key(k) for k in context.asset_partition_keys]
-        return store.scan(asset, keys, allow_missing) if lazy else store.read(asset, keys, allow_missing)
+        try:
+            return store.scan(asset, keys, allow_missing) if lazy else store.read(asset, keys, allow_missing)
+        except FileNotFoundError:
+            if not allow_missing:
+                raise
+            return pl.LazyFrame() if lazy else pl.DataFrame()  # nothing stored yet: an optional input

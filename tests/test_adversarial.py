@@ -74,18 +74,25 @@ def test_stored_files_are_readable_by_the_group_as_a_shared_folder_needs(tmp_pat
 
     import polars as pl
 
+    import datetime as dt
+
     from config.partitions import SymbolYear
     from domain.observe import write_json_atomic
-    from resources.parquet_store import ParquetStore
+    from resources.delta_store import DeltaStore
 
     old = os.umask(0o022)
     try:
-        store = ParquetStore(tmp_path)
-        store.write("raw_bars", SymbolYear("AAA", 2010), pl.DataFrame({"x": [1.0]}))
+        store = DeltaStore(tmp_path / "data")
+        store.write("raw_bars", SymbolYear("AAA", 2010), pl.DataFrame({"date": [dt.datetime(2010, 1, 4)], "symbol": ["AAA"],
+                                                                       "x": [1.0]}))
         report = write_json_atomic(tmp_path / "r.json", {"a": 1})
     finally:
         os.umask(old)
-    assert (store.partition_path("raw_bars", "AAA", 2010).stat().st_mode & 0o777) == 0o644
+    table = store.asset_dir("raw_bars")
+    files = [p for p in table.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".parquet" for p in files) and any(p.parent.name == "_delta_log" for p in files)
+    assert {oct(p.stat().st_mode & 0o777) for p in files} == {"0o644"}
+    assert {oct(p.stat().st_mode & 0o777) for p in [table, *table.rglob("*")] if p.is_dir()} == {"0o755"}
     assert (report.stat().st_mode & 0o777) == 0o644
 
 

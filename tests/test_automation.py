@@ -190,3 +190,32 @@ def test_chain_sensor_requests_the_yearly_stages_once_over_every_build_since_the
     yearly = next(r for r in requests if r.job_name == "yearly_stages")
     assert (yearly.tags[ASSET_PARTITION_RANGE_START_TAG], yearly.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("2001", "2005")
     assert yearly.tags["tradelab/chain"] == "1"
+
+
+def test_the_weekly_vacuum_is_off_by_default_and_its_job_vacuums_every_table(make_settings, instance):
+    import datetime as dt
+
+    import polars as pl
+
+    from config.partitions import SymbolYear
+    from pipeline.definitions import build_resources
+    from pipeline.maintenance import vacuum_job
+    from resources.delta_store import DeltaStore
+
+    schedule = defs.resolve_schedule_def("weekly_vacuum")
+    assert schedule.cron_schedule == "0 3 * * 0" and schedule.default_status == DefaultScheduleStatus.STOPPED
+    assert schedule.job_name == "vacuum_job" and defs.resolve_job_def("vacuum_job") is not None
+    cfg = make_settings(storage={"vacuum_retention_hours": 0})
+    store = DeltaStore(cfg.parent / "data")
+    key = SymbolYear("AAA", 2010)
+    for close in (1.0, 2.0):  # the second write leaves the first one's file unreferenced
+        store.write("raw_bars", key, pl.DataFrame({"date": [dt.datetime(2010, 1, 4)], "symbol": ["AAA"], "close": [close]}))
+    store.write_unpartitioned("atc_scan", pl.DataFrame({"symbol": ["AAA"]}))
+    files = lambda: sorted(p.name for p in store.root.rglob("*.parquet") if "_delta_log" not in p.parts)  # noqa: E731
+    before = files()
+    res = vacuum_job.execute_in_process(instance=instance, resources=build_resources(str(cfg)))
+    assert res.success
+    assert len(files()) == len(before) - 1  # the first write's file of raw_bars; atc_scan's one file stays
+    logs = [e.message for e in instance.all_logs(res.run_id) if "vacuum (0 h retention)" in (e.message or "")]
+    assert logs and "1 file(s) removed from 2 table(s)" in logs[0]
+    assert store.read("raw_bars", [key])["close"].to_list() == [2.0]

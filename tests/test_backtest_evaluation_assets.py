@@ -15,6 +15,7 @@ from assets.evaluation import evaluation
 from kernels.backtest.portfolio import run_portfolio
 from pipeline.definitions import ALL_ASSETS, build_resources
 from config.settings import read_settings
+from resources.delta_store import DeltaStore
 from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 
 
@@ -27,7 +28,7 @@ def _materialize(cfg, instance, selection):
 
 
 def _scan(cfg, asset):
-    return pl.scan_parquet(str(read_settings(cfg).data_dir / asset / "**" / "*.parquet"), hive_partitioning=True)
+    return DeltaStore(read_settings(cfg).data_dir).scan(asset)
 
 
 def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equity_png(learned_copy, instance):

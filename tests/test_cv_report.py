@@ -17,7 +17,7 @@ from domain.learning.training_data import training_frame
 from kernels.learn.purged_cv import PurgedKFold
 from pipeline.definitions import build_resources
 from config.settings import read_settings
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 from tests.conftest import run_assets
 
 SYMS, YEARS = ["AAA", "BBB", "CCC"], [2000, 2001, 2002, 2003]
@@ -44,7 +44,7 @@ def test_cv_report_writes_fold_metrics_per_specialist_and_horizon(make_settings,
 def test_walk_forward_frame_keeps_only_labels_known_by_the_year_end(make_settings, instance):
     cfg = make_settings()
     run_assets([raw_bars, specialists, labels], cfg, instance, SYMS, YEARS)
-    store = ParquetStore(read_settings(cfg).data_dir)
+    store = DeltaStore(read_settings(cfg).data_dir)
     frame = training_frame(store.scan("specialists"), store.scan("labels"), [3, 14], known_by_year=2001)
     assert frame["date"].max().year == 2001 and frame["date"].is_sorted()
     known = frame.filter(pl.col("label_bin_h14").is_not_null())
@@ -56,7 +56,7 @@ def test_walk_forward_frame_keeps_only_labels_known_by_the_year_end(make_setting
 def test_folds_are_purged_on_the_label_intervals(make_settings, instance):
     cfg = make_settings()
     run_assets([raw_bars, specialists, labels], cfg, instance, SYMS, YEARS)
-    store = ParquetStore(read_settings(cfg).data_dir)
+    store = DeltaStore(read_settings(cfg).data_dir)
     frame = training_frame(store.scan("specialists"), store.scan("labels"), [7], known_by_year=2003)
     rows = cv_horizon(frame, 7, n_splits=4, embargo_days=3)
     assert {r["fold"] for r in rows} == {0, 1, 2, 3}

@@ -27,7 +27,6 @@ from resources.delta_store import (
     migrate_parquet_store,
     partition_predicate,
 )
-from resources.parquet_store import ParquetStore
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -375,20 +374,102 @@ def test_a_sigkilled_writer_leaves_the_old_or_the_new_complete_version_and_a_nex
 
 
 # migration -------------------------------------------------------------------------------
+def write_hive_store(root: Path, frame: pl.DataFrame) -> None:
+    """The former Parquet store's layout, as it wrote it: `<asset>/symbol=<S>/year=<Y>/part.parquet`
+    (an empty file for a key without rows), `<asset>/year=<Y>/part.parquet`, `<asset>/part.parquet`."""
+    def put(rel: str, df: pl.DataFrame) -> None:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        df.write_parquet(root / rel, compression="zstd")
+
+    for key in KEYS + [SymbolYear("BBB", 2011)]:
+        put(f"raw_bars/symbol={key.symbol}/year={key.year}/part.parquet",
+            frame.filter((pl.col("symbol") == key.symbol) & (pl.col("date").dt.year() == key.year)))
+    put("report/year=2010/part.parquet", pl.DataFrame({"score": [1.0, 2.0]}))
+    put("report/year=2011/part.parquet", pl.DataFrame({"score": [3.0]}))
+    put("universe/part.parquet", pl.DataFrame({"symbol": ["AAA", "BBB"]}))
+
+
 def test_migrating_a_parquet_store_gives_one_commit_per_asset_with_equal_rows(tmp_path, frame):
-    src = ParquetStore(tmp_path / "parquet")
-    src.write_split("raw_bars", KEYS + [SymbolYear("BBB", 2011)], frame)
-    src.write_year("report", 2010, pl.DataFrame({"score": [1.0, 2.0]}))
-    src.write_year("report", 2011, pl.DataFrame({"score": [3.0]}))
-    src.write_unpartitioned("universe", pl.DataFrame({"symbol": ["AAA", "BBB"]}))
-    counts = migrate_parquet_store(src.root, tmp_path / "delta")
+    write_hive_store(tmp_path / "parquet", frame)
+    counts = migrate_parquet_store(tmp_path / "parquet", tmp_path / "delta")
     assert counts == {"raw_bars": 4, "report": 3, "universe": 2}
     dst = DeltaStore(tmp_path / "delta")
     assert all(dst.version(a) == 0 for a in counts)
     all_keys = KEYS + [SymbolYear("BBB", 2011)]
-    assert dst.read("raw_bars", all_keys).equals(src.read("raw_bars", all_keys).sort("symbol", "date"))
-    assert dst.partitions("raw_bars") == src.partitions("raw_bars")  # the empty BBB|2011 too
+    assert dst.read("raw_bars", all_keys).equals(frame.sort("symbol", "date"))
+    assert dst.partitions("raw_bars") == sorted(all_keys)  # the empty BBB|2011 too
     assert dst.read("report", [2010, 2011]).get_column("score").to_list() == [1.0, 2.0, 3.0]
-    assert dst.read("universe").equals(pl.read_parquet(src.unpartitioned_path("universe")))
+    assert dst.read("universe").equals(pl.DataFrame({"symbol": ["AAA", "BBB"]}))
     history = DeltaTable(str(dst.asset_dir("raw_bars"))).history()
     assert json.loads(history[0]["pipeline.keys"])[-1] == "BBB|2011"
+
+
+def test_the_migrate_store_command_converts_an_old_store_into_the_configured_data_dir(tmp_path, frame):
+    write_hive_store(tmp_path / "old", frame)
+    cfg = tmp_path / "settings.yaml"
+    cfg.write_text("paths: {data: data, reports: reports, models: models}\n")
+    env = {**worker_env(), "PIPELINE_CONFIG": str(cfg), "DAGSTER_HOME": str(tmp_path / "home")}
+    cmd = [sys.executable, "-m", "pipeline.cli", "migrate-store", "--from", str(tmp_path / "old")]
+    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines() if line.endswith(" rows")}
+    assert lines == {"raw_bars": "4", "report": "3", "universe": "2"}
+    assert DeltaStore(tmp_path / "data").read("raw_bars", KEYS).height == 4
+    again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 2 and "already has Delta tables for ['raw_bars', 'report', 'universe']" in again.stderr
+
+
+# empty keys and the schema ----------------------------------------------------------------
+def test_an_empty_frame_of_another_schema_records_its_key_in_the_stored_schema(store):
+    store.write_year("meta", 2002, pl.DataFrame({"year": [2002], "auc": [0.6]}))
+    store.write_year("meta", 2001, pl.DataFrame(schema={"year": pl.Int32}))  # a year with nothing to train on
+    assert store.years("meta") == [2001, 2002]
+    assert store.read("meta", [2001, 2002]).rows() == [(2002, 0.6)]
+
+
+def test_a_table_with_only_empty_keys_takes_the_schema_of_the_first_rows(store):
+    store.write_year("meta", 2001, pl.DataFrame(schema={"year": pl.Int32}))
+    store.write_year("meta", 2002, pl.DataFrame({"year": [2002], "auc": [0.6]}))
+    assert store.years("meta") == [2001, 2002]
+    assert store.read("meta", [2001, 2002]).rows() == [(2002, 0.6)]
+    with pytest.raises(ValueError, match="columns differ"):  # rows stored: a partial overwrite keeps the schema
+        store.write_year("meta", 2003, pl.DataFrame({"year": [2003], "other": [1.0]}))
+
+
+# concurrency on one key --------------------------------------------------------------------
+SAME_KEY_WRITER = textwrap.dedent(
+    """
+    import datetime as dt, sys
+    import polars as pl
+    from config.partitions import SymbolYear
+    from resources.delta_store import DeltaStore
+    store, value = DeltaStore(sys.argv[1]), float(sys.argv[2])
+    df = pl.DataFrame({"date": [dt.datetime(2010, 1, d) for d in range(1, 11)], "symbol": ["AAA"] * 10,
+                       "close": [value] * 10})
+    print("ready", flush=True)
+    sys.stdin.readline()
+    for _ in range(int(sys.argv[3])):
+        store.write("raw_bars", SymbolYear("AAA", 2010), df)
+    print("done", flush=True)
+    """
+)
+
+
+def test_two_processes_rewriting_the_same_partition_both_succeed_and_leave_one_complete_version(tmp_path):
+    store = DeltaStore(tmp_path / "data")
+    script = tmp_path / "same_key.py"
+    script.write_text(SAME_KEY_WRITER)
+    writes = 8
+    procs = [subprocess.Popen([sys.executable, str(script), str(store.root), v, str(writes)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env(), cwd=REPO)
+             for v in ("1", "2")]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-1500:] for _, err in outs]
+    got = store.read("raw_bars", [SymbolYear("AAA", 2010)])
+    assert got.height == 10 and got.get_column("close").unique().len() == 1  # one writer's whole version
+    assert store.version("raw_bars") == 2 * writes - 1

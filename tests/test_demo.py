@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from resources.delta_store import DeltaStore
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -36,4 +38,4 @@ def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
     for path in ("eval/overall.json", "backtest/overall.json", "grid_search/top10.json", "paper/orders.jsonl"):
         assert (reports / path).is_file(), path
     assert json.loads((reports / "backtest" / "overall.json").read_text())["from"].startswith("2000")
-    assert (tmp_path / "data" / "atc_scan" / "part.parquet").is_file()
+    assert DeltaStore(tmp_path / "data").read("atc_scan").height > 0

@@ -7,14 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import polars as pl
 import pytest
 import yaml
 from dagster import AssetKey
 
 from pipeline.executors import GPU_ASSETS, build_executor, ensure_gpu_pool
 from config.settings import read_settings
+from config.partitions import SymbolYear
 from resources.compute import DASK_RESOURCES_TAG, GPU_POOL
+from resources.delta_store import DeltaStore
 
 REPO = Path(__file__).resolve().parent.parent
 DAGSTER = str(Path(sys.executable).parent / "dagster")
@@ -77,5 +78,5 @@ def test_a_materialization_runs_its_steps_as_tasks_on_a_dask_cluster(tmp_path, m
         assert out.returncode == 0, out.stderr[-3000:]
         prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
     assert {"ASSET_JOB.raw_bars", "ASSET_JOB.labels"} <= set(prefixes)  # each step was a Dask task
-    df = pl.read_parquet(tmp_path / "data" / "labels" / "symbol=BBB" / "year=2001" / "part.parquet")
+    df = DeltaStore(tmp_path / "data").read("labels", [SymbolYear("BBB", 2001)])
     assert df.height > 200

@@ -20,7 +20,7 @@ from domain.sources.synthetic import SyntheticMarket
 from pipeline.definitions import build_resources
 from config.partitions import SymbolYear
 from config.settings import read_settings
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 from tests.conftest import run_assets
 
 SYMS = ["AAA", "BBB"]
@@ -148,7 +148,7 @@ def test_features_and_labels_through_dagster_with_checks(make_settings, instance
     checks = {e.check_name: e for e in res.get_asset_check_evaluations()}
     assert set(checks) == {"dtypes", "no_nan_after_warmup", "halo_spot_check", "unknown_future_is_null"}
     assert all(e.passed for e in checks.values())
-    store = ParquetStore(read_settings(cfg).data_dir)
+    store = DeltaStore(read_settings(cfg).data_dir)
     feats = store.read("features", [SymbolYear("AAA", 2006)])
     assert feats.height == 251 and feats["date"].dt.year().unique().to_list() == [2006]
     labs = store.read("labels", [SymbolYear("AAA", 2006)])
@@ -160,7 +160,7 @@ def test_labels_of_a_past_year_need_the_next_year(make_settings, instance):
     run_assets([raw_bars], cfg, instance, ["AAA"], [2005, 2006])
     res = materialize([raw_bars, labels], selection=[labels], partition_key="AAA|2005",
                       instance=instance, resources=build_resources(str(cfg)))
-    labs = ParquetStore(read_settings(cfg).data_dir).read("labels", [SymbolYear("AAA", 2005)])
+    labs = DeltaStore(read_settings(cfg).data_dir).read("labels", [SymbolYear("AAA", 2005)])
     assert res.success and labs["label_bin_h14"].null_count() == 0
 
 

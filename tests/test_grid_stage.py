@@ -17,6 +17,7 @@ from assets.grid_search import grid_search, market_data, trade_log
 from domain.gridsearch.synthetic import generate_grid_data
 from pipeline.definitions import build_resources
 from config.settings import read_settings
+from resources.delta_store import DeltaStore
 
 REPO = Path(__file__).resolve().parent.parent
 TICKERS = ["SOXL", "IONQ", "MARA"]
@@ -179,7 +180,7 @@ def test_cli_without_input_files_materializes_the_grid_search_assets_from_the_se
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["engine"] == "brute" and len(report["top"]) == 4 and report["combinations"] == 128
-    assert (read_settings(cfg).data_dir / "grid_search" / "part.parquet").is_file()  # stored by the asset
+    assert DeltaStore(read_settings(cfg).data_dir).exists("grid_search")  # stored by the asset
     assert json.loads(run.stdout)["winner"] == report["top"][0]
 
 

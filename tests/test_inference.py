@@ -4,7 +4,7 @@ store (3 symbols x 2000-2003, meta models and predictions of 2003).
 infer_one(symbol, now) scores the symbol's last stored bar at or before `now` with the
 meta models of year(now), from streaming state warmed on the stored history: it must give
 what the batch `predictions` asset stored for that day, with the stored specialist scores
-and features as its snapshot. Tests that change files work on a copy of the store.
+and features as its snapshot. Tests that change the store write through DeltaStore into a copy of it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from kernels.registry.features import FEATURE_NAMES
 from domain.live.inference import InferenceSession, SymbolDataError, clear_sessions, get_session, infer_batch, infer_one
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.learn.meta import LSTM_COLUMN, REGIME_COLUMNS
+from config.partitions import SymbolYear
 from config.settings import read_settings
+from resources.delta_store import DeltaStore
 from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 
 HORIZONS = (3, 7, 14)
@@ -31,10 +33,12 @@ PAIRS = [("AAA", dt.date(2003, 1, 2)), ("BBB", dt.date(2003, 2, 14)), ("CCC", dt
          ("AAA", dt.date(2003, 9, 17)), ("BBB", dt.date(2003, 11, 3)), ("CCC", dt.date(2003, 12, 31))]
 
 
+def _store(cfg) -> DeltaStore:
+    return DeltaStore(read_settings(cfg).data_dir)
+
+
 def _read(cfg, asset: str, year: int, symbol: str | None = None) -> pl.DataFrame:
-    data = read_settings(cfg).data_dir / asset
-    path = (data / f"symbol={symbol}" if symbol else data) / f"year={year}" / "part.parquet"
-    return pl.read_parquet(path)
+    return _store(cfg).read(asset, [SymbolYear(symbol, year) if symbol else year])
 
 
 def _row(df: pl.DataFrame, day, symbol: str | None = None) -> dict:
@@ -134,8 +138,8 @@ def test_now_between_bars_picks_the_last_bar_before_it(learned_store):
         assert [out[f"h{h}"] for h in HORIZONS] == [friday[f"h{h}"] for h in HORIZONS]
 
 
-def test_a_symbol_without_data_is_a_clear_error_naming_the_symbol_and_the_folder(learned_store):
-    folder = read_settings(learned_store).data_dir / "raw_bars" / "symbol=ZZZ"
+def test_a_symbol_without_data_is_a_clear_error_naming_the_symbol_and_the_table(learned_store):
+    folder = read_settings(learned_store).data_dir / "raw_bars"
     with pytest.raises(SymbolDataError, match="ZZZ") as err:
         infer_one("ZZZ", dt.date(2003, 5, 5), learned_store)
     assert str(folder) in str(err.value)
@@ -199,30 +203,30 @@ def test_a_date_before_the_cached_state_is_a_replay_that_leaves_the_state_alone(
 
 
 def test_new_bars_are_fed_incrementally_and_a_changed_history_rebuilds_the_state(store_copy, learned_store):
-    path = read_settings(store_copy).data_dir / "raw_bars" / "symbol=AAA" / f"year={LEARNED_YEAR}" / "part.parquet"
-    full = pl.read_parquet(path)
-    full.head(100).write_parquet(path)  # the store as it was after the 100th session of 2003
+    store, key = _store(store_copy), SymbolYear("AAA", LEARNED_YEAR)
+    full = store.read("raw_bars", [key])
+    store.write("raw_bars", key, full.head(100))  # the store as it was after the 100th session of 2003
     session = InferenceSession(store_copy)
     day100, day101 = full["date"][99], full["date"][100]
     assert session.infer_one("AAA", day101)["date"] == day100  # no newer bar stored yet
     fed = session.counters["bars_fed"]
-    full.write_parquet(path)  # the next bar arrives
+    store.write("raw_bars", key, full)  # the next bar arrives (a new commit)
     out = session.infer_one("AAA", day101)
     assert out["date"] == day101 and session.counters["bars_fed"] == fed + 1
     assert out == infer_one("AAA", day101, learned_store)
     # a correction of an old bar: the state fed from the old value is rebuilt
-    old = read_settings(store_copy).data_dir / "raw_bars" / "symbol=AAA" / "year=2001" / "part.parquet"
-    bars = pl.read_parquet(old)
-    bars.with_columns(pl.when(pl.int_range(pl.len()) == 10).then(pl.col("close") * 1.01).otherwise(pl.col("close"))
-                      .alias("close")).write_parquet(old)
+    old = SymbolYear("AAA", 2001)
+    bars = store.read("raw_bars", [old])
+    store.write("raw_bars", old, bars.with_columns(
+        pl.when(pl.int_range(pl.len()) == 10).then(pl.col("close") * 1.01).otherwise(pl.col("close")).alias("close")))
     rebuilt = session.infer_one("AAA", full["date"][101])
     assert session.counters["rebuilds"] == 1
     assert rebuilt == InferenceSession(store_copy).infer_one("AAA", full["date"][101])
 
 
 def test_a_day_without_a_stored_regime_is_tagged_causally_from_the_raw_bars(store_copy, learned_store):
-    (read_settings(store_copy).data_dir / "regime" / f"year={LEARNED_YEAR}" / "part.parquet").unlink()
     stored = _read(learned_store, "regime", LEARNED_YEAR)
+    _store(store_copy).write_year("regime", LEARNED_YEAR, stored.clear())  # the year's rows deleted
     session = InferenceSession(store_copy)
     for symbol, day in PAIRS:
         out = session.infer_one(symbol, day)
@@ -241,8 +245,8 @@ def test_persisted_states_are_used_only_when_they_match_the_stored_bars(store_co
     assert reader.infer_one("CCC", day) == want
     assert reader.counters["persisted_loads"] == 1 and reader.counters["bars_fed"] == 0
     # the bars it was fed from changed: the pickle is ignored, the state rebuilt from history
-    raw = read_settings(store_copy).data_dir / "raw_bars" / "symbol=CCC" / "year=2000" / "part.parquet"
-    pl.read_parquet(raw).with_columns(pl.col("volume") + 1.0).write_parquet(raw)
+    store, raw = _store(store_copy), SymbolYear("CCC", 2000)
+    store.write("raw_bars", raw, store.read("raw_bars", [raw]).with_columns(pl.col("volume") + 1.0))
     stale = InferenceSession(store_copy, state_dir=state_dir)
     stale.infer_one("CCC", day)
     assert stale.counters["persisted_loads"] == 0 and stale.counters["bars_fed"] > 0
@@ -254,9 +258,9 @@ def test_a_model_that_uses_the_lstm_score_gets_the_stored_one_of_that_day(store_
     day = dt.datetime(2003, 5, 6)
     lstm = pl.DataFrame({"date": [day, day], "symbol": ["AAA", "BBB"], "spec_lstm_score": [0.75, 0.25]}).with_columns(
         pl.col("date").cast(pl.Datetime("ns")), pl.col("spec_lstm_score").cast(pl.Float32))
-    folder = read_settings(store_copy).data_dir / "lstm_model" / f"year={LEARNED_YEAR}"
-    folder.mkdir(parents=True)
-    lstm.write_parquet(folder / "part.parquet")
+    store = _store(store_copy)
+    assert not store.exists("lstm_model")
+    store.write_year("lstm_model", LEARNED_YEAR, lstm)
 
     class Seen:
         def __init__(self):
@@ -275,15 +279,10 @@ def test_a_model_that_uses_the_lstm_score_gets_the_stored_one_of_that_day(store_
     assert math.isnan(session.infer_one("CCC", day)["h7"])  # no stored score: incomplete input
 
 
-def test_a_symbol_whose_stored_files_are_all_empty_is_a_clear_error(learned_copy):
-    import shutil
-
-    data = read_settings(learned_copy).data_dir / "raw_bars"
-    src = data / "symbol=AAA" / "year=2000" / "part.parquet"
-    empty = data / "symbol=EMP" / "year=2000" / "part.parquet"
-    empty.parent.mkdir(parents=True)
-    pl.read_parquet(src).head(0).write_parquet(empty)
+def test_a_symbol_whose_stored_partitions_are_all_empty_is_a_clear_error(learned_copy):
+    store = _store(learned_copy)
+    store.write("raw_bars", SymbolYear("EMP", 2000), store.read("raw_bars", [SymbolYear("AAA", 2000)]).clear())
+    assert SymbolYear("EMP", 2000) in store.partitions("raw_bars")  # materialized without rows
     with pytest.raises(SymbolDataError, match="EMP.*empty"):
         infer_one("EMP", dt.date(2003, 5, 5), learned_copy)
     assert infer_batch(["AAA", "EMP"], dt.date(2003, 5, 5), learned_copy, skip_missing=True)["symbol"].to_list() == ["AAA"]
-    shutil.rmtree(empty.parent.parent)

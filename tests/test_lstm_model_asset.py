@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import polars as pl
 import torch
 from dagster import materialize
 
@@ -14,7 +13,7 @@ from assets.lstm_model import lstm_model
 from assets.raw_bars import raw_bars
 from pipeline.definitions import build_resources
 from config.settings import read_settings
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 from tests.conftest import run_assets
 
 
@@ -29,9 +28,11 @@ def test_lstm_model_of_a_year_scores_that_year_out_of_sample(make_settings, inst
     side = json.loads((s.models_dir / "lstm_h7_2002.json").read_text())
     assert side["window"]["train_to"] < side["window"]["val_start"] < "2002"
     assert side["window"]["train_rows"] > 0 and side["window"]["val_rows"] > 0
+    store = DeltaStore(s.data_dir)
+    assert side["table_versions"] == {"features": store.version("features"), "labels": store.version("labels")}
     state = torch.load(s.models_dir / "lstm_h7_2002.pt")
     assert any(k.startswith("lstm.") for k in state)
-    scores = pl.read_parquet(ParquetStore(s.data_dir).year_path("lstm_model", 2002))
+    scores = DeltaStore(s.data_dir).read("lstm_model", [2002])
     assert scores["date"].dt.year().unique().to_list() == [2002] and scores.height == 2 * 252
     finite = scores["spec_lstm_score"].drop_nans()
     assert finite.len() > 400 and finite.is_between(0, 1).all()

@@ -30,7 +30,9 @@ from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 
 
 def _scan(cfg, asset):
-    return pl.scan_parquet(str(read_settings(cfg).data_dir / asset / "**" / "*.parquet"), hive_partitioning=True)
+    from resources.delta_store import DeltaStore
+
+    return DeltaStore(read_settings(cfg).data_dir).scan(asset)
 
 
 def test_the_setting_defaults_to_specialists_and_names_the_allowed_values():
@@ -117,7 +119,7 @@ def test_features_model_predictions_equal_the_model_on_the_stored_features(featu
 
 
 def test_features_model_live_inference_agrees_with_the_stored_predictions(features_store):
-    stored = (pl.read_parquet(read_settings(features_store).data_dir / "predictions" / f"year={LEARNED_YEAR}" / "part.parquet")
+    stored = (_scan(features_store, "predictions").filter(pl.col("date").dt.year() == LEARNED_YEAR).collect()
               .filter(pl.col("date").dt.month() >= 11).sort("date", "symbol"))
     session = InferenceSession(features_store)
     got = pl.concat([session.infer_batch(LEARNED_SYMBOLS, d) for d in stored["date"].unique().sort().to_list()])

@@ -15,6 +15,7 @@ from assets.regime import regime
 from assets.specialists import specialists
 from pipeline.definitions import build_resources
 from config.settings import read_settings
+from resources.delta_store import DeltaStore
 from tests.conftest import run_assets
 
 
@@ -31,6 +32,9 @@ def test_meta_model_of_a_year_is_trained_before_it_and_scored_on_it(make_setting
     assert side["window"]["train_to"] < "2003" and "spec_atc_score" in side["features"]
     assert any(f.startswith("regime_") for f in side["features"])
     assert (s.models_dir / "meta_h7_2003.joblib").is_file()
+    store = DeltaStore(s.data_dir)  # the table versions it was trained on (lstm_model: no table)
+    assert side["table_versions"] == {"specialists": store.version("specialists"), "labels": store.version("labels"),
+                                      "regime": store.version("regime"), "lstm_model": None}
     report = json.loads((s.reports_dir / "meta" / "h7_2003.json").read_text())
     assert report["n"] > 200 and 0 <= report["brier"] <= 1
     assert (s.reports_dir / "meta" / "calibration_h7_2003.png").read_bytes()[:4] == b"\x89PNG"

@@ -12,6 +12,7 @@ import pytest
 from domain.live.paper_trade import drifted_book, paper_orders
 from pipeline.definitions import defs
 from config.settings import read_settings
+from resources.delta_store import DeltaStore
 from tests.conftest import LEARNED_SYMBOLS
 
 
@@ -29,7 +30,7 @@ def _run(cfg, instance, monkeypatch, now="2003-12-31"):
 def _a_day_with_a_signal(cfg) -> str:
     """The last day of the stored predictions on which some symbol's p_h7 clears the threshold."""
     s = read_settings(cfg)
-    pred = pl.read_parquet(s.data_dir / "predictions" / "year=2003" / "part.parquet")
+    pred = DeltaStore(s.data_dir).read("predictions", [2003])
     days = pred.filter(pl.col("p_h7") > s.backtest.threshold + 0.01)["date"]
     return f"{days.max():%Y-%m-%d}"
 
@@ -42,7 +43,7 @@ def test_live_paper_trade_orders_the_backtest_targets_and_a_second_run_of_the_da
         "gross_within_cap": True, "orders_for_known_symbols": True}
     orders = first.output_for_node("paper_trades")
     s = read_settings(learned_copy)
-    book = pl.read_parquet(s.data_dir / "paper_positions" / "part.parquet")
+    book = DeltaStore(s.data_dir).read("paper_positions")
     assert orders.height == book.height >= 1  # from an empty book every target is an order
     assert (orders["side"] == "buy").all() and orders["target_weight"].max() <= s.backtest.max_weight + 1e-12
     assert float(book["weight"].abs().sum()) <= s.backtest.max_gross + 1e-12

@@ -30,6 +30,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from config.partitions import SymbolYear
+from resources.delta_store import DeltaStore
 from pipeline.instance_postgres import ENV_VARS, TEMPLATE, postgres_env, postgres_url, write_postgres_instance
 
 REPO = Path(__file__).resolve().parent.parent
@@ -211,11 +213,10 @@ def materialized(pg_server, tmp_path_factory):
 
 
 def test_materialization_from_the_shell_is_stored_in_postgres(materialized):
-    import polars as pl
     import psycopg2
 
     tmp, home, conn = materialized
-    df = pl.read_parquet(tmp / "data" / "raw_bars" / "symbol=AAA" / "year=2001" / "part.parquet")
+    df = DeltaStore(tmp / "data").read("raw_bars", [SymbolYear("AAA", 2001)])
     assert df.height > 200 and df["symbol"].unique().to_list() == ["AAA"]
 
     with contextlib.closing(psycopg2.connect(postgres_url(**conn))) as db, db.cursor() as cur:

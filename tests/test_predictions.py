@@ -8,11 +8,12 @@ import polars as pl
 from domain.learning.predictions import load_year_models, score_rows, scoring_frame
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from config.settings import read_settings
+from resources.delta_store import DeltaStore
 from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 
 
 def _stored(cfg, asset):
-    return pl.scan_parquet(str(read_settings(cfg).data_dir / asset / "**" / "*.parquet"), hive_partitioning=True)
+    return DeltaStore(read_settings(cfg).data_dir).scan(asset)
 
 
 def test_predictions_cover_every_symbol_and_day_of_the_year_including_unlabelled_last_days(learned_store):

@@ -1,10 +1,9 @@
-"""raw_bars through Dagster in-process: files, metadata, sidecars, halo inputs, lazy scans,
+"""raw_bars through Dagster in-process: the Delta table, metadata, sidecars, halo inputs, lazy scans,
 and a failed run that leaves stored partitions untouched."""
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 
 import polars as pl
@@ -15,7 +14,7 @@ from domain.schema import RAW_BARS
 from pipeline.definitions import build_resources
 from config.partitions import SymbolYear, symbol_year_partitions, year_halo_mapping
 from config.settings import read_settings
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 from tests.conftest import run_assets
 
 
@@ -24,7 +23,7 @@ def test_two_symbols_two_years_in_one_run(make_settings, instance):
     result = run_assets([raw_bars], cfg, instance, ["AAA", "BBB"], [2010, 2011])
     assert result.success
     settings = read_settings(cfg)
-    store = ParquetStore(settings.data_dir)
+    store = DeltaStore(settings.data_dir)
     keys = [SymbolYear(s, y) for s in ("AAA", "BBB") for y in (2010, 2011)]
     assert store.partitions("raw_bars") == keys
     df = store.read("raw_bars", [SymbolYear("AAA", 2010)])
@@ -35,8 +34,11 @@ def test_two_symbols_two_years_in_one_run(make_settings, instance):
     assert len(mats) == 4
     meta = {k: v.value for k, v in mats[0].metadata.items()}
     assert meta["rows"] == 4 * 252  # one step wrote all four partitions
-    for field in ("bytes", "seconds", "peak_rss_mb", "dtypes", "bytes_on_disk", "files_written"):
+    for field in ("bytes", "seconds", "peak_rss_mb", "dtypes", "path", "table_version", "rows_written",
+                  "commit_attempts", "write_seconds"):
         assert field in meta
+    assert meta["path"] == str(settings.data_dir / "raw_bars") and meta["table_version"] == store.version("raw_bars") == 0
+    assert meta["rows_written"] == 4 * 252 and meta["commit_attempts"] == 1  # the run's ONE commit
     assert meta["dtypes"]["close"] == "Float32"
 
     sidecar = json.loads((settings.reports_dir / "raw_bars" / "AAA_2010--BBB_2011.json").read_text())
@@ -69,7 +71,7 @@ def test_halo_input_gives_previous_year_and_only_one_at_the_start(make_settings,
     for key, seen in (("AAA|2002", "[2001, 2002]"), ("AAA|2000", "[2000]")):
         res = materialize([halo_probe, raw_bars], selection=[halo_probe], partition_key=key, instance=instance, resources=build_resources(str(cfg)))
         assert res.success
-        store = ParquetStore(read_settings(cfg).data_dir)
+        store = DeltaStore(read_settings(cfg).data_dir)
         year = int(key.split("|")[1])
         assert store.read("halo_probe", [SymbolYear("AAA", year)])["years_seen"][0] == seen
 
@@ -79,7 +81,7 @@ def test_unpartitioned_downstream_reads_the_whole_dataset_lazily(make_settings, 
     run_assets([raw_bars], cfg, instance, ["AAA", "BBB"], [2010, 2011])
     res = materialize([whole_probe, raw_bars], selection=[whole_probe], instance=instance, resources=build_resources(str(cfg)))
     assert res.success
-    counts = pl.read_parquet(read_settings(cfg).data_dir / "whole_probe" / "part.parquet")
+    counts = DeltaStore(read_settings(cfg).data_dir).read("whole_probe")
     assert counts.height == 4 and counts["len"].to_list() == [252] * 4
 
 
@@ -92,21 +94,21 @@ def test_failed_run_on_bad_input_keeps_what_was_stored(make_settings, instance, 
     (folder / "aaa.csv").write_text(GOOD)
     cfg = make_settings(universe={"source": "folder", "folder": {"path": str(folder)}})
     assert run_assets([raw_bars], cfg, instance, ["AAA"], [2010]).success
-    path = ParquetStore(read_settings(cfg).data_dir).partition_path("raw_bars", "AAA", 2010)
-    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    store = DeltaStore(read_settings(cfg).data_dir)
+    before = (store.version("raw_bars"), store.read("raw_bars", [SymbolYear("AAA", 2010)]))
 
     (folder / "aaa.csv").write_text(GOOD.replace("10.5,11,1200", "10.5,-1,1200").replace(",10,11,1200", ",10,-1,1200"))
     result = run_assets([raw_bars], cfg, instance, ["AAA"], [2010], raise_on_error=False)
     assert not result.success
     failure = result.get_step_failure_events()[0].event_specific_data.error.to_string()
     assert "aaa.csv: column 'Close', row 2" in failure and "expected a finite price > 0" in failure
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert store.version("raw_bars") == before[0] and store.read("raw_bars", [SymbolYear("AAA", 2010)]).equals(before[1])
 
 
 def test_real_prices_from_packages(make_settings, instance):
     cfg = make_settings(universe={"source": "packaged", "packaged": {"symbols": ["GOOG"]}})
     assert run_assets([raw_bars], cfg, instance, ["GOOG"], [2004, 2005]).success
-    store = ParquetStore(read_settings(cfg).data_dir)
+    store = DeltaStore(read_settings(cfg).data_dir)
     df = store.read("raw_bars", [SymbolYear("GOOG", 2004), SymbolYear("GOOG", 2005)])
     assert df["date"].min() == dt.datetime(2004, 8, 19)
     assert df.filter(pl.col("date") == dt.datetime(2004, 8, 19))["close"][0] == pl.Series([100.34], dtype=pl.Float32)[0]

@@ -106,7 +106,7 @@ def test_regime_asset_with_its_halo_equals_the_whole_history(make_settings, inst
     from assets.regime import regime
     from pipeline.definitions import build_resources
     from config.settings import read_settings
-    from resources.parquet_store import ParquetStore
+    from resources.delta_store import DeltaStore
     from tests.conftest import run_assets
 
     cfg = make_settings()
@@ -117,8 +117,8 @@ def test_regime_asset_with_its_halo_equals_the_whole_history(make_settings, inst
     assert res.success
     check = res.get_asset_check_evaluations()[0]
     assert check.check_name == "not_degenerate"
-    store = ParquetStore(read_settings(cfg).data_dir)
-    stored = pl.read_parquet(store.year_path("regime", 2006))
+    store = DeltaStore(read_settings(cfg).data_dir)
+    stored = store.read("regime", [2006])
     whole = build_regime(store.read("raw_bars", [SymbolYear(s, y) for s in syms for y in years]), [2006])
     assert stored["regime"].to_list() == whole["regime"].to_list() and stored.height == 251
 

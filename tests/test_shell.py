@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import polars as pl
 import pytest
+
+from config.partitions import SymbolYear
+from resources.delta_store import DeltaStore
 
 REPO = Path(__file__).resolve().parent.parent
 DAGSTER = str(Path(sys.executable).parent / "dagster")
@@ -39,7 +41,7 @@ def test_one_partition_from_the_shell(shell_env):
     tmp, env = shell_env
     out = materialize(env, "--partition", "GOOG|2010")
     assert out.returncode == 0, out.stderr[-3000:]
-    df = pl.read_parquet(tmp / "data" / "raw_bars" / "symbol=GOOG" / "year=2010" / "part.parquet")
+    df = DeltaStore(tmp / "data").read("raw_bars", [SymbolYear("GOOG", 2010)])
     assert df.height == 252 and df["symbol"].unique().to_list() == ["GOOG"]
 
 
@@ -47,8 +49,10 @@ def test_partition_range_runs_as_one_single_run_backfill(shell_env):
     tmp, env = shell_env
     out = materialize(env, "--partition-range", "GOOG|2011...GOOG|2013")
     assert out.returncode == 0, out.stderr[-3000:]
-    for year in (2011, 2012, 2013):
-        assert (tmp / "data" / "raw_bars" / "symbol=GOOG" / f"year={year}" / "part.parquet").is_file()
+    store = DeltaStore(tmp / "data")
+    assert {SymbolYear("GOOG", y) for y in (2011, 2012, 2013)} <= set(store.partitions("raw_bars"))
+    commit = store.table("raw_bars").history(1)[0]
+    assert sorted(json.loads(commit["pipeline.keys"])) == [f"GOOG|{y}" for y in (2011, 2012, 2013)]  # one commit for the run
     sidecar = json.loads((tmp / "reports" / "raw_bars" / "GOOG_2011--GOOG_2013.json").read_text())
     assert sidecar["args"]["partitions"] == 3  # one step wrote all three years
 

@@ -20,7 +20,7 @@ from kernels import indicators as K
 from pipeline.definitions import build_resources
 from config.partitions import SymbolYear
 from config.settings import read_settings
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 from tests.conftest import run_assets
 
 SYMS, YEARS = ["AAA", "BBB"], list(range(2000, 2006))
@@ -77,7 +77,7 @@ def test_specialists_through_dagster(make_settings, instance):
     res = materialize([raw_bars, specialists], selection=[specialists], partition_key="AAA|2002", instance=instance,
                       resources=build_resources(str(cfg)))
     assert res.success and all(e.passed for e in res.get_asset_check_evaluations())
-    stored = ParquetStore(read_settings(cfg).data_dir).read("specialists", [SymbolYear("AAA", 2002)])
+    stored = DeltaStore(read_settings(cfg).data_dir).read("specialists", [SymbolYear("AAA", 2002)])
     assert stored.height == 252 and not stored["spec_atc_score"].is_nan().any()
 
 
@@ -87,6 +87,6 @@ def test_scores_in_range_check_passes_on_the_first_year_whose_warm_up_is_nan(mak
     res = materialize([raw_bars, specialists], selection=[specialists], partition_key="AAA|2000", instance=instance,
                       resources=build_resources(str(cfg)))
     (check,) = res.get_asset_check_evaluations()
-    stored = ParquetStore(read_settings(cfg).data_dir).read("specialists", [SymbolYear("AAA", 2000)])
+    stored = DeltaStore(read_settings(cfg).data_dir).read("specialists", [SymbolYear("AAA", 2000)])
     assert stored["spec_rsi_score"].is_nan().sum() > 0  # the warm-up
     assert check.passed and check.metadata["out_of_range"].value == {c: 0 for c in check.metadata["out_of_range"].value}

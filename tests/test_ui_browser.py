@@ -422,9 +422,10 @@ def test_materialize_one_partition_from_the_ui(driver, ui, artifacts):
         print(f"\nrun of {key} launched from the UI: {status} ({run_url})")
 
     # what the run wrote: exactly that partition
-    data = ui["tmp"] / "data" / "raw_bars"
-    written = sorted(p.relative_to(data).as_posix() for p in data.rglob("*.parquet"))
-    assert written == [f"symbol={symbol}/year={year}/part.parquet"]
+    from config.partitions import SymbolYear
+    from resources.delta_store import DeltaStore
+
+    assert DeltaStore(ui["tmp"] / "data").partitions("raw_bars") == [SymbolYear(symbol, int(year))]
 
 
 def test_asset_graph_shows_every_asset_and_is_saved_as_a_screenshot(driver, ui, artifacts):

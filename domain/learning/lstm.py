@@ -6,7 +6,7 @@ Y; early stopping watches that block (purged: its rows' labels also end before Y
 training label reaches into it). It then scores the rows of Y, so every stored
 `spec_lstm_score` comes from a model that never saw those rows. Sequences stay within one
 symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (standardizer,
-architecture, history, window). Runs in `lstm_job` (training on a CPU is slow: see
+architecture, history, window, `table_versions` of its input tables). Runs in `lstm_job` (training on a CPU is slow: see
 benchmarks/RESULTS.md).
 """
 
@@ -24,6 +24,9 @@ from domain.observe import write_json_atomic
 from domain.symbol_chunks import symbol_offsets
 from kernels.learn.lstm import predict_lstm, train_lstm
 from kernels.registry.features import FEATURE_NAMES
+from resources.delta_store import DeltaStore
+
+TRAINED_ON = ("features", "labels")  # the tables recorded in the JSON sidecar
 
 
 def save_weights(state: dict, path: Path) -> None:
@@ -77,6 +80,7 @@ def train_years(features: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], 
     JSON; returns the out-of-sample scores of the rows of those years. `log.info` is told
     each model's best epoch and throughput."""
     cfg = settings.lstm
+    versions = DeltaStore(settings.data_dir).versions(TRAINED_ON)
     parts = []
     for year in years:
         frame = lstm_frame(features, labels, cfg.horizon, year)
@@ -87,7 +91,7 @@ def train_years(features: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], 
             "year": year, "features": FEATURE_NAMES, "window": window, "seq_len": result.seq_len,
             "spec": result.spec, "standardizer": result.standardizer.to_dict(), "history": result.history,
             "best_epoch": result.best_epoch, "device": result.device, "precision": result.precision,
-            "samples_per_s": result.samples_per_s, "torch": torch.__version__})
+            "samples_per_s": result.samples_per_s, "torch": torch.__version__, "table_versions": versions})
         if log is not None:
             log.info(f"lstm_model {year}: best epoch {result.best_epoch}, {result.samples_per_s:.0f} samples/s on {result.device}")
         parts.append(scores)

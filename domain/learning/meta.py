@@ -12,11 +12,13 @@ every row here) when it covers at least half of the training rows, and the regim
 the feature registry's columns (kernels.registry.features.FEATURE_NAMES, from the `features`
 table joined on symbol and date; the day's values, known at its close like the scores).
 Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
-logistic regression or LightGBM, with isotonic or Platt calibration (kernels.learn.meta),
-its calibration folds purged on the label intervals. The model records its column names
-(`feature_names`, the JSON sidecar's `features`): predictions and live inference rebuild
-the matrix from them. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
-a calibration curve PNG and the out-of-sample metrics under `reports/meta/`.
+logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
+(kernels.learn.meta), its calibration folds purged on the label intervals. The model records
+its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
+inference rebuild the matrix from them. Saved as `models/meta_h{H}_{Y}.joblib` + JSON
+(features, versions, window, and `table_versions`: the Delta table version of each input,
+readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
+out-of-sample metrics under `reports/meta/`.
 """
 
 import numpy as np
@@ -36,7 +38,9 @@ from kernels.learn.meta import (
 from kernels.learn.purged_cv import PurgedKFold
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
+from resources.delta_store import DeltaStore
 
+TRAINED_ON = ("specialists", "labels", "regime", "lstm_model")  # the tables recorded in the JSON sidecar
 LSTM_COLUMN = "spec_lstm_score"
 LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share of training rows
 SPECIALISTS_ONLY = "specialists"
@@ -140,6 +144,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     (the stored table) is read only when settings `meta.inputs` asks for its columns."""
     horizons = settings.meta.horizons or settings.labels.horizons
     columns = feature_columns(settings.meta.inputs)
+    versions = DeltaStore(settings.data_dir).versions(TRAINED_ON + (("features",) if columns else ()))
     rows, previews = [], {}
     for year in years:
         train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns)
@@ -152,7 +157,8 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                                             embargo_days=settings.cv.embargo_days, model=settings.meta.model,
                                             calibration=settings.meta.calibration, features=columns)
             stem = settings.models_dir / f"meta_h{h}_{year}"
-            save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
+            sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
+            write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})
             if len(y) and len(np.unique(y)) == 2:
                 calibration_png(y, p, settings.reports_dir / "meta" / f"calibration_h{h}_{year}.png",
                                 title=f"meta h{h}, out of sample {year}")

@@ -41,9 +41,12 @@ stored raw_bars from its first bar (cold: O(history), ~0.1 ms per bar in Python)
 only with bars it has not seen (warm: O(1) per new bar). An `InferenceSession` keeps the
 states, the symbols' bars, the meta models and the regime table in memory; the module's
 `infer_one` / `infer_batch` use one session per (data dir, models dir, precision), so
-repeated calls in a process are warm. Every call re-checks the stored files (a stat per
-file): new bars are fed, a re-trained model file is reloaded, and if the bars the state
-was fed from have changed (a backfill or correction), that state is rebuilt from history.
+repeated calls in a process are warm. A symbol's bars are one scan of the raw_bars Delta
+table filtered on the symbol (pruned to its files), cached with the table's version.
+Every call re-checks the version (a stat of the next commit file in `_delta_log`) and the
+model files: after a new commit the symbol is read again and new bars are fed, a
+re-trained model file is reloaded, and if the bars the state was fed from have changed
+(a backfill or correction), that state is rebuilt from history.
 The state only moves forward: a `now` before a state's last bar is answered by a fresh
 replay up to that bar (cold cost), leaving the cached state where it was.
 
@@ -56,7 +59,8 @@ otherwise it is ignored and rebuilt from history, so a stale or foreign pickle c
 time but never change a value. Only load pickles you wrote (pickle executes code).
 The module-level functions do not persist.
 
-Regime of the day: the stored `regime` row of that date. When that date is not stored
+Regime of the day: the stored `regime` row of that date (the year's rows of the regime
+table, cached with its version). When that date is not stored
 (no partition, or a bar newer than the last regime run) it is computed causally with
 `assets.regime.build_regime` (kernels.regime.tag_regime) from the stored raw_bars of every
 symbol for years Y-2..Y up to that date, as a single-year `regime` run would tag it
@@ -89,7 +93,7 @@ from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.streaming import SymbolStream
-from resources.parquet_store import FILE_NAME, ParquetStore
+from resources.delta_store import DeltaStore
 
 STATE_FORMAT = "tradelab.live_state/1"
 STATE_FILE = "state.pkl"
@@ -98,7 +102,7 @@ STORED_LSTM_COLUMN = "spec_lstm_score"  # the lstm_model asset's column
 
 
 class SymbolDataError(FileNotFoundError):
-    """No stored raw_bars for a symbol (the message names the symbol and the folder)."""
+    """No stored raw_bars for a symbol (the message names the symbol and the table)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -134,8 +138,8 @@ def _as_datetime(t: np.datetime64) -> dt.datetime:
 
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
-    """A file's identity for the caches: (inode, mtime, size); atomic writes (the store's
-    temp file + rename) always give a new inode. None when the file does not exist."""
+    """A file's identity for the caches: (inode, mtime, size); atomic writes (temp file +
+    rename) always give a new inode. None when the file does not exist."""
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -160,7 +164,8 @@ def _code_fingerprint() -> str:
 
 
 def _symbol_folder(symbol: str) -> str:
-    """`symbol=<S>` for a valid symbol name (never a path: `../x` is refused)."""
+    """`symbol=<S>` (the persisted state's folder) for a valid symbol name (never a path:
+    `../x` is refused)."""
     if not isinstance(symbol, str) or not SYMBOL_PATTERN.match(symbol):
         raise ValueError(f"symbol {symbol!r} is not a valid symbol name: expected [A-Z0-9._-]{{1,16}}")
     return f"symbol={symbol}"
@@ -174,7 +179,7 @@ def _symbol_folder(symbol: str) -> str:
 @dataclass
 class SymbolBars:
     """A symbol's stored raw_bars, every year, in date order: dates datetime64[ns] [T] and
-    ohlcv float32 [T, 5]; `stats` identifies the files they were read from."""
+    ohlcv float32 [T, 5]; `stats` is the raw_bars table version they were read at."""
 
     symbol: str
     folder: Path
@@ -193,8 +198,8 @@ class SymbolBars:
         return h.hexdigest()
 
 
-def _read_year(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    df = pl.read_parquet(path, columns=["date", *BAR_COLUMNS]).sort("date")
+def _arrays(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    df = df.sort("date")
     dates = df["date"].cast(pl.Datetime("ns")).to_numpy()
     ohlcv = np.column_stack([df[c].cast(pl.Float32).to_numpy() for c in BAR_COLUMNS]) if df.height else \
         np.empty((0, len(BAR_COLUMNS)), np.float32)
@@ -267,48 +272,59 @@ class InferenceSession:
 
     def __init__(self, settings=None, *, state_dir: Path | str | None = None):
         self.settings = _settings(settings)
-        self.store = ParquetStore(self.settings.data_dir)
+        self.store = DeltaStore(self.settings.data_dir)
         self.models_dir = Path(self.settings.models_dir)
         self.horizons = list(self.settings.labels.horizons)
         self.precision = self.settings.precision
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self._bars: dict[str, SymbolBars] = {}
-        self._year_files: dict[Path, tuple] = {}  # path -> (stat, dates, ohlcv)
+        self._versions: dict[str, int | None] = {}  # asset -> table version last seen
         self._states: dict[str, LiveState] = {}
         self._models: dict[int, tuple] = {}  # year -> (stats, models)
-        self._regime_stored: dict[int, tuple] = {}  # year -> (stat, {date int64: regime or None})
+        self._regime_stored: dict[int, tuple] = {}  # year -> (version, {date int64: regime or None})
         self._regime_computed: dict[int, int | None] = {}
-        self._lstm: dict[int, tuple] = {}  # year -> (stat, {(symbol, date int64): score})
+        self._lstm: dict[int, tuple] = {}  # year -> (version, {(symbol, date int64): score})
         self._code: str | None = None
         self.counters = {"bars_fed": 0, "cold_starts": 0, "rebuilds": 0, "replays": 0, "persisted_loads": 0}
 
+    # -- tables --------------------------------------------------------------------------
+    def version(self, asset: str) -> int | None:
+        """The asset's table version (None: no table): re-read only when the commit file
+        after the version last seen exists (one or two stats on a warm call)."""
+        log = self.store.asset_dir(asset) / "_delta_log"
+        known = self._versions.get(asset)
+        if (known is not None and (log / f"{known:020d}.json").is_file()
+                and not (log / f"{known + 1:020d}.json").is_file()):
+            return known
+        version = self.store.version(asset) if self.store.exists(asset) else None
+        self._versions[asset] = version
+        return version
+
     # -- bars --------------------------------------------------------------------------
     def bars(self, symbol: str) -> SymbolBars:
-        """The symbol's stored bars, re-read only where a file changed; drops a cached state
-        whose bars changed under it."""
-        folder = self.store.asset_dir("raw_bars") / _symbol_folder(symbol)
-        files = sorted(folder.glob(f"year=*/{FILE_NAME}"), key=lambda p: int(p.parent.name.split("=", 1)[1]))
-        stats = tuple((p, _stat(p)) for p in files)
+        """The symbol's stored bars (one scan filtered on the symbol), re-read only after a
+        new commit of raw_bars; drops a cached state whose bars changed under it."""
+        _symbol_folder(symbol)  # a valid name, or ValueError
+        table = self.store.asset_dir("raw_bars")
+        stats = (self.version("raw_bars"),)
         cached = self._bars.get(symbol)
         if cached is not None and cached.stats == stats:
             return cached
-        if not files:
+        if stats[0] is None:
             raise SymbolDataError(
-                f"no raw_bars stored for symbol {symbol!r}: {folder} has no year=<Y>/{FILE_NAME} "
+                f"no raw_bars stored for symbol {symbol!r}: {table} is not a Delta table yet "
                 f"(materialize raw_bars for {symbol} first, or check the data dir {self.store.root})")
-        parts = []
-        for p, st in stats:
-            hit = self._year_files.get(p)
-            if hit is None or hit[0] != st:
-                hit = (st, *_read_year(p))
-                self._year_files[p] = hit
-            parts.append(hit[1:])
-        dates = np.concatenate([d for d, _ in parts])
-        if dates.size == 0:  # raw_bars writes an empty file for a partition without rows
-            raise SymbolDataError(f"no raw bars of symbol {symbol!r}: every file under {folder} is empty "
-                                  f"(check the source for {symbol})")
-        ohlcv = np.concatenate([v for _, v in parts])
-        fresh = SymbolBars(symbol, folder, dates, ohlcv, stats)
+        df = (self.store.scan("raw_bars", version=stats[0]).filter(pl.col("symbol") == symbol)
+              .select("date", *BAR_COLUMNS).collect())
+        if df.height == 0:
+            if any(k.symbol == symbol for k in self.store.partitions("raw_bars")):  # materialized, no rows
+                raise SymbolDataError(f"no raw bars of symbol {symbol!r}: every partition of {symbol} in {table} "
+                                      f"is empty (check the source for {symbol})")
+            raise SymbolDataError(
+                f"no raw_bars stored for symbol {symbol!r}: {table} has no rows of {symbol} "
+                f"(materialize raw_bars for {symbol} first, or check the data dir {self.store.root})")
+        dates, ohlcv = _arrays(df)
+        fresh = SymbolBars(symbol, table, dates, ohlcv, stats)
         state = self._states.get(symbol)
         if state is not None and cached is not None:
             n = state.n_bars
@@ -414,13 +430,14 @@ class InferenceSession:
         return hit[1]
 
     def _year_table(self, cache: dict, asset: str, year: int, build) -> dict:
-        """`build(frame)` of the stored year file of `asset`, cached until the file changes
-        ({} when it is absent)."""
-        path = self.store.year_path(asset, year)
-        st = _stat(path)
+        """`build(frame)` of the stored rows of `year` of `asset`, cached until the table's
+        version changes ({} when there is no table)."""
+        version = self.version(asset)
         hit = cache.get(year)
-        if hit is None or hit[0] != st:
-            hit = (st, build(pl.read_parquet(path)) if st is not None else {})
+        if hit is None or hit[0] != version:
+            rows = (self.store.scan(asset, version=version).filter(pl.col("year") == year).collect()
+                    if version is not None else None)
+            hit = (version, build(rows) if rows is not None and rows.height else {})
             cache[year] = hit
         return hit[1]
 
@@ -439,13 +456,15 @@ class InferenceSession:
         from domain.regime import build_regime
 
         year = _year(date)
-        paths = [p for p in self.store.asset_dir("raw_bars").glob(f"symbol=*/year=*/{FILE_NAME}")
-                 if year - REGIME_HALO_YEARS <= int(p.parent.name.split("=", 1)[1]) <= year]
-        if not paths:
+        version = self.version("raw_bars")
+        if version is None:
             return None
-        bars = pl.scan_parquet([str(p) for p in paths], hive_partitioning=True).select(
+        bars = self.store.scan("raw_bars", version=version).filter(
+            pl.col("year").is_between(year - REGIME_HALO_YEARS, year)).select(
             pl.col("date").cast(pl.Datetime("ns")), pl.col("symbol").cast(pl.String), "close").filter(
             pl.col("date") <= pl.lit(_as_datetime(date)).cast(pl.Datetime("ns"))).collect()
+        if bars.height == 0:
+            return None
         tags = build_regime(bars, [year], self.settings.regime.index_symbol)
         row = tags.filter(pl.col("date").cast(pl.Datetime("ns")) == pl.lit(_as_datetime(date)).cast(pl.Datetime("ns")))
         return None if row.height == 0 else row["regime"][0]

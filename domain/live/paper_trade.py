@@ -6,13 +6,13 @@ One run, for the day `now` (config; default: the last stored bar):
    updaters (the same path as `infer_one`), with the meta models of year(now).
 2. Target weights: the backtest's rule (kernels.backtest.portfolio.run_portfolio on that one
    day, settings `backtest.*`), so the paper book is the book the backtest would hold.
-3. The current paper book (data/paper_positions/part.parquet: symbol, weight, price, date)
+3. The current paper book (the Delta table data/paper_positions: symbol, weight, price, date)
    drifts with prices to today: w_i * (p_now / p_then) / (1 + sum_j w_j (p_now_j / p_then_j - 1)).
 4. Orders: target - drifted, for |delta| >= MIN_TRADE, for the symbols with a bar that day
    (a held symbol without one stays frozen, as in the backtest); every order (and a run record) goes
    to reports/paper/orders.jsonl through the asynchronous writer; the new book is written
    atomically. A second run for the same day finds the book at its targets: no orders.
-The stored value (data/paper_trades/part.parquet) is the run's order table.
+The stored value (the Delta table data/paper_trades) is the run's order table.
 """
 
 import datetime as dt
@@ -24,14 +24,14 @@ from domain.async_writer import AsyncWriter
 from domain.backtest import portfolio_config
 from domain.live.inference import infer_batch
 from kernels.backtest.portfolio import run_portfolio
-from resources.parquet_store import ParquetStore
+from resources.delta_store import DeltaStore
 
 MIN_TRADE = 1e-4  # weight changes smaller than this are not traded
 BOOK = "paper_positions"
 BOOK_SCHEMA = {"symbol": pl.String, "weight": pl.Float64, "price": pl.Float64, "date": pl.Datetime("us")}
 
 
-def resolve_now(store: ParquetStore, now: str | None) -> dt.datetime:
+def resolve_now(store: DeltaStore, now: str | None) -> dt.datetime:
     """The day of the run: `now` (ISO date or date-time), else the last stored bar."""
     if now:
         return dt.datetime.fromisoformat(now)
@@ -41,7 +41,7 @@ def resolve_now(store: ParquetStore, now: str | None) -> dt.datetime:
     return last
 
 
-def last_closes(store: ParquetStore, symbols: list[str], now: dt.datetime) -> pl.DataFrame:
+def last_closes(store: DeltaStore, symbols: list[str], now: dt.datetime) -> pl.DataFrame:
     """symbol, date, close of each symbol's last stored bar at or before `now`."""
     return (store.scan("raw_bars").filter(pl.col("symbol").is_in(symbols) & (pl.col("date") <= now))
             .sort("date").group_by("symbol").agg(pl.col("date").last(), pl.col("close").last().cast(pl.Float64))
@@ -102,13 +102,12 @@ def trade_day(settings, symbols: list[str], now: dt.datetime, run_id: str) -> tu
     """One paper-trading run for the day `now` (module docstring, steps 1-4): the live
     inference of `symbols`, the orders against the stored book, logged with the run record
     to reports/paper/orders.jsonl; the new book is written. Returns (orders, new book)."""
-    store = ParquetStore(settings.data_dir)
+    store = DeltaStore(settings.data_dir)
     h = settings.backtest.horizon
     closes = last_closes(store, symbols, now)
     preds = infer_batch(closes["symbol"].to_list(), now, settings=settings)
     probs = {r["symbol"]: (np.nan if r[f"p_h{h}"] is None else float(r[f"p_h{h}"])) for r in preds.iter_rows(named=True)}
-    book_path = store.unpartitioned_path(BOOK)
-    book = pl.read_parquet(book_path) if book_path.exists() else pl.DataFrame(schema=BOOK_SCHEMA)
+    book = store.read(BOOK) if store.exists(BOOK) else pl.DataFrame(schema=BOOK_SCHEMA)
     orders, new_book = paper_orders(probs, closes, book, settings)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     with AsyncWriter(settings.reports_dir / "paper" / "orders.jsonl") as log:
