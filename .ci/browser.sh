@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium + chromedriver for tests/test_ui_browser.py (Selenium drives Debian's
+# Headless Chromium + chromedriver for tests/pipeline/test_ui_browser.py (Selenium drives Debian's
 # /usr/bin/chromium through /usr/bin/chromedriver; nothing downloads a browser at run time).
 # Idempotent: does nothing when both are installed. Always exits 0: without them the browser
 # test skips with a message naming this script.

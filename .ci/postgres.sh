@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PostgreSQL server binaries for tests/test_postgres_instance.py (issue 8). Idempotent:
+# PostgreSQL server binaries for tests/pipeline/test_postgres_instance.py (issue 8). Idempotent:
 # nothing happens when initdb and pg_ctl are on PATH or in /usr/lib/postgresql/*/bin;
 # otherwise Debian's `postgresql` package is installed (apt-get, as root or via sudo -n).
 # Always exits 0: without a server the PostgreSQL tests skip with a message naming this

@@ -6,7 +6,7 @@
 Every function returns `(passed, metadata)`: `passed` is False on output that breaks the
 rule the check guards, `metadata` a small dict of plain values (counts, the first offenders)
 that the asset module turns into an AssetCheckResult. No Dagster here: the tests call these
-on deliberately bad frames (tests/test_asset_checks.py).
+on deliberately bad frames (tests/assets/test_asset_checks.py).
 
 One function per check, named after it:
 

@@ -3,7 +3,7 @@
 Partition SYMBOL|Y reads raw_bars of years Y-k..Y (k = `halo.years`) and writes the rows
 of Y only. Recursive indicators (EMA, RSI, ATR, ADX, KAMA) remember all history; the halo
 makes a partition equal the whole-history result within float32 tolerance
-(tests/test_features_labels.py measures it for every feature). A single-run backfill reads
+(tests/assets/test_features_labels.py measures it for every feature). A single-run backfill reads
 every year of its rectangle once and computes each symbol's series once.
 
 Checks (yielded with the output): dtypes; no NaN after each feature's warm-up; a halo spot

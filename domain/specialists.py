@@ -4,7 +4,7 @@ Partition SYMBOL|Y reads the symbol's whole stored history up to Y (raw_bars of 
 from the first) and stores the rows of Y. ATC's equity curves scale returns by
 exp(lambda * (bar - cutout)), an absolute bar index, so no finite halo could reproduce
 them: the whole history makes every partition equal the whole-history computation exactly
-(tests/test_specialists.py). In a single-run backfill each symbol is computed once.
+(tests/assets/test_specialists.py). In a single-run backfill each symbol is computed once.
 """
 
 import numpy as np

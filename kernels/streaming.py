@@ -23,7 +23,7 @@ counterpart of the batch formulas' `k`), returns the entry's per-bar value. Symb
 builds one such tap per registry entry and fills its vectors in registry order, so
 STREAM_FEATURES / STREAM_SPECIALISTS are just the registries' names. `u(core, inputs,
 **params)` maps a batch core to its updater (STREAM_CORES) and shares one updater between
-the entries that make the same call. tests/test_streaming.py replays every registry entry
+the entries that make the same call. tests/kernels/test_streaming.py replays every registry entry
 on its own against its batch formula, bit for bit.
 
 How the batch arithmetic is repeated
@@ -250,7 +250,7 @@ class ATCUpdater(Updater):
         E_f likewise from family_f[t-1], starting at weights[f]
         final = sum Cut(family_f)*E_f / sum E_f,  Cut(q) = sign(q) if |q| > 0.49 else 0
     Sums are accumulated from 0.0 in the batch kernel's order, so every value is the
-    kernel's bit for bit (tests/test_streaming.py)."""
+    kernel's bit for bit (tests/kernels/test_streaming.py)."""
 
     _GROWTH_BLOCK = 1024
 

@@ -26,7 +26,7 @@ the bars arrive, so no bar costs more than O(1). Inputs are converted with `floa
 first: float32 inputs are widened to float64 before any arithmetic, whereas the batch
 kernels do a few differences and products in float32 for float32 arrays (e.g. the
 moments' `x - anchor`), so only float64 inputs are guaranteed bit-identical.
-tests/test_updaters.py checks all of this against the batch kernels as they stand.
+tests/kernels/test_updaters.py checks all of this against the batch kernels as they stand.
 
 Shared building blocks: EMAUpdater (SMA-seeded EMA; DEMA and TEMA chain them), WMAUpdater
 (TA-Lib's rolling WMA; HMA chains three), `_Wilder` (mean-seeded Wilder average: RSI, ATR,

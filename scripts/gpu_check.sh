@@ -9,7 +9,7 @@
 #   Results go to $OUT (the device machine's return folder), else benchmarks/out:
 #   gpu_check.json (tests + benchmarks, one object), gpu_check.txt (the table), two logs.
 # Dry (GPU_CHECK_DRY=1, any machine): the same steps with numba's CUDA simulator, torch on
-#   the CPU and tiny sizes (--quick); no install. tests/test_gpu_check.py runs it in CI.
+#   the CPU and tiny sizes (--quick); no install. tests/pipeline/test_gpu_check.py runs it in CI.
 # In both, Dagster, polars, pyarrow and cuDF are made unimportable (TRADELAB_FORBID_IMPORTS):
 # the GPU machine has none of them and the kernels need none.
 # GPU_CHECK_PART=tests or =bench runs one half (two device calls when one does not fit 10 min);

@@ -16,7 +16,7 @@ P(label = 1) per horizon for one symbol at a time `now`, or a list of symbols.
 `settings` is a Settings object, a settings-file path, or None (the settings in force,
 `config.settings.load_settings`).
 
-Contract (tests/test_inference.py):
+Contract (tests/domain/test_inference.py):
 * The probabilities come from `assets.predictions.score_rows`, the function the batch
   `predictions` asset uses, fed the float32 specialist scores, the day's regime, (when
   a model uses it) the stored LSTM score and (when a model was trained with

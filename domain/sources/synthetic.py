@@ -34,7 +34,7 @@ The signal of day t uses closes up to t only and moves the returns of t+1..t+h: 
 the label over the next h days depends on it. s is the daily drift per unit of g in daily
 volatilities: over h days the planted move is about s h g sigma against noise sigma sqrt(h).
 Measured out of sample (h7 labels, logistic meta model): s = 0.1 gives AUC ~0.57, IC ~0.13
-(`make demo`); s = 0.3 gives AUC ~0.72, IC ~0.4 (tests/test_planted_signal.py).
+(`make demo`); s = 0.3 gives AUC ~0.72, IC ~0.4 (tests/domain/test_planted_signal.py).
 The drift feeds back into the RSI it is computed from (as a real effect would); the linear
 reversal and the nonlinear band are both self-limiting (the band's momentum does lengthen
 trends: at s = 0.5 the symbols' yearly returns spread wider and lean lower). Deterministic: the signal adds no

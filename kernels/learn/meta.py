@@ -43,7 +43,7 @@ Model (`train_meta`)
         rate 0.05, at least 100 rows a leaf, no early stopping, so deterministic per seed;
         one OpenMP thread unless n_jobs says otherwise). The non-linear model that is always
         there: it can use an interaction or a U-shape that the logistic model cannot
-        (tests/test_planted_signal.py plants one).
+        (tests/domain/test_planted_signal.py plants one).
     lightgbm (in the dev extra; the `lightgbm` extra alone): the same calibration around an LGBMClassifier (histogram
         trees, GOSS sampling, deterministic, one thread unless n_jobs says otherwise).
     blas_threads=1 (default) limits BLAS threads during the fit: the lbfgs steps on ~10

@@ -4,7 +4,7 @@ streaming updater.
 The `features` table's column order is the registry's order. To add a feature, append one
 `Feature` here, with its batch `formula` and its `stream`: the batch stage, the live
 stream (kernels.streaming.SymbolStream), the schema, the halo check and the tests
-(tests/test_streaming.py replays every entry against its formula) pick it up.
+(tests/kernels/test_streaming.py replays every entry against its formula) pick it up.
 
 A feature's `formula` receives `k(core, inputs, output=0, **params)`, which runs a kernel
 core (a key of `kernels.indicators.SPECS`) over the bar columns named in `inputs`, once per

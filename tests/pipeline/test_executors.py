@@ -17,7 +17,7 @@ from config.partitions import SymbolYear
 from resources.compute import DASK_RESOURCES_TAG, GPU_POOL
 from resources.delta_store import DeltaStore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 
 

@@ -34,7 +34,7 @@ from config.partitions import SymbolYear
 from resources.delta_store import DeltaStore
 from pipeline.instance_postgres import ENV_VARS, TEMPLATE, postgres_env, postgres_url, write_postgres_instance
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 PG_USER, PG_PASSWORD, PG_DB = "dagster", "pw with spaces&:@", "tradelab_dagster"
 INSTALL_HINT = "`.ci/postgres.sh` installs them (apt-get install postgresql)"

@@ -13,7 +13,7 @@ import pytest
 
 from domain.sources.folder import FolderSource
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BARS = "date,open,high,low,close,volume\n2020-01-02,10,11,9,10,100\n2020-01-03,10,11,9,10.5,120\n"
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from config.settings import DEFAULT_CONFIG, Settings, SettingsError, load_settings, parse_settings, read_settings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_shipped_settings_file_is_valid():

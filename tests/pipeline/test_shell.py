@@ -13,7 +13,7 @@ import pytest
 from config.partitions import SymbolYear
 from resources.delta_store import DeltaStore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 
 

@@ -227,5 +227,5 @@ def test_engines_load_the_cuda_module_only_on_demand():
     code = ("import sys; import kernels.gridsearch.brute, kernels.gridsearch.exits, kernels.gridsearch.evaluate, "
             "kernels.gridsearch.cube, kernels.gridsearch.reference; print('kernels.gridsearch.cuda' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "False"

@@ -28,7 +28,7 @@ from resources.delta_store import (
     partition_predicate,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def bars(symbol: str, dates: list[dt.date], close: float = 10.0) -> pl.DataFrame:

@@ -19,7 +19,7 @@ from pipeline.definitions import build_resources
 from config.settings import read_settings
 from resources.delta_store import DeltaStore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TICKERS = ["SOXL", "IONQ", "MARA"]
 SMALL_PARAMS = {"volatility": [0.0, 0.05], "ratio": [0.0, 0.9], "adx28": [0, 20], "adx14": [0, 25], "adx7": [0, 30],
                 "target": [0.2, 0.4], "stop_loss": [-0.4, -0.2]}

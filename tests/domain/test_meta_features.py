@@ -128,7 +128,7 @@ def test_features_model_live_inference_agrees_with_the_stored_predictions(featur
     for h in (3, 7, 14):
         a, b = got[f"p_h{h}"].to_numpy(), stored[f"p_h{h}"].to_numpy()
         assert np.isfinite(a).all() and np.isfinite(b).all()
-        # the streaming features equal the stored ones within float32 tolerance (tests/test_inference.py);
+        # the streaming features equal the stored ones within float32 tolerance (tests/domain/test_inference.py);
         # measured: the probabilities are identical here, the bound is test_inference.py's
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
     one = session.infer_one("BBB", dt.date(LEARNED_YEAR, 12, 1))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from resources.delta_store import DeltaStore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
