@@ -20,13 +20,22 @@ The stage logic: domain.evaluation.build_evaluation.
 import base64
 
 import polars as pl
-from dagster import AssetExecutionContext, MetadataValue, Output
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    MetadataValue,
+    Output,
+)
 
 from config.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
-@yearly_asset(reads=("predictions", "labels"), group_name="evaluation", kinds={"scikitlearn", "polars"})
+@yearly_asset(reads=("predictions", "labels"), group_name="evaluation", kinds={"scikitlearn", "polars"},
+              check_specs=[AssetCheckSpec("metrics_in_range", asset="evaluation",
+                                          description="AUC, PR-AUC and Brier in [0, 1], IC and rank IC in [-1, 1], "
+                                                      "log loss >= 0")])
 def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels: pl.LazyFrame, project: ProjectResource):
     """AUC, PR-AUC, Brier, log loss and IC per horizon, decile returns overall and by regime,
     reliability diagrams, daily rank IC / ICIR / long-short / turnover: for each year and over
@@ -48,3 +57,7 @@ def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels
         parts += [f"![{name}_{key}](data:image/png;base64,{base64.b64encode(png).decode()})" for name, png in plots.items()]
         metadata[f"plots_{key}"] = MetadataValue.md(f"**{key}, overall**\n\n" + "\n\n".join(parts))
     yield Output(table, metadata=metadata)
+    from domain.checks import metrics_in_range
+
+    passed, meta = metrics_in_range(table)
+    yield AssetCheckResult(check_name="metrics_in_range", passed=passed, metadata=meta)

@@ -17,15 +17,26 @@ a calibration curve PNG and the out-of-sample metrics under `reports/meta/`
 (domain.learning.meta.build_meta_models).
 """
 
+import base64
+
 import polars as pl
-from dagster import AssetExecutionContext, MetadataValue, Output
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    MetadataValue,
+    Output,
+)
 
 from config.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
 @yearly_asset(reads=("specialists", "labels", "regime", "lstm_model", "features"), group_name="learning",
-              kinds={"scikitlearn"})
+              kinds={"scikitlearn"},
+              check_specs=[AssetCheckSpec("out_of_sample_metrics_valid", asset="meta_model",
+                                          description="AUC and Brier in [0, 1], log loss >= 0, IC in [-1, 1], "
+                                                      "out-of-sample rows > 0 for every model trained")])
 def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame,
                lstm_model: pl.LazyFrame, features: pl.LazyFrame, project: ProjectResource):
     """Per horizon, the calibrated meta model of year Y (trained on labels known before Y)
@@ -39,5 +50,13 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
         table, previews = build_meta_models(specialists, labels, regime, lstm_model, years, settings, log=context.log,
                                             features=features)
         obs.record(table)
+    plots = [settings.reports_dir / "meta" / f"calibration_h{h}_{y}.png" for y in years
+             for h in (settings.meta.horizons or settings.labels.horizons)]
+    images = [f"![{p.stem}](data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()})" for p in plots if p.exists()]
     yield Output(table, metadata={"out_of_sample": MetadataValue.json(previews),
-                                  "model": settings.meta.model, "inputs": settings.meta.inputs})
+                                  "model": settings.meta.model, "inputs": settings.meta.inputs,
+                                  **({"calibration": MetadataValue.md("\n\n".join(images[-6:]))} if images else {})})
+    from domain.checks import out_of_sample_metrics_valid
+
+    passed, meta = out_of_sample_metrics_valid(table)
+    yield AssetCheckResult(check_name="out_of_sample_metrics_valid", passed=passed, metadata=meta)

@@ -19,14 +19,22 @@ predictions cannot drift apart.
 
 
 import polars as pl
-from dagster import AssetExecutionContext, MetadataValue, Output
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    MetadataValue,
+    Output,
+)
 
 from config.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
 @yearly_asset(reads=("specialists", "regime", "lstm_model", "features"), latest_only=("meta_model",),
-              group_name="learning", kinds={"scikitlearn", "polars"})
+              group_name="learning", kinds={"scikitlearn", "polars"},
+              check_specs=[AssetCheckSpec("probabilities_in_unit_interval", asset="predictions",
+                                          description="every p_h{H} in [0, 1] or NaN; one row per symbol and day")])
 def predictions(context: AssetExecutionContext, specialists: pl.LazyFrame, regime: pl.LazyFrame,
                 lstm_model: pl.LazyFrame, features: pl.LazyFrame, meta_model: pl.LazyFrame, project: ProjectResource):
     """Out-of-sample P(label = 1) per horizon for every symbol and day of Y, from the meta
@@ -42,3 +50,7 @@ def predictions(context: AssetExecutionContext, specialists: pl.LazyFrame, regim
         obs.extra["coverage"] = coverage
         obs.record(table)
     yield Output(table, metadata={"coverage": MetadataValue.json(coverage)})
+    from domain.checks import probabilities_in_unit_interval
+
+    passed, meta = probabilities_in_unit_interval(table)
+    yield AssetCheckResult(check_name="probabilities_in_unit_interval", passed=passed, metadata=meta)

@@ -20,6 +20,9 @@ One function per check, named after it:
     trade_log        indices_inside_market_data
     grid_search      top_sorted_unique
     strategy_search  front_is_pareto
+    meta_model       out_of_sample_metrics_valid
+    predictions      probabilities_in_unit_interval
+    evaluation       metrics_in_range
 """
 
 from __future__ import annotations
@@ -231,3 +234,38 @@ def front_is_pareto(front: pl.DataFrame, trials: pl.DataFrame, objectives: tuple
     passed = infeasible == 0 and non_finite == 0 and dominated == 0
     return passed, {**meta, "infeasible_on_front": infeasible, "non_finite": non_finite, "dominated_on_front": dominated}
 
+
+
+# ---------------------------------------------------------------- meta_model, predictions, evaluation
+
+def _outside(table: pl.DataFrame, columns: dict[str, tuple[float, float]]) -> dict[str, int]:
+    """Per column present: the count of finite values outside [lo, hi] (null and NaN pass:
+    a metric that cannot be computed, e.g. AUC with one class, is reported as missing)."""
+    return {c: int(table.select((pl.col(c).is_not_null() & pl.col(c).is_not_nan()
+                                 & ~pl.col(c).is_between(lo, hi)).sum()).item())
+            for c, (lo, hi) in columns.items() if c in table.columns}
+
+
+def out_of_sample_metrics_valid(table: pl.DataFrame) -> tuple[bool, dict]:
+    """meta_model: per (year, horizon) trained, AUC and Brier in [0, 1], log loss >= 0, IC in
+    [-1, 1], and out-of-sample rows n > 0."""
+    bad = _outside(table, {"auc": (0, 1), "brier": (0, 1), "log_loss": (0, float("inf")), "ic": (-1, 1)})
+    empty = int((table["n"] <= 0).sum()) if "n" in table.columns else 0
+    return not any(bad.values()) and empty == 0, {"models": table.height, "out_of_range": bad, "empty_test_years": empty}
+
+
+def probabilities_in_unit_interval(table: pl.DataFrame) -> tuple[bool, dict]:
+    """predictions: every p_h{H} in [0, 1] or NaN (no model or inputs missing), and one row
+    per (symbol, date)."""
+    cols = [c for c in table.columns if c.startswith("p_h")]
+    bad = _outside(table, {c: (0, 1) for c in cols})
+    dup = int(table.select(pl.struct("symbol", "date").is_duplicated().sum()).item()) if table.height else 0
+    nan = {c: round(float(table[c].is_nan().mean() or 0.0), 4) for c in cols} if table.height else {}
+    return not any(bad.values()) and dup == 0, {"out_of_range": bad, "duplicated_rows": dup, "nan_share": nan}
+
+
+def metrics_in_range(table: pl.DataFrame) -> tuple[bool, dict]:
+    """evaluation: AUC, PR-AUC and Brier in [0, 1], IC and rank IC in [-1, 1], log loss >= 0."""
+    bad = _outside(table, {"auc": (0, 1), "pr_auc": (0, 1), "brier": (0, 1), "ic": (-1, 1), "rank_ic": (-1, 1),
+                           "log_loss": (0, float("inf"))})
+    return not any(bad.values()), {"rows": table.height, "out_of_range": bad}

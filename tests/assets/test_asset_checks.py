@@ -251,3 +251,22 @@ def test_strategy_search_cli_materializes_the_asset_with_its_flags(make_settings
     assert "Pareto front:" in capsys.readouterr().out
     assert main(["strategy-search", "--symbol", "ZZZ"]) == 2  # no stored bars: one line, exit 2
     assert "no raw_bars of ZZZ" in capsys.readouterr().err
+
+
+def test_meta_predictions_and_evaluation_checks_fail_on_bad_output_and_pass_on_good():
+    good_meta = pl.DataFrame({"year": [2003], "horizon": [7], "auc": [0.55], "brier": [0.24], "log_loss": [0.68],
+                              "ic": [0.05], "n": [700]})
+    assert checks.out_of_sample_metrics_valid(good_meta)[0]
+    assert not checks.out_of_sample_metrics_valid(good_meta.with_columns(pl.lit(1.2).alias("auc")))[0]
+    assert not checks.out_of_sample_metrics_valid(good_meta.with_columns(pl.lit(0).alias("n")))[0]
+    assert checks.out_of_sample_metrics_valid(good_meta.with_columns(pl.lit(None, pl.Float64).alias("auc")))[0]
+    day = dt.datetime(2003, 1, 2)
+    preds = pl.DataFrame({"symbol": ["AAA", "BBB"], "date": [day, day], "p_h7": [0.4, float("nan")]})
+    ok, meta = checks.probabilities_in_unit_interval(preds)
+    assert ok and meta["nan_share"] == {"p_h7": 0.5}
+    assert not checks.probabilities_in_unit_interval(preds.with_columns(pl.Series("p_h7", [1.5, 0.2])))[0]
+    assert not checks.probabilities_in_unit_interval(pl.concat([preds, preds.head(1)]))[0]
+    ev = pl.DataFrame({"year": [2003], "horizon": [7], "auc": [0.5], "pr_auc": [0.5], "brier": [0.25],
+                       "log_loss": [0.69], "ic": [0.01], "rank_ic": [None]}, schema_overrides={"rank_ic": pl.Float64})
+    assert checks.metrics_in_range(ev)[0]
+    assert not checks.metrics_in_range(ev.with_columns(pl.lit(-1.5).alias("ic")))[0]
