@@ -8,11 +8,18 @@ training label reaches into it). It then scores the rows of Y, so every stored
 symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (standardizer,
 architecture, history, window, `table_versions` of its input tables). Runs in `lstm_job` (training on a CPU is slow: see
 benchmarks/RESULTS.md).
+
+Live scoring (domain.live.inference): `load_lstm(models_dir, horizon, year)` rebuilds the
+saved model of a year (None when its weights or JSON are missing) and
+`score_latest(model, window)` scores the one sequence made of the `seq_len` feature rows
+ending at a bar (registry order, float32), as `fit_and_score` scores that bar in a batch.
 """
 
 import datetime as dt
+import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +29,16 @@ import torch
 from domain.learning.training_data import label_ends
 from domain.observe import write_json_atomic
 from domain.symbol_chunks import symbol_offsets
-from kernels.learn.lstm import predict_lstm, train_lstm
+from kernels.learn.lstm import LSTMSpec, Standardizer, predict_lstm, train_lstm
 from kernels.registry.features import FEATURE_NAMES
 from resources.delta_store import DeltaStore
 
 TRAINED_ON = ("features", "labels")  # the tables recorded in the JSON sidecar
+
+
+def lstm_path(models_dir, horizon: int, year: int) -> Path:
+    """`models/lstm_h{H}_{Y}.pt` (the JSON sidecar has the same stem)."""
+    return Path(models_dir) / f"lstm_h{horizon}_{year}.pt"
 
 
 def save_weights(state: dict, path: Path) -> None:
@@ -96,3 +108,56 @@ def train_years(features: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], 
             log.info(f"lstm_model {year}: best epoch {result.best_epoch}, {result.samples_per_s:.0f} samples/s on {result.device}")
         parts.append(scores)
     return pl.concat(parts) if parts else pl.DataFrame(schema={"date": pl.Datetime("ns")})
+
+
+# ---------------------------------------------------------------------------------------
+# live scoring: one saved model, one window
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SavedLSTM:
+    """The LSTM of `year` as `train_years` saved it: model (eval mode, CPU until first
+    scored), standardizer, seq_len and the feature names in the order it was trained on."""
+
+    year: int
+    horizon: int
+    model: LSTMSpec
+    standardizer: Standardizer
+    seq_len: int
+    features: list[str]
+
+
+def load_lstm(models_dir, horizon: int, year: int) -> SavedLSTM | None:
+    """The saved LSTM of `year` (`lstm_h{H}_{Y}.pt` + JSON), None when either file is
+    missing. ValueError when the JSON's features are not the registry's (the live window is
+    read in registry order)."""
+    weights = lstm_path(models_dir, horizon, year)
+    side = weights.with_suffix(".json")
+    if not (weights.is_file() and side.is_file()):
+        return None
+    meta = json.loads(side.read_text())
+    if list(meta["features"]) != list(FEATURE_NAMES):
+        raise ValueError(f"{side}: the model was trained on features {meta['features'][:4]}... which are not the "
+                         f"registry's FEATURE_NAMES ({len(FEATURE_NAMES)} columns): retrain lstm_model for {year}")
+    model = LSTMSpec(**meta["spec"])
+    model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    model.eval()
+    return SavedLSTM(year=year, horizon=horizon, model=model, standardizer=Standardizer.from_dict(meta["standardizer"]),
+                     seq_len=int(meta["seq_len"]), features=list(meta["features"]))
+
+
+def score_latest(saved: SavedLSTM, window, device="auto") -> float:
+    """P(label = 1) of the sequence `window` [seq_len, F] (the feature rows ending at the bar,
+    oldest first, registry order): predict_lstm on that single window. NaN when the window
+    is shorter than seq_len or has a non-finite value (no full sequence, as in the batch)."""
+    X = np.asarray(window, dtype=np.float32)
+    if X.ndim != 2 or X.shape[1] != len(saved.features):
+        raise ValueError(f"expected a window [rows, {len(saved.features)}], got {X.shape}")
+    if X.shape[0] < saved.seq_len:
+        return float("nan")
+    X = np.ascontiguousarray(X[-saved.seq_len:])
+    n = X.shape[0]
+    out = predict_lstm(saved.model, saved.standardizer, X, np.array([0, n], dtype=np.int64), np.array([n - 1]),
+                       seq_len=saved.seq_len, batch_size=1, device=device)
+    return float(out[-1])

@@ -19,7 +19,7 @@ P(label = 1) per horizon for one symbol at a time `now`, or a list of symbols.
 Contract (tests/domain/test_inference.py):
 * The probabilities come from `assets.predictions.score_rows`, the function the batch
   `predictions` asset uses, fed the float32 specialist scores, the day's regime, (when
-  a model uses it) the stored LSTM score and (when a model was trained with
+  a model uses it) the LSTM score (scored live, see "LSTM" below) and (when a model was trained with
   `meta.inputs: features+specialists`) the streaming features of the day, in registry
   order: for a date of year Y they equal the stored predictions of Y (to float32 rounding
   of the meta model's output; a features model sees the streaming features, which agree
@@ -66,10 +66,19 @@ table, cached with its version). When that date is not stored
 symbol for years Y-2..Y up to that date, as a single-year `regime` run would tag it
 (the tagger only uses trailing windows). Values are cached per session.
 
-LSTM: when a meta model's features include the LSTM score, the stored out-of-sample
-`spec_lstm_score` of (symbol, date) from the `lstm_model` asset is used (NaN, hence NaN
-probabilities, when absent): live LSTM scoring needs the torch model and a sequence of
-feature rows and is not part of this path.
+LSTM: when a meta model's features include the LSTM score, it is scored live on the
+latest sequence when the LSTM of year(bar date) exists (`models/lstm_h{H}_{Y}.pt` + JSON,
+H = lstm.horizon): the model is loaded once per year (`domain.learning.lstm.load_lstm`,
+reloaded when a file changes), the window is the symbol's last `seq_len` rows of the
+stored `features` table up to and including the bar (the live job builds it before
+inference), in registry order FEATURE_NAMES, float32 as in training, and
+`domain.learning.lstm.score_latest` runs `predict_lstm` on it (GPU when present, else
+CPU). It equals the batch score the `lstm_model` asset stored for that bar within 1e-6
+(one window vs a batch). NaN when the window is not full: fewer than `seq_len` rows, a
+non-finite value in it, or no `features` row of the bar's date (stale table). Without a
+model of that year, the stored out-of-sample `spec_lstm_score` of (symbol, date) from
+the `lstm_model` asset is used (NaN, hence NaN probabilities, when absent). Live scores
+are cached per (symbol, date) with the features table version and the model files.
 """
 
 from __future__ import annotations
@@ -88,6 +97,7 @@ import polars as pl
 
 from config.partitions import REGIME_HALO_YEARS
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
+from domain.learning.lstm import SavedLSTM, load_lstm, lstm_path, score_latest
 from domain.learning.predictions import load_year_models, model_path, models_features, score_rows
 from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
 from kernels.registry.features import FEATURE_NAMES
@@ -284,6 +294,8 @@ class InferenceSession:
         self._regime_stored: dict[int, tuple] = {}  # year -> (version, {date int64: regime or None})
         self._regime_computed: dict[int, int | None] = {}
         self._lstm: dict[int, tuple] = {}  # year -> (version, {(symbol, date int64): score})
+        self._lstm_models: dict[int, tuple] = {}  # year -> (file stats, SavedLSTM or None)
+        self._lstm_live: dict[tuple, tuple] = {}  # (symbol, date int64) -> ((version, stats), score)
         self._code: str | None = None
         self.counters = {"bars_fed": 0, "cold_starts": 0, "rebuilds": 0, "replays": 0, "persisted_loads": 0}
 
@@ -469,8 +481,53 @@ class InferenceSession:
         row = tags.filter(pl.col("date").cast(pl.Datetime("ns")) == pl.lit(_as_datetime(date)).cast(pl.Datetime("ns")))
         return None if row.height == 0 else row["regime"][0]
 
+    def lstm_model(self, year: int) -> SavedLSTM | None:
+        """The saved LSTM of `year` (None without one), loaded once, reloaded when a file changes."""
+        path = lstm_path(self.models_dir, self.settings.lstm.horizon, year)
+        stats = (_stat(path), _stat(path.with_suffix(".json")))
+        hit = self._lstm_models.get(year)
+        if hit is None or hit[0] != stats:
+            hit = (stats, load_lstm(self.models_dir, self.settings.lstm.horizon, year))
+            self._lstm_models[year] = hit
+        return hit[1]
+
+    def lstm_window(self, symbol: str, date: np.datetime64, seq_len: int, version: int | None = None) -> np.ndarray | None:
+        """float32 [<= seq_len, F]: the symbol's last `seq_len` stored `features` rows up to and
+        including `date` (registry order, oldest first); None when there is no features row
+        of `date` itself."""
+        if version is None:
+            version = self.version("features")
+        if version is None:
+            return None
+        year, end = _year(date), pl.lit(_as_datetime(date)).cast(pl.Datetime("ns"))
+        base = self.store.scan("features", version=version).filter((pl.col("symbol") == symbol) & (pl.col("date") <= end))
+        back = seq_len // 240 + 1  # years that hold seq_len daily rows; widened below if not
+        df = base.filter(pl.col("year").is_between(year - back, year)).select("date", *FEATURE_NAMES).collect()
+        if df.height < seq_len:
+            df = base.select("date", *FEATURE_NAMES).collect()
+        df = df.sort("date").tail(seq_len)
+        if df.height == 0 or df["date"].cast(pl.Datetime("ns")).cast(pl.Int64)[-1] != int(
+                date.astype("datetime64[ns]").astype(np.int64)):
+            return None
+        return df.select(FEATURE_NAMES).to_numpy().astype(np.float32)
+
     def lstm_score(self, symbol: str, date: np.datetime64) -> float:
-        """The stored out-of-sample LSTM score of (symbol, date), NaN when absent."""
+        """The LSTM score of (symbol, date): scored live on the latest sequence by the LSTM of
+        year(date) when it exists, else the stored out-of-sample score (NaN when absent)."""
+        year = _year(date)
+        saved = self.lstm_model(year)
+        if saved is not None:
+            key = (symbol, int(date.astype("datetime64[ns]").astype(np.int64)))
+            version = self.version("features")
+            ident = (version, self._lstm_models[year][0])
+            hit = self._lstm_live.get(key)
+            if hit is None or hit[0] != ident:
+                window = self.lstm_window(symbol, date, saved.seq_len, version)
+                hit = (ident, math.nan if window is None else score_latest(saved, window))
+                self._lstm_live[key] = hit
+            return hit[1]
+
+        # no model of that year: the stored out-of-sample score
         def build(df: pl.DataFrame) -> dict:
             if STORED_LSTM_COLUMN not in df.columns:
                 return {}

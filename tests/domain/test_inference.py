@@ -286,3 +286,71 @@ def test_a_symbol_whose_stored_partitions_are_all_empty_is_a_clear_error(learned
     with pytest.raises(SymbolDataError, match="EMP.*empty"):
         infer_one("EMP", dt.date(2003, 5, 5), learned_copy)
     assert infer_batch(["AAA", "EMP"], dt.date(2003, 5, 5), learned_copy, skip_missing=True)["symbol"].to_list() == ["AAA"]
+
+
+# ---- live LSTM scoring -------------------------------------------------------------------
+
+
+def test_the_lstm_score_is_scored_live_and_equals_the_batch_score_of_the_same_bar(store_copy, instance, monkeypatch):
+    """With the LSTM of year(bar) saved, the live score of a bar is that model on the symbol's
+    last seq_len stored feature rows up to the bar: the batch score the lstm_model asset
+    stored for it (1e-6: one window vs a batch), and what the meta model sees. Without the
+    model of that year, the stored score is used."""
+    from dagster import materialize
+
+    from assets.features import features
+    from assets.labels import labels
+    from assets.lstm_model import lstm_model
+    from assets.raw_bars import raw_bars
+    from domain.learning.lstm import load_lstm, score_latest
+    from pipeline.definitions import build_resources
+    from pipeline.symbols import register_symbols
+
+    data = yaml.safe_load(store_copy.read_text())
+    data["lstm"] = {"seq_len": 8, "hidden": 8, "layers": 1, "epochs": 1, "max_steps": 4, "batch_size": 64}
+    store_copy.write_text(yaml.safe_dump(data))
+    register_symbols(instance, LEARNED_SYMBOLS)
+    assert materialize([raw_bars, features, labels, lstm_model], selection=[lstm_model], partition_key=str(LEARNED_YEAR),
+                       instance=instance, resources=build_resources(str(store_copy))).success
+    settings = read_settings(store_copy)
+    stored = _read(store_copy, "lstm_model", LEARNED_YEAR)
+
+    session = InferenceSession(store_copy)
+    live = {}
+    for symbol, day in PAIRS:
+        batch = _row(stored, day, symbol)["spec_lstm_score"]
+        assert math.isfinite(batch), (symbol, day)
+        live[(symbol, day)] = session.lstm_score(symbol, np.datetime64(day, "ns"))
+        assert abs(live[(symbol, day)] - batch) <= 1e-6, (symbol, day, live[(symbol, day)], batch)
+    assert session._lstm_models[LEARNED_YEAR][1] is session.lstm_model(LEARNED_YEAR)  # loaded once per year
+
+    class Seen:
+        def __init__(self):
+            self.feature_names = [*SPECIALIST_COLUMNS, LSTM_COLUMN]
+
+        def predict_proba(self, X):
+            return X[:, -1].astype(np.float32)  # echoes the LSTM input
+
+    monkeypatch.setattr(session, "models", lambda year: {7: Seen()})
+    for symbol, day in PAIRS[:3]:
+        out = session.infer_one(symbol, day)
+        want = np.float32(live[(symbol, day)])
+        assert out["features"]["meta_inputs"][LSTM_COLUMN] == want
+        assert out["features"]["spec_lstm_score"] == want and out["h7"] == want
+
+    # live, not read back: a changed stored table does not move the score ...
+    symbol, day = PAIRS[1]
+    changed = stored.with_columns(pl.lit(0.5, dtype=pl.Float32).alias("spec_lstm_score"))
+    _store(store_copy).write_year("lstm_model", LEARNED_YEAR, changed)
+    assert InferenceSession(store_copy).lstm_score(symbol, np.datetime64(day, "ns")) == live[(symbol, day)]
+    # ... a window that is not full is NaN, as in the batch ...
+    saved = load_lstm(settings.models_dir, settings.lstm.horizon, LEARNED_YEAR)
+    window = session.lstm_window(symbol, np.datetime64(day, "ns"), saved.seq_len)
+    assert window.shape == (saved.seq_len, len(FEATURE_NAMES)) and window.dtype == np.float32
+    assert score_latest(saved, window, device="cpu") == pytest.approx(live[(symbol, day)], abs=1e-6)
+    assert math.isnan(score_latest(saved, window[1:]))
+    assert math.isnan(score_latest(saved, np.where(np.arange(saved.seq_len)[:, None] == 3, np.nan, window)))
+    # ... and without the model of that year the stored score is used
+    (settings.models_dir / f"lstm_h{settings.lstm.horizon}_{LEARNED_YEAR}.pt").unlink()
+    assert load_lstm(settings.models_dir, settings.lstm.horizon, LEARNED_YEAR) is None
+    assert session.lstm_score(symbol, np.datetime64(day, "ns")) == 0.5
