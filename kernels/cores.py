@@ -46,20 +46,28 @@ def sma_core(x, n, out):
 
 
 def ema_core(x, n, out):
-    """EMA with k = 2/(n+1), seeded by the SMA of the first n values (TA-Lib default)."""
+    """EMA with k = 2/(n+1), seeded by the SMA of the first n values (TA-Lib default).
+
+    Update e = x*k + e*(1-k), and e unchanged where x == e: TA-Lib's (x - e)*k + e
+    rearranged so that the loop-carried chain is one multiply and one add (x*k is off the
+    chain), with TA-Lib's exactness on a tie kept (a constant input leaves the EMA exactly
+    where it is). Equal to TA-Lib to float64 rounding; the last bits may differ from
+    (x - e)*k + e (TA-Lib itself fuses that multiply-add where the CPU has FMA)."""
     t_len = x.shape[0]
     for i in range(min(n - 1, t_len)):
         out[i] = NAN
     if t_len < n:
         return
     k = 2.0 / (n + 1)
+    omk = 1.0 - k
     prev = 0.0
     for i in range(n):
         prev += np.float64(x[i])
     prev = prev / n
     out[n - 1] = prev
     for i in range(n, t_len):
-        prev = (np.float64(x[i]) - prev) * k + prev
+        v = np.float64(x[i])
+        prev = v * k + prev * omk if v != prev else prev
         out[i] = prev
 
 
@@ -89,7 +97,10 @@ def wma_core(x, n, out):
 
 
 def dema_core(x, n, out):
-    """2*EMA(x) - EMA(EMA(x)); the second EMA is seeded by the SMA of the first n EMA values."""
+    """2*EMA(x) - EMA(EMA(x)); the second EMA is seeded by the SMA of the first n EMA values.
+
+    One loop per phase (first EMA's warm-up, second EMA's seed, steady state), both EMAs
+    updated as in ema_core (e = v*k + e*(1-k), e kept where v == e)."""
     t_len = x.shape[0]
     look = 2 * (n - 1)
     for i in range(min(look, t_len)):
@@ -97,29 +108,32 @@ def dema_core(x, n, out):
     if t_len < n:
         return
     k = 2.0 / (n + 1)
+    omk = 1.0 - k
     e1 = 0.0
     for i in range(n):
         e1 += np.float64(x[i])
     e1 = e1 / n
-    e2 = e1
     acc2 = e1
-    for i in range(n - 1, t_len):
-        if i > n - 1:
-            e1 = (np.float64(x[i]) - e1) * k + e1
-            j = i - (n - 1)  # index within the e1 series
-            if j < n - 1:
-                acc2 += e1
-            elif j == n - 1:
-                acc2 += e1
-                e2 = acc2 / n
-            else:
-                e2 = (e1 - e2) * k + e2
-        if i >= look:
-            out[i] = 2.0 * e1 - e2
+    for i in range(n, min(look + 1, t_len)):  # e1 values 1..n-1 enter the seed of e2
+        v = np.float64(x[i])
+        e1 = v * k + e1 * omk if v != e1 else e1
+        acc2 += e1
+    if t_len <= look:
+        return
+    e2 = acc2 / n
+    out[look] = 2.0 * e1 - e2
+    for i in range(look + 1, t_len):
+        v = np.float64(x[i])
+        e1 = v * k + e1 * omk if v != e1 else e1
+        e2 = e1 * k + e2 * omk if e1 != e2 else e2
+        out[i] = 2.0 * e1 - e2
 
 
 def tema_core(x, n, out):
-    """3*EMA1 - 3*EMA2 + EMA3, each EMA seeded by the SMA of the first n values of its input."""
+    """3*EMA1 - 3*EMA2 + EMA3, each EMA seeded by the SMA of the first n values of its input.
+
+    One loop per phase (EMA2's seed, EMA3's seed, steady state), the EMAs updated as in
+    ema_core (e = v*k + e*(1-k), e kept where v == e)."""
     t_len = x.shape[0]
     look = 3 * (n - 1)
     for i in range(min(look, t_len)):
@@ -127,34 +141,35 @@ def tema_core(x, n, out):
     if t_len < n:
         return
     k = 2.0 / (n + 1)
+    omk = 1.0 - k
     e1 = 0.0
     for i in range(n):
         e1 += np.float64(x[i])
     e1 = e1 / n
-    e2 = 0.0
-    e3 = 0.0
-    acc2 = 0.0
-    acc3 = 0.0
-    for i in range(n - 1, t_len):
-        if i > n - 1:
-            e1 = (np.float64(x[i]) - e1) * k + e1
-        j = i - (n - 1)  # index within the e1 series
-        if j < n:
-            acc2 += e1
-            if j == n - 1:
-                e2 = acc2 / n
-        else:
-            e2 = (e1 - e2) * k + e2
-        if j >= n - 1:
-            m = j - (n - 1)  # index within the e2 series
-            if m < n:
-                acc3 += e2
-                if m == n - 1:
-                    e3 = acc3 / n
-            else:
-                e3 = (e2 - e3) * k + e3
-            if m >= n - 1:
-                out[i] = 3.0 * e1 - 3.0 * e2 + e3
+    acc2 = e1
+    for i in range(n, min(2 * n - 1, t_len)):  # e1 values 1..n-1 enter the seed of e2
+        v = np.float64(x[i])
+        e1 = v * k + e1 * omk if v != e1 else e1
+        acc2 += e1
+    if t_len <= 2 * n - 2:
+        return
+    e2 = acc2 / n
+    acc3 = e2
+    for i in range(2 * n - 1, min(look + 1, t_len)):  # e2 values 1..n-1 enter the seed of e3
+        v = np.float64(x[i])
+        e1 = v * k + e1 * omk if v != e1 else e1
+        e2 = e1 * k + e2 * omk if e1 != e2 else e2
+        acc3 += e2
+    if t_len <= look:
+        return
+    e3 = acc3 / n
+    out[look] = 3.0 * e1 - 3.0 * e2 + e3
+    for i in range(look + 1, t_len):
+        v = np.float64(x[i])
+        e1 = v * k + e1 * omk if v != e1 else e1
+        e2 = e1 * k + e2 * omk if e1 != e2 else e2
+        e3 = e2 * k + e3 * omk if e2 != e3 else e3
+        out[i] = 3.0 * e1 - 3.0 * e2 + e3
 
 
 def hma_core(x, n, out, diff):
@@ -287,7 +302,8 @@ def kama_core(x, n, out):
 
 def rsi_core(x, n, out):
     """Wilder RSI: average gain/loss seeded by simple means of the first n changes, then
-    avg += (change - avg) / n (as a multiply by 1/n: a short dependency chain);
+    avg = avg*(1 - 1/n) + change*(1/n) (a one-multiply-one-add loop-carried chain;
+    TA-Lib computes (avg*(n-1) + change)/n or, with FMA, the same rearrangement);
     RSI = 100*gain/(gain+loss), 0 when both are exactly 0 (TA-Lib's scale-aware zero test
     reduces to that for a sum of non-negative terms)."""
     t_len = x.shape[0]
@@ -296,6 +312,7 @@ def rsi_core(x, n, out):
     if t_len <= n:
         return
     inv_n = 1.0 / n
+    omn = 1.0 - inv_n
     gain = 0.0
     loss = 0.0
     for i in range(1, n + 1):
@@ -312,15 +329,16 @@ def rsi_core(x, n, out):
         d = np.float64(x[i]) - np.float64(x[i - 1])
         up = d if d > 0.0 else 0.0
         down = -d if d < 0.0 else 0.0
-        gain += (up - gain) * inv_n
-        loss += (down - loss) * inv_n
+        gain = gain * omn + up * inv_n
+        loss = loss * omn + down * inv_n
         s = gain + loss
         out[i] = 100.0 * (gain / s) if s != 0.0 else 0.0
 
 
 def atr_core(h, l, c, n, out):
     """Wilder ATR: TR[t] = max(h-l, |h-c[t-1]|, |l-c[t-1]|) from t=1; ATR[n] = mean(TR[1..n]),
-    then ATR += (TR - ATR) / n (as a multiply by 1/n). With n == 1 it is the true range."""
+    then ATR = ATR*(1 - 1/n) + TR*(1/n) (TA-Lib 0.6's form; one multiply and one add on the
+    loop-carried chain). With n == 1 it is the true range."""
     t_len = h.shape[0]
     for i in range(min(n, t_len)):
         out[i] = NAN
@@ -333,9 +351,10 @@ def atr_core(h, l, c, n, out):
     acc = acc / n
     out[n] = acc
     inv_n = 1.0 / n
+    omn = 1.0 - inv_n
     for i in range(n + 1, t_len):
         tr = max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))), math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
-        acc += (tr - acc) * inv_n
+        acc = acc * omn + tr * inv_n
         out[i] = acc
 
 
@@ -343,10 +362,10 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
     """Wilder's directional movement (TA-Lib PLUS_DI, MINUS_DI, ADX) in one pass.
 
     +DM = up move if up > down and up > 0, -DM = down move if down > up and down > 0;
-    +DM, -DM and TR are summed over bars 1..n-1, then Wilder-smoothed (s = s - s/n + v, the
-    division as a multiply by 1/n).
+    +DM, -DM and TR are summed over bars 1..n-1, then Wilder-smoothed (s = s - s/n + v,
+    computed as s*(1 - 1/n) + v: one multiply and one add on the loop-carried chain).
     DI = 100*DM/TR from bar n (0 when TR is exactly 0). DX = 100*|+DI - -DI|/(+DI + -DI);
-    ADX[2n-1] = mean of DX over bars n..2n-1, then ADX += (DX - ADX)/n, unchanged on
+    ADX[2n-1] = mean of DX over bars n..2n-1, then ADX = ADX*(1 - 1/n) + DX/n, unchanged on
     bars where TR or +DI + -DI is exactly 0 (sums of non-negative terms: TA-Lib's
     scale-aware zero test reduces to an exact one).
     `which`: 0 writes all three outputs; 1 only +DI and 2 only -DI (no DX/ADX work; the
@@ -361,6 +380,7 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
     if t_len <= n:
         return
     inv_n = 1.0 / n
+    omn = 1.0 - inv_n
     pdm = 0.0
     mdm = 0.0
     tr_s = 0.0
@@ -370,18 +390,18 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
         diff_p = np.float64(h[i]) - np.float64(h[i - 1])
         diff_m = np.float64(l[i - 1]) - np.float64(l[i])
         tr = max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))), math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
+        # `&`, not `and`: no short-circuit branch, so both are selects (the conditions are
+        # coin flips on real data, a branch would mispredict half the time)
+        dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
+        dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
         if i < n:
-            if diff_m > 0 and diff_p < diff_m:
-                mdm += diff_m
-            elif diff_p > 0 and diff_p > diff_m:
-                pdm += diff_p
+            mdm += dm_minus  # adding 0.0 leaves these non-negative sums unchanged
+            pdm += dm_plus
             tr_s += tr
             continue
-        dm_minus = diff_m if (diff_m > 0 and diff_p < diff_m) else 0.0
-        dm_plus = diff_p if (diff_p > 0 and diff_p > diff_m) else 0.0
-        mdm = mdm - mdm * inv_n + dm_minus
-        pdm = pdm - pdm * inv_n + dm_plus
-        tr_s = tr_s - tr_s * inv_n + tr
+        mdm = mdm * omn + dm_minus
+        pdm = pdm * omn + dm_plus
+        tr_s = tr_s * omn + tr
         if which == 1:
             plus_di[i] = 100.0 * (pdm / tr_s) if tr_s != 0.0 else 0.0
             continue
@@ -409,7 +429,7 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
             adx[i] = prev_adx
         else:
             if have_dx:
-                prev_adx += (dx - prev_adx) * inv_n
+                prev_adx = prev_adx * omn + dx * inv_n
             adx[i] = prev_adx
 
 
@@ -417,7 +437,7 @@ def moments_core(x, n, zscore, out):
     """Rolling population moments over n rows: var = E[d^2] - E[d]^2 with d = x - anchor.
 
     The anchor is the oldest value of the window, re-set every n rows (the window's sums
-    are then recomputed, amortised O(1)): sums of deviations do not suffer the cancellation
+    are then recomputed, amortised O(1); the means are sums times 1/n): sums of deviations do not suffer the cancellation
     of raw E[x^2] - E[x]^2 on prices whose variance is tiny next to their square.
     zscore == 0: out = sqrt(var), the standard deviation (TA-Lib STDDEV, nbdev 1), 0 where
     var < 1e-14. zscore == 1: out = (x - mean) / sqrt(var), 0 where var < 1e-14.
@@ -427,6 +447,8 @@ def moments_core(x, n, zscore, out):
         out[i] = NAN
     if t_len < n:
         return
+    inv_n = 1.0 / n
+    next_start = n  # the window start at which the anchor moves next (a multiple of n)
     anchor = np.float64(x[0])
     s1 = 0.0
     s2 = 0.0
@@ -436,7 +458,8 @@ def moments_core(x, n, zscore, out):
         s2 += d * d
     for i in range(n - 1, t_len):
         start = i - n + 1
-        if start > 0 and start % n == 0:
+        if start == next_start:
+            next_start += n
             anchor = np.float64(x[start])
             s1 = 0.0
             s2 = 0.0
@@ -447,8 +470,8 @@ def moments_core(x, n, zscore, out):
         d = np.float64(x[i]) - anchor
         s1 += d
         s2 += d * d
-        mean1 = s1 / n
-        var = s2 / n - mean1 * mean1
+        mean1 = s1 * inv_n
+        var = s2 * inv_n - mean1 * mean1
         old = np.float64(x[start]) - anchor
         s1 -= old
         s2 -= old * old
@@ -465,6 +488,11 @@ def rocp_core(x, n, out):
     t_len = x.shape[0]
     for i in range(min(n, t_len)):
         out[i] = NAN
-    for i in range(n, t_len):
-        prev = np.float64(x[i - n])
-        out[i] = (np.float64(x[i]) - prev) / prev if prev != 0.0 else 0.0
+    if t_len <= n:
+        return
+    cur = x[n:]
+    old = x[: t_len - n]
+    dst = out[n:]
+    for i in range(t_len - n):  # views: indices are plain loop counters, so the loop vectorizes
+        prev = np.float64(old[i])
+        dst[i] = (np.float64(cur[i]) - prev) / prev if prev != 0.0 else 0.0

@@ -17,7 +17,7 @@ Exactness: fed float64 values, the updaters equal `kernels.indicators` called wi
 `dtype=np.float64` bar for bar, bit for bit, NaN positions included. Each one performs the
 floating-point operations of its core in `kernels.cores` in the same order (the same
 seeds, running sums updated add-emit-subtract, TA-Lib's O(1) WMA and LINEARREG updates,
-Wilder's `a *= n-1; a += v; a /= n`, the same zero tests: `|v| < 1e-14` for KAMA and the
+Wilder's `a = a*(1-1/n) + v/n`, the same zero tests: `|v| < 1e-14` for KAMA and the
 variance, exact zero for RSI and DMI, and the moments' anchored sums). Where a core skips
 an addition in a branch (RSI's gain/loss, DMI's +DM/-DM) the updater adds 0.0 instead,
 which leaves those non-negative accumulators unchanged bit for bit. Where a core recomputes
@@ -138,13 +138,14 @@ class SMAUpdater(Updater):
 
 
 class EMAUpdater(Updater):
-    """EMA with k = 2/(n+1): seeded by the mean of the first n values, then (x - e)*k + e."""
+    """EMA with k = 2/(n+1): seeded by the mean of the first n values, then x*k + e*(1-k) (e kept where x == e), as ema_core."""
 
     def __init__(self, n: int) -> None:
         super().__init__()
         self.n = _period(n)
         self.lookback = self.n - 1
         self._k = 2.0 / (self.n + 1)
+        self._omk = 1.0 - self._k
         self._acc = 0.0
 
     def update(self, x) -> float:
@@ -157,7 +158,7 @@ class EMAUpdater(Updater):
             self._acc += x
             out = self._acc / self.n
         else:
-            out = (x - self.value) * self._k + self.value
+            out = x * self._k + self.value * self._omk if x != self.value else self.value
         self.value = out
         return out
 
@@ -359,12 +360,13 @@ class KAMAUpdater(Updater):
 
 
 class _Wilder:
-    """Wilder's average: the mean of the first n values, then a += (v - a) * (1/n), as in
-    the cores. `update` returns NaN until seeded."""
+    """Wilder's average: the mean of the first n values, then a = a*(1 - 1/n) + v*(1/n), as
+    in the cores. `update` returns NaN until seeded."""
 
     def __init__(self, n: int) -> None:
         self.n = n
         self.inv_n = 1.0 / n
+        self.omn = 1.0 - self.inv_n
         self.count = 0
         self.value = 0.0
 
@@ -378,16 +380,16 @@ class _Wilder:
             self.value += v
             self.value /= n
         else:
-            self.value += (v - self.value) * self.inv_n
+            self.value = self.value * self.omn + v * self.inv_n
         return self.value
 
 
 class _WilderSum:
-    """DMI's smoothed sum: the sum of the first n-1 values, then s = s - s*(1/n) + v."""
+    """DMI's smoothed sum: the sum of the first n-1 values, then s = s*(1 - 1/n) + v."""
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.inv_n = 1.0 / n
+        self.omn = 1.0 - 1.0 / n
         self.count = 0
         self.value = 0.0
 
@@ -396,7 +398,7 @@ class _WilderSum:
         if self.count < self.n:
             self.value += v
         else:
-            self.value = self.value - self.value * self.inv_n + v
+            self.value = self.value * self.omn + v
 
 
 class RSIUpdater(Updater):
@@ -433,7 +435,7 @@ class RSIUpdater(Updater):
 
 
 class ATRUpdater(Updater):
-    """Wilder ATR: true range from bar 1, mean of TR[1..n] at bar n, then ATR += (TR - ATR)/n."""
+    """Wilder ATR: true range from bar 1, mean of TR[1..n] at bar n, then ATR = ATR*(1-1/n) + TR/n."""
 
     n_inputs = 3
 
@@ -459,9 +461,9 @@ class ATRUpdater(Updater):
 
 class DMIUpdater(Updater):
     """Wilder's directional movement (TA-Lib PLUS_DI, MINUS_DI, ADX): update returns
-    (+DI, -DI, ADX). +DM/-DM/TR are summed over bars 1..n-1, then s = s - s*(1/n) + v;
+    (+DI, -DI, ADX). +DM/-DM/TR are summed over bars 1..n-1, then s = s*(1 - 1/n) + v;
     DI = 100*DM/TR from bar n (0 when TR is exactly 0); DX = 100*|+DI - -DI|/(+DI + -DI);
-    ADX = mean of DX over bars n..2n-1, then ADX += (DX - ADX)/n, held where DX is undefined.
+    ADX = mean of DX over bars n..2n-1, then ADX = ADX*(1-1/n) + DX/n, held where DX is undefined.
     `ready` (and `lookback`, 2n-1) refer to ADX; `di_ready` to the DIs (from bar n)."""
 
     n_inputs = 3
@@ -524,7 +526,8 @@ class DMIUpdater(Updater):
 
 
 class _RollingMoments(Updater):
-    """Rolling population moments over n: var = E[d^2] - E[d]^2 with d = x - anchor.
+    """Rolling population moments over n: var = E[d^2] - E[d]^2 with d = x - anchor (the
+    means as sums times 1/n, as the core computes them).
 
     As in moments_core, the anchor is x[0], then x[k*n] from bar k*n + n - 1 on (k >= 1),
     where the sums restart as the sums of d over x[k*n .. k*n + n-2]. The core recomputes
@@ -535,6 +538,7 @@ class _RollingMoments(Updater):
     def __init__(self, n: int) -> None:
         super().__init__()
         self.n = _period(n)
+        self._inv_n = 1.0 / self.n
         self.lookback = self.n - 1
         self._window: deque[float] = deque(maxlen=self.n)  # x[t-n+1..t] after the append
         self._anchor = 0.0
@@ -569,8 +573,8 @@ class _RollingMoments(Updater):
         self._s2 += d * d
         if i < n - 1:
             return NAN
-        mean1 = self._s1 / n
-        var = self._s2 / n - mean1 * mean1
+        mean1 = self._s1 * self._inv_n
+        var = self._s2 * self._inv_n - mean1 * mean1
         old = self._window[0] - self._anchor
         self._s1 -= old
         self._s2 -= old * old

@@ -14,6 +14,21 @@ ascending, stops descending: each crossing comes no earlier than the previous le
 
 `resolve_exits` is the entry point: (results int32 [pairs, trades], exit rows int64
 [pairs, trades]) on NumPy arrays, equal bit for bit on every backend.
+
+CPU specialization (`crossings_cpu`, `resolve_pairs_cpu`; tests/test_grid_engines.py
+checks them against `cores.crossings_core` and `resolve_pairs`). r(p) = (p / entry - 1) * 100
+is a non-decreasing function of the price p for an entry > 0 (IEEE division, subtraction
+and multiplication are monotone), so "r(p) >= target" is exactly "p >= P_t" where P_t is
+the smallest value of the prices' dtype with r(P_t) >= target, and "r(p) <= stop" is
+exactly "p <= P_s" (P_s the largest with r(P_s) <= stop). `_level_price` finds P_t / P_s
+per trade and level: a first guess entry * (1 + level/100) in the prices' dtype, then
+`nextafter` steps (r evaluated exactly as the core does) until the boundary is pinned.
+The walk along the path then compares raw prices with the next target's and the next stop's
+price, with no division per row; only the rows where a level is crossed do more work.
+Trades are walked in order of their first row, so that overlapping paths find the prices
+in cache. Same first rows as `crossings_core`, bit for bit (trades with a non-positive or non-finite
+entry take `crossings_core` itself). The pairs are then resolved in one compiled pass
+(`resolve_pairs_cpu`) instead of NumPy's temporaries.
 """
 
 from __future__ import annotations
@@ -28,10 +43,168 @@ _crossings_cpu_core = njit(cache=True, nogil=True)(crossings_core)
 
 
 @njit(cache=True, parallel=True)
-def crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s):
-    """`cores.crossings_core` for every trade, parallel over trades (outputs preallocated)."""
+def crossings_cpu_reference(start, end, entry, prices, targets, stops, first_t, first_s):
+    """`cores.crossings_core` for every trade, parallel over trades (outputs preallocated):
+    the shared core as the CUDA backend runs it; `crossings_cpu` is the fast CPU path."""
     for j in prange(start.shape[0]):
         _crossings_cpu_core(j, start, end, entry, prices, targets, stops, first_t, first_s)
+
+
+@njit(cache=True, nogil=True)
+def _r(p, e):
+    """The exit walk's return, exactly as `cores.crossings_core` computes it."""
+    return (np.float64(p) / e - 1.0) * 100.0
+
+
+@njit(cache=True, nogil=True)
+def _on_level_side(p, e, level, is_target):
+    """Does price p cross the level: r(p) >= level (target) or r(p) <= level (stop)."""
+    return _r(p, e) >= level if is_target else _r(p, e) <= level
+
+
+@njit(cache=True, nogil=True)
+def _level_price(e, level, is_target, buf, lim):
+    """Target (is_target): the smallest price value (buf's dtype) p with r(p) >= level;
+    stop: the largest p with r(p) <= level. buf: 1-element scratch of the prices' dtype
+    (casts), lim: [-inf, +inf] in that dtype. A first guess, up to 8 `nextafter` steps,
+    and a bisection over the dtype's finite range if those do not pin the boundary (a
+    level far from any price, e.g. a -100 % stop, whose boundary lies near 0)."""
+    buf[0] = e * (1.0 + level / 100.0)
+    p = buf[0]
+    away = lim[0] if is_target else lim[1]  # toward prices that do not cross
+    back = lim[1] if is_target else lim[0]
+    for _ in range(8):
+        if _on_level_side(p, e, level, is_target):
+            q = np.nextafter(p, away)
+            if q == p or not _on_level_side(q, e, level, is_target):
+                return p
+            p = q
+        else:
+            q = np.nextafter(p, back)
+            if q == p:
+                return p
+            p = q
+    # bisection between lo < hi on either side of the boundary (crossing side: hi for a
+    # target, lo for a stop); the dtype's largest finite values bound it
+    lo = np.nextafter(lim[0], lim[1])
+    hi = np.nextafter(lim[1], lim[0])
+    if _on_level_side(p, e, level, is_target) == is_target:
+        hi = p
+    else:
+        lo = p
+    if _on_level_side(lo, e, level, is_target) == _on_level_side(hi, e, level, is_target):
+        return hi if is_target else lo  # no boundary inside the finite range
+    lo_side = _on_level_side(lo, e, level, is_target)
+    while True:
+        buf[0] = lo * 0.5 + hi * 0.5
+        m = buf[0]
+        if m <= lo:
+            m = np.nextafter(lo, lim[1])
+        if m >= hi:
+            break
+        if _on_level_side(m, e, level, is_target) == lo_side:
+            lo = m
+        else:
+            hi = m
+    return hi if is_target else lo
+
+
+@njit(cache=True, nogil=True)
+def _crossings_by_price(j, start, end, entry, prices, targets, stops, first_t, first_s, buf, lim):
+    e = np.float64(entry[j])  # > 0 and finite: the others go to `_crossings_some`
+    n_t = targets.shape[0]
+    n_s = stops.shape[0]
+    buf[0] = np.nan
+    never = buf[0]  # compares false with every price: "no level left"
+    kt = 0
+    ks = 0
+    pt = _level_price(e, targets[0], True, buf, lim) if n_t > 0 else never
+    ps = _level_price(e, stops[0], False, buf, lim) if n_s > 0 else never
+    for i in range(start[j], end[j] + 1):
+        p = prices[i]
+        if (p >= pt) | (p <= ps):
+            while kt < n_t and p >= pt:
+                first_t[kt, j] = i
+                kt += 1
+                pt = _level_price(e, targets[kt], True, buf, lim) if kt < n_t else never
+            while ks < n_s and p <= ps:
+                first_s[ks, j] = i
+                ks += 1
+                ps = _level_price(e, stops[ks], False, buf, lim) if ks < n_s else never
+            if kt == n_t and ks == n_s:
+                break
+    for k in range(kt, n_t):
+        first_t[k, j] = NO_CROSS
+    for k in range(ks, n_s):
+        first_s[k, j] = NO_CROSS
+
+
+@njit(cache=True, nogil=True)
+def _crossings_some(idx, start, end, entry, prices, targets, stops, first_t, first_s):
+    for j in idx:
+        _crossings_cpu_core(j, start, end, entry, prices, targets, stops, first_t, first_s)
+
+
+@njit(cache=True, parallel=True)
+def _crossings_cpu_chunks(order, start, end, entry, prices, targets, stops, first_t, first_s, scratch, lim):
+    n = order.shape[0]
+    n_chunks = scratch.shape[0]
+    for c in prange(n_chunks):
+        buf = scratch[c]
+        for idx in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            _crossings_by_price(order[idx], start, end, entry, prices, targets, stops, first_t, first_s, buf, lim)
+
+
+def crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s):
+    """First crossing rows of every level for every trade (outputs preallocated), equal to
+    `cores.crossings_core` bit for bit: prices compared with per-trade level prices (module
+    docstring), parallel over chunks of trades taken in order of their first row."""
+    prices = np.ascontiguousarray(prices)
+    if prices.dtype not in (np.float32, np.float64):
+        prices = prices.astype(np.float64)
+    lim = np.array([-np.inf, np.inf], dtype=prices.dtype)
+    # Trades walked in order of their first row: overlapping paths then read prices that the
+    # previous trades left in cache (each market row lies on many paths); outputs by trade.
+    good = (entry > 0.0) & (entry < np.inf)
+    order = np.argsort(start, kind="stable")
+    if not good.all():  # a non-positive or non-finite entry: r is not monotone, take the core
+        _crossings_some(np.flatnonzero(~good), start, end, entry, prices, targets, stops, first_t, first_s)
+        order = order[good[order]]
+    n_chunks = max(1, min(order.shape[0], 256))
+    scratch = np.zeros((n_chunks, 1), dtype=prices.dtype)
+    _crossings_cpu_chunks(order, start, end, entry, prices, targets, stops, first_t, first_s, scratch, lim)
+
+
+@njit(cache=True, parallel=True)
+def _resolve_pairs_kernel(first_t, first_s, order_t, order_s, t_units, s_units, pct_units, results, exit_rows):
+    n_s = s_units.shape[0]
+    n = pct_units.shape[0]
+    for p in prange(results.shape[0]):
+        ti = p // n_s
+        si = p - ti * n_s
+        ft_row = first_t[order_t[ti]]
+        fs_row = first_s[order_s[si]]
+        tu = np.int32(t_units[ti])
+        su = np.int32(s_units[si])
+        res = results[p]
+        rows = exit_rows[p]
+        for j in range(n):
+            ft = ft_row[j]
+            fs = fs_row[j]
+            res[j] = su if fs < ft else (tu if ft < NO_CROSS else pct_units[j])
+            rows[j] = min(ft, fs)
+
+
+def resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_units):
+    """`resolve_pairs` on NumPy arrays in one compiled pass (parallel over pairs)."""
+    t_units = np.array([int(round(t * RESULT_SCALE)) for t in targets], dtype=np.int32)
+    s_units = np.array([int(round(s * RESULT_SCALE)) for s in stops], dtype=np.int32)
+    n_pairs, n = len(targets) * len(stops), pct_units.shape[0]
+    results = np.empty((n_pairs, n), dtype=np.int32)
+    exit_rows = np.empty((n_pairs, n), dtype=np.int64)
+    _resolve_pairs_kernel(first_t, first_s, np.asarray(order_t, dtype=np.int64), np.asarray(order_s, dtype=np.int64),
+                          t_units, s_units, np.ascontiguousarray(pct_units, dtype=np.int32), results, exit_rows)
+    return results, exit_rows
 
 
 def crossings_cuda(start, end, entry, prices, targets, stops):
@@ -126,7 +299,7 @@ def resolve_exits(start, end, entry, prices, pct_change, targets, stops, backend
         first_t = np.empty((len(t_sorted), len(start)), dtype=np.int64)
         first_s = np.empty((len(s_sorted), len(start)), dtype=np.int64)
         crossings_cpu(start, end, entry, prices, t_sorted, s_sorted, first_t, first_s)
-        return resolve_pairs(first_t, first_s, order_t, order_s, targets, stops, pct_units)
+        return resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_units)
     if backend == "cuda":
         from kernels.gridsearch.cuda import array_module, crossings
 

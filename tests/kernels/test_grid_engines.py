@@ -229,3 +229,40 @@ def test_engines_load_the_cuda_module_only_on_demand():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cpu_crossings_by_level_price_equal_the_shared_core(dtype):
+    """exits.crossings_cpu (prices compared with per-trade level prices) and
+    resolve_pairs_cpu equal cores.crossings_core and the NumPy resolve_pairs bit for bit,
+    including levels that land exactly on a price, a negative or NaN entry and NaN
+    prices on the path."""
+    from kernels.gridsearch import exits as E
+
+    rng = np.random.default_rng(3)
+    prices = (100.0 * np.exp(np.cumsum(rng.normal(0, 0.002, 20_000)))).astype(dtype)
+    prices[::97] = np.round(prices[::97], 1)  # many prices on round levels
+    prices[5000:5003] = np.nan
+    n = 3000
+    start = rng.integers(0, 19_000, n).astype(np.int64)
+    end = np.minimum(start + rng.integers(0, 900, n), len(prices) - 1).astype(np.int64)
+    entry = prices[start].astype(np.float64)
+    entry[:3] = [-5.0, np.nan, -1.0]
+    entry[3:40] = 100.0  # round entries: levels like 100.2 / 99.7 are exact prices
+    targets = np.array([0.1, 0.2, 0.3, 0.5, 1.0, 3.0])
+    stops = np.array([-0.1, -0.3, -0.5, -1.0, -100.0])
+    want_t = np.empty((len(targets), n), np.int64)
+    want_s = np.empty((len(stops), n), np.int64)
+    E.crossings_cpu_reference(start, end, entry, prices, targets, stops, want_t, want_s)
+    got_t = np.empty_like(want_t)
+    got_s = np.empty_like(want_s)
+    E.crossings_cpu(start, end, entry, prices, targets, stops, got_t, got_s)
+    np.testing.assert_array_equal(got_t, want_t)
+    np.testing.assert_array_equal(got_s, want_s)
+    pct = to_units(rng.normal(0, 1, n))
+    order_t, order_s = np.arange(len(targets))[::-1].copy(), np.arange(len(stops))
+    want = E.resolve_pairs(want_t, want_s, order_t, order_s, targets[::-1], stops, pct)
+    got = E.resolve_pairs_cpu(got_t, got_s, order_t, order_s, targets[::-1], stops, pct)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
