@@ -45,7 +45,11 @@ years_partitions = year_partitions(load_settings())
 # so they live here rather than in domain/ (which loads the kernels).
 FEATURE_HALO_YEARS = load_settings().halo.years  # features: recursive indicators' memory
 REGIME_HALO_YEARS = 2  # regime: the tagger's windows span about 272 days (kernels.regime)
-ALL_HISTORY_YEARS = 500  # specialists: a halo longer than any history, every stored year before Y
+# specialists: a halo reaching the first configured year from the last, i.e. every stored year
+# before Y. Not a huge constant: Dagster walks the halo one cron window at a time for every
+# downstream year, so 500 cost ~45 s of partition mapping per run (and again for data
+# versions); 10 spare years cover a code location that stays loaded across New Year.
+ALL_HISTORY_YEARS = load_settings().years.last - load_settings().years.start + 10
 symbol_year_partitions = MultiPartitionsDefinition(
     {"symbol": symbol_partitions, "year": years_partitions}
 )
