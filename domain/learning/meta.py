@@ -150,7 +150,8 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                 continue
             model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
                                             embargo_days=settings.cv.embargo_days, model=settings.meta.model,
-                                            calibration=settings.meta.calibration, features=columns)
+                                            calibration=settings.meta.calibration, seed=settings.meta.seed,
+                                            features=columns)
             stem = settings.models_dir / f"meta_h{h}_{year}"
             save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
             if len(y) and len(np.unique(y)) == 2:
