@@ -145,7 +145,7 @@ def main() -> int:
     ap.add_argument("--json", help="also write every figure to this JSON file")
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
-    t_start = time.perf_counter()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     configs = [tuple(c.split(":")) for c in args.configs.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     horizons = [int(h) for h in args.horizons.split(",")]
@@ -217,7 +217,7 @@ def main() -> int:
                 timings[f"{label}{'' if seed is None else f', seed {seed}'}"] = time.perf_counter() - t
                 print(f"{label} seed={seed}: {time.perf_counter() - t:.0f} s; overall h{head} "
                       f"{results[label][seed].get('overall', {}).get(head)}", flush=True)
-    total = time.perf_counter() - t_start
+    total, cpu = time.perf_counter() - t_start, time.process_time() - cpu_start
     if args.json:
         Path(args.json).write_text(json.dumps({"results": {k: {str(s): v for s, v in r.items()} for k, r in results.items()},
                                                "degeneracy": degenerate, "timings": timings}, indent=1))
@@ -227,7 +227,8 @@ def main() -> int:
                m in SEEDED_MODELS for _, m in configs) else "") + (f" --horizons {args.horizons}"
                                                                    if horizons != [7] else "") + " --record")
     lines = [f"### Honesty on real data, cross-sectional: 20 S&P 500 stocks from skfolio ({dt.date.today()})", "",
-             f"Machine: {machine()}. Command: `{cmd}` ({total / 60:.1f} min in all; `pip install --no-deps skfolio` "
+             f"Machine: {machine()}. Command: `{cmd}` ({total / 60:.1f} min wall, {cpu / 60:.1f} min CPU of this "
+             f"process; `pip install --no-deps skfolio` "
              f"first). Symbols: {', '.join(symbols)} (adjusted closes {args.train_from}-{args.last_year}; open = "
              f"high = low = close, constant volume). Test years {args.first_test_year}-{args.last_year}, walk-forward: "
              f"the model of year Y is trained on labels known before Y, from {args.train_from} on. Per test year the "
