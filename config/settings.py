@@ -211,6 +211,9 @@ class MetaSettings(_Model):
     # specialists: the specialist scores, the LSTM score when present, the regime one-hot;
     # features+specialists: those and the feature registry's columns (the `features` table)
     inputs: Literal["specialists", "features+specialists"] = "specialists"
+    # random_state of hist_gbm / lightgbm (and of the logistic model, which does not use it:
+    # lbfgs on unshuffled folds is deterministic); the same seed and data give the same model
+    seed: int = Field(0, ge=0)
 
 
 class EvaluationSettings(_Model):

@@ -155,7 +155,8 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                 continue
             model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
                                             embargo_days=settings.cv.embargo_days, model=settings.meta.model,
-                                            calibration=settings.meta.calibration, features=columns)
+                                            calibration=settings.meta.calibration, seed=settings.meta.seed,
+                                            features=columns)
             stem = settings.models_dir / f"meta_h{h}_{year}"
             sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
             write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})
