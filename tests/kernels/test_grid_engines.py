@@ -164,7 +164,7 @@ def test_cupy_dominance_sums_equal_numpy():
 
 def test_the_gpu_grid_search_needs_no_cudf(monkeypatch):
     """engine_top(backend="cuda") with a fake CuPy (NumPy) and cuDF made unimportable."""
-    from domain.gridsearch.stage import engine_top
+    from domain.gridsearch.search import engine_top
 
     monkeypatch.setitem(sys.modules, "cupy", np)
     monkeypatch.setitem(sys.modules, "cudf", None)

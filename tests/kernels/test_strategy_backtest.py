@@ -30,6 +30,7 @@ from kernels.strategy.trade_walk import capacity
 from tests.gpu import assert_engine_equal, gpu
 
 ENGINES = ["cpu", pytest.param("cuda", marks=gpu)]
+ENGINE_NAMES = ("cpu", "cuda")  # every engine, for loops inside one test (cuda runs under the simulator in CI)
 STOP_GAP, STOP, TP, TIME, END = range(5)
 
 
@@ -525,7 +526,7 @@ def test_every_engine_equals_the_original_walk_on_real_index_prices(symbol, seed
     want = [original_trades(data, ind) for ind in pop]
     engines = {"reference": [[tuple(t[f] for f in TRADE_FIELDS) for t in reference_individual(*data, ind)] for ind in pop],
                "cpu-reference": [as_tuples(backtest_one(*data, ind).trades(0)) for ind in pop]}
-    for engine in ENGINES:
+    for engine in ENGINE_NAMES:
         res = backtest_population(*data, pop, engine=engine, fallback=False)
         assert res.engine == engine
         engines[engine] = [as_tuples(res.trades(i)) for i in range(len(pop))]
