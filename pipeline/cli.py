@@ -328,6 +328,11 @@ def main(argv: list[str] | None = None) -> int:
     _print_runtime_line()
     try:
         return args.func(args)
+    except BrokenPipeError:  # `... | head`: the reader has what it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (SettingsError, InputDataError, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -20,7 +20,7 @@ $PY -m pipeline.cli evaluate --years "$TEST_YEAR"
 $PY -m pipeline.cli live-paper-trade
 $PY -m pipeline.cli strategy-search --symbol "$($PY -m pipeline.cli symbols list | head -1)" --population 8 --generations 2 --min-trades 1
 
-for f in "$REPORTS/backtest.jsonl" "$REPORTS/backtest/overall.json" "$REPORTS/eval/overall.json" "$REPORTS/paper/orders.jsonl" "$REPORTS/strategy"/front_*.json; do
+for f in "$REPORTS/backtest.jsonl" "$REPORTS/backtest/overall.json" "$REPORTS/eval/overall.json" "$REPORTS/paper/orders.jsonl" "$REPORTS/strategy_search"/front_*.json; do
   test -s "$f" || { echo "smoke: missing artifact $f" >&2; exit 1; }
 done
 echo "smoke: ok ($REPORTS)"
