@@ -1,15 +1,7 @@
 """The ATC scanner (seeds 002/004): the current Adaptive Trend Classification state of every
-symbol, and the `atc_scan` asset (latest date, all symbols).
 
-Each symbol's last `bars` closes are scanned in chunks of `chunk_symbols` symbols (memory
-bounded by the chunk, whatever the universe), symbols of equal length batched as
-[symbols, bars]. A cost model routes each chunk: the GPU backend (cuda, or torch on ROCm)
-only when the chunk has at least GPU_MIN_WORK symbol-bars, since a smaller launch costs
-more in transfers than it saves; otherwise, or when the GPU call fails, the CPU path,
-whose numba kernel runs the symbols of a chunk in parallel threads (no pickling, unlike a
-process pool). MA results can be cached by (series hash, MA type, length)
-(kernels.atc.MACache: hits and misses are reported). The stage logic: domain.atc_scan.
-Checks (domain.checks): every_symbol_scanned, states_and_values_in_range.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.atc_scan`, whose docstring states them.
 """
 
 

@@ -1,19 +1,7 @@
 """Stage `backtest` (year, and overall): the daily portfolio of the meta model's predictions.
 
-Inputs: `predictions` of every stored year (out of sample by construction: the model of Y was
-trained before Y) and the closes from `raw_bars`. The book: kernels.backtest.portfolio
-(signal of day t -> target weights held from the close of t to the close of t+1 -> costs in
-bps on the turnover -> PnL), driven by `p_h{backtest.horizon}`.
-
-One run computes the whole stored span once (the weights carry from one year into the next),
-then stores the daily rows of each requested year Y: date, net_return, gross_return,
-turnover, cost, equity (equity of the whole span, 1.0 before its first day), positions.
-Reports (reports/backtest/): `year_<Y>.json` (the year's statistics: CAGR, Sharpe, max drawdown,
-turnover, ...), `overall.json` (the whole span), `equity.png`, and `daily.jsonl`, the day log
-written by an asynchronous batched writer between numba chunks (never inside the loop).
-The stage logic: domain.backtest.build_backtest. The equity curve is shown in the UI (metadata
-`equity_curve`, the PNG inline). Checks (domain.checks): equity_finite_positive,
-weights_within_caps.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.backtest`, whose docstring states them.
 """
 
 import base64

@@ -1,12 +1,7 @@
 """Stage `cv_report` (year): purged cross-validation of every specialist per horizon.
 
-For year Y (walk-forward: only labels known by the end of Y), per horizon H and specialist:
-PurgedKFold over the rows sorted by date, label intervals [date, date H rows ahead],
-embargo `cv.embargo_days`; on each fold, Platt and isotonic calibrators are fitted on the
-training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
-loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
-labels (domain.learning.cv_report.build_cv_report). Reports: `reports/cv/h{H}/{Y}.json`;
-the table of fold metrics is the output. Check (domain.checks): fold_metrics_valid.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.learning.cv_report`, whose docstring states them.
 """
 
 import json

@@ -1,20 +1,7 @@
 """Stage `evaluation` (year, and overall): how good were the out-of-sample predictions?
 
-Join: the prediction made at day t (`predictions`, p_h{H}) with the label realised at t + H
-(`labels`: the row of day t holds label_bin_h{H} and label_ret_h{H}, the outcome H trading
-rows later; null while t + H is not stored yet, and those rows are left out).
-
-Per horizon (kernels.learn.evaluation): AUC, PR-AUC, Brier, log loss, IC (Spearman of p with
-the realised forward return), decile returns overall and by market regime, a reliability
-diagram, and Qlib-style signal analysis: daily cross-sectional rank IC, ICIR, the cumulative
-IC curve, the top-minus-bottom decile return series and its annualized Sharpe, top / bottom
-decile turnover (days with fewer than `evaluation.min_symbols_per_day` symbols left out and
-counted). Scopes: each requested year Y, and `overall` (every stored prediction year).
-Reports under reports/eval/: `<Y>.json`, `overall.json` and PNGs per horizon and scope.
-The asset's metadata shows the `overall` plots of every horizon (cumulative IC, long-short,
-decile bars, reliability) as images inside the Dagster UI (markdown with base64 data URIs).
-The stored table (year partition): one row per horizon with the headline metrics.
-The stage logic: domain.evaluation.build_evaluation.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.evaluation`, whose docstring states them.
 """
 
 import base64

@@ -1,14 +1,7 @@
 """Stage `features` (symbol x year): the feature registry over raw_bars, halo-exact.
 
-Partition SYMBOL|Y reads raw_bars of years Y-k..Y (k = `halo.years`) and writes the rows
-of Y only. Recursive indicators (EMA, RSI, ATR, ADX, KAMA) remember all history; the halo
-makes a partition equal the whole-history result within float32 tolerance
-(tests/assets/test_features_labels.py measures it for every feature). A single-run backfill reads
-every year of its rectangle once and computes each symbol's series once.
-
-Checks (yielded with the output): dtypes (the output against domain.schema.features_schema);
-no NaN after each feature's warm-up; a halo spot check that computes one boundary from its
-halo only and from all stored history.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.features`, whose docstring states them.
 """
 
 import polars as pl

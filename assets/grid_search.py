@@ -1,17 +1,7 @@
 """Stage `grid_search` (and its inputs `market_data`, `trade_log`): the seed-001 grid search.
 
-`domain.gridsearch.stage.run_grid_search` is the stage logic (also behind
-`python -m pipeline.cli grid-search`): exit resolution once, then an engine over every
-combination:
-  brute  one thread per combination over all trades (cpu numba or cuda)
-  cube   dominance sums: every combination at once (NumPy/CuPy, or torch)
-  auto   cube (the fastest exact engine at every size measured)
-Every engine returns the same exact top-k (see kernels.gridsearch); `optuna` searches
-beyond the grid (domain.gridsearch.smart). The overfitting guard (domain.gridsearch.overfit) adds
-in/out-of-sample ROI, PBO and the deflated Sharpe ratio. `write_reports` writes `top10.json`
-(the CLI's JSON too), a markdown table and a heatmap PNG. The engine the settings choose:
-domain.gridsearch.stage.grid_search_stage. Checks (domain.checks): market_data
-sorted_by_ticker_time, trade_log indices_inside_market_data, grid_search top_sorted_unique.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.gridsearch.stage`, whose docstring states them.
 """
 
 import base64

@@ -1,14 +1,7 @@
 """Stage `lstm_model` (year): the LSTM specialist of year Y and its scores for year Y.
 
-Walk-forward: the model of year Y is trained on rows whose labels (horizon `lstm.horizon`)
-end before a validation block of `lstm.val_days` calendar days that closes at the start of
-Y; early stopping watches that block (purged: its rows' labels also end before Y, and no
-training label reaches into it). It then scores the rows of Y, so every stored
-`spec_lstm_score` comes from a model that never saw those rows. Sequences stay within one
-symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (standardizer,
-architecture, history, window), by domain.learning.lstm.train_years. Runs in `lstm_job`
-(training on a CPU is slow: see benchmarks/RESULTS.md). Check (domain.checks):
-scores_in_unit_interval.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.learning.lstm`, whose docstring states them.
 """
 
 

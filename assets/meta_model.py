@@ -1,20 +1,7 @@
 """Stage `meta_model` (year): per horizon, a calibrated meta model over the specialists.
 
-Out-of-sample metrics of year Y: AUC, Brier, log loss, and IC (Spearman rank correlation
-of the predicted probability with the realised forward return).
-
-Walk-forward: the model of year Y is trained on the rows whose labels were known by the end
-of Y-1 (domain.learning.training_data) and scored on the rows of Y, so every figure it reports for
-Y is out of sample. Features: the specialist scores, the LSTM score (`lstm_model`: each
-year's scores come from a model trained before that year, so they are out of fold for
-every row here) when it covers at least half of the training rows, and the regime one-hot
-(the seed's "condition by regime"); with `meta.inputs: features+specialists` also the
-feature registry's columns of the day (`features`, read only then); rows missing any
-feature are left out. Model (`meta.model`): logistic regression or LightGBM with isotonic or
-Platt calibration (kernels.learn.meta), its calibration folds purged on the label
-intervals. Saved as `models/meta_h{H}_{Y}.joblib` + JSON (features, versions, window);
-a calibration curve PNG and the out-of-sample metrics under `reports/meta/`
-(domain.learning.meta.build_meta_models).
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.learning.meta`, whose docstring states them.
 """
 
 import base64

@@ -1,20 +1,7 @@
 """Stage `paper_trades` (job `live_paper_trade`): latest bars -> incremental features ->
-specialists -> meta -> paper orders -> log.
 
-One run, for the day `now` (config; default: the last stored bar):
-1. `domain.live.inference.infer_batch` gives each symbol's probabilities from the incremental
-   updaters (the same path as `infer_one`), with the meta models of year(now).
-2. Target weights: the backtest's rule (kernels.backtest.portfolio.run_portfolio on that one
-   day, settings `backtest.*`), so the paper book is the book the backtest would hold.
-3. The current paper book (the Delta table data/paper_positions: symbol, weight, price, date)
-   drifts with prices to today: w_i * (p_now / p_then) / (1 + sum_j w_j (p_now_j / p_then_j - 1)).
-4. Orders: target - drifted, for |delta| >= MIN_TRADE, for the symbols with a bar that day
-   (a held symbol without one stays frozen, as in the backtest); every order (and a run record) goes
-   to reports/paper/orders.jsonl through the asynchronous writer; the new book is written
-   atomically. A second run for the same day finds the book at its targets: no orders.
-The stored value (the Delta table data/paper_trades) is the run's order table.
-The stage logic: domain.live.paper_trade (resolve_now, trade_day).
-Checks (domain.checks): gross_within_cap, orders_for_known_symbols.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.live.paper_trade`, whose docstring states them.
 """
 
 from dagster import (

@@ -1,20 +1,7 @@
 """Stage `predictions` (year): every symbol's meta-model probabilities for the days of Y.
 
-    p_h{H}[symbol, date] = meta_h{H}_{Y}.predict_proba(X[symbol, date])   for date in Y
-
-X is the matrix the model was trained on (kernels.learn.meta.build_meta_matrix): the
-specialist scores of the day, the LSTM score when the model uses it, the regime one-hot, and
-the feature registry's columns (`features`, read only when a model of Y uses them).
-The model of year Y was trained on labels known by the end of Y-1 (`meta_model`), so every
-probability stored here is out of sample. A day whose inputs are incomplete (warm-up, no
-LSTM score) gets NaN, as does a horizon whose model of Y does not exist (too little
-history before Y). Rows: every (symbol, date) of Y with specialist scores, labelled or not:
-the last days of a year have no realised label yet but still have a prediction.
-
-Columns: symbol, date, regime (int8, null when untagged), p_h3, p_h7, p_h14 (float32).
-`domain.learning.predictions.score_rows` is the one function that turns scores into
-probabilities; the inference path (domain.live.inference) calls it too, so batch and live
-predictions cannot drift apart.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.learning.predictions`, whose docstring states them.
 """
 
 

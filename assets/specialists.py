@@ -1,10 +1,7 @@
 """Stage `specialists` (symbol x year): the specialist registry over each symbol's panel.
 
-Partition SYMBOL|Y reads the symbol's whole stored history up to Y (raw_bars of every year
-from the first) and stores the rows of Y. ATC's equity curves scale returns by
-exp(lambda * (bar - cutout)), an absolute bar index, so no finite halo could reproduce
-them: the whole history makes every partition equal the whole-history computation exactly
-(tests/assets/test_specialists.py). In a single-run backfill each symbol is computed once.
+The Dagster objects only (asset, checks, config); the stage's contract and logic are in
+`domain.specialists`, whose docstring states them.
 """
 
 import polars as pl
