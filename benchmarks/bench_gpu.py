@@ -178,7 +178,6 @@ def section_grid(s: dict, quick: bool) -> dict:
     big, default = Grid.from_mapping(small if quick else BIG), Grid.from_mapping(small if quick else DEFAULT)
     prices, start, end, entry, pct, feats = grid_data(s["grid_rows"], s["grid_trades"], 3)
     xp, to_device = array_module()
-    as_numpy = getattr(xp, "asnumpy", np.asarray)
     sync = (lambda: xp.cuda.runtime.deviceSynchronize()) if xp is not np else (lambda: None)
     w = slice(0, 20)
     for b in ("cpu", "cuda"):  # compile

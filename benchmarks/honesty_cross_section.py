@@ -181,7 +181,7 @@ def main() -> int:
         from pipeline.instance import get_instance
         from pipeline.runs import run_rectangle
         from pipeline.symbols import sync_symbols
-        from resources.parquet_store import ParquetStore
+        from resources.delta_store import DeltaStore
 
         settings = load_settings()
         instance = get_instance()
@@ -201,7 +201,7 @@ def main() -> int:
         run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, symbols, years, log_level="WARNING")
         run_years(["regime"], args.train_from, args.last_year)
         timings["build (raw_bars, features, labels, specialists, regime)"] = time.perf_counter() - t
-        degenerate = degeneracy(ParquetStore(settings.data_dir), symbols, years)
+        degenerate = degeneracy(DeltaStore(settings.data_dir), symbols, years)
 
         for inputs, model in configs:
             label = f"{inputs}, {model}"
