@@ -249,7 +249,7 @@ class ExecutorDask(DaskCluster):
 
 class ExecutorSettings(_Model):
     """How Dagster runs the steps of a run (pipeline.executors)."""
-    kind: Literal["in_process", "multiprocess", "dask"] = "multiprocess"
+    kind: Literal["in_process", "multiprocess", "dask"] = "in_process"
     max_concurrent: int | None = Field(None, ge=1)  # multiprocess: parallel step processes (null = CPU count)
     gpus: int | None = Field(None, ge=1)             # size of the `gpu` concurrency pool; null = GPUs found (at least 1)
     dask: ExecutorDask = ExecutorDask()
