@@ -30,7 +30,8 @@ from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     SqliteEventLogStorage,
 )
-from dagster._core.storage.sqlalchemy_compat import db_result
+from dagster._core.errors import DagsterInvariantViolationError
+from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 
 
 class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
@@ -69,24 +70,28 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
 
     def _store_group(self, events: list[EventLogEntry]) -> None:
         """Events of one run, none of them check or run-status events: one transaction on the
-        run's shard, one on the index shard for the asset events."""
+        run's shard, one on the index shard for the asset events. The rows are the stock
+        storage's (`_event_to_row`), inserted with ONE compiled statement each (executemany;
+        on the index shard with RETURNING, in parameter order, for the new ids): a statement
+        per event cost as much to compile as the insert itself."""
         if not events:
             return
         if len(events) == 1:
             self.store_event(events[0])
             return
-        statements = [self.prepare_insert_event(e) for e in events]
+        rows = [self._event_to_row(e) for e in events]
         with self.run_connection(events[0].run_id) as conn:
-            for statement in statements:
-                conn.execute(statement)
-        indexed = [(e, st) for e, st in zip(events, statements) if e.dagster_event_type in ASSET_EVENTS]
+            conn.execute(SqlEventLogStorageTable.insert(), rows)
+        indexed = [(e, row) for e, row in zip(events, rows) if e.dagster_event_type in ASSET_EVENTS]
         if not indexed:
             return
+        insert_returning_id = SqlEventLogStorageTable.insert().returning(
+            SqlEventLogStorageTable.c.id, sort_by_parameter_order=True
+        )
         with self.index_transaction() as conn:
-            event_ids = []
-            for _, statement in indexed:
-                with db_result(conn, statement) as result:
-                    event_ids.append(result.inserted_primary_key[0])
+            event_ids = [row[0] for row in conn.execute(insert_returning_id, [row for _, row in indexed])]
+            if len(event_ids) != len(indexed) or None in event_ids:
+                raise DagsterInvariantViolationError("the index shard returned no id for some asset events")
             self._store_asset_event_tags(conn, [e for e, _ in indexed], event_ids)
             # The asset-key row holds "last event" values: within a batch, the newest event
             # per (asset key, event type) decides its final state, so one upsert each.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dagster import AssetKey, DagsterInstance
+from dagster import AssetKey, DagsterEventType, DagsterInstance
 
 from assets.raw_bars import raw_bars
 from pipeline.event_log import BatchedSqliteEventLogStorage
@@ -34,3 +34,50 @@ def test_the_generated_instance_file_names_an_absolute_event_log_folder(tmp_path
     monkeypatch.chdir(tmp_path)
     with DagsterInstance.from_config(str(home)) as instance:
         assert instance.event_log_storage._base_dir == str(home / "history" / "runs")
+
+
+def _index_view(instance: DagsterInstance) -> dict:
+    """What readers of the index shard see for raw_bars: partitions, per-partition storage ids
+    resolved back to their events, tags by event id, the asset record's last events."""
+    key = AssetKey("raw_bars")
+    storage = instance.event_log_storage
+    latest = storage.get_latest_storage_id_by_partition(key, DagsterEventType.ASSET_MATERIALIZATION)
+    by_id = {r.storage_id: r for r in instance.fetch_materializations(key, limit=1000).records}
+    tags = storage.get_event_tags_for_asset(key, filter_tags={"dagster/partition/symbol": "BBB"})
+    tagged = {}  # each event's partition -> the partition its tag rows (stored by event id) name
+    for storage_id, rec in by_id.items():
+        (t,) = storage.get_event_tags_for_asset(key, filter_event_id=storage_id)
+        tagged.setdefault(rec.partition_key, set()).add(f"{t['dagster/partition/symbol']}|{t['dagster/partition/year']}")
+    record = instance.get_asset_records([key])[0].asset_entry
+    return {
+        "materialized": instance.get_materialized_partitions(key),
+        "latest_event_partition": {p: by_id[i].partition_key for p, i in latest.items()},
+        "tags_by_event_id": tagged,
+        "bbb_tags": sorted((t["dagster/partition/symbol"], t["dagster/partition/year"]) for t in tags),
+        "last_materialization_partition": record.last_materialization.dagster_event.partition,
+        "planned": storage.get_latest_storage_id_by_partition(key, DagsterEventType.ASSET_MATERIALIZATION_PLANNED).keys(),
+    }
+
+
+def test_batched_storage_indexes_exactly_like_the_stock_storage(make_settings, tmp_path, monkeypatch):
+    """Same backfill on a stock SQLite instance and on ours: the index shard answers the same
+    (ids from the batched insert point at the right events, tags and last-event rows agree)."""
+    monkeypatch.setenv("DAGSTER_EVENT_BATCH_SIZE", "1000")
+    views = {}
+    for kind in ("stock", "batched"):
+        home = tmp_path / kind
+        monkeypatch.setenv("DAGSTER_HOME", str(home))
+        if kind == "batched":
+            ensure_dagster_home()
+        else:
+            home.mkdir()
+        with DagsterInstance.from_config(str(home)) as instance:
+            assert isinstance(instance.event_log_storage, BatchedSqliteEventLogStorage) == (kind == "batched")
+            settings = make_settings()
+            assert run_assets([raw_bars], settings, instance, ["AAA", "BBB"], [2009, 2010, 2011]).success
+            assert run_assets([raw_bars], settings, instance, ["BBB"], [2010, 2011]).success  # newer events
+            views[kind] = _index_view(instance)
+    assert views["batched"] == views["stock"]
+    assert views["batched"]["latest_event_partition"] == {p: p for p in views["batched"]["materialized"]}
+    assert views["batched"]["tags_by_event_id"] == {p: {p} for p in views["batched"]["materialized"]}
+    assert views["batched"]["last_materialization_partition"] == "BBB|2011"
