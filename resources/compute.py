@@ -16,9 +16,11 @@ rocm -> "torch" (torch.cuda is HIP there).
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import importlib.metadata
 import logging
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Callable, Literal
@@ -55,8 +57,23 @@ class Device:
         return cls("cpu", "cpu", "cpu", "cpu")
 
 
+def cuda_driver_loads() -> bool:
+    """Whether the NVIDIA driver library can be loaded (a dlopen, milliseconds). Without it no
+    CUDA device exists, and CuPy and numba.cuda (about half a second to import) stay unloaded."""
+    names = {"win32": ("nvcuda.dll",), "darwin": ()}.get(sys.platform, ("libcuda.so.1", "libcuda.so"))
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def probe_cuda() -> str | None:
     """Name of the first CUDA device, or None."""
+    if not cuda_driver_loads():
+        return None
     try:
         import cupy
 

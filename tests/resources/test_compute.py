@@ -140,3 +140,21 @@ def test_code_location_pins_threads_before_numpy_loads():
     env = {k: v for k, v in __import__("os").environ.items() if k not in (*THREAD_VARS, "DAGSTER_EVENT_BATCH_SIZE")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split()[-2:] == ["1", "1000"]
+
+
+def test_without_the_nvidia_driver_the_probe_imports_neither_cupy_nor_numba_cuda(monkeypatch):
+    import builtins
+
+    import resources.compute as compute
+
+    real, imported = builtins.__import__, []
+
+    def recording(name, *args, **kwargs):
+        if name.startswith(("cupy", "numba")):
+            imported.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(compute, "cuda_driver_loads", lambda: False)
+    monkeypatch.setattr(builtins, "__import__", recording)
+    assert compute.probe_cuda() is None
+    assert imported == []
