@@ -210,7 +210,8 @@ def main() -> int:
         results = run_phases(__file__, args.phases.split(","),
                              ["--data", str(data), "--scale-data", str(scale), "--seed-combos", str(args.seed_combos)])
     base = results.get("seed", {}).get("checks_per_s")
-    same_top = len({tuple(results[p]["top"]) for p in ("brute", "cube", "torch") if p in results}) == 1
+    compared = [p for p in ("brute", "cube", "torch") if p in results]
+    same_top = (len({tuple(results[p]["top"]) for p in compared}) == 1) if len(compared) > 1 else "not compared (one engine or none run)"
     cmd = f"python benchmarks/bench_grid.py --days {args.days} --trades {args.trades} --scale-trades {args.scale_trades}"
     lines = [f"### Grid search engines ({dt.date.today()})", "",
              f"Machine: {machine()}. Command: `{cmd}`. Data: {info['market_rows']:,} market rows ({args.days} days x 3 "

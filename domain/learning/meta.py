@@ -90,9 +90,11 @@ def _matrix(frame: pl.DataFrame, horizon: int, features: list[str] | None = None
 
 
 def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
-             model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None):
+             model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None,
+             n_jobs: int | None = None):
     """(model, out-of-sample metrics, test probabilities, test labels) for one horizon;
-    `features`: the registry feature columns of the frames to use too (feature_columns)."""
+    `features`: the registry feature columns of the frames to use too (feature_columns);
+    `n_jobs`: processes for the calibration folds (the same model whatever the number)."""
     train = frame_train.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     X, y, names = _matrix(train, horizon, features)
     ok = complete_rows(X)
@@ -102,7 +104,8 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     folds = list(PurgedKFold(n_splits, t0, t1, embargo=np.timedelta64(embargo_days, "D")).split())
     window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
               "horizon": horizon, "inputs": WITH_FEATURES if features else SPECIALISTS_ONLY}
-    model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window)
+    model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window,
+                       fold_jobs=n_jobs)
     test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     Xt, yt, _ = _matrix(test, horizon, features)
     okt = complete_rows(Xt)
@@ -135,6 +138,13 @@ def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.Lazy
     return join_features(train, features, columns or []), join_features(test, features, columns or [])
 
 
+def _fold_jobs(settings) -> int | None:
+    """The calibration folds of a fit run in `build.workers` processes (null: one per core);
+    None (in process) for one worker."""
+    n = min(settings.build.worker_count(), settings.cv.n_splits)
+    return n if n > 1 else None
+
+
 def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
                       years: list[int], settings, log=None, features: pl.LazyFrame | None = None) -> tuple[pl.DataFrame, dict]:
     """The meta model of each year of `years` per horizon (walk-forward), saved under
@@ -156,7 +166,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
             model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
                                             embargo_days=settings.cv.embargo_days, model=settings.meta.model,
                                             calibration=settings.meta.calibration, seed=settings.meta.seed,
-                                            features=columns)
+                                            features=columns, n_jobs=_fold_jobs(settings))
             stem = settings.models_dir / f"meta_h{h}_{year}"
             sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
             write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})

@@ -24,7 +24,10 @@ exactly "p <= P_s" (P_s the largest with r(P_s) <= stop). `_level_price` finds P
 per trade and level: a first guess entry * (1 + level/100) in the prices' dtype, then
 `nextafter` steps (r evaluated exactly as the core does) until the boundary is pinned.
 The walk along the path then compares raw prices with the next target's and the next stop's
-price, with no division per row; only the rows where a level is crossed do more work.
+price, with no division per row; only the rows where a level is crossed do more work, and
+aligned blocks of BLOCK rows are first tested through their max and min (`block_extrema`,
+computed once per price array): a block whose max is below the next target's price and whose
+min is above the next stop's holds no crossing and is skipped whole.
 Trades are walked in order of their first row, so that overlapping paths find the prices
 in cache. Same first rows as `crossings_core`, bit for bit (trades with a non-positive or non-finite
 entry take `crossings_core` itself). The pairs are then resolved in one compiled pass
@@ -109,8 +112,32 @@ def _level_price(e, level, is_target, buf, lim):
     return hi if is_target else lo
 
 
+BLOCK = 32  # rows per block of the block extrema (`block_extrema`)
+
+
+@njit(cache=True, parallel=True)
+def block_extrema(prices, block):
+    """(max, min) of every `block` rows of prices (the last block may be short); NaN rows are
+    left out (a NaN price crosses no level), a block of NaN only is (-inf, +inf)."""
+    n_blocks = (prices.shape[0] + block - 1) // block
+    hi = np.empty(n_blocks, dtype=prices.dtype)
+    lo = np.empty(n_blocks, dtype=prices.dtype)
+    for b in prange(n_blocks):
+        top = -np.inf
+        bottom = np.inf
+        for i in range(b * block, min((b + 1) * block, prices.shape[0])):
+            p = prices[i]
+            if p > top:
+                top = p
+            if p < bottom:
+                bottom = p
+        hi[b] = top
+        lo[b] = bottom
+    return hi, lo
+
+
 @njit(cache=True, nogil=True)
-def _crossings_by_price(j, start, end, entry, prices, targets, stops, first_t, first_s, buf, lim):
+def _crossings_by_price(j, start, end, entry, prices, targets, stops, first_t, first_s, buf, lim, bhi, blo, block):
     e = np.float64(entry[j])  # > 0 and finite: the others go to `_crossings_some`
     n_t = targets.shape[0]
     n_s = stops.shape[0]
@@ -120,19 +147,31 @@ def _crossings_by_price(j, start, end, entry, prices, targets, stops, first_t, f
     ks = 0
     pt = _level_price(e, targets[0], True, buf, lim) if n_t > 0 else never
     ps = _level_price(e, stops[0], False, buf, lim) if n_s > 0 else never
-    for i in range(start[j], end[j] + 1):
-        p = prices[i]
-        if (p >= pt) | (p <= ps):
-            while kt < n_t and p >= pt:
-                first_t[kt, j] = i
-                kt += 1
-                pt = _level_price(e, targets[kt], True, buf, lim) if kt < n_t else never
-            while ks < n_s and p <= ps:
-                first_s[ks, j] = i
-                ks += 1
-                ps = _level_price(e, stops[ks], False, buf, lim) if ks < n_s else never
-            if kt == n_t and ks == n_s:
-                break
+    i = start[j]
+    last = end[j]
+    done = kt == n_t and ks == n_s
+    while i <= last and not done:
+        stop_at = min(last + 1, (i // block + 1) * block)  # the end of i's block, or of the path
+        if i % block == 0 and stop_at - i == block:
+            b = i // block  # a whole block on the path: skipped when no price in it crosses
+            if not ((bhi[b] >= pt) | (blo[b] <= ps)):
+                i = stop_at
+                continue
+        for r in range(i, stop_at):
+            p = prices[r]
+            if (p >= pt) | (p <= ps):
+                while kt < n_t and p >= pt:
+                    first_t[kt, j] = r
+                    kt += 1
+                    pt = _level_price(e, targets[kt], True, buf, lim) if kt < n_t else never
+                while ks < n_s and p <= ps:
+                    first_s[ks, j] = r
+                    ks += 1
+                    ps = _level_price(e, stops[ks], False, buf, lim) if ks < n_s else never
+                if kt == n_t and ks == n_s:
+                    done = True
+                    break
+        i = stop_at
     for k in range(kt, n_t):
         first_t[k, j] = NO_CROSS
     for k in range(ks, n_s):
@@ -146,19 +185,23 @@ def _crossings_some(idx, start, end, entry, prices, targets, stops, first_t, fir
 
 
 @njit(cache=True, parallel=True)
-def _crossings_cpu_chunks(order, start, end, entry, prices, targets, stops, first_t, first_s, scratch, lim):
+def _crossings_cpu_chunks(order, start, end, entry, prices, targets, stops, first_t, first_s, scratch, lim, bhi, blo,
+                          block):
     n = order.shape[0]
     n_chunks = scratch.shape[0]
     for c in prange(n_chunks):
         buf = scratch[c]
         for idx in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            _crossings_by_price(order[idx], start, end, entry, prices, targets, stops, first_t, first_s, buf, lim)
+            _crossings_by_price(order[idx], start, end, entry, prices, targets, stops, first_t, first_s, buf, lim,
+                                bhi, blo, block)
 
 
-def crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s):
+def crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s, block: int = BLOCK):
     """First crossing rows of every level for every trade (outputs preallocated), equal to
     `cores.crossings_core` bit for bit: prices compared with per-trade level prices (module
-    docstring), parallel over chunks of trades taken in order of their first row."""
+    docstring), parallel over chunks of trades taken in order of their first row. Whole
+    blocks of `block` rows on a path whose max is below the next target's price and whose
+    min is above the next stop's are skipped (a row crosses only if its block does)."""
     prices = np.ascontiguousarray(prices)
     if prices.dtype not in (np.float32, np.float64):
         prices = prices.astype(np.float64)
@@ -172,7 +215,9 @@ def crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s):
         order = order[good[order]]
     n_chunks = max(1, min(order.shape[0], 256))
     scratch = np.zeros((n_chunks, 1), dtype=prices.dtype)
-    _crossings_cpu_chunks(order, start, end, entry, prices, targets, stops, first_t, first_s, scratch, lim)
+    bhi, blo = block_extrema(prices, block)
+    _crossings_cpu_chunks(order, start, end, entry, prices, targets, stops, first_t, first_s, scratch, lim, bhi, blo,
+                          block)
 
 
 @njit(cache=True, parallel=True)

@@ -48,7 +48,8 @@ Model (`train_meta`)
         trees, GOSS sampling, deterministic, one thread unless n_jobs says otherwise).
     blas_threads=1 (default) limits BLAS threads during the fit: the lbfgs steps on ~10
         columns are too small for threads, which only contend (3x slower on 2 busy cores);
-        None leaves BLAS alone. Parallel folds are n_jobs (processes via joblib).
+        None leaves BLAS alone. Parallel folds are n_jobs (processes via joblib); fold_jobs
+        runs only the calibration folds in processes (each fit as in process: same model).
     cv: an int (StratifiedKFold, NOT shuffled: folds are blocks of rows in the order given)
         or any splitter / list of (train, test) index pairs, e.g. kernels.learn.purged_cv.
         PurgedKFold for time-ordered rows whose labels overlap. With ensemble calibration
@@ -424,7 +425,7 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
                feature_names: Sequence[str] | None = None, window: dict | None = None,
                Cs: int | Sequence[float] | None = 10, inner_cv: int = 5, n_jobs: int | None = None,
                blas_threads: int | None = 1, lgbm_params: dict | None = None,
-               hist_gbm_params: dict | None = None) -> MetaModel:
+               hist_gbm_params: dict | None = None, fold_jobs: int | None = None) -> MetaModel:
     """Fit the calibrated meta model on complete rows (see the module docstring)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
@@ -463,7 +464,9 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
     else:
         base = _lightgbm(seed, n_jobs, lgbm_params)
         extra = ("lightgbm",)
-    est = CalibratedClassifierCV(base, method=CALIBRATIONS[calibration], cv=cv, n_jobs=n_jobs)
+    # fold_jobs: the calibration folds in that many joblib processes, each fitting as above
+    # (the same fitted copies, in the same order, as in process)
+    est = CalibratedClassifierCV(base, method=CALIBRATIONS[calibration], cv=cv, n_jobs=fold_jobs or n_jobs)
     with (warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"),
           threadpool_limits(omp_threads, user_api="openmp")):
         warnings.filterwarnings("ignore", message="X does not have valid feature names")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.gridsearch import RESULT_SCALE
+from kernels.gridsearch import NO_CROSS, RESULT_SCALE
 from kernels.gridsearch.brute import brute_force
 from kernels.gridsearch.cores import kept_mask
 from kernels.gridsearch.cube import cube_roi, cube_roi_torch
@@ -231,18 +231,19 @@ def test_engines_load_the_cuda_module_only_on_demand():
     assert out.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_cpu_crossings_by_level_price_equal_the_shared_core(dtype):
-    """exits.crossings_cpu (prices compared with per-trade level prices) and
-    resolve_pairs_cpu equal cores.crossings_core and the NumPy resolve_pairs bit for bit,
-    including levels that land exactly on a price, a negative or NaN entry and NaN
-    prices on the path."""
+@pytest.mark.parametrize("dtype,block", [(np.float32, 32), (np.float64, 32), (np.float64, 1), (np.float32, 7)])
+def test_cpu_crossings_by_level_price_equal_the_shared_core(dtype, block):
+    """exits.crossings_cpu (prices compared with per-trade level prices, blocks skipped by
+    their max and min) and resolve_pairs_cpu equal cores.crossings_core and the NumPy
+    resolve_pairs bit for bit, including levels that land exactly on a price, a negative or
+    NaN entry, NaN prices on the path (a whole block of them), paths shorter than a block and
+    paths that start or end inside one."""
     from kernels.gridsearch import exits as E
 
     rng = np.random.default_rng(3)
     prices = (100.0 * np.exp(np.cumsum(rng.normal(0, 0.002, 20_000)))).astype(dtype)
     prices[::97] = np.round(prices[::97], 1)  # many prices on round levels
-    prices[5000:5003] = np.nan
+    prices[5000:5070] = np.nan
     n = 3000
     start = rng.integers(0, 19_000, n).astype(np.int64)
     end = np.minimum(start + rng.integers(0, 900, n), len(prices) - 1).astype(np.int64)
@@ -256,7 +257,7 @@ def test_cpu_crossings_by_level_price_equal_the_shared_core(dtype):
     E.crossings_cpu_reference(start, end, entry, prices, targets, stops, want_t, want_s)
     got_t = np.empty_like(want_t)
     got_s = np.empty_like(want_s)
-    E.crossings_cpu(start, end, entry, prices, targets, stops, got_t, got_s)
+    E.crossings_cpu(start, end, entry, prices, targets, stops, got_t, got_s, block=block)
     np.testing.assert_array_equal(got_t, want_t)
     np.testing.assert_array_equal(got_s, want_s)
     pct = to_units(rng.normal(0, 1, n))
@@ -266,3 +267,19 @@ def test_cpu_crossings_by_level_price_equal_the_shared_core(dtype):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_block_whose_max_is_exactly_the_level_price_is_walked_not_skipped(dtype):
+    """Entry 100: +1 % is crossed at exactly 101.0 and -1 % at exactly 99.0 (the smallest and
+    largest prices whose return reaches the level), each the only such row of its block."""
+    from kernels.gridsearch import exits as E
+
+    prices = np.full(256, 100.0, dtype=dtype)
+    prices[77], prices[140] = 101.0, 99.0
+    start, end, entry = np.array([3]), np.array([250]), np.array([100.0])
+    targets, stops = np.array([1.0, 5.0]), np.array([-1.0])
+    for block in (32, 1):
+        first_t, first_s = np.empty((2, 1), np.int64), np.empty((1, 1), np.int64)
+        E.crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s, block=block)
+        assert first_t[:, 0].tolist() == [77, NO_CROSS] and first_s[:, 0].tolist() == [140]

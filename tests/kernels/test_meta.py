@@ -221,6 +221,15 @@ def test_train_meta_with_explicit_splits():
     assert m.info["cv"] == {"kind": "PurgedKFold", "n_splits": 3}
 
 
+def test_calibration_folds_in_processes_give_the_same_model_bit_for_bit():
+    X, y, _, names = make_problem(2_000, seed=9)
+    splits = [(np.setdiff1d(np.arange(len(y)), b), b) for b in np.array_split(np.arange(len(y)), 3)]
+    alone = train_meta(X, y, feature_names=names, cv=splits, Cs=4, inner_cv=3)
+    spread = train_meta(X, y, feature_names=names, cv=splits, Cs=4, inner_cv=3, fold_jobs=2)
+    np.testing.assert_array_equal(alone.predict_proba(X), spread.predict_proba(X))
+    assert alone.info["folds"] == spread.info["folds"]
+
+
 def test_train_meta_rejects_bad_arguments(problem):
     X, y = problem["X"][:200], problem["y"][:200]
     with pytest.raises(ValueError, match="model"):
