@@ -187,13 +187,17 @@ PHASES = {"seed": phase_seed, "exits": phase_exits, "brute": phase_brute, "cube"
           "scale": phase_scale}
 
 
+def ap_default_phases() -> str:
+    return "seed,exits,brute,cube,torch,scale"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--days", type=int, default=100)
     ap.add_argument("--trades", type=int, default=200_000)
     ap.add_argument("--scale-trades", type=int, default=1_000_000)
     ap.add_argument("--seed-combos", type=int, default=24)
-    ap.add_argument("--phases", default="seed,exits,brute,cube,torch,scale")
+    ap.add_argument("--phases", default=ap_default_phases())
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--data")
     ap.add_argument("--scale-data")
@@ -213,6 +217,8 @@ def main() -> int:
     compared = [p for p in ("brute", "cube", "torch") if p in results]
     same_top = (len({tuple(results[p]["top"]) for p in compared}) == 1) if len(compared) > 1 else "not compared (one engine or none run)"
     cmd = f"python benchmarks/bench_grid.py --days {args.days} --trades {args.trades} --scale-trades {args.scale_trades}"
+    if args.phases != ap_default_phases():
+        cmd += f" --phases {args.phases}"
     lines = [f"### Grid search engines ({dt.date.today()})", "",
              f"Machine: {machine()}. Command: `{cmd}`. Data: {info['market_rows']:,} market rows ({args.days} days x 3 "
              f"tickers x 23,401 s), {info['trades']:,} trades, mean path {info['mean_path']:.0f} rows. Checks = combinations x trades.",
