@@ -106,12 +106,18 @@ def year_halo_mapping(years_before: int, years_after: int = 0) -> MultiPartition
 ALLOW_MISSING = "allow_missing_partitions"
 
 
+# An input's metadata key: the input maps to EVERY partition of its upstream (AllPartitionMapping);
+# the IO manager then scans the table for the registered keys instead of listing them one by one.
+EVERY_PARTITION = "reads_every_partition"
+
+
 def every_year_of(*names: str, latest_only: tuple[str, ...] = ()) -> dict:
     """`ins` of a yearly (walk-forward) asset: every stored partition of each upstream in
     `names`, missing ones allowed; those in `latest_only` map partition to partition."""
     from dagster import AllPartitionMapping, AssetIn
 
-    ins = {n: AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True}) for n in names}
+    ins = {n: AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True, EVERY_PARTITION: True})
+           for n in names}
     ins.update({n: AssetIn(metadata={ALLOW_MISSING: True}) for n in latest_only})
     return ins
 

@@ -24,7 +24,9 @@ Inputs, by the input's annotation, read with scans filtered on year and symbol:
   error, except for a year-partitioned upstream, which then gives an empty frame (an
   optional input).
 - `pl.LazyFrame`: a lazy scan with the `year` column; an unpartitioned downstream asset
-  scans the whole upstream table.
+  scans the whole upstream table; an input that reads every partition of a symbol x year
+  upstream (EVERY_PARTITION: the yearly stages) scans the table for the registered symbols
+  and the defined years instead of listing each key.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from dagster import (
 
 from config.partitions import (
     ALLOW_MISSING,  # noqa: E402  (re-exported for readers)
+    EVERY_PARTITION,
     split_key,
 )
 from resources.delta_store import YEAR, DeltaStore
@@ -57,6 +60,21 @@ def _is_multi(context: InputContext | OutputContext) -> bool:
 def _sorted(df: pl.DataFrame) -> pl.DataFrame:
     by = [c for c in ("symbol", YEAR, "date") if c in df.columns]
     return df.sort(by, maintain_order=True) if by else df
+
+
+def _every_partition(store: DeltaStore, asset: str, context: InputContext) -> pl.LazyFrame:
+    """Every stored partition of a symbol x year upstream (an EVERY_PARTITION input, missing
+    partitions allowed): the table filtered to the registered symbols and the defined years,
+    the same rows as filtering on each key, without listing symbols x years keys (135,000 at
+    5,000 symbols: seconds). Symbols unregistered with `symbols remove` keep their rows in the
+    table and stay out, as before."""
+    if not store.exists(asset):
+        return pl.LazyFrame()  # nothing stored yet: an optional input
+    parts = context.asset_partitions_def
+    dims = {d.name: d.partitions_def for d in parts.partitions_defs}
+    symbols = dims["symbol"].get_partition_keys(dynamic_partitions_store=context.instance)
+    years = [int(y) for y in dims["year"].get_partition_keys()]
+    return store.scan(asset).filter(pl.col("symbol").is_in(symbols), pl.col(YEAR).is_in(years))
 
 
 class DeltaTableIOManager(ConfigurableIOManager):
@@ -100,7 +118,10 @@ class DeltaTableIOManager(ConfigurableIOManager):
         lazy = context.dagster_type.typing_type is pl.LazyFrame
         if not context.has_asset_partitions:
             return store.scan(asset) if lazy else store.read(asset)
-        allow_missing = bool((context.definition_metadata or {}).get(ALLOW_MISSING))
+        meta = context.definition_metadata or {}
+        allow_missing = bool(meta.get(ALLOW_MISSING))
+        if lazy and allow_missing and meta.get(EVERY_PARTITION) and _is_multi(context):
+            return _every_partition(store, asset, context)
         if not _is_multi(context):
             years = [int(k) for k in context.asset_partition_keys]
             try:
