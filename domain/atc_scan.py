@@ -56,46 +56,72 @@ def _compute(closes: np.ndarray, backend: str, stats: ScanStats, **params):
         return (*atc.compute(closes, backend="cpu", dtype=np.float64, **params), "cpu (fallback)")
 
 
+def _offsets_in_order(frame: pl.DataFrame) -> tuple[np.ndarray, bool]:
+    """(symbol offsets, whether the frame is sorted by symbol and, within each symbol, by
+    strictly increasing date). Sorted by symbol iff the symbols starting the runs are
+    strictly increasing; the dates are compared as NumPy integers (a bool per row), not
+    with a `diff().over("symbol")` (a duration column and a group-by, ~400 MB and 0.5 s
+    on 10M rows)."""
+    sym = frame["symbol"]
+    offsets = symbol_offsets(sym)
+    if len(sym) == 0:
+        return offsets, True
+    firsts = sym.gather(offsets[:-1])
+    if not (firsts.is_sorted() and firsts.n_unique() == len(firsts)) or frame["date"].null_count():
+        return offsets, False
+    d = frame["date"].to_physical().to_numpy()
+    later = d[1:] > d[:-1]
+    later[offsets[1:-1] - 1] = True  # a symbol's first date is not compared with the previous symbol's
+    return offsets, bool(later.all())
+
+
 def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int = 512, device_backend: str = "cpu",
                   robustness: str = "Medium", length: int = 28, lam: float = 0.02, decay: float = 0.03, cutout: int = 0,
                   cache: bool = False) -> tuple[pl.DataFrame, ScanStats]:
     """One row per symbol: last date, ATC value, state (long/short/neutral), family signals.
 
     Closes are sliced from one array by symbol offsets (no per-symbol copies beyond the
-    chunk being scanned); symbols with the same number of bars form [symbols, bars] chunks.
+    chunk being scanned, kept in the store's dtype: the kernels widen each element to
+    float64 themselves); symbols with the same number of bars form [symbols, bars] chunks.
+    Only the last bar of each result is asked for (`atc.compute(..., tail=1)`), and the
+    table is filled in symbol order, so nothing is sorted or concatenated at the end.
     """
     frame = bars.select("symbol", "date", "close")
-    in_order = frame["symbol"].is_sorted() and frame.select((pl.col("date").diff().over("symbol") > pl.duration()).all()).item()
+    offsets, in_order = _offsets_in_order(frame)
     if not in_order:  # sorting copies the frame: skip it when the store already gave it in order
         frame = frame.sort("symbol", "date")
-    offsets = symbol_offsets(frame["symbol"])
+        offsets = symbol_offsets(frame["symbol"])
     close = frame["close"].to_numpy()
     ends = offsets[1:]
     starts = np.maximum(offsets[:-1], ends - n_bars)
     lengths = ends - starts
-    symbols, last_dates = frame["symbol"].gather(ends - 1), frame["date"].gather(ends - 1)
+    n_sym = len(ends)
     stats = ScanStats()
-    parts = []
+    if n_sym == 0:
+        return pl.DataFrame(), stats
+    last = np.empty(n_sym, dtype=np.float64)
+    fam_last = np.empty((len(atc.FAMILIES), n_sym), dtype=np.float32)
     for n in np.unique(lengths):
         members = np.flatnonzero(lengths == n)
         for lo in range(0, len(members), chunk_symbols):
             idx = members[lo : lo + chunk_symbols]
-            closes = np.stack([close[starts[i] : ends[i]] for i in idx]).astype(np.float64)
+            closes = np.stack([close[starts[i] : ends[i]] for i in idx])
             backend = route(len(idx), int(n), device_backend)
             fams, final, used = _compute(closes, backend, stats, robustness=robustness, length=length, lam=lam, decay=decay,
-                                   cutout=cutout, cache=cache)
+                                         cutout=cutout, cache=cache, tail=1)
             stats.chunks += 1
             stats.backends[used] = stats.backends.get(used, 0) + 1
             stats.chunk_backends.append(f"{len(idx)}x{int(n)}:{used}")
-            last = np.asarray(final)[:, -1]
-            parts.append(pl.DataFrame({
-                "symbol": symbols.gather(idx), "date": last_dates.gather(idx), "bars": np.full(len(idx), n, dtype=np.int32),
-                "atc": last.astype(np.float32), "state": atc.classify(last),
-                **{f"atc_{f.lower()}": np.asarray(fams[f])[:, -1].astype(np.float32) for f in atc.FAMILIES},
-            }))
+            last[idx] = np.asarray(final)[:, -1]
+            for f, name in enumerate(atc.FAMILIES):
+                fam_last[f, idx] = np.asarray(fams[name])[:, -1]
     if cache:
         stats.cache = atc.ma_cache.stats()
-    out = pl.concat(parts).sort("symbol") if parts else pl.DataFrame()
+    out = pl.DataFrame({
+        "symbol": frame["symbol"].gather(ends - 1), "date": frame["date"].gather(ends - 1),
+        "bars": lengths.astype(np.int32), "atc": last.astype(np.float32), "state": atc.classify(last),
+        **{f"atc_{f.lower()}": fam_last[k] for k, f in enumerate(atc.FAMILIES)},
+    })
     return out, stats
 
 

@@ -1,10 +1,14 @@
 """ATC on the CPU: the cores of `kernels.atc.cores` compiled with numba.njit (cached on
 disk), driven by one parallel compiled loop (prange over symbols).
 
-- `run(x, p, dtype, cache)`: x [S, T] float32/float64 (C order), p an `AtcParams` ->
-  (families [S, 6, T], final [S, T]) of `dtype`. Symbols go in chunks that bound the MA
-  bank ([chunk, 54, T] float64) to BANK_CHUNK_BYTES. With cache=True the MAs come from
-  `kernels.atc.cache.ma_cache` where present, and what was computed is put there.
+- `run(x, p, dtype, cache, tail=None)`: x [S, T] float32/float64 (C order), p an
+  `AtcParams` -> (families [S, 6, K], final [S, K]) of `dtype`, K = T, or the last `tail`
+  bars. Without the cache no MA bank exists: each symbol's 54 MAs are computed one at a
+  time into a scratch row and folded into layer 1 at once (as the cuda kernel does), so
+  the memory is the outputs plus a few rows per symbol, and one parallel call takes every
+  symbol. With cache=True the MAs go through a bank ([chunk, 54, T] float64, chunks
+  bounded by BANK_CHUNK_BYTES), taken from `kernels.atc.cache.ma_cache` where present,
+  and what was computed is put there. Same arithmetic either way (tested bit for bit).
 - `moving_average_bank(x, lens, cache)`: [S, 54, T] float64, MA f at lens[f, i] of x[s] in
   bank[s, f*9 + i] (the bank layer 1 reads), through the same cache.
 - The compiled cores (`ma_cpu`, `kama_pine_cpu`, `returns_cpu`, `layer1_cpu`,
@@ -49,16 +53,22 @@ def _cpu_bank(x, lens, need, bank):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, fam_out, final_out):
-    """Both layers for every row of x [S, T]; MAs from bank [S, 54, T] (computed into it
-    where need[s, j]). fam_out [S, 6, T], final_out [S, T] of the output dtype."""
+def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, t0, fam_out, final_out):
+    """Both layers for every row of x [S, T]; bars t0..T-1 of the results go to fam_out
+    [S, 6, T - t0] and final_out [S, T - t0] (output dtype).
+
+    Without a bank (bank.shape[0] == 0) each MA is computed into one per-symbol scratch
+    row and folded into layer 1 at once (nothing [S, 54, T] exists); with a bank [S, 54, T]
+    the MAs come from it, computed into it where need[s, j]. The arithmetic is the same."""
     n_series, t_len = x.shape
     n_fam, n_len = lens.shape
+    use_bank = bank.shape[0] > 0
     for s in prange(n_series):
         xs = x[s]
         r = np.empty(t_len)
         nom = np.empty(t_len)
         den = np.empty(t_len)
+        scratch = np.empty(t_len)
         fnom = np.zeros(t_len)
         fden = np.zeros(t_len)
         returns_cpu(xs, growth, r)
@@ -67,16 +77,21 @@ def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, fam_out, final_o
             den[:] = 0.0
             for i in range(n_len):
                 j = f * n_len + i
-                if need[s, j]:
-                    ma_cpu(f, xs, lens[f, i], bank[s, j])
-                layer1_cpu(xs, bank[s, j], r, d, cutout, nom, den)
+                if use_bank:
+                    m = bank[s, j]
+                    if need[s, j]:
+                        ma_cpu(f, xs, lens[f, i], m)
+                else:
+                    m = scratch
+                    ma_cpu(f, xs, lens[f, i], m)
+                layer1_cpu(xs, m, r, d, cutout, nom, den)
             family_finish_cpu(nom, den, nom)
-            for t in range(t_len):
-                fam_out[s, f, t] = nom[t]
+            for t in range(t0, t_len):
+                fam_out[s, f, t - t0] = nom[t]
             layer2_cpu(nom, r, d, cutout, weights[f], fnom, fden)
         final_cpu(fnom, fden, fnom)
-        for t in range(t_len):
-            final_out[s, t] = fnom[t]
+        for t in range(t0, t_len):
+            final_out[s, t - t0] = fnom[t]
 
 
 def _names(lens) -> list[tuple[str, int]]:
@@ -101,23 +116,30 @@ def _to_cache(keys, names, bank, need):
         ma_cache.put((keys[s], *names[j]), bank[s, j])
 
 
-def run(x, p, dtype, cache: bool):
-    """x [S, T] -> (families [S, 6, T], final [S, T]) of dtype; see the module docstring."""
+def run(x, p, dtype, cache: bool, tail: int | None = None):
+    """x [S, T] -> (families [S, 6, K], final [S, K]) of dtype, K = T or the last `tail`
+    bars; see the module docstring."""
     n_series, t_len = x.shape
     n_ma = p.lens.size
-    fam_out = np.empty((n_series, len(FAMILIES), t_len), dtype=dtype)
-    final_out = np.empty((n_series, t_len), dtype=dtype)
+    t0 = 0 if tail is None else max(0, t_len - int(tail))
+    fam_out = np.empty((n_series, len(FAMILIES), t_len - t0), dtype=dtype)
+    final_out = np.empty((n_series, t_len - t0), dtype=dtype)
     growth = p.growth(t_len)
+    if not cache:  # no bank: one parallel call, memory [S, 6, K] out plus scratch per symbol
+        no_bank = np.empty((0, n_ma, t_len), dtype=np.float64)
+        no_need = np.empty((0, n_ma), dtype=np.bool_)
+        _cpu_batch(x, p.lens, p.weights, no_need, no_bank, growth, p.d, p.cutout, t0, fam_out, final_out)
+        return fam_out, final_out
     chunk = max(1, min(n_series, BANK_CHUNK_BYTES // max(1, n_ma * t_len * 8)))
     names = _names(p.lens)
     for c0 in range(0, n_series, chunk):
         xs = x[c0 : c0 + chunk]
         bank = np.empty((xs.shape[0], n_ma, t_len), dtype=np.float64)
         need = np.ones((xs.shape[0], n_ma), dtype=np.bool_)
-        keys = _from_cache(xs, names, bank, need) if cache else None
-        _cpu_batch(xs, p.lens, p.weights, need, bank, growth, p.d, p.cutout, fam_out[c0 : c0 + chunk], final_out[c0 : c0 + chunk])
-        if cache:
-            _to_cache(keys, names, bank, need)
+        keys = _from_cache(xs, names, bank, need)
+        _cpu_batch(xs, p.lens, p.weights, need, bank, growth, p.d, p.cutout, t0, fam_out[c0 : c0 + chunk],
+                   final_out[c0 : c0 + chunk])
+        _to_cache(keys, names, bank, need)
     return fam_out, final_out
 
 
