@@ -11,7 +11,7 @@ disk), driven by one parallel compiled loop (prange over symbols).
   and what was computed is put there. Same arithmetic either way (tested bit for bit).
 - `moving_average_bank(x, lens, cache)`: [S, 54, T] float64, MA f at lens[f, i] of x[s] in
   bank[s, f*9 + i] (the bank layer 1 reads), through the same cache.
-- The compiled cores (`ma_cpu`, `kama_pine_cpu`, `returns_cpu`, `layer1_cpu`,
+- The compiled cores (`ma_cpu`, `kama_pine_cpu`, `returns_cpu`, `layer1_cpu`, `layer1x3_cpu`,
   `family_finish_cpu`, `layer2_cpu`, `final_cpu`) for tests and callers of single cores.
 
 Imported on demand by the dispatch (`kernels.atc.api`); imports the cores, never the cuda
@@ -34,6 +34,7 @@ ma_cpu = _jit(cores.ma)
 kama_pine_cpu = _jit(cores.kama_pine_core)
 returns_cpu = _jit(cores.returns_core)
 layer1_cpu = _jit(cores.layer1_core)
+layer1x3_cpu = _jit(cores.layer1_core3)
 family_finish_cpu = _jit(cores.family_finish_core)
 layer2_cpu = _jit(cores.layer2_core)
 final_cpu = _jit(cores.final_core)
@@ -57,9 +58,10 @@ def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, t0, fam_out, fin
     """Both layers for every row of x [S, T]; bars t0..T-1 of the results go to fam_out
     [S, 6, T - t0] and final_out [S, T - t0] (output dtype).
 
-    Without a bank (bank.shape[0] == 0) each MA is computed into one per-symbol scratch
-    row and folded into layer 1 at once (nothing [S, 54, T] exists); with a bank [S, 54, T]
-    the MAs come from it, computed into it where need[s, j]. The arithmetic is the same."""
+    Without a bank (bank.shape[0] == 0) the MAs are computed into per-symbol scratch rows,
+    three at a time, and folded into layer 1 at once (`layer1_core3`; nothing [S, 54, T]
+    exists); with a bank [S, 54, T] the MAs come from it, computed into it where
+    need[s, j]. The arithmetic and the order of the sums are the same either way."""
     n_series, t_len = x.shape
     n_fam, n_len = lens.shape
     use_bank = bank.shape[0] > 0
@@ -68,23 +70,31 @@ def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, t0, fam_out, fin
         r = np.empty(t_len)
         nom = np.empty(t_len)
         den = np.empty(t_len)
-        scratch = np.empty(t_len)
+        scratch = np.empty((3, t_len))
         fnom = np.zeros(t_len)
         fden = np.zeros(t_len)
         returns_cpu(xs, growth, r)
         for f in range(n_fam):
             nom[:] = 0.0
             den[:] = 0.0
-            for i in range(n_len):
-                j = f * n_len + i
-                if use_bank:
-                    m = bank[s, j]
-                    if need[s, j]:
-                        ma_cpu(f, xs, lens[f, i], m)
+            for i0 in range(0, n_len, 3):
+                k = min(3, n_len - i0)
+                for i in range(i0, i0 + k):
+                    j = f * n_len + i
+                    if use_bank:
+                        if need[s, j]:
+                            ma_cpu(f, xs, lens[f, i], bank[s, j])
+                    else:
+                        ma_cpu(f, xs, lens[f, i], scratch[i - i0])
+                if k == 3 and use_bank:
+                    j = f * n_len + i0
+                    layer1x3_cpu(xs, bank[s, j], bank[s, j + 1], bank[s, j + 2], r, d, cutout, nom, den)
+                elif k == 3:
+                    layer1x3_cpu(xs, scratch[0], scratch[1], scratch[2], r, d, cutout, nom, den)
                 else:
-                    m = scratch
-                    ma_cpu(f, xs, lens[f, i], m)
-                layer1_cpu(xs, m, r, d, cutout, nom, den)
+                    for i in range(i0, i0 + k):
+                        m = bank[s, f * n_len + i] if use_bank else scratch[i - i0]
+                        layer1_cpu(xs, m, r, d, cutout, nom, den)
             family_finish_cpu(nom, den, nom)
             for t in range(t0, t_len):
                 fam_out[s, f, t - t0] = nom[t]
