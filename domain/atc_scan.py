@@ -59,9 +59,10 @@ def _compute(closes: np.ndarray, backend: str, stats: ScanStats, **params):
 def _offsets_in_order(frame: pl.DataFrame) -> tuple[np.ndarray, bool]:
     """(symbol offsets, whether the frame is sorted by symbol and, within each symbol, by
     strictly increasing date). Sorted by symbol iff the symbols starting the runs are
-    strictly increasing; the dates are compared as NumPy integers (a bool per row), not
-    with a `diff().over("symbol")` (a duration column and a group-by, ~400 MB and 0.5 s
-    on 10M rows)."""
+    strictly increasing; the dates are compared as NumPy integers, one chunk of the column
+    at a time (zero-copy views, a bool per row of the chunk), not with a
+    `diff().over("symbol")` (a duration column and a group-by: ~400 MB and 0.5 s on 10M
+    rows)."""
     sym = frame["symbol"]
     offsets = symbol_offsets(sym)
     if len(sym) == 0:
@@ -69,10 +70,19 @@ def _offsets_in_order(frame: pl.DataFrame) -> tuple[np.ndarray, bool]:
     firsts = sym.gather(offsets[:-1])
     if not (firsts.is_sorted() and firsts.n_unique() == len(firsts)) or frame["date"].null_count():
         return offsets, False
-    d = frame["date"].to_physical().to_numpy()
-    later = d[1:] > d[:-1]
-    later[offsets[1:-1] - 1] = True  # a symbol's first date is not compared with the previous symbol's
-    return offsets, bool(later.all())
+    starts = np.zeros(len(sym), dtype=np.bool_)  # True where a symbol's run begins: no comparison with the row before
+    starts[offsets[:-1]] = True
+    pos, prev = 0, None
+    for chunk in frame["date"].to_physical().get_chunks():
+        d = chunk.to_numpy()
+        if len(d) == 0:
+            continue
+        if prev is not None and not starts[pos] and not d[0] > prev:
+            return offsets, False
+        if not np.all((d[1:] > d[:-1]) | starts[pos + 1 : pos + len(d)]):
+            return offsets, False
+        pos, prev = pos + len(d), d[-1]
+    return offsets, True
 
 
 def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int = 512, device_backend: str = "cpu",
