@@ -250,7 +250,7 @@ def main() -> int:
                 f"{r['peak_mb']:.0f} | {r['growth_mb']:+.0f} | {r['lifetime_mb']:.0f} | {r['seconds']:.2f} | {met} |")
 
     lines = [
-        f"### ATC scanner, issue 17 goals ({dt.date.today()})", "",
+        f"### Issue 17: ATC scanner, 0.25 s and 400 MB goals ({dt.date.today()})", "",
         f"Machine: {machine()}; load average {load:.1f} when the run started (the machine is shared). Command: `{cmd}`.",
         "", f"{args.symbols:,} x {args.bars:,} scan (seconds; {args.repeat} timed scans after a warm-up; goal <= {GOAL_SCAN_S} s including the "
         "scan's own overhead, judged on the median wall time):", "",
