@@ -20,10 +20,11 @@ from domain.symbol_chunks import symbol_offsets
 from kernels import atc
 
 # Symbol-bars per chunk from which a GPU launch pays off. Estimated, not yet measured on a GPU
-# (none was lent): the CPU path costs about 0.6 us per symbol-bar here (500 x 2,000 in 0.62 s,
-# RESULTS.md "ATC scanner"), and a launch with its transfers about 10 ms (1 MB of closes in and
-# out plus the kernel start), so the break-even is near 10 ms / 0.6 us ~ 17k symbol-bars; 50k
-# keeps a margin. The default chunk (512 x 2,000 = 1M) goes to the GPU whenever one is present.
+# (none was lent): the CPU path costs about 0.2-0.4 us per symbol-bar on 2 cores (500 x 2,000:
+# kernel CPU time ~0.38 s, RESULTS.md "Issue 17: ATC scanner"; 0.6 us before), and a launch with
+# its transfers about 10 ms (1 MB of closes in and out plus the kernel start), so the break-even
+# is near 10 ms / 0.3 us ~ 33k symbol-bars; 50k keeps a small margin. The default chunk
+# (512 x 2,000 = 1M) goes to the GPU whenever one is present.
 # `make gpu-check` times both paths per chunk size; set the measured break-even here.
 GPU_MIN_WORK = 50_000
 STATES = {1: "long", -1: "short", 0: "neutral"}
