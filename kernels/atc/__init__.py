@@ -91,8 +91,9 @@ Backends
 * cpu (`kernels.atc.cpu`): the per-series cores of `kernels.atc.cores` (`returns_core`,
   `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`, the MA dispatch `ma`
   over `kama_pine_core` and the `kernels.cores` MAs) compiled with numba.njit, driven by
-  one parallel (prange over symbols) compiled loop. Each MA is computed into a per-symbol
-  scratch row and folded into layer 1 at once (no [symbols, 54, bars] bank); `tail=k`
+  one parallel (prange over symbols) compiled loop. The MAs are computed into per-symbol
+  scratch rows, three at a time, and folded into layer 1 at once (`layer1_core3`; no
+  [symbols, 54, bars] bank); `tail=k`
   keeps only the last k bars of the outputs (a scan of the latest state passes 1), so
   memory is the input plus a few rows per symbol. With cache=True the MAs come from
   `ma_cache` (LRU keyed by (series hash, family, length), 256 MiB by default, hit/miss

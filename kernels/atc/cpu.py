@@ -3,10 +3,10 @@ disk), driven by one parallel compiled loop (prange over symbols).
 
 - `run(x, p, dtype, cache, tail=None)`: x [S, T] float32/float64 (C order), p an
   `AtcParams` -> (families [S, 6, K], final [S, K]) of `dtype`, K = T, or the last `tail`
-  bars. Without the cache no MA bank exists: each symbol's 54 MAs are computed one at a
-  time into a scratch row and folded into layer 1 at once (as the cuda kernel does), so
-  the memory is the outputs plus a few rows per symbol, and one parallel call takes every
-  symbol. With cache=True the MAs go through a bank ([chunk, 54, T] float64, chunks
+  bars. Without the cache no MA bank exists: each symbol's 54 MAs are computed three at
+  a time into scratch rows and folded into layer 1 at once (`layer1_core3`: three equity
+  recursions per pass over the bars), so the memory is the outputs plus a few rows per
+  symbol, and one parallel call takes every symbol. With cache=True the MAs go through a bank ([chunk, 54, T] float64, chunks
   bounded by BANK_CHUNK_BYTES), taken from `kernels.atc.cache.ma_cache` where present,
   and what was computed is put there. Same arithmetic either way (tested bit for bit).
 - `moving_average_bank(x, lens, cache)`: [S, 54, T] float64, MA f at lens[f, i] of x[s] in
