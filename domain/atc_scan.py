@@ -20,10 +20,11 @@ from domain.symbol_chunks import symbol_offsets
 from kernels import atc
 
 # Symbol-bars per chunk from which a GPU launch pays off. Estimated, not yet measured on a GPU
-# (none was lent): the CPU path costs about 0.6 us per symbol-bar here (500 x 2,000 in 0.62 s,
-# RESULTS.md "ATC scanner"), and a launch with its transfers about 10 ms (1 MB of closes in and
-# out plus the kernel start), so the break-even is near 10 ms / 0.6 us ~ 17k symbol-bars; 50k
-# keeps a margin. The default chunk (512 x 2,000 = 1M) goes to the GPU whenever one is present.
+# (none was lent): the CPU path costs about 0.2-0.4 us per symbol-bar on 2 cores (500 x 2,000:
+# kernel CPU time ~0.38 s, RESULTS.md "Issue 17: ATC scanner"; 0.6 us before), and a launch with
+# its transfers about 10 ms (1 MB of closes in and out plus the kernel start), so the break-even
+# is near 10 ms / 0.3 us ~ 33k symbol-bars; 50k keeps a small margin. The default chunk
+# (512 x 2,000 = 1M) goes to the GPU whenever one is present.
 # `make gpu-check` times both paths per chunk size; set the measured break-even here.
 GPU_MIN_WORK = 50_000
 STATES = {1: "long", -1: "short", 0: "neutral"}
@@ -56,46 +57,121 @@ def _compute(closes: np.ndarray, backend: str, stats: ScanStats, **params):
         return (*atc.compute(closes, backend="cpu", dtype=np.float64, **params), "cpu (fallback)")
 
 
+def _symbol_runs(sym: pl.Series) -> tuple[np.ndarray, pl.Series]:
+    """(start offsets of the runs of equal symbols plus the end, the symbol of each run).
+    Run-length encoding reads the strings in place; `symbol_offsets`' compare-with-shift
+    builds a new String column when the frame comes in chunks (+160 MB, 0.18 s on 10M
+    rows in 81 chunks), so it serves only frames with null symbols (its runs differ there)."""
+    if sym.null_count():
+        offsets = symbol_offsets(sym)
+        return offsets, sym.gather(offsets[:-1])
+    runs = sym.rle()
+    lengths = runs.struct.field("len").to_numpy()
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), runs.struct.field("value")
+
+
+class _RowReader:
+    """[symbols, bars] blocks of a column read in place: one zero-copy NumPy view per chunk
+    of the column (a frame from a store comes in row-group chunks; `to_numpy()` on the
+    whole column would copy it), a symbol's rows copied straight into the block (from two
+    or more chunks where its rows cross a chunk border)."""
+
+    def __init__(self, column: pl.Series):
+        self.chunks = [c.to_numpy() for c in column.get_chunks()]
+        self.bounds = np.cumsum([0] + [len(c) for c in self.chunks])
+
+    def stack(self, starts: np.ndarray, n: int) -> np.ndarray:
+        if len(self.chunks) == 1:
+            x = self.chunks[0]
+            return np.stack([x[a : a + n] for a in starts])
+        out = np.empty((len(starts), n), dtype=np.result_type(*self.chunks))
+        first = np.searchsorted(self.bounds, starts, side="right") - 1
+        for r, (a, k) in enumerate(zip(starts, first)):
+            done = 0
+            while done < n:
+                lo = a + done - self.bounds[k]
+                take = min(n - done, len(self.chunks[k]) - lo)
+                out[r, done : done + take] = self.chunks[k][lo : lo + take]
+                done += take
+                k += 1
+        return out
+
+
+def _offsets_in_order(frame: pl.DataFrame) -> tuple[np.ndarray, bool]:
+    """(symbol offsets, whether the frame is sorted by symbol and, within each symbol, by
+    strictly increasing date). Sorted by symbol iff the symbols starting the runs are
+    strictly increasing; the dates are compared as NumPy integers, one chunk of the column
+    at a time (zero-copy views, a bool per row of the chunk), not with a
+    `diff().over("symbol")` (a duration column and a group-by: ~400 MB and 0.5 s on 10M
+    rows)."""
+    sym = frame["symbol"]
+    if len(sym) == 0:
+        return np.zeros(1, dtype=np.int64), True
+    offsets, firsts = _symbol_runs(sym)
+    if not (firsts.is_sorted() and firsts.n_unique() == len(firsts)) or frame["date"].null_count():
+        return offsets, False
+    starts = np.zeros(len(sym), dtype=np.bool_)  # True where a symbol's run begins: no comparison with the row before
+    starts[offsets[:-1]] = True
+    pos, prev = 0, None
+    for chunk in frame["date"].to_physical().get_chunks():
+        d = chunk.to_numpy()
+        if len(d) == 0:
+            continue
+        if prev is not None and not starts[pos] and not d[0] > prev:
+            return offsets, False
+        if not np.all((d[1:] > d[:-1]) | starts[pos + 1 : pos + len(d)]):
+            return offsets, False
+        pos, prev = pos + len(d), d[-1]
+    return offsets, True
+
+
 def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int = 512, device_backend: str = "cpu",
                   robustness: str = "Medium", length: int = 28, lam: float = 0.02, decay: float = 0.03, cutout: int = 0,
                   cache: bool = False) -> tuple[pl.DataFrame, ScanStats]:
     """One row per symbol: last date, ATC value, state (long/short/neutral), family signals.
 
-    Closes are sliced from one array by symbol offsets (no per-symbol copies beyond the
-    chunk being scanned); symbols with the same number of bars form [symbols, bars] chunks.
+    Closes are read in place from the column's chunks by symbol offsets (no copies beyond
+    the chunk being scanned, kept in the store's dtype: the kernels widen each element to
+    float64 themselves); symbols with the same number of bars form [symbols, bars] chunks.
+    Only the last bar of each result is asked for (`atc.compute(..., tail=1)`), and the
+    table is filled in symbol order, so nothing is sorted or concatenated at the end.
     """
     frame = bars.select("symbol", "date", "close")
-    in_order = frame["symbol"].is_sorted() and frame.select((pl.col("date").diff().over("symbol") > pl.duration()).all()).item()
+    offsets, in_order = _offsets_in_order(frame)
     if not in_order:  # sorting copies the frame: skip it when the store already gave it in order
         frame = frame.sort("symbol", "date")
-    offsets = symbol_offsets(frame["symbol"])
-    close = frame["close"].to_numpy()
+        offsets = _symbol_runs(frame["symbol"])[0]
+    rows = _RowReader(frame["close"])
     ends = offsets[1:]
     starts = np.maximum(offsets[:-1], ends - n_bars)
     lengths = ends - starts
-    symbols, last_dates = frame["symbol"].gather(ends - 1), frame["date"].gather(ends - 1)
+    n_sym = len(ends)
     stats = ScanStats()
-    parts = []
+    if n_sym == 0:
+        return pl.DataFrame(), stats
+    last = np.empty(n_sym, dtype=np.float64)
+    fam_last = np.empty((len(atc.FAMILIES), n_sym), dtype=np.float32)
     for n in np.unique(lengths):
         members = np.flatnonzero(lengths == n)
         for lo in range(0, len(members), chunk_symbols):
             idx = members[lo : lo + chunk_symbols]
-            closes = np.stack([close[starts[i] : ends[i]] for i in idx]).astype(np.float64)
+            closes = rows.stack(starts[idx], int(n))
             backend = route(len(idx), int(n), device_backend)
             fams, final, used = _compute(closes, backend, stats, robustness=robustness, length=length, lam=lam, decay=decay,
-                                   cutout=cutout, cache=cache)
+                                         cutout=cutout, cache=cache, tail=1)
             stats.chunks += 1
             stats.backends[used] = stats.backends.get(used, 0) + 1
             stats.chunk_backends.append(f"{len(idx)}x{int(n)}:{used}")
-            last = np.asarray(final)[:, -1]
-            parts.append(pl.DataFrame({
-                "symbol": symbols.gather(idx), "date": last_dates.gather(idx), "bars": np.full(len(idx), n, dtype=np.int32),
-                "atc": last.astype(np.float32), "state": atc.classify(last),
-                **{f"atc_{f.lower()}": np.asarray(fams[f])[:, -1].astype(np.float32) for f in atc.FAMILIES},
-            }))
+            last[idx] = np.asarray(final)[:, -1]
+            for f, name in enumerate(atc.FAMILIES):
+                fam_last[f, idx] = np.asarray(fams[name])[:, -1]
     if cache:
         stats.cache = atc.ma_cache.stats()
-    out = pl.concat(parts).sort("symbol") if parts else pl.DataFrame()
+    out = pl.DataFrame({
+        "symbol": frame["symbol"].gather(ends - 1), "date": frame["date"].gather(ends - 1),
+        "bars": lengths.astype(np.int32), "atc": last.astype(np.float32), "state": atc.classify(last),
+        **{f"atc_{f.lower()}": fam_last[k] for k, f in enumerate(atc.FAMILIES)},
+    })
     return out, stats
 
 

@@ -2,7 +2,7 @@
 InvestorUnknown (MPL-2.0), with cpu (numba), cuda (numba.cuda) and torch kernels.
 
     average_signal(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03,
-                   cutout=0, backend="cpu", dtype=np.float32)   -> final value per bar
+                   cutout=0, backend="cpu", dtype=np.float32, tail=None)   -> final value per bar
     family_signals(close, ...same...)  -> {"EMA", "HMA", "WMA", "DEMA", "LSMA", "KAMA"}: layer 1
     compute(close, ...same...)         -> (family signals, final), one pass for both
     classify(avg)                      -> int8: 1 long (> 0.1), -1 short (< -0.1), else 0
@@ -91,10 +91,14 @@ Backends
 * cpu (`kernels.atc.cpu`): the per-series cores of `kernels.atc.cores` (`returns_core`,
   `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`, the MA dispatch `ma`
   over `kama_pine_core` and the `kernels.cores` MAs) compiled with numba.njit, driven by
-  one parallel (prange over symbols) compiled loop; symbols go in chunks that bound the
-  MA bank ([chunk, 54, bars] float64) to 64 MiB. With cache=True the MAs come from
+  one parallel (prange over symbols) compiled loop. The MAs are computed into per-symbol
+  scratch rows, three at a time, and folded into layer 1 at once (`layer1_core3`; no
+  [symbols, 54, bars] bank); `tail=k`
+  keeps only the last k bars of the outputs (a scan of the latest state passes 1), so
+  memory is the input plus a few rows per symbol. With cache=True the MAs come from
   `ma_cache` (LRU keyed by (series hash, family, length), 256 MiB by default, hit/miss
-  counts in stats()) where present, and what was computed is put there.
+  counts in stats()) where present, through a bank in symbol chunks of at most 64 MiB,
+  and what was computed is put there.
   The cache is off by default because it does not pay here: the rolled MAs are ~30% of
   the compiled work, and hashing, lookups and copies cost more than recomputing them
   (500 symbols x 2,000 bars on 2 cores: 0.20 s without, 0.7-0.95 s cold, 0.26 s warm).

@@ -25,10 +25,10 @@ from kernels.atc.params import (
 BACKENDS = ("cpu", "cuda", "torch")
 
 
-def _cpu_run(x, p: AtcParams, dtype, cache: bool):
+def _cpu_run(x, p: AtcParams, dtype, cache: bool, tail):
     from kernels.atc import cpu
 
-    return cpu.run(x, p, dtype, cache)
+    return cpu.run(x, p, dtype, cache, tail)
 
 
 def _cuda_run(x, p: AtcParams, dtype):
@@ -39,14 +39,20 @@ def _cuda_run(x, p: AtcParams, dtype):
 
 
 def compute(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03, cutout=0, backend="cpu",
-            dtype=np.float32, weights=None, cache: bool = False):
+            dtype=np.float32, weights=None, cache: bool = False, tail: int | None = None):
     """(family signals {family: array}, final average signal array) in one pass.
 
     Shapes follow `close` (1-D [bars] or 2-D [symbols, bars]); NaN before `cutout`.
     `cache` (cpu only): take MAs from / put them into `ma_cache`.
+    `tail` (an int >= 1): return only the last `tail` bars (the same values as the full
+    result's last bars; the bar axis has min(tail, bars) entries). The cpu backend then
+    keeps nothing else (a scan wanting the latest state passes 1); cuda and torch compute
+    every bar and slice.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if tail is not None and (isinstance(tail, bool) or not isinstance(tail, (int, np.integer)) or tail < 1):
+        raise ValueError(f"tail must be None or an integer >= 1, got {tail!r}")
     dtype = check_dtype(dtype)
     p = AtcParams(robustness, length, lam, decay, cutout, weights)
     if backend == "torch":
@@ -55,7 +61,9 @@ def compute(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03, cuto
         fam, final, was_1d = atc_torch.dispatch(close, p, dtype)
     else:
         x, was_1d = prepare_numpy(close)
-        fam, final = _cpu_run(x, p, dtype, cache) if backend == "cpu" else _cuda_run(x, p, dtype)
+        fam, final = _cpu_run(x, p, dtype, cache, tail) if backend == "cpu" else _cuda_run(x, p, dtype)
+    if tail is not None and backend != "cpu":  # copies, so the full results can go
+        fam, final = (a[..., -tail:].copy() if isinstance(a, np.ndarray) else a[..., -tail:].clone() for a in (fam, final))
     if was_1d:
         fam, final = fam[0], final[0]
         families = {name: fam[f] for f, name in enumerate(FAMILIES)}
@@ -65,18 +73,18 @@ def compute(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03, cuto
 
 
 def average_signal(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03, cutout=0, backend="cpu",
-                   dtype=np.float32, weights=None, cache: bool = False):
+                   dtype=np.float32, weights=None, cache: bool = False, tail: int | None = None):
     """The final ATC value per bar, in [-1, 1]; NaN before `cutout`. See the `kernels.atc` docstring."""
     return compute(close, robustness=robustness, length=length, lam=lam, decay=decay, cutout=cutout,
-                   backend=backend, dtype=dtype, weights=weights, cache=cache)[1]
+                   backend=backend, dtype=dtype, weights=weights, cache=cache, tail=tail)[1]
 
 
 def family_signals(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03, cutout=0, backend="cpu",
-                   dtype=np.float32, weights=None, cache: bool = False):
+                   dtype=np.float32, weights=None, cache: bool = False, tail: int | None = None):
     """{"EMA", "HMA", "WMA", "DEMA", "LSMA", "KAMA"}: the layer-1 family signals (rounded to
     2 decimals, in [-1, 1]); NaN before `cutout`. "HMA" is the original's SMA."""
     return compute(close, robustness=robustness, length=length, lam=lam, decay=decay, cutout=cutout,
-                   backend=backend, dtype=dtype, weights=weights, cache=cache)[0]
+                   backend=backend, dtype=dtype, weights=weights, cache=cache, tail=tail)[0]
 
 
 def classify(avg, long_threshold: float = LONG_THRESHOLD, short_threshold: float = SHORT_THRESHOLD):

@@ -17,9 +17,12 @@ interpretation decisions are those of the `kernels.atc` package docstring.
 - `ma`: the MA of a family index (FAMILIES order: EMA, "HMA" = SMA, WMA, DEMA, LSMA, KAMA),
   the one dispatch over the MA kinds; EMA..LSMA are the TA-Lib cores of `kernels.cores`.
 - `returns_core`, `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`: the
-  two layers of the indicator.
+  two layers of the indicator. `layer1_step` is one bar of one MA in layer 1, shared by
+  `layer1_core` (one MA a pass: cuda, one thread per symbol) and `layer1_core3` (three MAs
+  a pass, the same sums in the same order: cpu, where one MA's equity recursion alone
+  leaves the core waiting on multiply latency).
 
-Cores that other cores call (`kama_step`, `kama_pine_core` and the `kernels.cores` MAs used
+Cores that other cores call (`kama_step`, `kama_pine_core`, `layer1_step` and the `kernels.cores` MAs used
 by `ma`) are registered with numba's `register_jitable`: the function itself is returned
 unchanged (plain Python stays plain Python) and compiled code of either target (njit or
 cuda, numba's "generic" overload target) compiles the call in. Only `math`, NumPy scalars
@@ -120,6 +123,34 @@ def returns_core(x, growth, r):
         r[t] = (np.float64(x[t]) / np.float64(x[t - 1]) - 1.0) * np.float64(growth[t])
 
 
+@register_jitable
+def layer1_step(t, cutout, v, pv, m, pm, rt, d, sig, a, e):
+    """Bar t of one MA in layer 1, returns the new (sig, a, e): v, pv the close at t and
+    t-1, m, pm the MA at t and t-1, rt = r[t] (pv, pm, rt are not read at t = 0).
+    a follows the previous bar's signal (sig is -1, 0 or +1, so sig*rt is rt or -rt
+    exactly; 0 keeps a); the signal changes on a cross (a comparison with NaN is false);
+    the equity starts at 1 on the cutout bar (or after a NaN), then e*d*(1 + a), floored.
+    The comparisons are combined with `&`, not `and`: the same truth values, without a
+    branch per comparison."""
+    if t >= 1:
+        if sig != 0.0:  # the previous bar's signal
+            a = sig * rt
+        over = (v > m) & (pv <= pm)
+        under = (v < m) & (pv >= pm)
+        if over:
+            sig = 1.0
+        elif under:
+            sig = -1.0
+    if t >= cutout:
+        if math.isnan(e):
+            e = 1.0
+        else:
+            e = (e * d) * (1.0 + a)
+        if e < EQUITY_FLOOR:
+            e = EQUITY_FLOOR
+    return sig, a, e
+
+
 def layer1_core(x, ma, r, d, cutout, nom, den):
     """One MA of layer 1: its cross signal s and equity e (start 1, decay multiplier d);
     adds s[t]*e[t] to nom[t] and e[t] to den[t]."""
@@ -127,29 +158,57 @@ def layer1_core(x, ma, r, d, cutout, nom, den):
     sig = 0.0
     a = 0.0
     e = NAN
+    pv = NAN
+    pm = NAN
+    rt = NAN
     for t in range(t_len):
+        v = np.float64(x[t])
+        m = np.float64(ma[t])
         if t >= 1:
-            if sig > 0.0:  # the previous bar's signal
-                a = np.float64(r[t])
-            elif sig < 0.0:
-                a = -np.float64(r[t])
-            v = np.float64(x[t])
-            pv = np.float64(x[t - 1])
-            m = np.float64(ma[t])
-            pm = np.float64(ma[t - 1])
-            if v > m and pv <= pm:
-                sig = 1.0
-            elif v < m and pv >= pm:
-                sig = -1.0
-        if t >= cutout:
-            if math.isnan(e):
-                e = 1.0
-            else:
-                e = (e * d) * (1.0 + a)
-            if e < EQUITY_FLOOR:
-                e = EQUITY_FLOOR
+            rt = np.float64(r[t])
+        sig, a, e = layer1_step(t, cutout, v, pv, m, pm, rt, d, sig, a, e)
         nom[t] = nom[t] + sig * e
         den[t] = den[t] + e
+        pv = v
+        pm = m
+
+
+def layer1_core3(x, ma0, ma1, ma2, r, d, cutout, nom, den):
+    """Three MAs of layer 1 in one pass over the bars: the same operations, and the same
+    sums (nom[t] and den[t] get MA 0's addend, then 1's, then 2's), as layer1_core on
+    ma0, ma1, ma2 in turn. The three equity recursions are independent, so the CPU
+    overlaps them (one alone waits on its own multiply latency every bar)."""
+    t_len = x.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    e0 = NAN
+    e1 = NAN
+    e2 = NAN
+    pv = NAN
+    p0 = NAN
+    p1 = NAN
+    p2 = NAN
+    rt = NAN
+    for t in range(t_len):
+        v = np.float64(x[t])
+        m0 = np.float64(ma0[t])
+        m1 = np.float64(ma1[t])
+        m2 = np.float64(ma2[t])
+        if t >= 1:
+            rt = np.float64(r[t])
+        s0, a0, e0 = layer1_step(t, cutout, v, pv, m0, p0, rt, d, s0, a0, e0)
+        s1, a1, e1 = layer1_step(t, cutout, v, pv, m1, p1, rt, d, s1, a1, e1)
+        s2, a2, e2 = layer1_step(t, cutout, v, pv, m2, p2, rt, d, s2, a2, e2)
+        nom[t] = ((nom[t] + s0 * e0) + s1 * e1) + s2 * e2
+        den[t] = ((den[t] + e0) + e1) + e2
+        pv = v
+        p0 = m0
+        p1 = m1
+        p2 = m2
 
 
 def family_finish_core(nom, den, out):

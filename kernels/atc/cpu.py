@@ -1,13 +1,17 @@
 """ATC on the CPU: the cores of `kernels.atc.cores` compiled with numba.njit (cached on
 disk), driven by one parallel compiled loop (prange over symbols).
 
-- `run(x, p, dtype, cache)`: x [S, T] float32/float64 (C order), p an `AtcParams` ->
-  (families [S, 6, T], final [S, T]) of `dtype`. Symbols go in chunks that bound the MA
-  bank ([chunk, 54, T] float64) to BANK_CHUNK_BYTES. With cache=True the MAs come from
-  `kernels.atc.cache.ma_cache` where present, and what was computed is put there.
+- `run(x, p, dtype, cache, tail=None)`: x [S, T] float32/float64 (C order), p an
+  `AtcParams` -> (families [S, 6, K], final [S, K]) of `dtype`, K = T, or the last `tail`
+  bars. Without the cache no MA bank exists: each symbol's 54 MAs are computed three at
+  a time into scratch rows and folded into layer 1 at once (`layer1_core3`: three equity
+  recursions per pass over the bars), so the memory is the outputs plus a few rows per
+  symbol, and one parallel call takes every symbol. With cache=True the MAs go through a bank ([chunk, 54, T] float64, chunks
+  bounded by BANK_CHUNK_BYTES), taken from `kernels.atc.cache.ma_cache` where present,
+  and what was computed is put there. Same arithmetic either way (tested bit for bit).
 - `moving_average_bank(x, lens, cache)`: [S, 54, T] float64, MA f at lens[f, i] of x[s] in
   bank[s, f*9 + i] (the bank layer 1 reads), through the same cache.
-- The compiled cores (`ma_cpu`, `kama_pine_cpu`, `returns_cpu`, `layer1_cpu`,
+- The compiled cores (`ma_cpu`, `kama_pine_cpu`, `returns_cpu`, `layer1_cpu`, `layer1x3_cpu`,
   `family_finish_cpu`, `layer2_cpu`, `final_cpu`) for tests and callers of single cores.
 
 Imported on demand by the dispatch (`kernels.atc.api`); imports the cores, never the cuda
@@ -30,6 +34,7 @@ ma_cpu = _jit(cores.ma)
 kama_pine_cpu = _jit(cores.kama_pine_core)
 returns_cpu = _jit(cores.returns_core)
 layer1_cpu = _jit(cores.layer1_core)
+layer1x3_cpu = _jit(cores.layer1_core3)
 family_finish_cpu = _jit(cores.family_finish_core)
 layer2_cpu = _jit(cores.layer2_core)
 final_cpu = _jit(cores.final_core)
@@ -49,34 +54,54 @@ def _cpu_bank(x, lens, need, bank):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, fam_out, final_out):
-    """Both layers for every row of x [S, T]; MAs from bank [S, 54, T] (computed into it
-    where need[s, j]). fam_out [S, 6, T], final_out [S, T] of the output dtype."""
+def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, t0, fam_out, final_out):
+    """Both layers for every row of x [S, T]; bars t0..T-1 of the results go to fam_out
+    [S, 6, T - t0] and final_out [S, T - t0] (output dtype).
+
+    Without a bank (bank.shape[0] == 0) the MAs are computed into per-symbol scratch rows,
+    three at a time, and folded into layer 1 at once (`layer1_core3`; nothing [S, 54, T]
+    exists); with a bank [S, 54, T] the MAs come from it, computed into it where
+    need[s, j]. The arithmetic and the order of the sums are the same either way."""
     n_series, t_len = x.shape
     n_fam, n_len = lens.shape
+    use_bank = bank.shape[0] > 0
     for s in prange(n_series):
         xs = x[s]
         r = np.empty(t_len)
         nom = np.empty(t_len)
         den = np.empty(t_len)
+        scratch = np.empty((3, t_len))
         fnom = np.zeros(t_len)
         fden = np.zeros(t_len)
         returns_cpu(xs, growth, r)
         for f in range(n_fam):
             nom[:] = 0.0
             den[:] = 0.0
-            for i in range(n_len):
-                j = f * n_len + i
-                if need[s, j]:
-                    ma_cpu(f, xs, lens[f, i], bank[s, j])
-                layer1_cpu(xs, bank[s, j], r, d, cutout, nom, den)
+            for i0 in range(0, n_len, 3):
+                k = min(3, n_len - i0)
+                for i in range(i0, i0 + k):
+                    j = f * n_len + i
+                    if use_bank:
+                        if need[s, j]:
+                            ma_cpu(f, xs, lens[f, i], bank[s, j])
+                    else:
+                        ma_cpu(f, xs, lens[f, i], scratch[i - i0])
+                if k == 3 and use_bank:
+                    j = f * n_len + i0
+                    layer1x3_cpu(xs, bank[s, j], bank[s, j + 1], bank[s, j + 2], r, d, cutout, nom, den)
+                elif k == 3:
+                    layer1x3_cpu(xs, scratch[0], scratch[1], scratch[2], r, d, cutout, nom, den)
+                else:
+                    for i in range(i0, i0 + k):
+                        m = bank[s, f * n_len + i] if use_bank else scratch[i - i0]
+                        layer1_cpu(xs, m, r, d, cutout, nom, den)
             family_finish_cpu(nom, den, nom)
-            for t in range(t_len):
-                fam_out[s, f, t] = nom[t]
+            for t in range(t0, t_len):
+                fam_out[s, f, t - t0] = nom[t]
             layer2_cpu(nom, r, d, cutout, weights[f], fnom, fden)
         final_cpu(fnom, fden, fnom)
-        for t in range(t_len):
-            final_out[s, t] = fnom[t]
+        for t in range(t0, t_len):
+            final_out[s, t - t0] = fnom[t]
 
 
 def _names(lens) -> list[tuple[str, int]]:
@@ -101,23 +126,30 @@ def _to_cache(keys, names, bank, need):
         ma_cache.put((keys[s], *names[j]), bank[s, j])
 
 
-def run(x, p, dtype, cache: bool):
-    """x [S, T] -> (families [S, 6, T], final [S, T]) of dtype; see the module docstring."""
+def run(x, p, dtype, cache: bool, tail: int | None = None):
+    """x [S, T] -> (families [S, 6, K], final [S, K]) of dtype, K = T or the last `tail`
+    bars; see the module docstring."""
     n_series, t_len = x.shape
     n_ma = p.lens.size
-    fam_out = np.empty((n_series, len(FAMILIES), t_len), dtype=dtype)
-    final_out = np.empty((n_series, t_len), dtype=dtype)
+    t0 = 0 if tail is None else max(0, t_len - int(tail))
+    fam_out = np.empty((n_series, len(FAMILIES), t_len - t0), dtype=dtype)
+    final_out = np.empty((n_series, t_len - t0), dtype=dtype)
     growth = p.growth(t_len)
+    if not cache:  # no bank: one parallel call, memory [S, 6, K] out plus scratch per symbol
+        no_bank = np.empty((0, n_ma, t_len), dtype=np.float64)
+        no_need = np.empty((0, n_ma), dtype=np.bool_)
+        _cpu_batch(x, p.lens, p.weights, no_need, no_bank, growth, p.d, p.cutout, t0, fam_out, final_out)
+        return fam_out, final_out
     chunk = max(1, min(n_series, BANK_CHUNK_BYTES // max(1, n_ma * t_len * 8)))
     names = _names(p.lens)
     for c0 in range(0, n_series, chunk):
         xs = x[c0 : c0 + chunk]
         bank = np.empty((xs.shape[0], n_ma, t_len), dtype=np.float64)
         need = np.ones((xs.shape[0], n_ma), dtype=np.bool_)
-        keys = _from_cache(xs, names, bank, need) if cache else None
-        _cpu_batch(xs, p.lens, p.weights, need, bank, growth, p.d, p.cutout, fam_out[c0 : c0 + chunk], final_out[c0 : c0 + chunk])
-        if cache:
-            _to_cache(keys, names, bank, need)
+        keys = _from_cache(xs, names, bank, need)
+        _cpu_batch(xs, p.lens, p.weights, need, bank, growth, p.d, p.cutout, t0, fam_out[c0 : c0 + chunk],
+                   final_out[c0 : c0 + chunk])
+        _to_cache(keys, names, bank, need)
     return fam_out, final_out
 
 

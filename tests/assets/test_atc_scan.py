@@ -47,6 +47,35 @@ def test_the_scan_uses_lam_decay_and_cutout_as_given(bars):
     assert table.filter(pl.col("symbol") == "S1")["atc"][0] == pytest.approx(expected, abs=1e-6)
 
 
+def test_scan_equals_the_float64_computation_bit_for_bit_in_any_row_order(bars):
+    # the scan passes float32 closes and asks for the last bar only: the same bits as the
+    # full float64 computation, whether or not the frame comes sorted
+    table, _ = scan_universe(bars, n_bars=300)
+    shuffled, _ = scan_universe(bars.sample(fraction=1.0, shuffle=True, seed=3), n_bars=300)
+    assert shuffled.equals(table)
+    for sym in ("S0", "S4"):
+        close = bars.filter(pl.col("symbol") == sym).sort("date")["close"].to_numpy()[-300:].astype(np.float64)
+        fams, final = atc.compute(close, dtype=np.float64)
+        row = table.filter(pl.col("symbol") == sym).row(0, named=True)
+        assert row["atc"] == np.float32(final[-1]) and row["bars"] == len(close)
+        assert all(row[f"atc_{f.lower()}"] == np.float32(fams[f][-1]) for f in atc.FAMILIES)
+
+
+def test_repeated_dates_are_sorted_out_like_any_unsorted_frame(bars):
+    # a frame sorted by symbol whose dates do not strictly increase within a symbol is sorted first
+    table, _ = scan_universe(bars, n_bars=300)
+    swapped = pl.concat([bars.slice(1, 1), bars.slice(0, 1), bars.slice(2)])
+    assert scan_universe(swapped, n_bars=300)[0].equals(table)
+    # frames read from a store come in chunks: the order check reads each chunk in place
+    # (and read the closes in place: the border at row 700 falls inside S0's last 300 bars)
+    assert 700 - 300 < bars.filter(pl.col("symbol") == "S0").height < 700 + 300
+    chunked = pl.concat([bars.slice(0, 100), bars.slice(100, 600), bars.slice(700, 0), bars.slice(700)], rechunk=False)
+    assert chunked.n_chunks() >= 3 and scan_universe(chunked, n_bars=300)[0].equals(table)
+    repeated = pl.concat([bars.slice(0, 100), bars.slice(99)], rechunk=False)  # row 99 twice, across chunks
+    assert scan_universe(repeated, n_bars=300)[0].height == table.height
+    assert not scanner._offsets_in_order(repeated)[1] and scanner._offsets_in_order(chunked)[1]
+
+
 def test_chunk_size_does_not_change_the_result(bars):
     one, _ = scan_universe(bars, n_bars=250, chunk_symbols=100)
     many, _ = scan_universe(bars, n_bars=250, chunk_symbols=1)

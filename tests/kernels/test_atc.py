@@ -171,6 +171,34 @@ def test_float32_input_is_computed_in_float64():
     np.testing.assert_allclose(atc.average_signal(x32, dtype=np.float64), r_final, rtol=0, atol=1e-9)
 
 
+def test_float32_input_equals_its_float64_widening_bit_for_bit():
+    # the cores widen every element they read, so a float32 array and its float64 copy give
+    # the same bits (the scanner passes the store's float32 closes without a copy)
+    x32 = walks(4, 400, seed=11).astype(np.float32)
+    f32_fams, f32_final = atc.compute(x32, dtype=np.float64)
+    f64_fams, f64_final = atc.compute(x32.astype(np.float64), dtype=np.float64)
+    np.testing.assert_array_equal(f32_final, f64_final)
+    for name in atc.FAMILIES:
+        np.testing.assert_array_equal(f32_fams[name], f64_fams[name])
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_tail_returns_the_last_bars_of_the_full_result(cache):
+    x = walks(5, 300, seed=12)
+    fams, final = atc.compute(x, dtype=np.float64, cutout=7)
+    for tail in (1, 13, 300, 1000):
+        t_fams, t_final = atc.compute(x, dtype=np.float64, cutout=7, tail=tail, cache=cache)
+        assert t_final.shape == (5, min(tail, 300))
+        np.testing.assert_array_equal(t_final, final[:, -tail:])
+        for name in atc.FAMILIES:
+            np.testing.assert_array_equal(t_fams[name], fams[name][:, -tail:])
+    np.testing.assert_array_equal(atc.average_signal(x[2], tail=2), atc.average_signal(x[2])[-2:])
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="tail"):
+            atc.compute(x, tail=bad)
+    atc.ma_cache.clear()
+
+
 def test_cutout():
     cutout = 300
     x = goog_close()
