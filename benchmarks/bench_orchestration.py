@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, symbol_names  # noqa: E402
+from benchmarks.common import emit, machine, run_json, symbol_names  # noqa: E402
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 ASSETS = ("raw_bars", "features", "labels", "specialists")
@@ -204,14 +204,7 @@ def run_phase(kind: str, env: dict, args, n_symbols: int, y0: int, y1: int, bare
               profile: Path | None = None) -> dict:
     cmd = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else []), __file__, "--phase", "run",
            "--kind", kind, "--symbols", str(n_symbols), "--run-years", f"{y0}-{y1}", "--bare", str(bare)]
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
-    wall = time.perf_counter() - t0
-    if out.returncode:
-        raise RuntimeError(f"{kind} run {y0}-{y1} failed:\n{out.stderr[-4000:]}")
-    res = json.loads(out.stdout.strip().splitlines()[-1])
-    res["process_s"] = wall
-    return res
+    return run_json(cmd, f"{kind} run {y0}-{y1}", env=env, cwd=REPO)
 
 
 def part_bc(args, root: Path) -> dict:

@@ -65,7 +65,7 @@ T_START = time.perf_counter()
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, symbol_names
+from benchmarks.common import emit, machine, run_json, symbol_names
 
 GOAL_S = 5.0
 WEBSERVER = str(Path(sys.executable).parent / "dagster-webserver")
@@ -133,14 +133,7 @@ def phase(root: Path, name: str, args, extra: list[str] | None = None, profile: 
     cmd = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else []), __file__, "--phase", name,
            "--root", str(root), "--symbols", str(args.symbols), "--years", args.years,
            "--build-years", args.build_years, "--block", str(args.block), *(extra or [])]
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, env=env_for(root), cwd=REPO, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
-    if out.returncode:
-        raise RuntimeError(f"phase {name} failed:\n{out.stderr[-4000:]}")
-    res = json.loads(out.stdout.strip().splitlines()[-1])
-    res["process_s"] = wall
-    return res
+    return run_json(cmd, f"phase {name}", env=env_for(root), cwd=REPO)
 
 
 # ---------------------------------------------------------------- phases (in the child process)

@@ -61,15 +61,28 @@ def synthetic_instance(tmp: Path, n_symbols: int, y0: int, y1: int):
     return instance
 
 
+def run_json(cmd: list[str], what: str, env: dict | None = None, cwd: Path | None = None) -> dict:
+    """Run `cmd` in a fresh process; its last stdout line is a JSON object, returned with
+    `process_s` (the process's wall, imports included). A failure raises naming `what`."""
+    import time
+
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, check=False)
+    wall = time.perf_counter() - t0
+    if out.returncode:
+        raise RuntimeError(f"{what} failed:\n{out.stderr[-4000:]}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["process_s"] = wall
+    return res
+
+
 def run_phases(script: str, phases: list[str], args: list[str], env: dict | None = None) -> dict[str, dict]:
     """Run `script --phase P *args` for each phase in a fresh process; each prints one JSON line."""
     results = {}
     for phase in phases:
-        out = subprocess.run([sys.executable, script, "--phase", phase, *args], capture_output=True, text=True,
-                             env={**os.environ, **(env or {})})
-        if out.returncode:
-            raise RuntimeError(f"phase {phase} failed:\n{out.stderr[-4000:]}")
-        results[phase] = json.loads(out.stdout.strip().splitlines()[-1])
+        results[phase] = run_json([sys.executable, script, "--phase", phase, *args], f"phase {phase}",
+                                  env={**os.environ, **(env or {})})
+        results[phase].pop("process_s")
         print(phase, results[phase], flush=True)
     return results
 
