@@ -308,17 +308,16 @@ def main() -> int:
                      f"{a['ours']:.2f} | {a['bare']:.2f} | {a['ratio']:.2f}x | <= 1.3x bare | {'yes' if a['ratio'] <= 1.3 else 'NO'} |")
     if "bc" in res:
         r = res["bc"]
-        bo, bb = r["b_ours"], r["b_bare"]
+        bo, bb, co, cb = r["b_ours"], r["b_bare"], r["c_ours"], r["c_bare"]
         parts_n = med(bo, "partitions")
         book = [(x["seconds"] - x["stage_s"] - x["write_s"]) / x["partitions"] * 1e3 for x in bo]
         bare_pp = [x["seconds"] / x["partitions"] * 1e3 for x in bb]
         full = args.symbols == 500 and n_years == 26
         t_rebuild = "<= 45 s at 500 x 26" + ("" if full else " (not this size)")
         # with --bare-symbols the bare project ran a smaller rectangle: scale its wall per partition
-        scale_b = med(bo, "partitions") / med(bb, "partitions")
-        scale_c = med(co := r["c_ours"], "partitions") / med(cb := r["c_bare"], "partitions")
         same = "" if args.bare_symbols == args.symbols else f" (bare: {args.bare_symbols} symbols, scaled per partition)"
-        bare_b, bare_c = med(bb, "seconds") * scale_b, med(cb, "seconds") * scale_c
+        bare_b = med(bb, "seconds") * med(bo, "partitions") / med(bb, "partitions")
+        bare_c = med(cb, "seconds") * med(co, "partitions") / med(cb, "partitions")
         lines.append(f"| (b) rebuild {args.symbols} x {n_years}, 4 assets ({parts_n:,.0f} partition materializations), run wall s{same} | "
                      f"{med(bo, 'seconds'):.1f} | {bare_b:.1f} | {med(bo, 'seconds') / bare_b:.2f}x | "
                      f"{t_rebuild} | {('yes' if med(bo, 'seconds') <= 45 else 'NO') if full else 'n/a'} |")

@@ -41,24 +41,30 @@ def symbol_names(n: int) -> list[str]:
     return [f"S{i:04d}" for i in range(n)]
 
 
-def synthetic_instance(tmp: Path, n_symbols: int, y0: int, y1: int):
-    """A settings file for n synthetic symbols and years y0..y1 under tmp, a fresh
-    DAGSTER_HOME there, the symbols registered; returns the Dagster instance."""
+def configured_instance(tmp: Path, settings: dict):
+    """`settings` written to tmp/settings.yaml as PIPELINE_CONFIG, a fresh DAGSTER_HOME under
+    tmp, the configured source's symbols registered; returns (settings file, Settings,
+    the Dagster instance)."""
     cfg = tmp / "settings.yaml"
-    cfg.write_text(json.dumps({
+    cfg.write_text(json.dumps(settings))
+    os.environ["PIPELINE_CONFIG"] = str(cfg)
+    os.environ["DAGSTER_HOME"] = str(tmp / "home")
+    from config.settings import load_settings
+    from pipeline.instance import get_instance
+    from pipeline.symbols import sync_symbols
+
+    loaded, instance = load_settings(), get_instance()
+    sync_symbols(instance, loaded)
+    return cfg, loaded, instance
+
+
+def synthetic_instance(tmp: Path, n_symbols: int, y0: int, y1: int):
+    """`configured_instance` for n synthetic symbols and years y0..y1; returns the instance."""
+    return configured_instance(tmp, {
         "paths": {"data": str(tmp / "data"), "reports": str(tmp / "reports"), "models": str(tmp / "models")},
         "years": {"start": y0, "end": y1},
         "universe": {"source": "synthetic", "synthetic": {"symbols": symbol_names(n_symbols), "seed": 7, "end_date": f"{y1}-12-31"}},
-    }))
-    os.environ["PIPELINE_CONFIG"] = str(cfg)
-    os.environ["DAGSTER_HOME"] = str(tmp / "home")
-    from pipeline.instance import get_instance
-    from config.settings import load_settings
-    from pipeline.symbols import sync_symbols
-
-    instance = get_instance()
-    sync_symbols(instance, load_settings())
-    return instance
+    })[2]
 
 
 def run_json(cmd: list[str], what: str, env: dict | None = None, cwd: Path | None = None) -> dict:

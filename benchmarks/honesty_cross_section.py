@@ -50,7 +50,6 @@ import argparse
 import datetime as dt
 import importlib.util
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -63,7 +62,7 @@ import polars as pl
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine  # noqa: E402
+from benchmarks.common import configured_instance, emit, machine  # noqa: E402
 
 DATA_FILE = ("datasets", "data", "sp500_dataset.csv.gz")
 SEEDED_MODELS = ("lightgbm", "hist_gbm")
@@ -160,7 +159,6 @@ def main() -> int:
         tmp = Path(tmp)
         (tmp / "user_data").mkdir()
         bars.write_parquet(tmp / "user_data" / "sp500.parquet")
-        cfg = tmp / "settings.yaml"
         base = {
             "paths": {"data": str(tmp / "data"), "reports": str(tmp / "reports"), "models": str(tmp / "models")},
             "years": {"start": args.train_from, "end": args.last_year},
@@ -170,22 +168,14 @@ def main() -> int:
             "lstm": {"horizon": head},
             "evaluation": {"min_symbols_per_day": 5},
         }
-        cfg.write_text(json.dumps(base))
-        os.environ["PIPELINE_CONFIG"] = str(cfg)
-        os.environ["DAGSTER_HOME"] = str(tmp / "home")
+        cfg, settings, instance = configured_instance(tmp, base)
         from dagster import AssetKey
         from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-        from config.settings import load_settings
         from pipeline.definitions import defs
-        from pipeline.instance import get_instance
         from pipeline.runs import run_rectangle
-        from pipeline.symbols import sync_symbols
         from resources.delta_store import DeltaStore
 
-        settings = load_settings()
-        instance = get_instance()
-        sync_symbols(instance, settings)
         quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
         yearly = defs.resolve_job_def("yearly_stages")
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine  # noqa: E402
+from benchmarks.common import configured_instance, emit, machine  # noqa: E402
 
 
 def main() -> int:
@@ -45,27 +44,18 @@ def main() -> int:
     seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [None]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        cfg = tmp / "settings.yaml"
         base = {
             "paths": {"data": str(tmp / "data"), "reports": str(tmp / "reports"), "models": str(tmp / "models")},
             "years": {"start": 1999, "end": args.last_year},
             "universe": {"source": "packaged", "packaged": {"symbols": ["GOOG", "SP500", "NASDAQ"]}},
             "lstm": {"max_steps": args.lstm_steps, "seed": 0},
         }
-        cfg.write_text(json.dumps(base))
-        os.environ["PIPELINE_CONFIG"] = str(cfg)
-        os.environ["DAGSTER_HOME"] = str(tmp / "home")
+        _, settings, instance = configured_instance(tmp, base)
         from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
         from pipeline.definitions import defs
-        from pipeline.instance import get_instance
         from pipeline.runs import run_rectangle
-        from config.settings import load_settings
-        from pipeline.symbols import sync_symbols
 
-        settings = load_settings()
-        instance = get_instance()
-        sync_symbols(instance, settings)
         years = list(range(1999, args.last_year + 1))
         quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
         run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, ["GOOG", "SP500", "NASDAQ"], years,

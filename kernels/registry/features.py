@@ -2,7 +2,8 @@
 streaming updater.
 
 The `features` table's column order is the registry's order. To add a feature, append one
-`Feature` here, with its batch `formula` and its `stream`: the batch stage, the live
+`Feature` here, with its batch `formula` and its `stream` (`_kernel` when both are one and
+the same kernel call): the batch stage, the live
 stream (kernels.streaming.SymbolStream), the schema, the halo check and the tests
 (tests/kernels/test_streaming.py replays every entry against its formula) pick it up.
 
@@ -45,6 +46,15 @@ class Feature:
 C, HLC = ("close",), ("high", "low", "close")
 
 
+def _kernel(name: str, lookback_of: tuple[str, int], core: str, inputs: tuple[str, ...], **params) -> Feature:
+    """A feature that is one kernel call: the same call is its formula (on `k`) and its
+    stream (on `u`)."""
+    def call(f):
+        return f(core, inputs, **params)
+
+    return Feature(name, call, lookback_of, call)
+
+
 def _pct(atr, close):
     return atr / close * 100.0
 
@@ -54,28 +64,23 @@ def _ratio(a, b):
 
 
 FEATURES: tuple[Feature, ...] = (
-    Feature("f_ret1", lambda k: k("rocp", C, n=1), ("returns", 1), lambda u: u("rocp", C, n=1)),
-    Feature("f_ret5", lambda k: k("rocp", C, n=5), ("returns", 5), lambda u: u("rocp", C, n=5)),
-    Feature("f_sma20", lambda k: k("sma", C, n=20), ("sma", 20), lambda u: u("sma", C, n=20)),
-    Feature("f_ema20", lambda k: k("ema", C, n=20), ("ema", 20), lambda u: u("ema", C, n=20)),
-    Feature("f_wma20", lambda k: k("wma", C, n=20), ("wma", 20), lambda u: u("wma", C, n=20)),
-    Feature("f_dema20", lambda k: k("dema", C, n=20), ("dema", 20), lambda u: u("dema", C, n=20)),
-    Feature("f_tema20", lambda k: k("tema", C, n=20), ("tema", 20), lambda u: u("tema", C, n=20)),
-    Feature("f_hma20", lambda k: k("hma", C, n=20), ("hma", 20), lambda u: u("hma", C, n=20)),
-    Feature("f_lsma20", lambda k: k("lsma", C, n=20), ("lsma", 20), lambda u: u("lsma", C, n=20)),
-    Feature("f_kama10", lambda k: k("kama", C, n=10), ("kama", 10), lambda u: u("kama", C, n=10)),
-    Feature("f_rsi14", lambda k: k("rsi", C, n=14), ("rsi", 14), lambda u: u("rsi", C, n=14)),
-    Feature("f_atr14", lambda k: k("atr", HLC, n=14), ("atr", 14), lambda u: u("atr", HLC, n=14)),
-    Feature("f_plus_di14", lambda k: k("dmi", HLC, output=0, n=14, which=0), ("plus_di", 14),
-            lambda u: u("dmi", HLC, output=0, n=14, which=0)),
-    Feature("f_minus_di14", lambda k: k("dmi", HLC, output=1, n=14, which=0), ("minus_di", 14),
-            lambda u: u("dmi", HLC, output=1, n=14, which=0)),
-    Feature("f_adx14", lambda k: k("dmi", HLC, output=2, n=14, which=0), ("adx", 14),
-            lambda u: u("dmi", HLC, output=2, n=14, which=0)),
-    Feature("f_std20", lambda k: k("moments", C, n=20, mode=0), ("rolling_std", 20),
-            lambda u: u("moments", C, n=20, mode=0)),
-    Feature("f_zscore20", lambda k: k("moments", C, n=20, mode=1), ("zscore", 20),
-            lambda u: u("moments", C, n=20, mode=1)),
+    _kernel("f_ret1", ("returns", 1), "rocp", C, n=1),
+    _kernel("f_ret5", ("returns", 5), "rocp", C, n=5),
+    _kernel("f_sma20", ("sma", 20), "sma", C, n=20),
+    _kernel("f_ema20", ("ema", 20), "ema", C, n=20),
+    _kernel("f_wma20", ("wma", 20), "wma", C, n=20),
+    _kernel("f_dema20", ("dema", 20), "dema", C, n=20),
+    _kernel("f_tema20", ("tema", 20), "tema", C, n=20),
+    _kernel("f_hma20", ("hma", 20), "hma", C, n=20),
+    _kernel("f_lsma20", ("lsma", 20), "lsma", C, n=20),
+    _kernel("f_kama10", ("kama", 10), "kama", C, n=10),
+    _kernel("f_rsi14", ("rsi", 14), "rsi", C, n=14),
+    _kernel("f_atr14", ("atr", 14), "atr", HLC, n=14),
+    _kernel("f_plus_di14", ("plus_di", 14), "dmi", HLC, output=0, n=14, which=0),
+    _kernel("f_minus_di14", ("minus_di", 14), "dmi", HLC, output=1, n=14, which=0),
+    _kernel("f_adx14", ("adx", 14), "dmi", HLC, output=2, n=14, which=0),
+    _kernel("f_std20", ("rolling_std", 20), "moments", C, n=20, mode=0),
+    _kernel("f_zscore20", ("zscore", 20), "moments", C, n=20, mode=1),
     # seed 001: Volatility Percent = ATR14 / close * 100, Volatility Ratio = ATR14 / ATR28
     # (array arithmetic in the feature dtype, repeated per bar by u.apply)
     Feature("f_vol_pct", lambda k: _pct(k("atr", HLC, n=14), k.column("close")), ("atr", 14),
