@@ -38,7 +38,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventL
 from dagster._core.storage.sql import create_engine
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._serdes import ConfigurableClassData
-import sqlalchemy
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
@@ -91,7 +91,7 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
             poolclass=NullPool,
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS},
         )
-        sqlalchemy.event.listen(engine, "connect", _synchronous_normal)
+        sqlalchemy_event.listen(engine, "connect", _synchronous_normal)
         return engine
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:

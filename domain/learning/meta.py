@@ -155,6 +155,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     horizons = settings.meta.horizons or settings.labels.horizons
     columns = feature_columns(settings.meta.inputs)
     versions = DeltaStore(settings.data_dir).versions(TRAINED_ON + (("features",) if columns else ()))
+    fold_jobs = _fold_jobs(settings)
     rows, previews = [], {}
     for year in years:
         train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns)
@@ -166,7 +167,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
             model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
                                             embargo_days=settings.cv.embargo_days, model=settings.meta.model,
                                             calibration=settings.meta.calibration, seed=settings.meta.seed,
-                                            features=columns, n_jobs=_fold_jobs(settings))
+                                            features=columns, n_jobs=fold_jobs)
             stem = settings.models_dir / f"meta_h{h}_{year}"
             sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
             write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})

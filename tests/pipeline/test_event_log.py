@@ -80,4 +80,5 @@ def test_batched_storage_indexes_exactly_like_the_stock_storage(make_settings, t
     assert views["batched"] == views["stock"]
     assert views["batched"]["latest_event_partition"] == {p: p for p in views["batched"]["materialized"]}
     assert views["batched"]["tags_by_event_id"] == {p: {p} for p in views["batched"]["materialized"]}
-    assert views["batched"]["last_materialization_partition"] == "BBB|2011"
+    # the newest run's events (their order within the run is Dagster's, not the keys')
+    assert views["batched"]["last_materialization_partition"] in {"BBB|2010", "BBB|2011"}

@@ -1,0 +1,89 @@
+"""Where a rebuild's Dagster bookkeeping goes (issue 13, part 2): timers around Dagster's own
+functions (no cProfile, so the figures are the unprofiled ones) during one rebuild of
+`--symbols` x `--years` through the four symbol x year assets, in a temp folder.
+
+    python benchmarks/profile_bookkeeping.py [--symbols 40] [--years 2000-2025]
+
+Prints the run's wall / stage / write seconds and, per timed function, its total seconds
+and calls (timers nest: e.g. `serialize_value` is inside `store_event_batch`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_orchestration import _ours_run, write_settings  # noqa: E402
+from benchmarks.common import symbol_names  # noqa: E402
+
+SECONDS: dict[str, float] = collections.defaultdict(float)
+CALLS: collections.Counter = collections.Counter()
+
+
+def timed(owner, name: str, label: str) -> None:
+    fn = getattr(owner, name)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            SECONDS[label] += time.perf_counter() - t0
+            CALLS[label] += 1
+
+    setattr(owner, name, wrapper)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--symbols", type=int, default=40)
+    ap.add_argument("--years", default="2000-2025")
+    args = ap.parse_args()
+    y0, y1 = (int(x) for x in args.years.split("-"))
+    symbols = symbol_names(args.symbols)
+    with tempfile.TemporaryDirectory(prefix="profile-bookkeeping-") as tmp:
+        os.environ["PIPELINE_CONFIG"] = str(write_settings(Path(tmp), symbols, y0, y1))
+        os.environ["DAGSTER_HOME"] = str(Path(tmp) / "home")
+        import dagster._core.events as events
+        import dagster._core.execution.context.data_version_cache as versions
+        import dagster._core.execution.context.system as system
+        import dagster._core.instance.runs.run_domain as run_domain
+        import dagster._core.storage.event_log.sql_event_log as sql_event_log
+
+        import pipeline.event_log as event_log
+        from pipeline.instance import get_instance
+        from pipeline.symbols import register_symbols
+
+        register_symbols(get_instance(), symbols)
+        timed(run_domain.RunDomain, "create_run", "run creation (planned events included)")
+        timed(run_domain.RunDomain, "_log_asset_planned_events", "planned events")
+        timed(system.StepExecutionContext, "asset_partitions_subset_for_input", "input partition mappings")
+        timed(versions.DataVersionCache, "fetch_external_input_asset_version_info", "input data-version lookup")
+        timed(events.DagsterEvent, "asset_materialization", "materialization events built and logged")
+        timed(event_log.BatchedSqliteEventLogStorage, "store_event_batch", "store_event_batch")
+        timed(event_log.BatchedSqliteEventLogStorage, "store_event", "store_event (one at a time)")
+        timed(event_log.BatchedSqliteEventLogStorage, "_store_asset_event_tags", "  asset event tags")
+        timed(sql_event_log, "serialize_value", "  serialize_value")
+        run = _ours_run(symbols, y0, y1)
+    print(json.dumps(run))
+    n = run["partitions"]
+    book = run["seconds"] - run["stage_s"] - run["write_s"]
+    print(f"bookkeeping {book:.2f} s = {book / n * 1e3:.2f} ms per partition over {n:,} partitions")
+    for label in sorted(SECONDS, key=SECONDS.get, reverse=True):
+        print(f"{label:45s} {SECONDS[label]:7.3f} s {CALLS[label]:7d} calls {SECONDS[label] / n * 1e3:6.3f} ms/partition")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
