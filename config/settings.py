@@ -120,6 +120,26 @@ class Universe(_Model):
     packaged: PackagedSource = PackagedSource()
 
 
+class Ingest(_Model):
+    """`ingest`: how daily bars are judged on the way in (domain.sources.conform and the
+    raw_bars checks). A daily bar's date is an exchange session of `calendar`: other dates
+    are a warning (check exchange_sessions), or refused with `strict`."""
+    calendar: str = "XNYS"  # an exchange_calendars name (XNYS, XLON, XTKS, ...)
+    strict: bool = False    # refuse a file with a date that is not a session (CLI --strict)
+    # check plausible_moves warns when a close differs from the previous one by more than this
+    # factor either way (1.5: up 50% or down 33%); an unadjusted 2:1 split is a factor 2
+    max_move: float = Field(1.5, gt=1.0)
+
+    @field_validator("calendar")
+    @classmethod
+    def _known(cls, v):
+        import exchange_calendars  # only when the key is set (defaults are not validated)
+
+        if v not in exchange_calendars.get_calendar_names():
+            raise ValueError(f"{v!r} is not an exchange_calendars name (e.g. XNYS, XLON, XTKS)")
+        return v
+
+
 class Demo(_Model):
     symbols: list[str] | None = None
     years: list[int] | None = None
@@ -344,6 +364,7 @@ class Settings(_Model):
     paths: Paths = Paths()
     years: Years = Years()
     universe: Universe = Universe()
+    ingest: Ingest = Ingest()
     demo: Demo = Demo()
     labels: Labels = Labels()
     halo: Halo = Halo()

@@ -10,7 +10,8 @@ on deliberately bad frames (tests/assets/test_asset_checks.py).
 
 One function per check, named after it:
 
-    raw_bars         ohlc_consistent, unique_dates, finite_positive_prices
+    raw_bars         ohlc_consistent, unique_dates, finite_positive_prices, and three warnings:
+                     exchange_sessions, plausible_moves, inside_configured_years
     atc_scan         every_symbol_scanned, states_and_values_in_range
     cv_report        fold_metrics_valid
     lstm_model       scores_in_unit_interval
@@ -56,14 +57,52 @@ def unique_dates(bars: pl.DataFrame) -> tuple[bool, dict]:
 
 
 def finite_positive_prices(bars: pl.DataFrame) -> tuple[bool, dict]:
-    """open, high, low, close finite and > 0; volume (when present) finite and >= 0."""
+    """open, high, low, close finite and > 0; volume, when a bar has one, finite and >= 0
+    (a missing volume, NaN, is allowed: close-only and price-only series have none)."""
     prices = [c for c in ("open", "high", "low", "close") if c in bars.columns]
     cond = pl.all_horizontal([pl.col(c).is_finite() & (pl.col(c) > 0) for c in prices])
     if "volume" in bars.columns:
-        cond = cond & pl.col("volume").is_finite() & (pl.col("volume") >= 0)
+        vol = pl.col("volume")
+        cond = cond & (vol.is_nan() | (vol.is_finite() & (vol >= 0)))
     bad = bars.filter(~cond.fill_null(False))
     return bad.height == 0, {"bad_rows": bad.height,
                              "first": _first(f"{r['symbol']} {r['date']}" for r in bad.head(FIRST).iter_rows(named=True))}
+
+
+def _day(value) -> str:
+    return f"{value:%Y-%m-%d}"
+
+
+def exchange_sessions(bars: pl.DataFrame, calendar: str) -> tuple[bool, dict]:
+    """Every date is a session of the exchange `calendar` (no weekend, no holiday)."""
+    from domain.sources.dates import describe, non_sessions
+
+    if bars.is_empty():
+        return True, {"calendar": calendar, "non_sessions": 0}
+    bad = bars.filter(non_sessions(bars["date"], calendar))
+    return bad.height == 0, {"calendar": calendar, "non_sessions": bad.height,
+                             "first": _first(f"{r['symbol']} {describe(r['date'].date())}"
+                                             for r in bad.head(FIRST).iter_rows(named=True))}
+
+
+def plausible_moves(bars: pl.DataFrame, max_move: float) -> tuple[bool, dict]:
+    """No close differs from the symbol's previous close by more than a factor `max_move`
+    either way (an unadjusted split, a 10x spike, a misplaced decimal point)."""
+    ordered = bars.sort("symbol", "date").with_columns(pl.col("close").shift(1).over("symbol").alias("_prev"))
+    ratio = pl.col("close").cast(pl.Float64) / pl.col("_prev").cast(pl.Float64)
+    bad = ordered.filter(((ratio > max_move) | (ratio < 1.0 / max_move)).fill_null(False))
+    return bad.height == 0, {"max_move": max_move, "jumps": bad.height,
+                             "first": _first(f"{r['symbol']} {_day(r['date'])} close {r['_prev']:g} -> {r['close']:g}"
+                                             for r in bad.head(FIRST).iter_rows(named=True))}
+
+
+def inside_configured_years(outside: pl.DataFrame, first: int, last: int) -> tuple[bool, dict]:
+    """No row of the source lies outside the configured years `first..last` (such rows are
+    never stored: a 2099 typo would otherwise vanish without a word). `outside`: the
+    source's rows outside those years (symbol, date)."""
+    return outside.height == 0, {"years": f"{first}..{last}", "rows_outside": outside.height,
+                                 "first": _first(f"{r['symbol']} {_day(r['date'])}"
+                                                 for r in outside.head(FIRST).iter_rows(named=True))}
 
 
 # ---------------------------------------------------------------- atc_scan

@@ -14,11 +14,20 @@ from domain.schema import RAW_BARS
 from domain.sources import BarSource
 
 
-def build_raw_bars(source: BarSource, keys: list[SymbolYear]) -> pl.DataFrame:
-    """The rows of `keys` from `source`, in RAW_BARS schema, sorted by symbol then date."""
+def build_raw_bars(source: BarSource, keys: list[SymbolYear], years: tuple[int, int] | None = None,
+                   outside: list[pl.DataFrame] | None = None) -> pl.DataFrame:
+    """The rows of `keys` from `source`, in RAW_BARS schema, sorted by symbol then date.
+
+    With `years` (first, last: the configured years) and an `outside` list, the symbols'
+    rows dated outside those years, which no partition stores, are appended to `outside`
+    as one (symbol, date) frame (check inside_configured_years names them)."""
     if not keys:
         return RAW_BARS.empty()
     symbols = sorted({k.symbol for k in keys})
-    out = keep_partitions(source.history(symbols), keys).sort("symbol", "date")
+    history = source.history(symbols)
+    if years is not None and outside is not None:
+        year = pl.col("date").dt.year()
+        outside.append(history.filter(~year.is_between(*years)).select("symbol", "date"))
+    out = keep_partitions(history, keys).sort("symbol", "date")
     RAW_BARS.check(out)
     return out

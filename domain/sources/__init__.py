@@ -63,7 +63,8 @@ def make_source(settings: Settings) -> BarSource:
     if uni.source == "folder":
         from domain.sources.folder import FolderSource
 
-        return FolderSource(settings.resolve(uni.folder.path))
+        strict = settings.ingest.calendar if settings.ingest.strict else None
+        return FolderSource(settings.resolve(uni.folder.path), sessions=strict)
     from domain.sources.packaged import PackagedSource
 
     return PackagedSource(list(uni.packaged.symbols))

@@ -3,7 +3,11 @@
 Contract of `conform_bars(df, origin, symbol)`:
 - column names match case-insensitively after trimming; `date` may be called date,
   datetime, timestamp or time; `volume` may be missing (stored as NaN);
-- dates parse from strings, dates or datetimes (time zones dropped to wall time);
+- dates parse from strings, dates or datetimes; a UTC offset or time zone is dropped, the
+  wall-clock date kept (domain.sources.dates), and each bar is stored at its day's midnight;
+- several rows on one day at different times are intraday data, refused;
+- with `sessions` (a calendar name, `ingest.strict`), a date that is not a session of that
+  exchange is refused (otherwise the raw_bars check `exchange_sessions` warns);
 - prices are finite numbers > 0, high >= low, volume finite and >= 0 where present;
 - duplicate dates are an error; unsorted dates are sorted, not an error;
 - one cast to the schema's dtypes at the end.
@@ -18,6 +22,7 @@ import polars as pl
 from config.errors import InputDataError
 from config.settings import SYMBOL_PATTERN
 from domain.schema import PRICE_COLUMNS, RAW_BARS, assert_no_object
+from domain.sources.dates import describe, intraday_rows, non_sessions, session_day, strip_utc_offset, wall_clock
 
 DATE_ALIASES = ("date", "datetime", "timestamp", "time")
 REQUIRED = ("date",) + PRICE_COLUMNS
@@ -65,15 +70,13 @@ def _match_columns(df: pl.DataFrame, origin: str) -> dict[str, str]:
 
 def _parse_dates(col: pl.Series, origin: str) -> pl.Series:
     if col.dtype == pl.String:
-        parsed = col.str.strip_chars().str.to_datetime(strict=False, time_unit="ns")
+        parsed = strip_utc_offset(col).str.to_datetime(strict=False, time_unit="ns")
         bad = parsed.is_null() & col.is_not_null()
         if bad.any():
             row = _first_row(bad)
             raise InputDataError(origin, f"cannot parse date {col[row - 1]!r}", column=col.name, row=row, expected="a date such as 2010-01-04")
     elif col.dtype == pl.Date or isinstance(col.dtype, pl.Datetime):
-        parsed = col
-        if isinstance(col.dtype, pl.Datetime) and col.dtype.time_zone is not None:
-            parsed = col.dt.replace_time_zone(None)
+        parsed = wall_clock(col)
     else:
         raise InputDataError(origin, f"dtype {col.dtype} is not a date", column=col.name, expected="dates or date strings")
     if parsed.is_null().any():
@@ -112,27 +115,49 @@ def _check_stored_range(values: pl.Series, raw: pl.Series, origin: str, column: 
                              expected=f"a number between {FLOAT32_TINY:.2e} and {FLOAT32_MAX:.2e}")
 
 
-def conform_bars(df: pl.DataFrame, origin: str, symbol: str, row_numbers: pl.Series | None = None) -> pl.DataFrame:
+def conform_bars(df: pl.DataFrame, origin: str, symbol: str, row_numbers: pl.Series | None = None,
+                 sessions: str | None = None) -> pl.DataFrame:
     """Validate and cast one symbol's bars to RAW_BARS (sorted by date).
 
     `row_numbers` (1-based) maps each row of `df` to its row in the source file when `df`
-    is a slice of a longer table; errors then name the file's row.
+    is a slice of a longer table; errors then name the file's row. `sessions`: an
+    exchange_calendars name whose sessions every date must be (None: not checked here).
     """
     try:
-        return _conform(df, origin, symbol)
+        return _conform(df, origin, symbol, sessions)
     except InputDataError as err:
         if row_numbers is None or err.row is None:
             raise
         raise InputDataError(err.origin, err.problem, column=err.column, row=int(row_numbers[err.row - 1]), expected=err.expected) from None
 
 
-def _conform(df: pl.DataFrame, origin: str, symbol: str) -> pl.DataFrame:
+def _check_one_time_per_day(stamps: pl.Series, origin: str, column: str) -> None:
+    mixed = intraday_rows(stamps)
+    if mixed is not None:
+        day, rows = mixed
+        times = ", ".join(stamps[r - 1].strftime("%H:%M") for r in rows[:4])
+        raise InputDataError(origin, f"intraday data: {len(rows)} rows on {day} ({times})", column=column, row=rows[0],
+                             expected="one bar per session date: resample to daily first")
+
+
+def _check_sessions(dates: pl.Series, calendar: str, origin: str, column: str) -> None:
+    bad = non_sessions(dates, calendar)
+    if bad.any():
+        row = _first_row(bad)
+        raise InputDataError(origin, f"date {describe(dates[row - 1].date())} is not a session of {calendar} "
+                             f"({int(bad.sum())} such rows)", column=column, row=row,
+                             expected=f"exchange-session dates (ingest.strict; ingest.calendar {calendar})")
+
+
+def _conform(df: pl.DataFrame, origin: str, symbol: str, sessions: str | None = None) -> pl.DataFrame:
     validate_symbol(symbol, origin)
     if df.height == 0 or df.width == 0:
         raise InputDataError(origin, "the file has no data rows", expected="a header and at least one row of OHLCV data")
     assert_no_object(df, origin)
     cols = _match_columns(df, origin)
-    out = {"date": _parse_dates(df[cols["date"]], origin)}
+    stamps = _parse_dates(df[cols["date"]], origin)
+    _check_one_time_per_day(stamps, origin, cols["date"])
+    out = {"date": session_day(stamps)}
     for name in PRICE_COLUMNS:
         values = _parse_numbers(df[cols[name]], name, origin)
         bad = values.is_null() | values.is_nan() | values.is_infinite() | (values <= 0)
@@ -184,5 +209,7 @@ def _conform(df: pl.DataFrame, origin: str, symbol: str) -> pl.DataFrame:
             row=rows[0],
             expected="one row per date",
         )
+    if sessions is not None:
+        _check_sessions(frame["date"], sessions, origin, cols["date"])
     frame = frame.with_columns(pl.lit(symbol).alias("symbol")).sort("date")
     return RAW_BARS.cast(frame, origin)

@@ -44,8 +44,9 @@ def _symbol_column(df: pl.DataFrame) -> str | None:
 class FolderSource:
     name = "folder"
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, sessions: str | None = None):
         self.path = Path(path)
+        self.sessions = sessions  # a calendar name: dates off its sessions are refused (conform_bars)
 
     def files(self, errors: list[InputDataError] | None = None) -> list[Path]:
         """The data files of the folder. A link that leads out of the folder is refused
@@ -132,12 +133,13 @@ class FolderSource:
             df = read_table(path)
             col = _symbol_column(df)
             if col is None:
-                frames.append(conform_bars(df, str(path), path.stem.upper()))
+                frames.append(conform_bars(df, str(path), path.stem.upper(), sessions=self.sessions))
                 continue
             df = df.with_row_index("__row", offset=1)
             for (sym,), part in df.partition_by(col, as_dict=True, maintain_order=True).items():
                 if sym in wanted:
-                    frames.append(conform_bars(part.drop("__row", col), str(path), sym, row_numbers=part["__row"]))
+                    frames.append(conform_bars(part.drop("__row", col), str(path), sym, row_numbers=part["__row"],
+                                               sessions=self.sessions))
         if not frames:
             return RAW_BARS.empty()
         out = pl.concat(frames)
