@@ -3,6 +3,7 @@ whole chain of jobs (`run_graph`, in the order `pipeline.chain.FOLLOW_UPS` state
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from dagster import DagsterInstance, JobDefinition
@@ -63,6 +64,8 @@ def run_rectangle(
             raise_on_error=False,
         )
         raise_if_failed(result, f"{job.name} {block[0]}..{block[-1]} x {y0}..{y1}")
+        for line in failed_check_lines(instance, result.run_id):
+            print(line, file=sys.stderr)
         per_asset: dict[str, list[dict]] = {}
         for event in result.get_asset_materialization_events():
             mat = event.event_specific_data.materialization
@@ -79,15 +82,22 @@ def run_rectangle(
 
 
 def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = False, yearly_years: list[int] | None = None,
-              tags: dict | None = None, log_level: str = "WARNING", progress: bool = True) -> dict:
+              tags: dict | None = None, log_level: str = "WARNING", progress: bool = True,
+              settings_path: str | None = None) -> dict:
     """Run the chain in process: the symbol x year build, the regimes of every year (when
     the yearly stages are narrower), the LSTM (when asked), then the follow-ups of the build
     in `FOLLOW_UPS` order; a progress bar over those runs. `yearly_years` narrows the yearly
-    stages (e.g. the last few years in a demo). Returns the build's per-asset summary."""
-    from dagster import materialize
+    stages (e.g. the last few years in a demo); `settings_path` runs them on another
+    settings file (the CLI's derived one) instead of the one in force. Returns the build's
+    per-asset summary."""
+    from dagster import Definitions, materialize
     from tqdm import tqdm
 
     from pipeline.definitions import ALL_ASSETS, build_resources, defs
+
+    if settings_path is not None:
+        defs = Definitions(assets=ALL_ASSETS, jobs=defs.jobs, executor=defs.executor,
+                           resources=build_resources(settings_path))
 
     run_config = {"loggers": {"console": {"config": {"log_level": log_level}}}}
     yearly = sorted(yearly_years or years)
@@ -107,13 +117,32 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
             continue
         run_tags = {**(year_range_tags(span) if name in YEAR_JOBS or name == "regime" else {}), **tags}
         if name == "regime":
-            res = materialize(ALL_ASSETS, selection=["regime"], instance=instance, resources=build_resources(),
+            res = materialize(ALL_ASSETS, selection=["regime"], instance=instance, resources=build_resources(settings_path),
                               tags=run_tags, run_config=run_config, raise_on_error=False)
         else:
             res = defs.resolve_job_def(name).execute_in_process(instance=instance, tags=run_tags, run_config=run_config,
                                                                 raise_on_error=False)
         raise_if_failed(res, f"{name} {min(span)}..{max(span)}")
     return summary
+
+
+def failed_check_lines(instance, run_id: str) -> list[str]:
+    """One `warning: check ASSET/CHECK failed: ...` line per failed asset check of the run
+    (read from the instance's event log), with the check's counts and first offenders."""
+    from dagster import DagsterEventType
+
+    records = instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
+    lines = []
+    for record in records:
+        evaluation = record.event_log_entry.dagster_event.event_specific_data
+        if evaluation.passed:
+            continue
+        meta = {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}
+        first = meta.pop("first", None) or []
+        facts = ", ".join(f"{k} {v}" for k, v in meta.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool))
+        where = f" ({'; '.join(str(x) for x in first[:3])}{'; ...' if len(first) > 3 else ''})" if first else ""
+        lines.append(f"warning: check {evaluation.asset_key.to_user_string()}/{evaluation.check_name} failed: {facts}{where}")
+    return lines
 
 
 def failure_line(result) -> str | None:

@@ -124,6 +124,8 @@ def cmd_build_features(args: argparse.Namespace) -> int:
     overrides = {"universe": {"source": "folder", "folder": {"path": str(Path(args.raw).resolve())}}} if args.raw else {}
     if args.workers:
         overrides["build"] = {"workers": args.workers}
+    if args.strict:
+        overrides["ingest"] = {"strict": True}
     cfg, settings = _cfg_and_settings(overrides, "build-features")
     instance = get_instance()
     sync_symbols(instance, settings)
@@ -208,12 +210,12 @@ def cmd_build_all(args: argparse.Namespace) -> int:
     from pipeline.runs import run_graph
     from pipeline.symbols import sync_symbols
 
-    settings = load_settings()
+    cfg, settings = _cfg_and_settings({"ingest": {"strict": True}} if args.strict else {}, "build-all")
     instance = get_instance()
     sync_symbols(instance, settings)
     symbols = args.symbols.split(",") if args.symbols else make_source(settings).symbols()
     years = parse_years(args.years, settings)
-    run_graph(instance, symbols, years, lstm=args.lstm)
+    run_graph(instance, symbols, years, lstm=args.lstm, settings_path=str(cfg) if args.strict else None)
     print(f"built {len(symbols)} symbols x {years[0]}..{years[-1]}; reports: {settings.reports_dir}")
     return 0
 
@@ -320,6 +322,8 @@ def add_stage_commands(sub) -> None:
     bf.add_argument("--symbols", help="comma-separated (default: every symbol of the source)")
     bf.add_argument("--years", help="2005, 2005-2010 or 2005,2007 (default: settings years)")
     bf.add_argument("--workers", type=int, default=0, help="worker count (0: settings build.workers)")
+    bf.add_argument("--strict", action="store_true", help="refuse dates that are not exchange sessions "
+                    "(ingest.strict; default: a warning)")
     bf.set_defaults(func=cmd_build_features)
     tl = sub.add_parser("train-lstm", help="the LSTM specialist, year by year (walk-forward)")
     tl.add_argument("--years")
@@ -346,6 +350,7 @@ def add_stage_commands(sub) -> None:
     ba.add_argument("--symbols")
     ba.add_argument("--years")
     ba.add_argument("--lstm", action="store_true", help="also train the LSTM (slow on a CPU)")
+    ba.add_argument("--strict", action="store_true", help="refuse dates that are not exchange sessions (ingest.strict)")
     ba.set_defaults(func=cmd_build_all)
     lp = sub.add_parser("live-paper-trade", help="latest bars -> inference -> paper orders -> log (job live_paper_trade)")
     lp.add_argument("--now", help="ISO date (default: the last stored bar)")

@@ -145,7 +145,7 @@ def _check_sessions(dates: pl.Series, calendar: str, origin: str, column: str) -
     if bad.any():
         row = _first_row(bad)
         raise InputDataError(origin, f"date {describe(dates[row - 1].date())} is not a session of {calendar} "
-                             f"({int(bad.sum())} such rows)", column=column, row=row,
+                             f"({int(bad.sum())} of {len(dates)} dates)", column=column, row=row,
                              expected=f"exchange-session dates (ingest.strict; ingest.calendar {calendar})")
 
 

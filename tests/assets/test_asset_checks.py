@@ -48,6 +48,36 @@ def test_finite_positive_prices_fails_on_nan_negative_zero_or_infinite(replace):
     assert not checks.finite_positive_prices(bars(**replace))[0]
 
 
+def test_finite_positive_prices_passes_close_only_bars_whose_volume_is_nan():
+    close_only = bars(volume=[float("nan")] * 3)
+    assert checks.finite_positive_prices(close_only) == (True, {"bad_rows": 0, "first": []})
+    assert not checks.finite_positive_prices(bars(volume=[100.0, float("inf"), 300.0]))[0]  # infinite: still bad
+
+
+def test_exchange_sessions_names_a_sunday_and_a_holiday():
+    days = [dt.datetime(2016, 1, 1), dt.datetime(2016, 1, 3), dt.datetime(2016, 1, 4)]
+    assert checks.exchange_sessions(bars(date=[dt.datetime(2016, 1, d) for d in (4, 5, 6)]), "XNYS")[0]
+    assert checks.exchange_sessions(bars(date=days), "XNYS") == (False, {
+        "calendar": "XNYS", "non_sessions": 2, "first": ["AAA 2016-01-01 (Friday)", "AAA 2016-01-03 (Sunday)"]})
+
+
+def test_plausible_moves_names_an_unadjusted_split_and_a_ten_times_spike_per_symbol():
+    d = [dt.datetime(2020, 1, day) for day in (2, 3, 6, 7, 8)]
+    close = [100.0, 50.0, 51.0, 510.0, 52.0]  # a 2:1 split, then a one-day 10x print
+    df = pl.DataFrame({"date": d * 2, "symbol": ["AAA"] * 5 + ["BBB"] * 5, "close": close + [10.0, 11.0, 12.0, 13.0, 14.0]})
+    assert checks.plausible_moves(df, 1.5) == (False, {"max_move": 1.5, "jumps": 3, "first": [
+        "AAA 2020-01-03 close 100 -> 50", "AAA 2020-01-07 close 51 -> 510", "AAA 2020-01-08 close 510 -> 52"]})
+    assert checks.plausible_moves(df.filter(pl.col("symbol") == "BBB"), 1.5)[0]
+    assert checks.plausible_moves(df, 11.0)[0]  # the threshold is the setting's
+
+
+def test_inside_configured_years_names_a_row_dated_2099():
+    outside = pl.DataFrame({"symbol": ["AAA"], "date": [dt.datetime(2099, 1, 5)]})
+    assert checks.inside_configured_years(outside, 2014, 2020) == (False, {
+        "years": "2014..2020", "rows_outside": 1, "first": ["AAA 2099-01-05"]})
+    assert checks.inside_configured_years(outside.clear(), 2014, 2020)[0]
+
+
 def scan(**replace) -> pl.DataFrame:
     df = pl.DataFrame({"symbol": ["AAA", "BBB"], "date": D[:2], "atc": [0.5, -0.2], "state": [1, -1],
                        "atc_ema": [0.4, -0.1]}).with_columns(pl.col("state").cast(pl.Int8), pl.col("atc").cast(pl.Float32))
@@ -217,7 +247,8 @@ def test_strategy_search_asset_writes_its_report_front_and_check(make_settings, 
     res = run_assets([raw_bars], cfg, instance, ["AAA"], [2000, 2001, 2002, 2003])
     assert res.success
     assert {e.check_name: e.passed for e in res.get_asset_check_evaluations()} == {
-        "ohlc_consistent": True, "unique_dates": True, "finite_positive_prices": True}
+        "ohlc_consistent": True, "unique_dates": True, "finite_positive_prices": True, "exchange_sessions": True,
+        "plausible_moves": True, "inside_configured_years": True}
     out = materialize([raw_bars, strategy_search], selection=[strategy_search], partition_key="AAA", instance=instance,
                       resources=build_resources(str(cfg)))
     assert out.success

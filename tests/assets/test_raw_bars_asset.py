@@ -112,3 +112,30 @@ def test_real_prices_from_packages(make_settings, instance):
     df = store.read("raw_bars", [SymbolYear("GOOG", 2004), SymbolYear("GOOG", 2005)])
     assert df["date"].min() == dt.datetime(2004, 8, 19)
     assert df.filter(pl.col("date") == dt.datetime(2004, 8, 19))["close"][0] == pl.Series([100.34], dtype=pl.Float32)[0]
+
+
+def _close_only(dates_closes) -> str:
+    """A close-only series: open = high = low = close, no volume column."""
+    return "date,open,high,low,close\n" + "".join(f"{d},{c},{c},{c},{c}\n" for d, c in dates_closes)
+
+
+def test_close_only_bars_with_a_sunday_a_split_and_a_2099_row_are_stored_with_three_warnings(make_settings, instance,
+                                                                                             tmp_path):
+    folder = tmp_path / "user_data"
+    folder.mkdir()
+    (folder / "AAA.csv").write_text(_close_only([("2016-01-04", 100), ("2016-01-05", 101), ("2016-01-10", 102),
+                                                 ("2016-01-11", 51), ("2099-01-05", 52)]))
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(folder)}, "synthetic": {"end_date": None}},
+                        years={"start": 2016, "end": 2016})
+    result = run_assets([raw_bars], cfg, instance, ["AAA"], [2016])
+    assert result.success
+    checks = {e.check_name: (e.passed, e.severity.value, e.metadata.get("first") and e.metadata["first"].value)
+              for e in result.get_asset_check_evaluations()}
+    assert checks == {
+        "ohlc_consistent": (True, "ERROR", []), "unique_dates": (True, "ERROR", []),
+        "finite_positive_prices": (True, "ERROR", []),  # NaN volume is allowed
+        "exchange_sessions": (False, "WARN", ["AAA 2016-01-10 (Sunday)"]),
+        "plausible_moves": (False, "WARN", ["AAA 2016-01-11 close 102 -> 51"]),
+        "inside_configured_years": (False, "WARN", ["AAA 2099-01-05"])}
+    stored = DeltaStore(read_settings(cfg).data_dir).read("raw_bars", [SymbolYear("AAA", 2016)])
+    assert stored["date"].dt.day().to_list() == [4, 5, 10, 11] and stored["volume"].is_nan().all()
