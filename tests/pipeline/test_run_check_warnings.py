@@ -1,0 +1,58 @@
+"""A run that succeeds with failed asset checks says so on the command line: one
+`warning: check ASSET/CHECK failed: ...` line per failed check (pipeline.runs.failed_check_lines);
+`--strict` turns a date that is not an exchange session into a refused file."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from tests.test_adversarial import _user_lines
+
+
+def _sessions(n: int) -> list[dt.date]:
+    import exchange_calendars as xcals
+
+    return [d.date() for d in xcals.get_calendar("XNYS", start="2016-01-04", end="2016-12-30").sessions[:n]]
+
+
+@pytest.fixture
+def split_folder(tmp_path):
+    """AAA: 60 sessions of 2016 with an unadjusted 2:1 split on the 31st and one bar on a
+    Sunday; close-only (no volume column)."""
+    days = _sessions(60)
+    closes = [100.0 + 0.1 * i if i < 30 else 50.0 + 0.05 * i for i in range(60)]
+    rows = [(d, c) for d, c in zip(days, closes)] + [(dt.date(2016, 1, 10), 101.0)]
+    folder = tmp_path / "user_data"
+    folder.mkdir()
+    (folder / "AAA.csv").write_text("date,open,high,low,close\n" + "".join(f"{d},{c},{c},{c},{c}\n" for d, c in rows))
+    return folder
+
+
+def test_build_features_prints_one_warning_line_per_failed_check(split_folder, make_settings, monkeypatch, tmp_path,
+                                                                   capsys):
+    from pipeline.cli import main
+
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)},
+                                  "synthetic": {"end_date": None}}, years={"start": 2016, "end": 2016})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["build-features"]) == 0
+    warnings = [line for line in _user_lines(capsys.readouterr().err) if line.startswith("warning")]
+    assert warnings == [
+        "warning: check raw_bars/exchange_sessions failed: calendar XNYS, non_sessions 1 (AAA 2016-01-10 (Sunday))",
+        "warning: check raw_bars/plausible_moves failed: jumps 1, max_move 1.5 (AAA 2016-02-17 close 102.9 -> 51.5)"]
+
+
+def test_build_features_strict_refuses_the_file_with_a_sunday(split_folder, make_settings, monkeypatch, tmp_path, capsys):
+    from pipeline.cli import main
+
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)},
+                                  "synthetic": {"end_date": None}}, years={"start": 2016, "end": 2016})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["build-features", "--strict"]) != 0
+    err = "\n".join(_user_lines(capsys.readouterr().err))
+    assert (f"{split_folder / 'AAA.csv'}: column 'date', row 61: date 2016-01-10 (Sunday) is not a session of XNYS "
+            "(1 of 61 dates); expected exchange-session dates (ingest.strict; ingest.calendar XNYS)") in err
