@@ -14,16 +14,17 @@ from tests.test_adversarial import _user_lines
 def _sessions(n: int) -> list[dt.date]:
     import exchange_calendars as xcals
 
-    return [d.date() for d in xcals.get_calendar("XNYS", start="2016-01-04", end="2016-12-30").sessions[:n]]
+    return [d.date() for d in xcals.get_calendar("XNYS", start="2001-01-02", end="2001-12-31").sessions[:n]]
 
 
 @pytest.fixture
 def split_folder(tmp_path):
-    """AAA: 60 sessions of 2016 with an unadjusted 2:1 split on the 31st and one bar on a
-    Sunday; close-only (no volume column)."""
+    """AAA: 60 sessions of 2001 with an unadjusted 2:1 split on the 31st and one bar on a
+    Sunday; close-only (no volume column). The years are the default 2000.. (the year
+    partitions are fixed when pipeline.definitions is first imported)."""
     days = _sessions(60)
     closes = [100.0 + 0.1 * i if i < 30 else 50.0 + 0.05 * i for i in range(60)]
-    rows = [(d, c) for d, c in zip(days, closes)] + [(dt.date(2016, 1, 10), 101.0)]
+    rows = [(d, c) for d, c in zip(days, closes)] + [(dt.date(2001, 1, 7), 101.0)]
     folder = tmp_path / "user_data"
     folder.mkdir()
     (folder / "AAA.csv").write_text("date,open,high,low,close\n" + "".join(f"{d},{c},{c},{c},{c}\n" for d, c in rows))
@@ -34,25 +35,23 @@ def test_build_features_prints_one_warning_line_per_failed_check(split_folder, m
                                                                    capsys):
     from pipeline.cli import main
 
-    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)},
-                                  "synthetic": {"end_date": None}}, years={"start": 2016, "end": 2016})
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)}}, years={"start": 2000, "end": 2001})
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert main(["build-features"]) == 0
     warnings = [line for line in _user_lines(capsys.readouterr().err) if line.startswith("warning")]
     assert warnings == [
-        "warning: check raw_bars/exchange_sessions failed: calendar XNYS, non_sessions 1 (AAA 2016-01-10 (Sunday))",
-        "warning: check raw_bars/plausible_moves failed: jumps 1, max_move 1.5 (AAA 2016-02-17 close 102.9 -> 51.5)"]
+        "warning: check raw_bars/exchange_sessions failed: calendar XNYS, non_sessions 1 (AAA 2001-01-07 (Sunday))",
+        "warning: check raw_bars/plausible_moves failed: jumps 1, max_move 1.5 (AAA 2001-02-14 close 102.9 -> 51.5)"]
 
 
 def test_build_features_strict_refuses_the_file_with_a_sunday(split_folder, make_settings, monkeypatch, tmp_path, capsys):
     from pipeline.cli import main
 
-    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)},
-                                  "synthetic": {"end_date": None}}, years={"start": 2016, "end": 2016})
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)}}, years={"start": 2000, "end": 2001})
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert main(["build-features", "--strict"]) != 0
     err = "\n".join(_user_lines(capsys.readouterr().err))
-    assert (f"{split_folder / 'AAA.csv'}: column 'date', row 61: date 2016-01-10 (Sunday) is not a session of XNYS "
+    assert (f"{split_folder / 'AAA.csv'}: column 'date', row 61: date 2001-01-07 (Sunday) is not a session of XNYS "
             "(1 of 61 dates); expected exchange-session dates (ingest.strict; ingest.calendar XNYS)") in err
