@@ -126,6 +126,8 @@ class Ingest(_Model):
     are a warning (check exchange_sessions), or refused with `strict`."""
     calendar: str = "XNYS"  # an exchange_calendars name (XNYS, XLON, XTKS, ...)
     strict: bool = False    # refuse a file with a date that is not a session (CLI --strict)
+    # intraday rows (several times on one date): refused ("none"), or built into daily bars
+    resample: Literal["none", "daily"] = "none"
     # check plausible_moves warns when a close differs from the previous one by more than this
     # factor either way (1.5: up 50% or down 33%); an unadjusted 2:1 split is a factor 2
     max_move: float = Field(1.5, gt=1.0)

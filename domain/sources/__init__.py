@@ -64,7 +64,8 @@ def make_source(settings: Settings) -> BarSource:
         from domain.sources.folder import FolderSource
 
         strict = settings.ingest.calendar if settings.ingest.strict else None
-        return FolderSource(settings.resolve(uni.folder.path), sessions=strict)
+        return FolderSource(settings.resolve(uni.folder.path), sessions=strict,
+                            resample=settings.ingest.resample == "daily")
     from domain.sources.packaged import PackagedSource
 
     return PackagedSource(list(uni.packaged.symbols))

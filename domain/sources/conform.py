@@ -5,7 +5,8 @@ Contract of `conform_bars(df, origin, symbol)`:
   datetime, timestamp or time; `volume` may be missing (stored as NaN);
 - dates parse from strings, dates or datetimes; a UTC offset or time zone is dropped, the
   wall-clock date kept (domain.sources.dates), and each bar is stored at its day's midnight;
-- several rows on one day at different times are intraday data, refused;
+- several rows on one day at different times are intraday data: refused, or with
+  `resample` (`ingest.resample: daily`) built into one bar per day;
 - with `sessions` (a calendar name, `ingest.strict`), a date that is not a session of that
   exchange is refused (otherwise the raw_bars check `exchange_sessions` warns);
 - prices are finite numbers > 0, high >= low, volume finite and >= 0 where present;
@@ -22,7 +23,15 @@ import polars as pl
 from config.errors import InputDataError
 from config.settings import SYMBOL_PATTERN
 from domain.schema import PRICE_COLUMNS, RAW_BARS, assert_no_object
-from domain.sources.dates import describe, intraday_rows, non_sessions, session_day, strip_utc_offset, wall_clock
+from domain.sources.dates import (
+    daily_bars,
+    describe,
+    intraday_rows,
+    non_sessions,
+    session_day,
+    strip_utc_offset,
+    wall_clock,
+)
 
 DATE_ALIASES = ("date", "datetime", "timestamp", "time")
 REQUIRED = ("date",) + PRICE_COLUMNS
@@ -116,15 +125,16 @@ def _check_stored_range(values: pl.Series, raw: pl.Series, origin: str, column: 
 
 
 def conform_bars(df: pl.DataFrame, origin: str, symbol: str, row_numbers: pl.Series | None = None,
-                 sessions: str | None = None) -> pl.DataFrame:
+                 sessions: str | None = None, resample: bool = False) -> pl.DataFrame:
     """Validate and cast one symbol's bars to RAW_BARS (sorted by date).
 
     `row_numbers` (1-based) maps each row of `df` to its row in the source file when `df`
     is a slice of a longer table; errors then name the file's row. `sessions`: an
     exchange_calendars name whose sessions every date must be (None: not checked here).
+    `resample`: intraday rows become one bar per day (domain.sources.dates.daily_bars).
     """
     try:
-        return _conform(df, origin, symbol, sessions)
+        return _conform(df, origin, symbol, sessions, resample)
     except InputDataError as err:
         if row_numbers is None or err.row is None:
             raise
@@ -137,27 +147,29 @@ def _check_one_time_per_day(stamps: pl.Series, origin: str, column: str) -> None
         day, rows = mixed
         times = ", ".join(stamps[r - 1].strftime("%H:%M") for r in rows[:4])
         raise InputDataError(origin, f"intraday data: {len(rows)} rows on {day} ({times})", column=column, row=rows[0],
-                             expected="one bar per session date: resample to daily first")
+                             expected="one bar per session date: resample to daily first (ingest.resample: daily)")
 
 
-def _check_sessions(dates: pl.Series, calendar: str, origin: str, column: str) -> None:
+def _check_sessions(dates: pl.Series, rows: pl.Series, calendar: str, origin: str, column: str) -> None:
     bad = non_sessions(dates, calendar)
     if bad.any():
-        row = _first_row(bad)
-        raise InputDataError(origin, f"date {describe(dates[row - 1].date())} is not a session of {calendar} "
-                             f"({int(bad.sum())} of {len(dates)} dates)", column=column, row=row,
+        at = _first_row(bad) - 1
+        raise InputDataError(origin, f"date {describe(dates[at].date())} is not a session of {calendar} "
+                             f"({int(bad.sum())} of {len(dates)} dates)", column=column, row=int(rows[at]),
                              expected=f"exchange-session dates (ingest.strict; ingest.calendar {calendar})")
 
 
-def _conform(df: pl.DataFrame, origin: str, symbol: str, sessions: str | None = None) -> pl.DataFrame:
+def _conform(df: pl.DataFrame, origin: str, symbol: str, sessions: str | None = None,
+             resample: bool = False) -> pl.DataFrame:
     validate_symbol(symbol, origin)
     if df.height == 0 or df.width == 0:
         raise InputDataError(origin, "the file has no data rows", expected="a header and at least one row of OHLCV data")
     assert_no_object(df, origin)
     cols = _match_columns(df, origin)
     stamps = _parse_dates(df[cols["date"]], origin)
-    _check_one_time_per_day(stamps, origin, cols["date"])
-    out = {"date": session_day(stamps)}
+    if not resample:
+        _check_one_time_per_day(stamps, origin, cols["date"])
+    out = {"date": stamps if resample else session_day(stamps)}
     for name in PRICE_COLUMNS:
         values = _parse_numbers(df[cols[name]], name, origin)
         bad = values.is_null() | values.is_nan() | values.is_infinite() | (values <= 0)
@@ -209,7 +221,10 @@ def _conform(df: pl.DataFrame, origin: str, symbol: str, sessions: str | None = 
             row=rows[0],
             expected="one row per date",
         )
+    frame = frame.with_row_index("__row", offset=1)
+    if resample:
+        frame = daily_bars(frame)
     if sessions is not None:
-        _check_sessions(frame["date"], sessions, origin, cols["date"])
-    frame = frame.with_columns(pl.lit(symbol).alias("symbol")).sort("date")
+        _check_sessions(frame["date"], frame["__row"], sessions, origin, cols["date"])
+    frame = frame.drop("__row").with_columns(pl.lit(symbol).alias("symbol")).sort("date")
     return RAW_BARS.cast(frame, origin)

@@ -5,6 +5,7 @@
   bar is never moved to the previous or next day by a conversion to UTC.
 - `intraday_rows(stamps)`: the first date that holds rows at different times of day (an
   intraday file), or None.
+- `daily_bars(frame)`: intraday OHLCV rows as one bar per day (`ingest.resample: daily`).
 - `non_sessions(dates, calendar)`: which dates are not sessions of an exchange calendar
   (`exchange_calendars`; weekends and the exchange's holidays).
 """
@@ -50,6 +51,17 @@ def intraday_rows(stamps: pl.Series) -> tuple[dt.date, list[int]] | None:
         return None
     first = mixed.row(0, named=True)
     return first["day"].date(), list(first["row"])
+
+
+def daily_bars(frame: pl.DataFrame) -> pl.DataFrame:
+    """OHLCV rows (any times of day) as one bar per wall-clock day at its midnight: the
+    first open, the highest high, the lowest low, the last close and the summed volume (NaN
+    when a row of the day has none); `__row`, when present, becomes the day's first row."""
+    first_row = [pl.col("__row").min()] if "__row" in frame.columns else []
+    return (frame.sort("date")
+            .group_by(pl.col("date").dt.truncate("1d"), maintain_order=True)
+            .agg(pl.col("open").first(), pl.col("high").max(), pl.col("low").min(), pl.col("close").last(),
+                 pl.col("volume").sum(), *first_row))
 
 
 @functools.lru_cache(maxsize=8)

@@ -44,9 +44,10 @@ def _symbol_column(df: pl.DataFrame) -> str | None:
 class FolderSource:
     name = "folder"
 
-    def __init__(self, path: Path, sessions: str | None = None):
+    def __init__(self, path: Path, sessions: str | None = None, resample: bool = False):
         self.path = Path(path)
-        self.sessions = sessions  # a calendar name: dates off its sessions are refused (conform_bars)
+        # conform_bars: a calendar name whose non-sessions are refused; intraday rows to daily bars
+        self.sessions, self.resample = sessions, resample
 
     def files(self, errors: list[InputDataError] | None = None) -> list[Path]:
         """The data files of the folder. A link that leads out of the folder is refused
@@ -133,13 +134,14 @@ class FolderSource:
             df = read_table(path)
             col = _symbol_column(df)
             if col is None:
-                frames.append(conform_bars(df, str(path), path.stem.upper(), sessions=self.sessions))
+                frames.append(conform_bars(df, str(path), path.stem.upper(), sessions=self.sessions,
+                                           resample=self.resample))
                 continue
             df = df.with_row_index("__row", offset=1)
             for (sym,), part in df.partition_by(col, as_dict=True, maintain_order=True).items():
                 if sym in wanted:
                     frames.append(conform_bars(part.drop("__row", col), str(path), sym, row_numbers=part["__row"],
-                                               sessions=self.sessions))
+                                               sessions=self.sessions, resample=self.resample))
         if not frames:
             return RAW_BARS.empty()
         out = pl.concat(frames)

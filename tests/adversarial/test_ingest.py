@@ -10,6 +10,7 @@ from config.settings import SettingsError, parse_settings
 from domain.sources.folder import FolderSource
 
 HEADER = "date,open,high,low,close,volume\n"
+STRICT = {"sessions": "XNYS"}
 
 
 def _csv(*dates: str) -> str:
@@ -18,34 +19,40 @@ def _csv(*dates: str) -> str:
 
 FILES_REFUSED = [
     ("intraday_rows_0930_and_1530", _csv("2016-01-04 09:30", "2016-01-04 15:30", "2016-01-05 09:30", "2016-01-05 15:30"),
-     False, "column 'date', row 1: intraday data: 2 rows on 2016-01-04 (09:30, 15:30); "
-     "expected one bar per session date: resample to daily first"),
+     {}, "column 'date', row 1: intraday data: 2 rows on 2016-01-04 (09:30, 15:30); "
+     "expected one bar per session date: resample to daily first (ingest.resample: daily)"),
     ("intraday_rows_with_utc_offsets", _csv("2016-01-05T09:30:00-05:00", "2016-01-05T15:30:00-05:00"),
-     False, "column 'date', row 1: intraday data: 2 rows on 2016-01-05 (09:30, 15:30); "
-     "expected one bar per session date: resample to daily first"),
+     {}, "column 'date', row 1: intraday data: 2 rows on 2016-01-05 (09:30, 15:30); "
+     "expected one bar per session date: resample to daily first (ingest.resample: daily)"),
     ("intraday_rows_not_adjacent", _csv("2016-01-04 16:00", "2016-01-05 16:00", "2016-01-04 09:30"),
-     False, "column 'date', row 1: intraday data: 2 rows on 2016-01-04 (16:00, 09:30); "
-     "expected one bar per session date: resample to daily first"),
+     {}, "column 'date', row 1: intraday data: 2 rows on 2016-01-04 (16:00, 09:30); "
+     "expected one bar per session date: resample to daily first (ingest.resample: daily)"),
     ("same_wall_date_twice_with_two_offsets", _csv("2016-01-04T00:00:00-05:00", "2016-01-04T00:00:00+01:00"),
-     False, "column 'date', row 1: duplicate date 2016-01-04 00:00:00 on rows [1, 2]; expected one row per date"),
+     {}, "column 'date', row 1: duplicate date 2016-01-04 00:00:00 on rows [1, 2]; expected one row per date"),
     ("sunday_under_strict", _csv("2016-01-04", "2016-01-03", "2016-01-05"),
-     True, "column 'date', row 2: date 2016-01-03 (Sunday) is not a session of XNYS (1 of 3 dates); "
+     STRICT, "column 'date', row 2: date 2016-01-03 (Sunday) is not a session of XNYS (1 of 3 dates); "
      "expected exchange-session dates (ingest.strict; ingest.calendar XNYS)"),
     ("new_year_holiday_under_strict", _csv("2016-01-01", "2016-01-04"),
-     True, "column 'date', row 1: date 2016-01-01 (Friday) is not a session of XNYS (1 of 2 dates); "
+     STRICT, "column 'date', row 1: date 2016-01-01 (Friday) is not a session of XNYS (1 of 2 dates); "
      "expected exchange-session dates (ingest.strict; ingest.calendar XNYS)"),
     ("plus_0900_offset_read_as_utc_would_be_sunday_under_strict", _csv("2016-01-04T00:00:00+09:00", "2016-01-09T00:00:00+09:00"),
-     True, "column 'date', row 2: date 2016-01-09 (Saturday) is not a session of XNYS (1 of 2 dates); "
+     STRICT, "column 'date', row 2: date 2016-01-09 (Saturday) is not a session of XNYS (1 of 2 dates); "
      "expected exchange-session dates (ingest.strict; ingest.calendar XNYS)"),
+    ("resampled_saturday_names_its_first_intraday_row_under_strict",
+     _csv("2016-01-08 09:30", "2016-01-08 15:30", "2016-01-09 09:30", "2016-01-09 15:30"), {**STRICT, "resample": True},
+     "column 'date', row 3: date 2016-01-09 (Saturday) is not a session of XNYS (1 of 2 dates); "
+     "expected exchange-session dates (ingest.strict; ingest.calendar XNYS)"),
+    ("same_minute_twice_when_resampling", _csv("2016-01-08 09:30", "2016-01-08 09:30"), {"resample": True},
+     "column 'date', row 1: duplicate date 2016-01-08 09:30:00 on rows [1, 2]; expected one row per date"),
 ]
 
 
-@pytest.mark.parametrize("text, strict, line", [r[1:] for r in FILES_REFUSED], ids=[r[0] for r in FILES_REFUSED])
-def test_daily_bar_files_that_are_not_one_bar_per_session_are_refused(tmp_path, text, strict, line):
+@pytest.mark.parametrize("text, options, line", [r[1:] for r in FILES_REFUSED], ids=[r[0] for r in FILES_REFUSED])
+def test_daily_bar_files_that_are_not_one_bar_per_session_are_refused(tmp_path, text, options, line):
     path = tmp_path / "AAA.csv"
     path.write_text(text)
     with pytest.raises(InputDataError) as err:
-        FolderSource(tmp_path, sessions="XNYS" if strict else None).history(["AAA"])
+        FolderSource(tmp_path, **options).history(["AAA"])
     assert str(err.value) == f"{path}: {line}"
 
 

@@ -49,3 +49,20 @@ def test_weekends_and_xnys_holidays_are_not_sessions_and_far_dates_are_not_judge
                        dt.datetime(2016, 7, 4), dt.datetime(2016, 11, 25), dt.datetime(2200, 1, 4)])
     assert non_sessions(dates, "XNYS").to_list() == [True, True, False, True, False, False]
     assert non_sessions(pl.Series([dt.datetime(2016, 12, 26)]), "XLON").to_list() == [True]  # Boxing Day
+
+
+def test_resample_daily_builds_one_ohlcv_bar_per_day_from_0930_and_1530_rows(tmp_path):
+    (tmp_path / "AAA.csv").write_text(HEADER + "2016-01-04 15:30,11,13,10,12,300\n2016-01-04 09:30,10,11,8,11,100\n"
+                                      "2016-01-05 09:30,12,12,11,11.5,50\n2016-01-05 15:30,11.5,14,11,13,70\n")
+    bars = FolderSource(tmp_path, resample=True).history(["AAA"])
+    assert bars.select("date", "open", "high", "low", "close", "volume").rows() == [
+        (dt.datetime(2016, 1, 4), 10.0, 13.0, 8.0, 12.0, 400.0), (dt.datetime(2016, 1, 5), 12.0, 14.0, 11.0, 13.0, 120.0)]
+
+
+def test_resample_daily_is_the_setting_ingest_resample(make_settings):
+    from config.settings import read_settings
+    from domain.sources import make_source
+
+    cfg = make_settings(universe={"source": "folder"}, ingest={"resample": "daily", "strict": True})
+    source = make_source(read_settings(cfg))
+    assert (source.resample, source.sessions) == (True, "XNYS")
