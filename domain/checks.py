@@ -88,7 +88,8 @@ def exchange_sessions(bars: pl.DataFrame, calendar: str) -> tuple[bool, dict]:
 def plausible_moves(bars: pl.DataFrame, max_move: float) -> tuple[bool, dict]:
     """No close differs from the symbol's previous close by more than a factor `max_move`
     either way (an unadjusted split, a 10x spike, a misplaced decimal point)."""
-    ordered = bars.sort("symbol", "date").with_columns(pl.col("close").shift(1).over("symbol").alias("_prev"))
+    ordered = (bars.select("symbol", "date", "close").sort("symbol", "date")
+               .with_columns(pl.col("close").shift(1).over("symbol").alias("_prev")))
     ratio = pl.col("close").cast(pl.Float64) / pl.col("_prev").cast(pl.Float64)
     bad = ordered.filter(((ratio > max_move) | (ratio < 1.0 / max_move)).fill_null(False))
     return bad.height == 0, {"max_move": max_move, "jumps": bad.height,
