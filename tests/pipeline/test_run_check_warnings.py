@@ -55,3 +55,18 @@ def test_build_features_strict_refuses_the_file_with_a_sunday(split_folder, make
     err = "\n".join(_user_lines(capsys.readouterr().err))
     assert (f"{split_folder / 'AAA.csv'}: column 'date', row 61: date 2001-01-07 (Sunday) is not a session of XNYS "
             "(1 of 61 dates); expected exchange-session dates (ingest.strict; ingest.calendar XNYS)") in err
+
+
+def test_build_all_strict_runs_the_chain_on_settings_with_ingest_strict(split_folder, make_settings, monkeypatch, tmp_path):
+    import pipeline.runs
+    from config.settings import read_settings
+    from pipeline.cli import main
+
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)}}, years={"start": 2000, "end": 2001})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    seen = []
+    monkeypatch.setattr(pipeline.runs, "run_graph", lambda *a, settings_path=None, **k: seen.append(
+        settings_path and read_settings(settings_path).ingest.strict))
+    assert main(["build-all", "--strict"]) == 0 and main(["build-all"]) == 0
+    assert seen == [True, None]  # without the flag: the settings in force
