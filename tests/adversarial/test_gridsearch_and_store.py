@@ -80,3 +80,80 @@ def test_a_trade_on_two_lines_is_refused_not_counted_twice(tmp_path, ids, line):
     with pytest.raises(InputDataError) as err:
         read_trade_log(log, ["SOXL"], market)
     assert str(err.value) == f"{log}: {line}"
+
+
+def _bars(symbol: str, year: int):
+    import datetime as dt
+
+    import polars as pl
+
+    return pl.DataFrame({"date": [dt.datetime(year, 1, 4), dt.datetime(year, 1, 5)], "symbol": [symbol] * 2,
+                         "close": [10.0, 11.0]})
+
+
+def _three_commits(root):
+    """raw_bars with AAA|2010 (version 0), BBB|2010 (1), AAA|2011 (2): one data file each."""
+    from config.partitions import SymbolYear
+    from resources.delta_store import DeltaStore
+
+    store = DeltaStore(root)
+    for symbol, year in (("AAA", 2010), ("BBB", 2010), ("AAA", 2011)):
+        store.write("raw_bars", SymbolYear(symbol, year), _bars(symbol, year))
+    return store
+
+
+def _truncate_last_commit(table):
+    last = table / "_delta_log" / "00000000000000000002.json"
+    last.write_bytes(last.read_bytes()[:150])
+    return "commit file _delta_log/00000000000000000002.json cannot be read"
+
+
+def _garbage_last_commit(table):
+    (table / "_delta_log" / "00000000000000000002.json").write_bytes(b"\x00\xffnot json\n")
+    return "commit file _delta_log/00000000000000000002.json cannot be read"
+
+
+def _delete_data_file(table):
+    (gone,) = [p.relative_to(table).as_posix() for p in table.glob("year=2011/*.parquet")]
+    (table / gone).unlink()
+    return f"1 data file(s) it references are missing: {gone}"
+
+
+# (id, damage done by hand: returns the damage as the line names it)
+DAMAGED_TABLES = [
+    ("truncated_last_commit", _truncate_last_commit),
+    ("garbage_in_last_commit", _garbage_last_commit),
+    ("deleted_data_file", _delete_data_file),
+]
+
+
+@pytest.mark.parametrize("damage", [r[1] for r in DAMAGED_TABLES], ids=[r[0] for r in DAMAGED_TABLES])
+def test_reading_a_damaged_table_is_one_line_naming_the_table_and_the_repair(tmp_path, damage):
+    from config.partitions import SymbolYear
+    from resources.delta_repair import DamagedTableError
+
+    store = _three_commits(tmp_path / "data")
+    table = store.asset_dir("raw_bars")
+    what = damage(table)
+    line = (f"{table}: damaged Delta table: {what}; run `python -m pipeline.cli repair-store`, "
+            "then rebuild the partitions it lists")
+    for use in (lambda: store.read("raw_bars"), lambda: store.partitions("raw_bars"),
+                 lambda: store.write("raw_bars", SymbolYear("AAA", 2011), _bars("AAA", 2011))):
+        with pytest.raises(DamagedTableError) as err:
+            use()
+        assert str(err.value) == line
+
+
+def test_a_command_on_a_damaged_table_exits_1_with_one_line(tmp_path, make_settings, monkeypatch, capsys):
+    from pipeline.cli import main
+
+    cfg = make_settings()
+    store = _three_commits(tmp_path / "data")
+    table = store.asset_dir("raw_bars")
+    what = _truncate_last_commit(table)
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["strategy-search", "--symbol", "AAA"]) == 1
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("tradelab: device ")]
+    assert err == [f"error: {table}: damaged Delta table: {what}; run `python -m pipeline.cli repair-store`, "
+                   "then rebuild the partitions it lists"]
