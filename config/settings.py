@@ -274,6 +274,10 @@ class Automation(_Model):
     # A build run in flight longer than this is stale: the chain sensor marks it failed
     # instead of waiting on it (a run whose local process is gone is stale at once).
     max_run_hours: float = Field(12.0, gt=0)
+    # prune_runs_job / `prune-runs`: finished runs older than this many days are deleted (with
+    # their events), except runs holding the latest materialization of a partition
+    run_retention_days: float = Field(90.0, ge=0)
+    prune_schedule: bool = False  # start daily_prune_runs (04:00) with the daemon
 
 
 class GridParams(_Model):

@@ -10,6 +10,7 @@
     migrate-store    --from OLD_DATA_DIR: convert a hive Parquet store into Delta tables (paths.data)
     repair-store     roll damaged Delta tables back to their last good version and drop missing
                      data files from their logs (resources.delta_repair); lists what to rebuild
+    prune-runs       delete finished Dagster runs older than N days with their events (pipeline.maintenance)
     build-features, train-lstm, train-meta, backtest, evaluate, build-all, infer:
                      the stages, materialized through Dagster (pipeline.stage_commands)
 """
@@ -281,6 +282,19 @@ def _repair_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prune_runs(args: argparse.Namespace) -> int:
+    """Delete old finished runs from DAGSTER_HOME (default age: automation.run_retention_days)."""
+    from pipeline.instance import get_instance
+    from pipeline.maintenance import prune_runs
+
+    days = args.older_than_days if args.older_than_days is not None else load_settings().automation.run_retention_days
+    report = prune_runs(get_instance(), days, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{verb} {len(report.deleted)} run(s) finished more than {days:g} day(s) ago ({report.bytes_freed:,} bytes of "
+          f"run shards); kept {len(report.kept_for_assets)} old run(s) that hold the latest materialization of a partition")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline.cli", description="tradelab pipeline commands")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -328,6 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("repair-store", help="repair damaged Delta tables under paths.data and list what to rebuild")
     rp.add_argument("--dry-run", action="store_true", help="report the damage and the repair, change nothing")
     rp.set_defaults(func=_repair_store)
+    pr = sub.add_parser("prune-runs", help="delete finished Dagster runs older than N days, with their events")
+    pr.add_argument("--older-than-days", type=float, help="default: settings automation.run_retention_days")
+    pr.add_argument("--dry-run", action="store_true", help="report what would be deleted, delete nothing")
+    pr.set_defaults(func=_prune_runs)
     add_stage_commands(sub)
     return ap
 
