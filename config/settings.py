@@ -261,11 +261,13 @@ class DaskCluster(_Model):
     """A Dask cluster: an existing scheduler, or a LocalCluster of `workers` processes."""
     scheduler: str | None = None       # an existing scheduler address, e.g. tcp://10.0.0.5:8786
     workers: int = Field(2, ge=1)      # LocalCluster workers when no scheduler is given
+    host: str = "127.0.0.1"            # the interface a LocalCluster's sockets listen on (0.0.0.0: every interface)
 
 
 class ExecutorDask(DaskCluster):
     """`executor.dask`: the cluster of the dagster-dask executor."""
     threads_per_worker: int = Field(1, ge=1)
+    dashboard_port: int | None = Field(None, ge=1, le=65535)  # LocalCluster dashboard on host:port; null: none
     gpu_resources: bool = False        # GPU steps ask Dask for resource GPU=1 (workers started with --resources GPU=n)
 
 
@@ -294,6 +296,10 @@ class Automation(_Model):
     # A build run in flight longer than this is stale: the chain sensor marks it failed
     # instead of waiting on it (a run whose local process is gone is stale at once).
     max_run_hours: float = Field(12.0, gt=0)
+    # prune_runs_job / `prune-runs`: finished runs older than this many days are deleted (with
+    # their events), except runs holding the latest materialization of a partition
+    run_retention_days: float = Field(90.0, ge=0)
+    prune_schedule: bool = False  # start daily_prune_runs (04:00) with the daemon
 
 
 class GridParams(_Model):

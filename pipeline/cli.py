@@ -8,6 +8,9 @@
     grid-data        write realistic grid-search inputs (seed 001 formats) for a try-out
     atc-scan         the current ATC state of every symbol in the store (raw_bars)
     migrate-store    --from OLD_DATA_DIR: convert a hive Parquet store into Delta tables (paths.data)
+    repair-store     roll damaged Delta tables back to their last good version and drop missing
+                     data files from their logs (resources.delta_repair); lists what to rebuild
+    prune-runs       delete finished Dagster runs older than N days with their events (pipeline.maintenance)
     build-features, train-lstm, train-meta, backtest, evaluate, build-all, infer:
                      the stages, materialized through Dagster (pipeline.stage_commands)
 """
@@ -261,6 +264,37 @@ def _migrate_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def _repair_store(args: argparse.Namespace) -> int:
+    """Repair every Delta table under paths.data; one line per table, then how to rebuild."""
+    from resources.delta_repair import repair_store
+
+    settings = load_settings()
+    reports = repair_store(settings.data_dir, dry_run=args.dry_run)
+    for report in reports:
+        print(report.line(dry_run=args.dry_run))
+    damaged = [r for r in reports if r.damaged]
+    print(f"{len(damaged)} of {len(reports)} table(s) under {settings.data_dir} "
+          + ("damaged (dry run: nothing changed)" if args.dry_run else "repaired" if damaged else "damaged"))
+    example = next(((r.table.name, k) for r in damaged for k in r.rebuild if not k.startswith("(")), None)
+    if example:
+        print(f"then re-materialize the partitions listed after `rebuild:`, e.g. dagster asset materialize "
+              f"-m pipeline.definitions --select {example[0]} --partition '{example[1]}'")
+    return 0
+
+
+def _prune_runs(args: argparse.Namespace) -> int:
+    """Delete old finished runs from DAGSTER_HOME (default age: automation.run_retention_days)."""
+    from pipeline.instance import get_instance
+    from pipeline.maintenance import prune_runs
+
+    days = args.older_than_days if args.older_than_days is not None else load_settings().automation.run_retention_days
+    report = prune_runs(get_instance(), days, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{verb} {len(report.deleted)} run(s) finished more than {days:g} day(s) ago ({report.bytes_freed:,} bytes of "
+          f"run shards); kept {len(report.kept_for_assets)} old run(s) that hold the latest materialization of a partition")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline.cli", description="tradelab pipeline commands")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -305,6 +339,13 @@ def build_parser() -> argparse.ArgumentParser:
     mp = sub.add_parser("migrate-store", help="convert an old hive Parquet store into Delta tables under paths.data")
     mp.add_argument("--from", dest="source", required=True, help="the old data dir (<asset>/symbol=<S>/year=<Y>/part.parquet)")
     mp.set_defaults(func=_migrate_store)
+    rp = sub.add_parser("repair-store", help="repair damaged Delta tables under paths.data and list what to rebuild")
+    rp.add_argument("--dry-run", action="store_true", help="report the damage and the repair, change nothing")
+    rp.set_defaults(func=_repair_store)
+    pr = sub.add_parser("prune-runs", help="delete finished Dagster runs older than N days, with their events")
+    pr.add_argument("--older-than-days", type=float, help="default: settings automation.run_retention_days")
+    pr.add_argument("--dry-run", action="store_true", help="report what would be deleted, delete nothing")
+    pr.set_defaults(func=_prune_runs)
     add_stage_commands(sub)
     return ap
 

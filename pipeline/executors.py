@@ -9,13 +9,17 @@ Steps that may use a GPU (GPU_ASSETS) belong to the Dagster concurrency pool `gp
 limit is the number of GPUs (`executor.gpus`, else the GPUs found, at least 1): two such
 steps never share one GPU. On Dask they can also carry the resource requirement GPU=1
 (`executor.dask.gpu_resources`), so the scheduler puts them on workers that declare GPUs.
+
+A LocalCluster listens on `executor.dask.host` only (default 127.0.0.1: nothing reachable
+from other machines): scheduler, workers, nannies and the scheduler's HTTP routes (on a
+free port). It serves no dashboard unless `executor.dask.dashboard_port` names a port.
 """
 
 from __future__ import annotations
 
 from dagster import in_process_executor, multiprocess_executor
 
-from config.settings import Settings
+from config.settings import ExecutorDask, Settings
 from resources.compute import GPU_POOL
 
 GPU_ASSETS = ("lstm_model", "atc_scan", "grid_search")  # declared with pool=GPU_POOL, op_tags=gpu_step_tags()
@@ -32,9 +36,18 @@ def build_executor(settings: Settings):
     except ImportError:
         raise ImportError("executor.kind is dask but dagster-dask is not installed: pip install -e '.[cluster]'") from None
     d = ex.dask
-    cluster = ({"existing": {"address": d.scheduler}} if d.scheduler
-               else {"local": {"n_workers": d.workers, "threads_per_worker": d.threads_per_worker}})
+    cluster = {"existing": {"address": d.scheduler}} if d.scheduler else {"local": local_cluster_kwargs(d)}
     return dask_executor.configured({"cluster": cluster}, name="dask")
+
+
+def local_cluster_kwargs(d: ExecutorDask) -> dict:
+    """distributed.LocalCluster's arguments for `executor.dask` without a scheduler."""
+    # LocalCluster's default dashboard ":8787" binds every interface even with `host` set, and
+    # without a dashboard the scheduler still serves HTTP routes (health, metrics): both on `host`
+    dashboard = f"{d.host}:{d.dashboard_port}" if d.dashboard_port else None
+    return {"n_workers": d.workers, "threads_per_worker": d.threads_per_worker, "host": d.host,
+            "dashboard_address": dashboard,
+            "scheduler_kwargs": {"dashboard": dashboard is not None, "dashboard_address": dashboard or f"{d.host}:0"}}
 
 
 def gpu_count() -> int:

@@ -24,6 +24,16 @@ run_monitoring:
   cancel_timeout_seconds: 180
   max_resume_run_attempts: 0
   poll_interval_seconds: 60
+# Schedule and sensor ticks are purged by the daemon (runs: prune_runs_job, pipeline/maintenance.py).
+retention:
+  schedule:
+    purge_after_days: 90
+  sensor:
+    purge_after_days:
+      skipped: 7
+      success: 30
+      failure: 90
+      started: 90
 event_log_storage:
   module: pipeline.event_log
   class: BatchedSqliteEventLogStorage

@@ -58,6 +58,12 @@ Types. Delta timestamps are microseconds: `Datetime("ns")` columns are stored as
 `Datetime("us")` and cast back to `Datetime("ns")` on read/scan (the project stores only
 ns dates; sub-microsecond parts are lost). `year` is stored as Int32.
 
+Damage. A commit file that does not parse, or a data file the log references that is gone,
+makes opening the table, `read`, `partitions`, `years` and writes raise DamagedTableError
+(resources.delta_repair): one line naming the table and the damage, pointing at
+`python -m pipeline.cli repair-store`. A LazyFrame from `scan` is checked when the table is
+opened; a data file lost after that surfaces as polars' FileNotFoundError at collect.
+
 Vacuum. `vacuum` removes files no longer referenced by the table and older than the
 retention (default 168 h = delta-rs's enforced minimum `delta.deletedFileRetentionDuration`;
 a shorter one raises unless `enforce_retention_duration=False`). It runs delta-rs's full
@@ -73,6 +79,7 @@ import json
 import random
 import time
 from collections.abc import Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +89,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 
 from config.partitions import SymbolYear
 from config.settings import SYMBOL_PATTERN
+from resources.delta_repair import DamagedTableError, raise_if_damaged
 
 YEAR = "year"
 KEYS_METADATA = "pipeline.keys"
@@ -201,6 +209,21 @@ class DeltaStore:
             return DeltaTable(str(path), version=version) if version is not None else DeltaTable(str(path))
         except TableNotFoundError:
             raise FileNotFoundError(f"{path}: asset {asset!r} has no Delta table yet; materialize {asset} first") from None
+        except DeltaError:
+            raise_if_damaged(path)
+            raise
+
+    @contextmanager
+    def _guard(self, asset: str):
+        """A read or write of `asset` that fails on a damaged table raises DamagedTableError
+        instead (one line); other failures pass unchanged."""
+        try:
+            yield
+        except DamagedTableError:
+            raise
+        except (OSError, DeltaError, pl.exceptions.ComputeError):
+            raise_if_damaged(self.asset_dir(asset))
+            raise
 
     def version(self, asset: str) -> int:
         """The table's current version (record it with a model to read the same data later)."""
@@ -267,7 +290,8 @@ class DeltaStore:
         df = self._with_year(asset, keys, df)
         self._refuse_stray_rows(asset, keys, df)
         df = self._sorted(df)
-        df, replace_schema = self._conform_schema(asset, df)
+        with self._guard(asset):
+            df, replace_schema = self._conform_schema(asset, df)
         predicate = partition_predicate(keys)
         meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys])}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -283,7 +307,8 @@ class DeltaStore:
                 commit_properties=CommitProperties(custom_metadata=meta),
             )
 
-        attempts = self._with_retries(asset, attempt)
+        with self._guard(asset):
+            attempts = self._with_retries(asset, attempt)
         return Commit(asset, self.version(asset), df.height, tuple(keys), attempts)
 
     def _with_retries(self, asset: str, attempt) -> int:
@@ -390,7 +415,8 @@ class DeltaStore:
         """The rows of `keys` (None: the whole table) as one frame sorted by symbol then date,
         without the `year` column when the store derived it."""
         table = self.table(asset, version)
-        df = self.scan(asset, keys, allow_missing, version=table.version()).collect()
+        with self._guard(asset):
+            df = self.scan(asset, keys, allow_missing, version=table.version()).collect()
         by = [c for c in ("symbol", YEAR, "date") if c in df.columns]
         df = df.sort(by, maintain_order=True) if by else df
         return df.drop(YEAR) if YEAR in df.columns and _year_derived(table) else df
@@ -400,15 +426,17 @@ class DeltaStore:
         table = self.table(asset)
         if "symbol" not in table.schema().to_arrow().names:
             return []
-        have = pl.scan_delta(table).select("symbol", YEAR).unique().collect().rows()
-        keys = {SymbolYear(s, y) for s, y in have} | {k for k in self._recorded_keys(asset, table) if isinstance(k, tuple)}
+        with self._guard(asset):
+            have = pl.scan_delta(table).select("symbol", YEAR).unique().collect().rows()
+            keys = {SymbolYear(s, y) for s, y in have} | {k for k in self._recorded_keys(asset, table) if isinstance(k, tuple)}
         return sorted(keys)
 
     def years(self, asset: str) -> list[int]:
         """Every materialized year of a year-partitioned asset."""
         table = self.table(asset)
-        have = set(pl.scan_delta(table).select(YEAR).unique().collect().get_column(YEAR).to_list())
-        return sorted(have | {k for k in self._recorded_keys(asset, table) if not isinstance(k, tuple)})
+        with self._guard(asset):
+            have = set(pl.scan_delta(table).select(YEAR).unique().collect().get_column(YEAR).to_list())
+            return sorted(have | {k for k in self._recorded_keys(asset, table) if not isinstance(k, tuple)})
 
     def _present(self, asset: str, table: DeltaTable, keys: list[Key], allow_missing: bool) -> list[Key]:
         if not keys:

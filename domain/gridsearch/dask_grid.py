@@ -71,7 +71,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CONNECT_TIMEOUT_S = 10.0
 NUMBA_RMM_MANAGER = "rmm.allocators.numba"  # NUMBA_CUDA_MEMORY_MANAGER on GPU workers
-# No dashboard; the scheduler's HTTP routes (health, metrics) on a free port, not 8787.
 SCATTER = ("broadcast", "rows")
 # Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in the workers. Setting it turns off glibc's
 # dynamic mmap threshold, so every NumPy temporary over 128 KiB becomes a fresh mmap that
@@ -79,7 +78,13 @@ SCATTER = ("broadcast", "rows")
 # against 0.26 s for half the 10M grid). Our local workers keep glibc's defaults, as the
 # single-process run does (at most ~64 MiB of freed heap kept per worker).
 GLIBC_MALLOC_DEFAULTS = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard": False, "dashboard_address": ":0"}}
+
+
+def _no_dashboard(host: str) -> dict:
+    """No dashboard; the scheduler's HTTP routes (health, metrics) on a free port of `host`
+    (`grid_search.dask.host`, default 127.0.0.1), like every other socket of the cluster."""
+    return {"host": host, "dashboard_address": None,
+            "scheduler_kwargs": {"dashboard": False, "dashboard_address": f"{host}:0"}}
 
 
 class DaskSetupError(RuntimeError):
@@ -129,14 +134,14 @@ def local_cluster(settings=None, *, rmm_pool_size: float | str = 0.8):
     ds = dask_settings(settings)
     with dask.config.set(GLIBC_MALLOC_DEFAULTS):
         if ds.gpu:
-            return _local_cuda_cluster(ds.workers, rmm_pool_size)
+            return _local_cuda_cluster(ds.workers, rmm_pool_size, ds.host)
         from distributed import LocalCluster
 
         return LocalCluster(n_workers=ds.workers, threads_per_worker=1, processes=True,
-                            env={"NUMBA_NUM_THREADS": "1"}, **NO_DASHBOARD)
+                            env={"NUMBA_NUM_THREADS": "1"}, **_no_dashboard(ds.host))
 
 
-def _local_cuda_cluster(workers: int, rmm_pool_size):
+def _local_cuda_cluster(workers: int, rmm_pool_size, host: str = "127.0.0.1"):
     """One worker per GPU (at most `workers`), each with an RMM pool of `rmm_pool_size`
     (bytes, a fraction of the device, or "24GB"). RMM order on CUDA: numba's memory
     manager (set in the worker's environment before numba.cuda starts), the pool
@@ -160,7 +165,7 @@ def _local_cuda_cluster(workers: int, rmm_pool_size):
     except Exception:  # noqa: BLE001 - older/newer dask_cuda: let LocalCUDACluster count
         n_gpus = None
     kwargs = {"n_workers": min(workers, n_gpus) if n_gpus else workers, "threads_per_worker": 1,
-              "rmm_pool_size": rmm_pool_size, **NO_DASHBOARD}
+              "rmm_pool_size": rmm_pool_size, **_no_dashboard(host)}
     if "rmm_allocator_external_lib_list" in inspect.signature(LocalCUDACluster).parameters:
         kwargs["rmm_allocator_external_lib_list"] = ["cupy"]
     # LocalCUDACluster replaces the Nanny's `env` with CUDA_VISIBLE_DEVICES; the Nanny also

@@ -5,7 +5,9 @@ Market data: a folder of `Raw_Market_data_MM-DD-YYYY.csv` with header
 Volatility Ratio,Time` (Time HH:MM:SS, the tickers interleaved in ascending time). The date
 comes from the file name; only the configured tickers are kept; Val, Avg, Atr14, Atr28,
 Rsi and Volume are dropped; rows are sorted by ticker (in the configured order) then
-datetime, so prices form one contiguous float32 array with per-ticker offsets.
+datetime, so prices form one contiguous float32 array with per-ticker offsets. A file that is
+not UTF-8 CSV, or a Price that is not a finite number > 0 fitting float32, is refused with
+one line naming the file, row and column (the daily bars' rules).
 
 Trade log: `all_trade_logs.csv` with at least the seed's usable columns (others ignored).
 Date as YYYY-MM-DD, MM/DD/YYYY or MM-DD-YYYY. Trades of the configured tickers get int8
@@ -13,6 +15,7 @@ codes, full datetimes, and MarketDataStartIndex (first market row of the ticker 
 entry) and MarketDataEndIndex (last row with time <= exit) by searchsorted. A trade whose
 values are malformed, whose exit precedes its entry, or whose entry or exit has no market
 data that day is left out and reported (count, reasons, first ids): never silently dropped.
+A Trade Id on two lines is refused (one line naming both rows): it would count twice.
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ TRADE_COLUMNS = {
 FEATURE_COLUMNS = ["entry_volatility_percent", "entry_volatility_ratio", "entry_adx28", "entry_adx14", "entry_adx7"]
 NUMERIC_TRADE_COLUMNS = ["entry_price", "exit_price", "worst_exit_percent", *FEATURE_COLUMNS, "best_exit_percent", "pct_change"]
 DATE_FORMATS = ("%Y-%m-%d", "%m/%d/%Y", "%m-%d-%Y")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 
 def _require(columns: list[str], needed, origin: str, expected: str) -> None:
@@ -91,26 +96,40 @@ def market_files(folder: Path) -> tuple[list[tuple[Path, str]], list[Path]]:
 
 
 def read_market_file(path: Path, iso_date: str, tickers: list[str]) -> pl.DataFrame:
+    """One day's rows of the configured tickers. Refused with one line naming the file, row
+    and column: a file that is not UTF-8 CSV, a Time that is not HH:MM:SS, a Price that is
+    not a number, not finite or not > 0, or that does not fit the stored float32 (as the
+    daily bars)."""
     origin = str(path)
     try:
         header = pl.read_csv(path, n_rows=0).columns
+        _require(header, MARKET_COLUMNS, origin, "the seed 001 market-data header")
+        df = pl.read_csv(path, columns=list(MARKET_COLUMNS), infer_schema=False).rename(MARKET_COLUMNS)
     except (pl.exceptions.PolarsError, OSError) as err:
-        raise InputDataError(origin, f"cannot be read: {err}", expected="a CSV market-data file") from None
-    _require(header, MARKET_COLUMNS, origin, "the seed 001 market-data header")
-    df = pl.read_csv(path, columns=list(MARKET_COLUMNS), infer_schema=False).rename(MARKET_COLUMNS)
+        raise InputDataError(origin, f"cannot be read: {str(err).splitlines()[0]}",
+                             expected="a UTF-8 CSV market-data file") from None
     df = df.with_row_index("__row", offset=1).filter(pl.col("ticker").is_in(tickers))
     time = pl.col("time").str.strip_chars().str.to_time("%H:%M:%S", strict=False)
-    df = df.with_columns(time.alias("__t"), *[pl.col(c).cast(pl.Float32, strict=False).alias(f"__{c}") for c in ("price",)])
-    for col, parsed in (("time", "__t"), ("price", "__price")):
+    price = pl.col("price").str.strip_chars().cast(pl.Float64, strict=False)
+    df = df.with_columns(time.alias("__t"), price.alias("__price64"))
+    for col, parsed in (("time", "__t"), ("price", "__price64")):
         bad = df.filter(pl.col(parsed).is_null())
         if bad.height:
             row = bad.row(0, named=True)
             raise InputDataError(origin, f"cannot parse {row[col]!r}", column=col.capitalize(), row=row["__row"],
                                  expected="HH:MM:SS" if col == "time" else "a number")
-    bad = df.filter(~(pl.col("__price") > 0))
+    # NaN compares greater than every number in polars, so `> 0` alone lets it through
+    bad = df.filter(~(pl.col("__price64").is_finite() & (pl.col("__price64") > 0)))
     if bad.height:
         row = bad.row(0, named=True)
-        raise InputDataError(origin, f"price {row['price']!r}", column="Price", row=row["__row"], expected="a price > 0")
+        raise InputDataError(origin, f"price {row['price']!r}", column="Price", row=row["__row"],
+                             expected="a finite price > 0")
+    df = df.with_columns(pl.col("__price64").cast(pl.Float32).alias("__price"))
+    bad = df.filter(pl.col("__price").is_infinite() | (pl.col("__price") < FLOAT32_TINY))
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise InputDataError(origin, f"{row['price']!r} does not fit the stored float32", column="Price", row=row["__row"],
+                             expected=f"a number between {FLOAT32_TINY:.2e} and {FLOAT32_MAX:.2e}")
     day = pl.lit(iso_date).str.to_date()
     return df.select(
         pl.col("ticker"),
@@ -164,6 +183,17 @@ def _parse_date(col: str) -> pl.Expr:
     return pl.coalesce([s.str.to_date(fmt, strict=False) for fmt in DATE_FORMATS])
 
 
+def _refuse_duplicate_ids(df: pl.DataFrame, origin: str) -> None:
+    """A Trade Id on two lines would count the trade twice: refused, naming both rows."""
+    ids = df.with_row_index("__row", offset=1).filter(pl.col("trade_id").is_not_null())
+    dup = ids.filter(pl.col("trade_id").is_duplicated())
+    if dup.height:
+        first = dup.row(0, named=True)
+        again = dup.filter(pl.col("trade_id") == first["trade_id"]).row(1, named=True)
+        raise InputDataError(origin, f"Trade Id {first['trade_id']!r} again (first at row {first['__row']})",
+                             column="Trade Id", row=again["__row"], expected="one line per trade")
+
+
 def read_trade_log(path: Path, tickers: list[str], market: pl.DataFrame) -> tuple[pl.DataFrame, Rejections]:
     """The trades of the configured tickers with market-data indices, and what was left out."""
     origin = str(path)
@@ -178,6 +208,7 @@ def read_trade_log(path: Path, tickers: list[str], market: pl.DataFrame) -> tupl
     except (pl.exceptions.PolarsError, OSError) as err:
         raise InputDataError(origin, f"cannot be read: {str(err).splitlines()[0]}",
                              expected="a UTF-8 CSV file with the seed 001 trade-log columns") from None
+    _refuse_duplicate_ids(df, origin)
     rej = Rejections()
     rej.other_tickers = df.filter(~pl.col("ticker").is_in(tickers)).height
     df = df.filter(pl.col("ticker").is_in(tickers))

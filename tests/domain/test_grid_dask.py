@@ -271,3 +271,16 @@ def test_settings_model():
 
     assert dask_settings(S()).workers == 3 and dask_settings(GS()).workers == 3
     assert dask_settings({"shards": 4}).shards == 4 and dask_settings(None) == DaskSettings()
+
+
+def test_the_local_cluster_listens_on_127_0_0_1_only_and_serves_no_dashboard(client):
+    """The sockets this process and its worker processes listen on: scheduler, nannies,
+    workers and the scheduler's HTTP routes, all on the loopback; nothing on 8787."""
+    import psutil
+
+    me = psutil.Process()
+    listening = {(c.laddr.ip, c.laddr.port) for p in [me, *me.children(recursive=True)]
+                 for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+    assert len(listening) >= 5  # scheduler + its HTTP routes + 2 x (nanny, worker)
+    assert {ip for ip, _ in listening} == {"127.0.0.1"}
+    assert 8787 not in {port for _, port in listening}

@@ -6,15 +6,15 @@ from __future__ import annotations
 from pipeline.definitions import ALL_ASSETS, defs
 
 JOBS = {"historical_build_and_train", "yearly_stages", "lstm_job", "atc_scan_job", "grid_search_job",
-        "strategy_search_job", "live_paper_trade", "vacuum_job"}
-SCHEDULES = {"nightly_rebuild", "live_after_close", "weekly_vacuum"}
+        "strategy_search_job", "live_paper_trade", "vacuum_job", "prune_runs_job"}
+SCHEDULES = {"nightly_rebuild", "live_after_close", "weekly_vacuum", "daily_prune_runs"}
 SENSORS = {"new_symbol_sensor", "build_chain_sensor"}
 
 
 def test_every_job_resolves_and_selects_assets():
     names = {job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__")}
     assert JOBS <= names, JOBS - names
-    for name in JOBS - {"vacuum_job"}:
+    for name in JOBS - {"vacuum_job", "prune_runs_job"}:
         job = defs.resolve_job_def(name)
         assert job.asset_layer.executable_asset_keys, name
 

@@ -80,3 +80,35 @@ def test_a_materialization_runs_its_steps_as_tasks_on_a_dask_cluster(tmp_path, m
     assert {"ASSET_JOB.raw_bars", "ASSET_JOB.labels"} <= set(prefixes)  # each step was a Dask task
     df = DeltaStore(tmp_path / "data").read("labels", [SymbolYear("BBB", 2001)])
     assert df.height > 200
+
+
+def _listening_addresses() -> set[tuple[str, int]]:
+    """(ip, port) of every socket this process and its children listen on."""
+    import psutil
+
+    me = psutil.Process()
+    return {(c.laddr.ip, c.laddr.port) for p in [me, *me.children(recursive=True)]
+            for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+
+
+@pytest.mark.parametrize("dask_settings, ips", [({}, {"127.0.0.1"}), ({"host": "0.0.0.0"}, {"0.0.0.0"})],
+                         ids=["default_loopback_only", "host_named_in_settings"])
+def test_the_dask_executors_local_cluster_listens_only_on_its_host_without_a_dashboard(dask_settings, ips):
+    """The LocalCluster dagster-dask starts for a run, from the executor's resolved config:
+    every socket (scheduler, HTTP routes, nanny, worker) on the settings' host, none on 8787."""
+    pytest.importorskip("distributed", reason="the cluster extra: pip install -e '.[cluster]'")
+    from dagster_dask.executor import DaskExecutor
+    from distributed import LocalCluster
+
+    from config.settings import parse_settings
+
+    settings = parse_settings({"executor": {"kind": "dask", "dask": {"workers": 1, **dask_settings}}}, "f.yaml")
+    resolved = build_executor(settings).config_schema.resolve_config({})
+    assert resolved.success, resolved.errors
+    local = resolved.value["config"]["cluster"]["local"]
+    before = _listening_addresses()
+    with LocalCluster(**DaskExecutor("local", local).build_dict("job")):
+        opened = _listening_addresses() - before
+    assert len(opened) >= 4  # scheduler, its HTTP routes, nanny, worker
+    assert {ip for ip, _ in opened} == ips
+    assert 8787 not in {port for _, port in opened}
