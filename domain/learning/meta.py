@@ -21,6 +21,8 @@ readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG a
 out-of-sample metrics under `reports/meta/`.
 """
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
@@ -29,9 +31,11 @@ from domain.learning.training_data import training_frame
 from domain.observe import write_json_atomic
 from kernels.learn.calibration import fold_metrics
 from kernels.learn.meta import (
+    MetaModel,
     build_meta_matrix,
     calibration_png,
     complete_rows,
+    meta_from_payload,
     save_meta,
     train_meta,
 )
@@ -39,6 +43,7 @@ from kernels.learn.purged_cv import PurgedKFold
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from resources.delta_store import DeltaStore
+from resources.verified_files import load_verified
 
 TRAINED_ON = ("specialists", "labels", "regime", "lstm_model")  # the tables recorded in the JSON sidecar
 LSTM_COLUMN = "spec_lstm_score"
@@ -46,6 +51,18 @@ LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share
 SPECIALISTS_ONLY = "specialists"
 WITH_FEATURES = "features+specialists"
 META_INPUTS = (SPECIALISTS_ONLY, WITH_FEATURES)  # settings meta.inputs
+
+
+def load_meta(path_joblib) -> MetaModel:
+    """The meta model saved at `path_joblib` (save_meta), unpickled only once its owner,
+    mode and the sha256 recorded in its JSON sidecar are verified
+    (resources.verified_files.load_verified: else one UnverifiedFileError line, nothing run)."""
+    import joblib
+
+    path = Path(path_joblib)
+    payload = load_verified(path, path.with_suffix(".json"), joblib.load,
+                            rebuild="rebuild it (materialize meta_model for that year)")
+    return meta_from_payload(payload, path)
 
 
 def feature_columns(inputs: str) -> list[str]:
