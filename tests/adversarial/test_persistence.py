@@ -1,7 +1,12 @@
-"""Files in models/ that must never run: each row plants or changes a model file (or its
-sidecar) the way a hostile user with write access to the folder would, then runs
+"""Stored state that must not be trusted or doubled.
+
+MODELS_REFUSED: files in models/ that must never run. Each row plants or changes a model file
+(or its sidecar) the way a hostile user with write access to the folder would, then runs
 `pipeline.cli infer`. The command must exit 2 with the exact line, before anything is
-unpickled: the planted pickle would create a marker file, which must not exist."""
+unpickled: the planted pickle would create a marker file, which must not exist.
+
+SESSIONS_REFUSED: a paper-trading run for a session already traded is refused with one line,
+and the order log and the paper book stay byte for byte as they were."""
 
 from __future__ import annotations
 
@@ -109,3 +114,37 @@ def test_the_verified_models_infer_as_before(learned_copy, monkeypatch, capsys):
     monkeypatch.setenv("PIPELINE_CONFIG", str(learned_copy))
     assert main(["infer", SYMBOL, "--now", NOW]) == 0
     assert json.loads(capsys.readouterr().out)["symbol"] == SYMBOL
+
+
+# A paper run for a session already traded: (id, the day traded first, the `now` of the second
+# run, the one line the second run answers with). Sessions are XNYS sessions: a Saturday or a
+# holiday `now` trades the session before it. Nothing is ordered, logged or written.
+SESSIONS_REFUSED = [
+    ("the_same_day_again", "2003-12-12", "2003-12-12",
+     "the session of 2003-12-12 is already traded"),
+    ("the_saturday_after_a_traded_friday", "2003-12-12", "2003-12-13T10:00",
+     "the session of 2003-12-12 is already traded"),
+    ("christmas_day_after_a_traded_christmas_eve", "2003-12-24", "2003-12-25",
+     "the session of 2003-12-24 is already traded"),
+    ("a_session_older_than_the_last_traded_one", "2003-12-12", "2003-12-11",
+     "the session of 2003-12-11 is before the last traded one (2003-12-12)"),
+]
+
+
+@pytest.mark.parametrize("first, second, line", [r[1:] for r in SESSIONS_REFUSED], ids=[r[0] for r in SESSIONS_REFUSED])
+def test_a_paper_run_for_a_session_already_traded_is_refused_and_writes_nothing(first, second, line, learned_copy):
+    import datetime as dt
+
+    from domain.live.paper_trade import trade_day
+    from resources.delta_store import DeltaStore
+    from tests.conftest import LEARNED_SYMBOLS
+
+    s = read_settings(learned_copy)
+    assert trade_day(s, LEARNED_SYMBOLS, dt.datetime.fromisoformat(first), "first").refused is None
+    log_path = s.reports_dir / "paper" / "orders.jsonl"
+    log, book = log_path.read_bytes(), DeltaStore(s.data_dir).read("paper_positions")
+    again = trade_day(s, LEARNED_SYMBOLS, dt.datetime.fromisoformat(second), "second")
+    assert again.refused == (f"paper_trades: {line} (run first, {log_path}); nothing ordered, "
+                             "the paper book is unchanged")
+    assert again.orders.height == 0 and again.book.equals(book)
+    assert log_path.read_bytes() == log and DeltaStore(s.data_dir).read("paper_positions").equals(book)
