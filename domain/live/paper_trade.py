@@ -10,8 +10,8 @@ One run, for the day `now` (config; default: the last stored bar):
    drifts with prices to today: w_i * (p_now / p_then) / (1 + sum_j w_j (p_now_j / p_then_j - 1)).
 4. Orders: target - drifted, for |delta| >= MIN_TRADE, for the symbols with a bar that day
    (a held symbol without one stays frozen, as in the backtest); the new book is written
-   (one Delta commit), then every order and, last, the run record (with the `session`
-   traded) go to reports/paper/orders.jsonl through the asynchronous writer.
+   (one Delta commit), then the run record (with the `session` traded) and every order go
+   to reports/paper/orders.jsonl through the asynchronous writer.
 The stored value (the Delta table data/paper_trades) is the run's order table.
 
 Once per session (idempotent by date). The session of a run is the date of the newest bar at
@@ -139,8 +139,8 @@ def book_lock(data_dir: Path):
 
 
 def last_run_record(log: Path, block: int = 1 << 16) -> dict | None:
-    """The newest complete run record (a line with `session` and `orders`) of the order log,
-    read backwards from its end; None when there is none (or no log)."""
+    """The newest run record (a line with `session` and `orders`) of the order log, read
+    backwards from its end (past the last run's order lines); None when there is none."""
     if not log.is_file():
         return None
     with log.open("rb") as fh:
@@ -200,7 +200,7 @@ def trade_day(settings, symbols: list[str], now: dt.datetime, run_id: str) -> Pa
         store.write_unpartitioned(BOOK, new_book)
         stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         with AsyncWriter(log_path) as log:
-            log.write_many({"run": run_id, **r} for r in orders.iter_rows(named=True))
             log.write({"run": run_id, "at": stamp, "now": str(now), "session": session, "symbols": len(closes),
                        "orders": orders.height, "horizon": h})
+            log.write_many({"run": run_id, **r} for r in orders.iter_rows(named=True))
     return PaperDay(orders, new_book)

@@ -95,3 +95,15 @@ def test_a_run_killed_while_it_holds_the_book_lock_blocks_nothing(learned_copy):
     out, err = run.communicate("go\n", timeout=300)
     assert run.returncode == 0, err[-2000:]
     assert json.loads(out.splitlines()[-1])["refused"] is None and json.loads(out.splitlines()[-1])["orders"] >= 1
+
+
+def test_the_last_run_record_is_found_past_its_orders_and_a_line_cut_by_a_kill(tmp_path):
+    from domain.live.paper_trade import last_run_record
+
+    log = tmp_path / "orders.jsonl"
+    assert last_run_record(log) is None
+    lines = [{"run": "a", "session": "2003-12-11", "orders": 0},
+             {"run": "b", "session": "2003-12-12", "orders": 3},
+             *({"run": "b", "symbol": s, "side": "buy", "delta": 0.1} for s in ("AAA", "BBB", "CCC"))]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"run": "c", "session": "2003-12-15", "ord')
+    assert last_run_record(log, block=40) == lines[1]  # blocks smaller than a line: lines joined across them
