@@ -5,8 +5,8 @@ end before a validation block of `lstm.val_days` calendar days that closes at th
 Y; early stopping watches that block (purged: its rows' labels also end before Y, and no
 training label reaches into it). It then scores the rows of Y, so every stored
 `spec_lstm_score` comes from a model that never saw those rows. Sequences stay within one
-symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (standardizer,
-architecture, history, window, `table_versions` of its input tables). Runs in `lstm_job` (training on a CPU is slow: see
+symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (the weights' sha256,
+standardizer, architecture, history, window, `table_versions` of its input tables). Runs in `lstm_job` (training on a CPU is slow: see
 benchmarks/RESULTS.md).
 
 Live scoring (domain.live.inference): `load_lstm(models_dir, horizon, year)` rebuilds the

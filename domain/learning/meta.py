@@ -16,7 +16,8 @@ logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt ca
 (kernels.learn.meta), its calibration folds purged on the label intervals. The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
 inference rebuild the matrix from them. Saved as `models/meta_h{H}_{Y}.joblib` + JSON
-(features, versions, window, and `table_versions`: the Delta table version of each input,
+(the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
+window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
 out-of-sample metrics under `reports/meta/`.
 """
