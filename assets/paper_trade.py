@@ -46,10 +46,13 @@ def paper_trades(context: AssetExecutionContext, config: PaperTradeConfig, proje
         raise ValueError("paper_trades: no symbols registered: run `python -m pipeline.cli symbols sync` and build first")
     now = resolve_now(DeltaStore(settings.data_dir), config.now)
     with observe(context, settings.reports_dir, "paper_trades", args={"now": str(now)}) as obs:
-        orders, new_book = trade_day(settings, symbols, now, context.run_id)
+        orders, new_book, refused = trade_day(settings, symbols, now, context.run_id)
         obs.record(orders)
+    if refused:
+        context.log.warning(refused)
     yield Output(orders, metadata={
         "now": MetadataValue.text(str(now)), "orders": orders.height,
+        **({"refused": MetadataValue.text(refused)} if refused else {}),
         "gross_exposure": float(new_book["weight"].abs().sum()) if new_book.height else 0.0,
         "positions": new_book.height,
     })

@@ -270,6 +270,9 @@ def cmd_live_paper_trade(args: argparse.Namespace) -> int:
     for name, s in summary.items():
         print(f"{name:<14}{s.partitions:>8} partitions {s.rows:>10} rows (new bars in)", file=sys.stderr)
     orders = res.output_for_node("paper_trades")
+    refused = res.asset_materializations_for_node("paper_trades")[0].metadata.get("refused")
+    if refused is not None:  # a session already traded: one line, nothing ordered or written
+        print(refused.value, file=sys.stderr)
     print(orders.write_json() if args.json else orders)
     return 0
 

@@ -5,8 +5,8 @@ end before a validation block of `lstm.val_days` calendar days that closes at th
 Y; early stopping watches that block (purged: its rows' labels also end before Y, and no
 training label reaches into it). It then scores the rows of Y, so every stored
 `spec_lstm_score` comes from a model that never saw those rows. Sequences stay within one
-symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (standardizer,
-architecture, history, window, `table_versions` of its input tables). Runs in `lstm_job` (training on a CPU is slow: see
+symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (the weights' sha256,
+standardizer, architecture, history, window, `table_versions` of its input tables). Runs in `lstm_job` (training on a CPU is slow: see
 benchmarks/RESULTS.md).
 
 Live scoring (domain.live.inference): `load_lstm(models_dir, horizon, year)` rebuilds the
@@ -17,8 +17,6 @@ ending at a bar (registry order, float32), as `fit_and_score` scores that bar in
 
 import datetime as dt
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +30,7 @@ from domain.symbol_chunks import symbol_offsets
 from kernels.learn.lstm import LSTMSpec, Standardizer, predict_lstm, train_lstm
 from kernels.registry.features import FEATURE_NAMES
 from resources.delta_store import DeltaStore
+from resources.verified_files import load_verified, write_verified
 
 TRAINED_ON = ("features", "labels")  # the tables recorded in the JSON sidecar
 
@@ -41,16 +40,10 @@ def lstm_path(models_dir, horizon: int, year: int) -> Path:
     return Path(models_dir) / f"lstm_h{horizon}_{year}.pt"
 
 
-def save_weights(state: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def save_weights(state: dict, path: Path) -> str:
+    """The state dict written atomically to `path`; returns its sha256 (recorded in the JSON
+    sidecar: load_lstm loads only a file that matches it)."""
+    return write_verified(path, lambda fh: torch.save(state, fh))
 
 
 def lstm_frame(features: pl.LazyFrame, labels: pl.LazyFrame, horizon: int, last_year: int) -> pl.DataFrame:
@@ -98,9 +91,9 @@ def train_years(features: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], 
         frame = lstm_frame(features, labels, cfg.horizon, year)
         result, scores, window = fit_and_score(frame, year, cfg.horizon, cfg, device, seed=cfg.seed)
         stem = settings.models_dir / f"lstm_h{cfg.horizon}_{year}"
-        save_weights(result.model.state_dict(), stem.with_suffix(".pt"))
+        sha256 = save_weights(result.model.state_dict(), stem.with_suffix(".pt"))
         write_json_atomic(stem.with_suffix(".json"), {
-            "year": year, "features": FEATURE_NAMES, "window": window, "seq_len": result.seq_len,
+            "sha256": sha256, "year": year, "features": FEATURE_NAMES, "window": window, "seq_len": result.seq_len,
             "spec": result.spec, "standardizer": result.standardizer.to_dict(), "history": result.history,
             "best_epoch": result.best_epoch, "device": result.device, "precision": result.precision,
             "samples_per_s": result.samples_per_s, "torch": torch.__version__, "table_versions": versions})
@@ -131,7 +124,9 @@ class SavedLSTM:
 def load_lstm(models_dir, horizon: int, year: int) -> SavedLSTM | None:
     """The saved LSTM of `year` (`lstm_h{H}_{Y}.pt` + JSON), None when either file is
     missing. ValueError when the JSON's features are not the registry's (the live window is
-    read in registry order)."""
+    read in registry order); UnverifiedFileError (one line) when the weights are not the
+    bytes whose sha256 the JSON recorded, or either file is another user's or world-writable
+    (resources.verified_files), and torch loads weights only (weights_only=True)."""
     weights = lstm_path(models_dir, horizon, year)
     side = weights.with_suffix(".json")
     if not (weights.is_file() and side.is_file()):
@@ -141,7 +136,9 @@ def load_lstm(models_dir, horizon: int, year: int) -> SavedLSTM | None:
         raise ValueError(f"{side}: the model was trained on features {meta['features'][:4]}... which are not the "
                          f"registry's FEATURE_NAMES ({len(FEATURE_NAMES)} columns): retrain lstm_model for {year}")
     model = LSTMSpec(**meta["spec"])
-    model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    state = load_verified(weights, side, lambda fh: torch.load(fh, map_location="cpu", weights_only=True),
+                          rebuild=f"rebuild it (materialize lstm_model for {year})")
+    model.load_state_dict(state)
     model.eval()
     return SavedLSTM(year=year, horizon=horizon, model=model, standardizer=Standardizer.from_dict(meta["standardizer"]),
                      seq_len=int(meta["seq_len"]), features=list(meta["features"]))

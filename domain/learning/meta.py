@@ -16,10 +16,13 @@ logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt ca
 (kernels.learn.meta), its calibration folds purged on the label intervals. The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
 inference rebuild the matrix from them. Saved as `models/meta_h{H}_{Y}.joblib` + JSON
-(features, versions, window, and `table_versions`: the Delta table version of each input,
+(the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
+window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
 out-of-sample metrics under `reports/meta/`.
 """
+
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -29,9 +32,11 @@ from domain.learning.training_data import training_frame
 from domain.observe import write_json_atomic
 from kernels.learn.calibration import fold_metrics
 from kernels.learn.meta import (
+    MetaModel,
     build_meta_matrix,
     calibration_png,
     complete_rows,
+    meta_from_payload,
     save_meta,
     train_meta,
 )
@@ -39,6 +44,7 @@ from kernels.learn.purged_cv import PurgedKFold
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from resources.delta_store import DeltaStore
+from resources.verified_files import load_verified
 
 TRAINED_ON = ("specialists", "labels", "regime", "lstm_model")  # the tables recorded in the JSON sidecar
 LSTM_COLUMN = "spec_lstm_score"
@@ -46,6 +52,18 @@ LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share
 SPECIALISTS_ONLY = "specialists"
 WITH_FEATURES = "features+specialists"
 META_INPUTS = (SPECIALISTS_ONLY, WITH_FEATURES)  # settings meta.inputs
+
+
+def load_meta(path_joblib) -> MetaModel:
+    """The meta model saved at `path_joblib` (save_meta), unpickled only once its owner,
+    mode and the sha256 recorded in its JSON sidecar are verified
+    (resources.verified_files.load_verified: else one UnverifiedFileError line, nothing run)."""
+    import joblib
+
+    path = Path(path_joblib)
+    payload = load_verified(path, path.with_suffix(".json"), joblib.load,
+                            rebuild="rebuild it (materialize meta_model for that year)")
+    return meta_from_payload(payload, path)
 
 
 def feature_columns(inputs: str) -> list[str]:

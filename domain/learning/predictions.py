@@ -24,9 +24,9 @@ import numpy as np
 import polars as pl
 
 from domain.learning.meta import LSTM_COLUMN as STORED_LSTM_COLUMN
-from domain.learning.meta import join_features
+from domain.learning.meta import join_features, load_meta
 from kernels.learn.meta import LSTM_COLUMN as MODEL_LSTM_FEATURE
-from kernels.learn.meta import REGIME_COLUMNS, MetaModel, build_meta_matrix, load_meta
+from kernels.learn.meta import REGIME_COLUMNS, MetaModel, build_meta_matrix
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 _BASE_COLUMNS = frozenset((*SPECIALIST_COLUMNS, MODEL_LSTM_FEATURE, *REGIME_COLUMNS))
@@ -48,7 +48,8 @@ def model_path(models_dir: Path, horizon: int, year: int) -> Path:
 
 
 def load_year_models(models_dir: Path, year: int, horizons: list[int]) -> dict[int, MetaModel]:
-    """The meta models of `year` that exist, by horizon."""
+    """The meta models of `year` that exist, by horizon, each verified before it is unpickled
+    (domain.learning.meta.load_meta: a file planted or changed since it was written is refused)."""
     return {h: load_meta(model_path(models_dir, h, year)) for h in horizons if model_path(models_dir, h, year).exists()}
 
 

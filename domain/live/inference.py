@@ -56,7 +56,10 @@ Persistence (optional): `InferenceSession(settings, state_dir=...)` (e.g.
 format, the precision, the source of the streaming code (a hash of the kernel modules the
 stream is made of) and a blake2b digest of the bars it was fed all match the current ones;
 otherwise it is ignored and rebuilt from history, so a stale or foreign pickle can cost
-time but never change a value. Only load pickles you wrote (pickle executes code).
+time but never change a value. Pickle executes code, so a state file is unpickled only when
+it is this user's, not world-writable, and has the sha256 recorded in `state.json` beside it
+when it was written (resources.verified_files); any other is never unpickled: a warning line
+names it, and it is rebuilt from history (counter `rejected_states`).
 The module-level functions do not persist.
 
 Regime of the day: the stored `regime` row of that date (the year's rows of the regime
@@ -85,10 +88,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import math
-import os
 import pickle
-import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,9 +107,11 @@ from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.streaming import SymbolStream
 from resources.delta_store import DeltaStore
+from resources.verified_files import UnverifiedFileError, load_verified, write_verified
 
 STATE_FORMAT = "tradelab.live_state/1"
 STATE_FILE = "state.pkl"
+STATE_SIDECAR = "state.json"  # {"sha256": ...} of state.pkl, written after it: a state is unpickled only if it matches
 BAR_COLUMNS = ("open", "high", "low", "close", "volume")
 STORED_LSTM_COLUMN = "spec_lstm_score"  # the lstm_model asset's column
 
@@ -297,7 +302,8 @@ class InferenceSession:
         self._lstm_models: dict[int, tuple] = {}  # year -> (file stats, SavedLSTM or None)
         self._lstm_live: dict[tuple, tuple] = {}  # (symbol, date int64) -> ((version, stats), score)
         self._code: str | None = None
-        self.counters = {"bars_fed": 0, "cold_starts": 0, "rebuilds": 0, "replays": 0, "persisted_loads": 0}
+        self.counters = {"bars_fed": 0, "cold_starts": 0, "rebuilds": 0, "replays": 0, "persisted_loads": 0,
+                         "rejected_states": 0}
 
     # -- tables --------------------------------------------------------------------------
     def version(self, asset: str) -> int | None:
@@ -394,8 +400,12 @@ class InferenceSession:
         if not path.is_file():
             return None
         try:
-            with path.open("rb") as fh:
-                payload = pickle.load(fh)
+            payload = load_verified(path, path.with_name(STATE_SIDECAR), pickle.load,
+                                    rebuild="it is rebuilt from history and overwritten at the next save")
+        except UnverifiedFileError as err:  # never unpickled: planted, changed or foreign
+            warnings.warn(str(err), UserWarning, stacklevel=2)
+            self.counters["rejected_states"] += 1
+            return None
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
             # unreadable, or written by other code: rebuilt from history
             return None
@@ -419,15 +429,8 @@ class InferenceSession:
             payload = {"format": STATE_FORMAT, "code": self._code_id(), "precision": self.precision,
                        "digest": bars.digest(st.n_bars), "state": st}
             path = self._state_path(symbol)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            sha256 = write_verified(path, lambda fh, p=payload: pickle.dump(p, fh, protocol=pickle.HIGHEST_PROTOCOL))
+            write_verified(path.with_name(STATE_SIDECAR), lambda fh, h=sha256: fh.write(json.dumps({"sha256": h}).encode()))
             out.append(path)
         return out
 

@@ -57,8 +57,10 @@ Model (`train_meta`)
 
 Persistence: `save_meta` writes a joblib payload (a plain dict, not this module's class, so
 a refactor here does not break old files) and a JSON sidecar (features, versions, training
-window, fold coefficients), each atomically (temp file in the same folder, os.replace).
-`load_meta` warns when the scikit-learn version differs from the one that trained.
+window, fold coefficients, and the payload's sha256), each atomically (temp file in the same
+folder, os.replace). This module never unpickles: `domain.learning.meta.load_meta` verifies
+the file against the recorded sha256 (resources.verified_files), then `meta_from_payload`
+rebuilds the model and warns when the scikit-learn version differs from the one that trained.
 
 ONNX (optional extra: `onnx` to export, `onnxruntime` to run): `export_onnx` writes the
 logistic model (every calibrated copy: scaler, logistic decision, isotonic interpolation or
@@ -73,6 +75,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import io
 import json
 import numbers
 import os
@@ -518,17 +521,21 @@ def save_meta(model: MetaModel, path_joblib, path_json=None) -> dict:
         "kind": model.kind, "calibration": model.calibration, "window": model.window,
         "versions": model.versions, "info": model.info,
     }
-    atomic_write(path_joblib, lambda fh: joblib.dump(payload, fh))
-    meta = {**model.metadata(), "joblib": path_joblib.name,
-            "sha256": hashlib.sha256(path_joblib.read_bytes()).hexdigest()}
+    buf = io.BytesIO()
+    joblib.dump(payload, buf)
+    data = buf.getvalue()  # the sha256 of exactly the bytes written, not of a re-read a swap could change
+    atomic_write(path_joblib, lambda fh: fh.write(data))
+    meta = {**model.metadata(), "joblib": path_joblib.name, "sha256": hashlib.sha256(data).hexdigest()}
     atomic_write(path_json, lambda fh: (json.dump(meta, fh, indent=2, default=str), fh.write("\n")), mode="w")
     return meta
 
 
-def load_meta(path_joblib) -> MetaModel:
-    payload = joblib.load(Path(path_joblib))
+def meta_from_payload(payload, origin) -> MetaModel:
+    """The MetaModel of a payload `save_meta` wrote, already unpickled by the caller (never
+    unpickle a file unverified: domain.learning.meta.load_meta checks its recorded sha256
+    first). ValueError naming `origin` when it is not a meta model payload."""
     if not isinstance(payload, dict) or payload.get("format") != PAYLOAD_FORMAT:
-        raise ValueError(f"{path_joblib} is not a {PAYLOAD_FORMAT} meta model")
+        raise ValueError(f"{origin} is not a {PAYLOAD_FORMAT} meta model")
     trained = payload["versions"].get("scikit-learn")
     if trained != sklearn.__version__:
         warnings.warn(f"meta model trained with scikit-learn {trained}, loaded with {sklearn.__version__}",

@@ -35,7 +35,7 @@ def _a_day_with_a_signal(cfg) -> str:
     return f"{days.max():%Y-%m-%d}"
 
 
-def test_live_paper_trade_orders_the_backtest_targets_and_a_second_run_of_the_day_orders_nothing(learned_copy, instance, monkeypatch):
+def test_live_paper_trade_orders_the_backtest_targets_and_a_second_run_of_the_day_is_refused(learned_copy, instance, monkeypatch):
     day = _a_day_with_a_signal(learned_copy)
     first = _run(learned_copy, instance, monkeypatch, now=day)
     assert first.success
@@ -49,10 +49,15 @@ def test_live_paper_trade_orders_the_backtest_targets_and_a_second_run_of_the_da
     assert float(book["weight"].abs().sum()) <= s.backtest.max_gross + 1e-12
     second = _run(learned_copy, instance, monkeypatch, now=day)
     assert second.output_for_node("paper_trades").height == 0
-    log = [json.loads(x) for x in (s.reports_dir / "paper" / "orders.jsonl").read_text().splitlines()]
+    log_path = s.reports_dir / "paper" / "orders.jsonl"
+    assert second.asset_materializations_for_node("paper_trades")[0].metadata["refused"].value == (
+        f"paper_trades: the session of {day} is already traded (run {first.run_id}, {log_path}); nothing ordered, "
+        "the paper book is unchanged")
+    log = [json.loads(x) for x in log_path.read_text().splitlines()]
     runs = [r for r in log if "orders" in r]
-    assert [r["orders"] for r in runs] == [orders.height, 0]
+    assert [(r["orders"], r["session"], r["run"]) for r in runs] == [(orders.height, day, first.run_id)]
     assert sum("side" in r for r in log) == orders.height
+    assert DeltaStore(s.data_dir).read("paper_positions").equals(book)
 
 
 def test_paper_targets_equal_the_backtest_weights_for_the_same_day_probabilities(learned_copy):

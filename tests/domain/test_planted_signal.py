@@ -343,7 +343,8 @@ def test_hist_gbm_meta_model_learns_a_u_shape_and_round_trips(tmp_path):
     loaded, the model predicts the same probabilities. (The logistic meta model is not quite
     blind to it: its calibrated copies, fitted on different folds, can take opposite signs on
     x, and the mean of an increasing and a decreasing isotonic map is a U: AUC 0.63 here.)"""
-    from kernels.learn.meta import load_meta, save_meta, train_meta
+    from domain.learning.meta import load_meta
+    from kernels.learn.meta import save_meta, train_meta
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((3000, 3)).astype(np.float32)

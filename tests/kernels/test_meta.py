@@ -31,13 +31,14 @@ from kernels.learn.meta import (
     calibration_png,
     complete_rows,
     export_onnx,
-    load_meta,
+    meta_from_payload,
     onnx_predict,
     regime_one_hot,
     save_meta,
     train_meta,
 )
 from kernels.regime import NO_TAG
+from domain.learning.meta import load_meta  # the verified load (resources.verified_files)
 
 SPECIALISTS = ["spec_mr", "spec_trend", "spec_noise_a", "spec_noise_b"]
 
@@ -258,11 +259,8 @@ def test_save_load_round_trip(problem, tmp_path):
     import hashlib
 
     assert sidecar["sha256"] == hashlib.sha256(job.read_bytes()).hexdigest()
-    import joblib
-
-    joblib.dump({"not": "a model"}, tmp_path / "other.joblib")
-    with pytest.raises(ValueError, match="not a"):
-        load_meta(tmp_path / "other.joblib")
+    with pytest.raises(ValueError, match="other.joblib is not a tradelab.meta/1 meta model"):
+        meta_from_payload({"not": "a model"}, tmp_path / "other.joblib")
 
 
 def test_calibration_png(problem, tmp_path):
