@@ -1,10 +1,12 @@
 """Sensors. The new-symbol sensor: registers symbols that appear in the configured source (a new
 file in the user's folder) and requests their runs.
 
-Each evaluation compares the source's fingerprints (file name, mtime, size) with the
-cursor: a new symbol is added to the `symbols` dynamic partitions and gets one run over
-all its years (a single-run backfill, via partition-range tags); a changed file re-runs
-its symbol. A file the source cannot read is logged and skipped, the others go on.
+Each evaluation compares the source's per-symbol fingerprints with the cursor: new symbols
+are added to the `symbols` dynamic partitions and get ONE run over all their years (a
+single-run backfill, via partition-range tags), whatever their number; a symbol whose rows
+changed (in a long table: that symbol's rows, not the file) re-runs, changed symbols
+batched by contiguous blocks of the registration order. A file the source cannot read is
+logged and skipped, the others go on.
 Off by default; `automation.new_symbol_sensor: true` starts it with the daemon.
 
 `build_chain_sensor` continues the chain of jobs (pipeline.chain) after a successful run:
@@ -13,6 +15,7 @@ the yearly stages of the years a build covered, then the ATC scan. On by default
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from dagster import (
@@ -47,11 +50,14 @@ CHAIN_TAG = "tradelab/chain"  # on the runs build_chain_sensor requests
 IN_FLIGHT = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
 
 
-def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str) -> RunRequest:
-    """One run over every year of `symbol`."""
+def symbols_run_request(block: list[str], first_year: int, last_year: int, fingerprints: dict[str, str]) -> RunRequest:
+    """One run over every year of `block`, symbols contiguous in the registration order
+    (a partition range is a rectangle over that order); the run key changes with any of
+    their fingerprints."""
+    digest = hashlib.sha1(json.dumps({s: fingerprints[s] for s in block}, sort_keys=True).encode()).hexdigest()[:16]
     return RunRequest(
-        run_key=f"symbol:{symbol}:{token}",
-        tags=range_tags(make_key(symbol, first_year), make_key(symbol, last_year)),
+        run_key=f"symbols:{block[0]}..{block[-1]}:{len(block)}:{digest}",
+        tags=range_tags(make_key(block[0], first_year), make_key(block[-1], last_year)),
     )
 
 
@@ -62,7 +68,12 @@ def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str)
     default_status=DefaultSensorStatus.RUNNING if _settings.automation.new_symbol_sensor else DefaultSensorStatus.STOPPED,
 )
 def new_symbol_sensor(context: SensorEvaluationContext):
+    """New and changed symbols of one tick go into as few runs as the registration order
+    allows: one for the new symbols (registered together, at the end), one per contiguous
+    block of changed ones."""
     from domain.sources import make_source
+    from pipeline.runs import contiguous_blocks
+    from pipeline.symbols import name_summary
 
     settings = load_settings()
     errors: list[InputDataError] = []
@@ -74,15 +85,17 @@ def new_symbol_sensor(context: SensorEvaluationContext):
     for err in errors:
         context.log.error(f"new_symbol_sensor: skipped: {err}")
     previous = json.loads(context.cursor) if context.cursor else {}
-    known = set(context.instance.get_dynamic_partitions(SYMBOLS))
+    registered = list(context.instance.get_dynamic_partitions(SYMBOLS))
+    known = set(registered)
     new = sorted(s for s in fingerprints if s not in known)
     changed = sorted(s for s, fp in fingerprints.items() if s in known and s in previous and previous[s] != fp)
     years = settings.years
-    requests = [symbol_run_request(s, years.start, years.last, fingerprints[s]) for s in new + changed]
+    requests = [symbols_run_request(block, years.start, years.last, fingerprints)
+                for block in contiguous_blocks(registered + new, changed + new)]
     if new:
-        context.log.info(f"new symbols: {new}")
+        context.log.info(f"new symbols: {name_summary(new)}")
     if changed:
-        context.log.info(f"changed symbols: {changed}")
+        context.log.info(f"changed symbols: {name_summary(changed)}")
     return SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[symbol_partitions.build_add_request(new)] if new else [],

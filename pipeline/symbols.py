@@ -43,3 +43,11 @@ def prune_symbols(instance: DagsterInstance, available: list[str]) -> list[str]:
     """Unregister the registered symbols not in `available`; return them."""
     gone = [n for n in instance.get_dynamic_partitions(SYMBOLS) if n not in set(available)]
     return remove_symbols(instance, gone) if gone else []
+
+
+def name_summary(names: list[str], limit: int = 10) -> str:
+    """`names` for one line: the count, and the names themselves when few
+    (`3: A, B, C`; `2000: A, B, ... J ... and 1990 more`)."""
+    shown = ", ".join(names[:limit])
+    more = f" ... and {len(names) - limit} more" if len(names) > limit else ""
+    return f"{len(names)}: {shown}{more}" if names else "0"

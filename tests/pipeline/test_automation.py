@@ -36,15 +36,14 @@ def tick(instance, cursor=None):
     return new_symbol_sensor(build_sensor_context(instance=instance, cursor=cursor))
 
 
-def test_new_files_register_symbols_and_request_one_run_each(folder_config, instance):
+def test_new_files_register_symbols_and_request_one_run_for_all_of_them(folder_config, instance):
     (folder_config / "aaa.csv").write_text(CSV)
     (folder_config / "bbb.csv").write_text(CSV)
     result = tick(instance)
     assert [r.partitions_def_name for r in result.dynamic_partitions_requests] == [SYMBOLS]
     assert list(result.dynamic_partitions_requests[0].partition_keys) == ["AAA", "BBB"]
     ranges = [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in result.run_requests]
-    assert ranges == [("AAA|2008", "AAA|2011"), ("BBB|2008", "BBB|2011")]
-    assert len({r.run_key for r in result.run_requests}) == 2
+    assert ranges == [("AAA|2008", "BBB|2011")]
 
 
 def test_known_unchanged_symbols_request_nothing_and_new_ones_do(folder_config, instance):
@@ -219,3 +218,33 @@ def test_the_weekly_vacuum_is_off_by_default_and_its_job_vacuums_every_table(mak
     logs = [e.message for e in instance.all_logs(res.run_id) if "vacuum (0 h retention)" in (e.message or "")]
     assert logs and "1 file(s) removed from 2 table(s)" in logs[0]
     assert store.read("raw_bars", [key])["close"].to_list() == [2.0]
+
+
+def test_a_bar_appended_to_one_symbol_of_a_long_table_requests_one_run_of_that_symbol(folder_config, instance):
+    rows = "".join(f"S{i:03d},2010-01-0{d},1,2,0.5,1.5\n" for i in range(50) for d in (4, 5))
+    path = folder_config / "universe.csv"
+    path.write_text("symbol,date,open,high,low,close\n" + rows)
+    first = tick(instance)
+    assert len(first.run_requests) == 1  # 50 new symbols: one run, not 50
+    assert (first.run_requests[0].tags[ASSET_PARTITION_RANGE_START_TAG],
+            first.run_requests[0].tags[ASSET_PARTITION_RANGE_END_TAG]) == ("S000|2008", "S049|2011")
+    instance.add_dynamic_partitions(SYMBOLS, [f"S{i:03d}" for i in range(50)])
+    with path.open("a") as f:
+        f.write("S017,2010-01-06,1,2,0.5,1.5\n")
+    second = tick(instance, first.cursor)
+    assert [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in second.run_requests] \
+        == [("S017|2008", "S017|2011")]
+    assert second.dynamic_partitions_requests == []
+
+
+def test_changed_symbols_apart_in_the_registration_order_never_rerun_the_ones_between(folder_config, instance):
+    for name in ("aaa", "bbb", "ccc"):
+        (folder_config / f"{name}.csv").write_text(CSV)
+    first = tick(instance)
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB", "CCC"])
+    for name in ("aaa", "ccc"):
+        path = folder_config / f"{name}.csv"
+        path.write_text(CSV + "2010-01-05,1,2,0.5,1.6\n")
+    second = tick(instance, first.cursor)
+    assert sorted((r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in second.run_requests) \
+        == [("AAA|2008", "AAA|2011"), ("CCC|2008", "CCC|2011")]
