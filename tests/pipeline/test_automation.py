@@ -248,3 +248,42 @@ def test_changed_symbols_apart_in_the_registration_order_never_rerun_the_ones_be
     second = tick(instance, first.cursor)
     assert sorted((r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in second.run_requests) \
         == [("AAA|2008", "AAA|2011"), ("CCC|2008", "CCC|2011")]
+
+
+YEARLY_ASSETS = ["regime", "cv_report", "meta_model", "predictions", "backtest", "evaluation"]
+
+
+def _failed_yearly_run(make_settings, instance, first, last):
+    """A real yearly-stages run over first..last that fails (no bars stored): Dagster marks
+    every partition it planned as failed."""
+    from dagster import materialize
+
+    from pipeline.definitions import ALL_ASSETS, build_resources
+
+    cfg = make_settings(years={"start": 2000, "end": 2020})
+    result = materialize(ALL_ASSETS, selection=YEARLY_ASSETS, instance=instance, resources=build_resources(str(cfg)),
+                         tags={ASSET_PARTITION_RANGE_START_TAG: str(first), ASSET_PARTITION_RANGE_END_TAG: str(last)},
+                         raise_on_error=False)
+    assert not result.success
+
+
+def test_chain_sensor_requests_again_the_years_of_a_failed_yearly_run_after_a_build_of_2020(make_settings, instance):
+    from dagster import AssetKey, AssetMaterialization, DagsterRunStatus
+
+    from pipeline.sensors import RETRIED_TAG
+
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    _failed_yearly_run(make_settings, instance, 2016, 2020)
+    build = _build_run(instance, "AAA|2020", "AAA|2020", DagsterRunStatus.SUCCESS)
+    instance.report_run_failed(build)
+    yearly = next(r for r in _chain_tick(instance, build) if r.job_name == "yearly_stages")
+    assert (yearly.tags[ASSET_PARTITION_RANGE_START_TAG], yearly.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("2016", "2020")
+    assert yearly.tags[RETRIED_TAG] == "2016,2017,2018,2019"
+    for name in YEARLY_ASSETS:  # the retried run succeeded: nothing failed is left to ask for
+        for year in range(2016, 2021):
+            instance.report_runless_asset_event(AssetMaterialization(AssetKey(name), partition=str(year)))
+    again = _build_run(instance, "AAA|2020", "AAA|2020", DagsterRunStatus.SUCCESS)
+    instance.report_run_failed(again)
+    yearly = next(r for r in _chain_tick(instance, again) if r.job_name == "yearly_stages")
+    assert (yearly.tags[ASSET_PARTITION_RANGE_START_TAG], yearly.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("2020", "2020")
+    assert RETRIED_TAG not in yearly.tags
