@@ -76,7 +76,7 @@ def new_symbol_sensor(context: SensorEvaluationContext):
     block of changed ones."""
     from domain.sources import make_source
     from pipeline.runs import contiguous_blocks
-    from pipeline.symbols import name_summary
+    from pipeline.symbols import name_summary, record_absent
 
     settings = load_settings()
     errors: list[InputDataError] = []
@@ -90,15 +90,16 @@ def new_symbol_sensor(context: SensorEvaluationContext):
     previous = json.loads(context.cursor) if context.cursor else {}
     registered = list(context.instance.get_dynamic_partitions(SYMBOLS))
     known = set(registered)
+    record_absent(context.instance, [s for s in registered if s not in fingerprints])  # out of every run (io_manager)
     new = sorted(s for s in fingerprints if s not in known)
     changed = sorted(s for s, fp in fingerprints.items() if s in known and s in previous and previous[s] != fp)
     years = settings.years
     requests = [symbols_run_request(block, years.start, years.last, fingerprints)
                 for block in contiguous_blocks(registered + new, changed + new)]
     if new:
-        context.log.info(f"new symbols: {name_summary(new)}")
+        context.log.info(f"new symbols ({len(new)}): {name_summary(new)}")
     if changed:
-        context.log.info(f"changed symbols: {name_summary(changed)}")
+        context.log.info(f"changed symbols ({len(changed)}): {name_summary(changed)}")
     return SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[symbol_partitions.build_add_request(new)] if new else [],

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dagster import DagsterInstance
 
-from config.partitions import SYMBOLS
+from config.partitions import ABSENT_SYMBOLS_KEY, SYMBOLS
 from config.settings import Settings
 
 
@@ -28,15 +30,78 @@ def remove_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = False) -> list[str]:
-    """Register every symbol the configured source has; return those added. With `prune`,
-    also unregister the symbols the source no longer has (see `prune_symbols`)."""
+SOURCE_KEY = "tradelab/source"  # instance key-value entry: the source the symbols were last synced from
+
+
+@dataclass
+class SyncResult:
+    """What `sync_source` did: `added` and `removed` (pruned) names, `absent` (registered,
+    not in the source, kept registered but out of every run), `registered` after the sync,
+    `source` (its identity) and whether it differs from the last sync's (`source_changed`)."""
+
+    added: list[str]
+    removed: list[str]
+    absent: list[str]
+    registered: int
+    source: str
+    source_changed: bool
+
+    def line(self) -> str:
+        """The one summary line of `symbols sync` (names only when few: `name_summary`)."""
+        text = f"registered {len(self.added)} new symbol(s); {self.registered} in all"
+        text += f": {name_summary(self.added)}" if self.added else ""
+        if self.removed:
+            why = f" (the source changed to {self.source})" if self.source_changed else ""
+            text += f"; removed{why} {len(self.removed)}: {name_summary(self.removed)}"
+        if self.absent:
+            text += (f"; {len(self.absent)} registered symbol(s) not in source {self.source}, left out of every run: "
+                     f"{name_summary(self.absent)} (`symbols sync --prune` unregisters them)")
+        return text
+
+
+def source_identity(settings: Settings) -> str:
+    """`synthetic`, `packaged` or `folder:<absolute path>`: a change of it is a change of source."""
+    uni = settings.universe
+    return f"folder:{settings.resolve(uni.folder.path)}" if uni.source == "folder" else uni.source
+
+
+def sync_source(instance: DagsterInstance, settings: Settings, prune: bool = False) -> SyncResult:
+    """Register every symbol the configured source has. Registered symbols the source lacks
+    are unregistered with `prune`, or when the source is not the one of the last sync (the
+    demo's synthetic names after switching to a folder); otherwise they stay registered but
+    are recorded as absent (ABSENT_SYMBOLS_KEY), so no yearly stage reads them."""
     from domain.sources import make_source
 
     names = make_source(settings).symbols()
-    if prune:
-        prune_symbols(instance, names)
-    return register_symbols(instance, names)
+    source = source_identity(settings)
+    previous = instance.run_storage.get_cursor_values({SOURCE_KEY}).get(SOURCE_KEY)
+    changed = previous is not None and previous != source
+    have = set(names)
+    absent = [n for n in instance.get_dynamic_partitions(SYMBOLS) if n not in have]
+    removed = remove_symbols(instance, absent) if absent and (prune or changed) else []
+    absent = [n for n in absent if n not in removed]
+    added = register_symbols(instance, names)
+    record_absent(instance, absent)
+    instance.run_storage.set_cursor_values({SOURCE_KEY: source})
+    return SyncResult(added, removed, absent, len(instance.get_dynamic_partitions(SYMBOLS)), source, changed)
+
+
+def record_absent(instance: DagsterInstance, absent: list[str]) -> None:
+    """Record the registered symbols the source lacks (read by the IO manager)."""
+    import json
+
+    instance.run_storage.set_cursor_values({ABSENT_SYMBOLS_KEY: json.dumps(sorted(absent))})
+
+
+def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = False) -> list[str]:
+    """`sync_source` for the commands that build (demo, build-all, build-features): returns
+    the names added; a line on stderr when registered symbols were removed or left out."""
+    result = sync_source(instance, settings, prune)
+    if result.removed or result.absent:
+        import sys
+
+        print(f"symbols: {result.line()}", file=sys.stderr)
+    return result.added
 
 
 def prune_symbols(instance: DagsterInstance, available: list[str]) -> list[str]:
@@ -46,8 +111,7 @@ def prune_symbols(instance: DagsterInstance, available: list[str]) -> list[str]:
 
 
 def name_summary(names: list[str], limit: int = 10) -> str:
-    """`names` for one line: the count, and the names themselves when few
-    (`3: A, B, C`; `2000: A, B, ... J ... and 1990 more`)."""
-    shown = ", ".join(names[:limit])
+    """`names` for one line: all of them when at most `limit`, else the first `limit` and
+    "... and N more"."""
     more = f" ... and {len(names) - limit} more" if len(names) > limit else ""
-    return f"{len(names)}: {shown}{more}" if names else "0"
+    return ", ".join(names[:limit]) + more
