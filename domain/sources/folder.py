@@ -204,8 +204,12 @@ class FolderSource:
         frames = [conform_bars(read_table(single[s]), str(single[s]), s) for s in wanted if s in single]
         found = {s for s in wanted if s in single}
         for path, col in long.items():
-            sym = _symbol_expr(col)
-            part = _collect(_scan(path).with_columns(sym.alias("__sym"), pl.col(col).cast(pl.String).alias("__raw"))
+            raw = pl.col(col).cast(pl.String)
+            canonical = raw.str.contains(SYMBOL_PATTERN.pattern).fill_null(False)
+            # Rows already spelled as stored and not wanted are dropped before any string is
+            # rebuilt (most rows of a long table); the others are normalised, then filtered.
+            part = _collect(_scan(path).filter(raw.is_in(wanted) | ~canonical)
+                            .with_columns(_symbol_expr(col).alias("__sym"), raw.alias("__raw"))
                             .filter(pl.col("__sym").is_in(wanted) | ~pl.col("__sym").str.contains(SYMBOL_PATTERN.pattern)
                                     .fill_null(False)), path)
             _check_names(part.select(ROW, pl.col("__raw").alias("raw"), pl.col("__sym").alias("sym")), path, col)
