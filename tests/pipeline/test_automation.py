@@ -287,3 +287,15 @@ def test_chain_sensor_requests_again_the_years_of_a_failed_yearly_run_after_a_bu
     yearly = next(r for r in _chain_tick(instance, again) if r.job_name == "yearly_stages")
     assert (yearly.tags[ASSET_PARTITION_RANGE_START_TAG], yearly.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("2020", "2020")
     assert RETRIED_TAG not in yearly.tags
+
+
+def test_a_registered_symbol_whose_file_is_gone_is_recorded_absent_by_the_sensor(folder_config, instance):
+    import json
+
+    from config.partitions import ABSENT_SYMBOLS_KEY
+
+    (folder_config / "aaa.csv").write_text(CSV)
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "ZZZ"])  # ZZZ: a symbol of another source, or a deleted file
+    tick(instance)
+    absent = instance.run_storage.get_cursor_values({ABSENT_SYMBOLS_KEY})[ABSENT_SYMBOLS_KEY]
+    assert json.loads(absent) == ["ZZZ"]  # the yearly stages leave it out (resources.io_manager)
