@@ -73,18 +73,19 @@ def _cv_summary(settings: Settings, year: int) -> str:
     the planted reversal's rsi, scores AUC 0.5 there and shows under Platt)."""
     import json
 
-    parts = []
+    parts, symbols = [], "n/a"
     for h in settings.labels.horizons:
         path = settings.reports_dir / "cv" / f"h{h}" / f"{year}.json"
         if not path.exists():
             continue
-        summary = json.loads(path.read_text())["summary"]
+        report = json.loads(path.read_text())
+        summary, symbols = report["summary"], report.get("symbols", symbols)
         scored = [(m["auc"], k, method) for k, v in summary.items() for method, m in v.items()
                   if isinstance(m, dict) and m.get("auc") is not None]
         if scored:
             auc, name, method = max(scored)
             parts.append(f"h{h} {name.removeprefix('spec_').removesuffix('_score')} {auc:.3f} ({method})")
-    return f"purged CV {year}    best out-of-sample AUC: " + ("; ".join(parts) if parts else "n/a")
+    return f"purged CV {year}    {symbols} symbols, best out-of-sample AUC: " + ("; ".join(parts) if parts else "n/a")
 
 
 def _meta_summary(settings: Settings, year: int) -> str:
