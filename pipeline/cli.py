@@ -31,7 +31,10 @@ def _symbols(args: argparse.Namespace) -> int:
         raise ValueError("symbols remove: name at least one symbol, e.g. `symbols remove GOOG`")
     instance = get_instance()
     if args.action == "sync":
-        print(sync_source(instance, load_settings(), prune=args.prune).line())
+        result = sync_source(instance, load_settings(), prune=args.prune)
+        for line in result.skipped:  # a file of the folder that cannot be read: one line each, the others go on
+            print(f"warning: {line}", file=sys.stderr)
+        print(result.line())
     elif args.action == "remove":
         removed = remove_symbols(instance, args.names)
         print(f"removed {', '.join(removed)}; {len(instance.get_dynamic_partitions(SYMBOLS))} symbol(s) left")

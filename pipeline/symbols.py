@@ -37,7 +37,8 @@ SOURCE_KEY = "tradelab/source"  # instance key-value entry: the source the symbo
 class SyncResult:
     """What `sync_source` did: `added` and `removed` (pruned) names, `absent` (registered,
     not in the source, kept registered but out of every run), `registered` after the sync,
-    `source` (its identity) and whether it differs from the last sync's (`source_changed`)."""
+    `source` (its identity), whether it differs from the last sync's (`source_changed`), and
+    the lines of the files skipped as unreadable (`skipped`)."""
 
     added: list[str]
     removed: list[str]
@@ -45,6 +46,7 @@ class SyncResult:
     registered: int
     source: str
     source_changed: bool
+    skipped: list[str]  # one line per file of the source that could not be read (the source's warnings)
 
     def line(self) -> str:
         """The one summary line of `symbols sync` (names only when few: `name_summary`)."""
@@ -70,9 +72,14 @@ def sync_source(instance: DagsterInstance, settings: Settings, prune: bool = Fal
     are unregistered with `prune`, or when the source is not the one of the last sync (the
     demo's synthetic names after switching to a folder); otherwise they stay registered but
     are recorded as absent (ABSENT_SYMBOLS_KEY), so no yearly stage reads them."""
+    import warnings
+
     from domain.sources import make_source
 
-    names = make_source(settings).symbols()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        names = make_source(settings).symbols()
+    skipped = [str(w.message) for w in seen]
     source = source_identity(settings)
     previous = instance.run_storage.get_cursor_values({SOURCE_KEY}).get(SOURCE_KEY)
     changed = previous is not None and previous != source
@@ -83,7 +90,7 @@ def sync_source(instance: DagsterInstance, settings: Settings, prune: bool = Fal
     added = register_symbols(instance, names)
     record_absent(instance, absent)
     instance.run_storage.set_cursor_values({SOURCE_KEY: source})
-    return SyncResult(added, removed, absent, len(instance.get_dynamic_partitions(SYMBOLS)), source, changed)
+    return SyncResult(added, removed, absent, len(instance.get_dynamic_partitions(SYMBOLS)), source, changed, skipped)
 
 
 def record_absent(instance: DagsterInstance, absent: list[str]) -> None:
@@ -95,11 +102,14 @@ def record_absent(instance: DagsterInstance, absent: list[str]) -> None:
 
 def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = False) -> list[str]:
     """`sync_source` for the commands that build (demo, build-all, build-features): returns
-    the names added; a line on stderr when registered symbols were removed or left out."""
-    result = sync_source(instance, settings, prune)
-    if result.removed or result.absent:
-        import sys
+    the names added; on stderr, a line per skipped file and one when registered symbols were
+    removed or left out."""
+    import sys
 
+    result = sync_source(instance, settings, prune)
+    for line in result.skipped:
+        print(f"warning: {line}", file=sys.stderr)
+    if result.removed or result.absent:
         print(f"symbols: {result.line()}", file=sys.stderr)
     return result.added
 

@@ -48,3 +48,24 @@ def test_lowercase_and_padded_symbol_values_are_the_symbol_like_a_file_name(tmp_
     assert src.symbols() == ["AAA", "BBB"]
     df = src.history(["AAA", "BBB"])
     assert df.group_by("symbol").len().sort("symbol").rows() == [("AAA", 1), ("BBB", 2)]
+
+
+def test_symbols_sync_names_the_row_of_an_empty_symbol_in_one_line_and_registers_the_rest(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = tmp_path / "ud"
+    folder.mkdir()
+    (folder / "long.csv").write_text(HEAD + "AAA," + BAR + "," + BAR)
+    (folder / "bbb.csv").write_text("date,open,high,low,close\n" + BAR)
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(f"universe: {{source: folder, folder: {{path: {folder}}}}}\nyears: {{start: 2010}}\n")
+    env = {**os.environ, "PIPELINE_CONFIG": str(cfg), "DAGSTER_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "symbols", "sync"], cwd=Path(__file__).parents[2],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["registered 1 new symbol(s); 1 in all: BBB"]
+    assert out.stderr.splitlines()[1:] == [
+        f"warning: skipped: {folder}/long.csv: column 'symbol', row 2: empty symbol; {EXPECTED_SYMBOL}"]
