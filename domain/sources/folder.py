@@ -112,6 +112,8 @@ def _long_index(path: Path, col: str) -> dict[str, str]:
             .group_by("sym", "raw").agg(pl.col(ROW).min(), pl.len().alias("n"), pl.col("h").sum()), path)
         _check_names(per_symbol, path, col)
         merged = per_symbol.group_by("sym").agg(pl.col("n").sum(), pl.col("h").sum())  # " aaa" and "AAA" are one symbol
+        for old in [k for k in _LONG_INDEX if k[0] == key[0]]:  # one version per file: the daemon lives for weeks
+            del _LONG_INDEX[old]
         _LONG_INDEX[key] = {s: f"{path.name}:{n}:{h:016x}" for s, n, h in merged.sort("sym").iter_rows()}
     return _LONG_INDEX[key]
 

@@ -56,3 +56,13 @@ def test_appending_one_bar_for_one_symbol_changes_that_symbols_fingerprint_only(
     after = FolderSource(tmp_path).fingerprints()
     assert sorted(after) == SYMBOLS
     assert [s for s in SYMBOLS if before[s] != after[s]] == ["S017"]
+
+
+def test_a_null_symbol_in_a_parquet_long_table_names_its_row(tmp_path):
+    from config.errors import InputDataError
+
+    table = long_table(["AAA", "BBB"], DAYS[:2]).with_columns(
+        pl.when(pl.int_range(pl.len()) == 2).then(None).otherwise(pl.col("symbol")).alias("symbol"))
+    table.write_parquet(tmp_path / "universe.parquet")
+    with pytest.raises(InputDataError, match=r"universe\.parquet: column 'symbol', row 3: empty symbol"):
+        FolderSource(tmp_path).history(["AAA"])
