@@ -75,8 +75,7 @@ def new_symbol_sensor(context: SensorEvaluationContext):
     allows: one for the new symbols (registered together, at the end), one per contiguous
     block of changed ones."""
     from domain.sources import make_source
-    from pipeline.runs import contiguous_blocks
-    from pipeline.symbols import name_summary, record_absent
+    from pipeline.symbols import contiguous_blocks, name_summary, record_absent
 
     settings = load_settings()
     errors: list[InputDataError] = []
@@ -141,7 +140,7 @@ def build_chain_sensor(context: RunStatusSensorContext):
     done = [run] + [r.dagster_run for job in CHAIN_MONITORED for r in instance.get_run_records(
         RunsFilter(job_name=job, statuses=[DagsterRunStatus.SUCCESS], updated_after=since))]
     built = {y for r in done for y in run_years(r.tags)}
-    retried = [y for y in failed_years(instance) if y not in built]
+    retried = [y for y in failed_years(instance, context.repository_def) if y not in built]
     if retried:
         context.log.warning(f"build_chain_sensor: the yearly stages of {_years_text(retried)} did not succeed in an "
                             f"earlier run (Dagster marks those partitions failed): requested again with these builds")
@@ -155,16 +154,15 @@ def build_chain_sensor(context: RunStatusSensorContext):
     return requests or SkipReason(f"{run.job_name} run {run.run_id} covered no years")
 
 
-def failed_years(instance) -> list[int]:
+def failed_years(instance, repository) -> list[int]:
     """The years whose yearly stages have not succeeded since their last attempt: Dagster's
-    own status of the year partitions of every asset in `yearly_stages` is FAILED there (a
-    failed or killed run marks each partition it planned; a later materialization clears
-    it). Years never attempted are not failed."""
+    own status of the year partitions of every asset in `yearly_stages` (the YEAR_GROUPS of
+    `repository`, the code location's definitions) is FAILED there (a failed or killed run
+    marks each partition it planned; a later materialization clears it). Years never
+    attempted are not failed."""
     from dagster import AssetPartitionStatus
 
-    from pipeline.definitions import defs
-
-    graph = defs.resolve_asset_graph()
+    graph = repository.asset_graph
     keys = [k for k in graph.get_all_asset_keys() if graph.get(k).group_name in YEAR_GROUPS]
     year_keys = years_partitions.get_partition_keys()
     out: set[int] = set()

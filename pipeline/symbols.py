@@ -125,3 +125,26 @@ def name_summary(names: list[str], limit: int = 10) -> str:
     "... and N more"."""
     more = f" ... and {len(names) - limit} more" if len(names) > limit else ""
     return ", ".join(names[:limit]) + more
+
+
+def contiguous_blocks(registered: list[str], wanted: list[str]) -> list[list[str]]:
+    """Split `wanted` into runs that are contiguous in the registration order.
+
+    A multi-partition range is a rectangle over the dynamic dimension's order, so each
+    block can be one run without touching unwanted symbols.
+    """
+    wanted_set = set(wanted)
+    unknown = sorted(wanted_set - set(registered))
+    if unknown:
+        raise ValueError(f"symbols not registered: {unknown}")
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for sym in registered:
+        if sym in wanted_set:
+            current.append(sym)
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    return blocks

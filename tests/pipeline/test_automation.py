@@ -121,7 +121,8 @@ def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build
     )
     instance.report_run_failed(run)  # any finished run will do for the context; the status is given below
     ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=_success_event(instance, run),
-                                          dagster_instance=instance, dagster_run=run)
+                                          dagster_instance=instance, dagster_run=run,
+                                          repository_def=defs.get_repository_def())
     requests = build_chain_sensor(ctx)
     by_job = {r.job_name: r for r in requests}
     assert set(by_job) == {"yearly_stages", "atc_scan_job"}
@@ -163,7 +164,8 @@ def _chain_tick(instance, run):
     from pipeline.sensors import build_chain_sensor
 
     ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=_success_event(instance, run),
-                                          dagster_instance=instance, dagster_run=run)
+                                          dagster_instance=instance, dagster_run=run,
+                                          repository_def=defs.get_repository_def())
     return build_chain_sensor(ctx)
 
 
