@@ -79,7 +79,10 @@ def sync_source(instance: DagsterInstance, settings: Settings, prune: bool = Fal
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         names = make_source(settings).symbols()
-    skipped = [str(w.message) for w in seen]
+    skipped = [str(w.message) for w in seen if str(w.message).startswith("skipped: ")]  # FolderSource's unreadable files
+    for w in seen:
+        if not str(w.message).startswith("skipped: "):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     source = source_identity(settings)
     previous = instance.run_storage.get_cursor_values({SOURCE_KEY}).get(SOURCE_KEY)
     changed = previous is not None and previous != source
@@ -112,12 +115,6 @@ def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = Fa
     if result.removed or result.absent:
         print(f"symbols: {result.line()}", file=sys.stderr)
     return result.added
-
-
-def prune_symbols(instance: DagsterInstance, available: list[str]) -> list[str]:
-    """Unregister the registered symbols not in `available`; return them."""
-    gone = [n for n in instance.get_dynamic_partitions(SYMBOLS) if n not in set(available)]
-    return remove_symbols(instance, gone) if gone else []
 
 
 def name_summary(names: list[str], limit: int = 10) -> str:
