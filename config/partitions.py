@@ -24,6 +24,10 @@ from dagster import (
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
 
 SYMBOLS = "symbols"
+# Instance key-value entry (run storage cursor values): a JSON list of the registered symbols
+# that the configured source does not hold (pipeline.symbols.sync_source). They stay
+# registered until pruned, but no run reads them (resources.io_manager).
+ABSENT_SYMBOLS_KEY = "tradelab/symbols_absent_from_source"
 
 
 def year_partitions(settings: Settings) -> TimeWindowPartitionsDefinition:

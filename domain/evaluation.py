@@ -170,7 +170,8 @@ def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir
         images[f"h{h}"] = scope_plots(frame, report[f"h{h}"], cs, h, scope)
         for name, png in images[f"h{h}"].items():
             write_bytes_atomic(out_dir / f"{name}_h{h}_{scope}.png", png)
-    write_json_atomic(out_dir / f"{scope}.json", {"scope": scope, "rows": frame.height, **report})
+    symbols = frame["symbol"].n_unique() if "symbol" in frame.columns else 0  # every results line names it
+    write_json_atomic(out_dir / f"{scope}.json", {"scope": scope, "rows": frame.height, "symbols": symbols, **report})
     return report, images
 
 

@@ -28,18 +28,16 @@ from pipeline.stage_commands import add_stage_commands
 def _symbols(args: argparse.Namespace) -> int:
     from config.partitions import SYMBOLS
     from pipeline.instance import get_instance
-    from pipeline.symbols import remove_symbols, sync_symbols
+    from pipeline.symbols import remove_symbols, sync_source
 
     if args.action == "remove" and not args.names:
         raise ValueError("symbols remove: name at least one symbol, e.g. `symbols remove GOOG`")
     instance = get_instance()
     if args.action == "sync":
-        before = set(instance.get_dynamic_partitions(SYMBOLS))
-        added = sync_symbols(instance, load_settings(), prune=args.prune)
-        after = instance.get_dynamic_partitions(SYMBOLS)
-        removed = sorted(before - set(after))
-        print(f"registered {len(added)} new symbol(s); {len(after)} in all" + (f": {', '.join(added)}" if added else "")
-              + (f"; removed {', '.join(removed)}" if removed else ""))
+        result = sync_source(instance, load_settings(), prune=args.prune)
+        for line in result.skipped:  # a file of the folder that cannot be read: one line each, the others go on
+            print(f"warning: {line}", file=sys.stderr)
+        print(result.line())
     elif args.action == "remove":
         removed = remove_symbols(instance, args.names)
         print(f"removed {', '.join(removed)}; {len(instance.get_dynamic_partitions(SYMBOLS))} symbol(s) left")
@@ -301,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("symbols", help="register, list or remove the symbols partitions")
     sp.add_argument("action", choices=["sync", "list", "remove"])
     sp.add_argument("names", nargs="*", help="remove: the symbols to unregister (their stored data stays)")
-    sp.add_argument("--prune", action="store_true", help="sync: also unregister symbols the source no longer has")
+    sp.add_argument("--prune", action="store_true", help="sync: also unregister symbols the source does not hold "
+                    "(done without asking when the source changed since the last sync)")
     sp.set_defaults(func=_symbols)
     dp = sub.add_parser("demo", help="materialize the demo partitions and print a summary")
     dp.set_defaults(func=_demo)

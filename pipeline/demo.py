@@ -31,12 +31,12 @@ def _headline(settings: Settings, years: list[int]) -> list[str]:
             lines.append(planted)
         aucs = "  ".join(f"h{h} {report[f'h{h}']['auc']:.3f}" if report.get(f"h{h}", {}).get("auc") is not None else f"h{h} n/a"
                          for h in settings.labels.horizons)
-        lines.append(f"meta model AUC    out of sample {min(years)}-{max(years)}: {aucs}")
+        lines.append(f"meta model AUC    out of sample {min(years)}-{max(years)}, {report.get('symbols', 'n/a')} symbols: {aucs}")
     bt = settings.reports_dir / "backtest" / "overall.json"
     if bt.exists():
         b = json.loads(bt.read_text())
         fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
-        lines.append(f"backtest          p_h{b['horizon']} {b['from']}..{b['to']}: Sharpe {fmt(b['sharpe'], '.2f')}, "
+        lines.append(f"backtest          p_h{b['horizon']} {b['from']}..{b['to']}, {b['symbols']} symbols: Sharpe {fmt(b['sharpe'], '.2f')}, "
                      f"CAGR {fmt(b['cagr'], '.1%')}, max drawdown {fmt(b['max_drawdown'], '.1%')}, "
                      f"turnover {fmt(b['annual_turnover'], '.0f')}x/yr")
     gs = settings.reports_dir / "grid_search" / "top10.json"
@@ -73,18 +73,19 @@ def _cv_summary(settings: Settings, year: int) -> str:
     the planted reversal's rsi, scores AUC 0.5 there and shows under Platt)."""
     import json
 
-    parts = []
+    parts, symbols = [], "n/a"
     for h in settings.labels.horizons:
         path = settings.reports_dir / "cv" / f"h{h}" / f"{year}.json"
         if not path.exists():
             continue
-        summary = json.loads(path.read_text())["summary"]
+        report = json.loads(path.read_text())
+        summary, symbols = report["summary"], report.get("symbols", symbols)
         scored = [(m["auc"], k, method) for k, v in summary.items() for method, m in v.items()
                   if isinstance(m, dict) and m.get("auc") is not None]
         if scored:
             auc, name, method = max(scored)
             parts.append(f"h{h} {name.removeprefix('spec_').removesuffix('_score')} {auc:.3f} ({method})")
-    return f"purged CV {year}    best out-of-sample AUC: " + ("; ".join(parts) if parts else "n/a")
+    return f"purged CV {year}    {symbols} symbols, best out-of-sample AUC: " + ("; ".join(parts) if parts else "n/a")
 
 
 def _meta_summary(settings: Settings, year: int) -> str:
@@ -97,7 +98,7 @@ def _meta_summary(settings: Settings, year: int) -> str:
         if path.exists():
             m = json.loads(path.read_text())
             auc = f"{m['auc']:.3f}" if m.get("auc") is not None else "n/a"
-            parts.append(f"h{h} AUC {auc} Brier {m['brier']:.3f}")
+            parts.append(f"h{h} AUC {auc} Brier {m['brier']:.3f} ({m.get('symbols', 'n/a')} symbols)")
     return f"meta model {year}   out of sample: " + ("; ".join(parts) if parts else "n/a")
 
 

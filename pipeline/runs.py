@@ -10,29 +10,7 @@ from dagster import DagsterInstance, JobDefinition
 
 from config.partitions import SYMBOLS, make_key, range_tags
 from pipeline.chain import YEAR_JOBS, follow_ups, year_range_tags
-
-
-def contiguous_blocks(registered: list[str], wanted: list[str]) -> list[list[str]]:
-    """Split `wanted` into runs that are contiguous in the registration order.
-
-    A multi-partition range is a rectangle over the dynamic dimension's order, so each
-    block can be one run without touching unwanted symbols.
-    """
-    wanted_set = set(wanted)
-    unknown = sorted(wanted_set - set(registered))
-    if unknown:
-        raise ValueError(f"symbols not registered: {unknown}")
-    blocks: list[list[str]] = []
-    current: list[str] = []
-    for sym in registered:
-        if sym in wanted_set:
-            current.append(sym)
-        elif current:
-            blocks.append(current)
-            current = []
-    if current:
-        blocks.append(current)
-    return blocks
+from pipeline.symbols import contiguous_blocks
 
 
 @dataclass

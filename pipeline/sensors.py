@@ -1,18 +1,22 @@
 """Sensors. The new-symbol sensor: registers symbols that appear in the configured source (a new
 file in the user's folder) and requests their runs.
 
-Each evaluation compares the source's fingerprints (file name, mtime, size) with the
-cursor: a new symbol is added to the `symbols` dynamic partitions and gets one run over
-all its years (a single-run backfill, via partition-range tags); a changed file re-runs
-its symbol. A file the source cannot read is logged and skipped, the others go on.
+Each evaluation compares the source's per-symbol fingerprints with the cursor: new symbols
+are added to the `symbols` dynamic partitions and get ONE run over all their years (a
+single-run backfill, via partition-range tags), whatever their number; a symbol whose rows
+changed (in a long table: that symbol's rows, not the file) re-runs, changed symbols
+batched by contiguous blocks of the registration order. A file the source cannot read is
+logged and skipped, the others go on.
 Off by default; `automation.new_symbol_sensor: true` starts it with the daemon.
 
 `build_chain_sensor` continues the chain of jobs (pipeline.chain) after a successful run:
-the yearly stages of the years a build covered, then the ATC scan. On by default.
+the yearly stages of the years a build covered, and of the years whose yearly stages failed
+before (asked again until they succeed), then the ATC scan. On by default.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from dagster import (
@@ -29,10 +33,11 @@ from dagster import (
 )
 
 from config.errors import InputDataError
-from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions
+from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions, years_partitions
 from config.settings import load_settings
 from pipeline.chain import LIVE_TAG, follow_ups, run_years, year_range_tags
 from pipeline.jobs import (
+    YEAR_GROUPS,
     atc_scan_job,
     historical_build_and_train,
     live_paper_trade,
@@ -44,14 +49,18 @@ from pipeline.run_health import fail_stale_runs
 _settings = load_settings()
 CHAIN_MONITORED = ("historical_build_and_train", "lstm_job")
 CHAIN_TAG = "tradelab/chain"  # on the runs build_chain_sensor requests
+RETRIED_TAG = "tradelab/retried_years"  # on a yearly_stages run that also redoes years an earlier one failed
 IN_FLIGHT = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
 
 
-def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str) -> RunRequest:
-    """One run over every year of `symbol`."""
+def symbols_run_request(block: list[str], first_year: int, last_year: int, fingerprints: dict[str, str]) -> RunRequest:
+    """One run over every year of `block`, symbols contiguous in the registration order
+    (a partition range is a rectangle over that order); the run key changes with any of
+    their fingerprints."""
+    digest = hashlib.sha1(json.dumps({s: fingerprints[s] for s in block}, sort_keys=True).encode()).hexdigest()[:16]
     return RunRequest(
-        run_key=f"symbol:{symbol}:{token}",
-        tags=range_tags(make_key(symbol, first_year), make_key(symbol, last_year)),
+        run_key=f"symbols:{block[0]}..{block[-1]}:{len(block)}:{digest}",
+        tags=range_tags(make_key(block[0], first_year), make_key(block[-1], last_year)),
     )
 
 
@@ -62,7 +71,11 @@ def symbol_run_request(symbol: str, first_year: int, last_year: int, token: str)
     default_status=DefaultSensorStatus.RUNNING if _settings.automation.new_symbol_sensor else DefaultSensorStatus.STOPPED,
 )
 def new_symbol_sensor(context: SensorEvaluationContext):
+    """New and changed symbols of one tick go into as few runs as the registration order
+    allows: one for the new symbols (registered together, at the end), one per contiguous
+    block of changed ones."""
     from domain.sources import make_source
+    from pipeline.symbols import contiguous_blocks, name_summary, record_absent
 
     settings = load_settings()
     errors: list[InputDataError] = []
@@ -74,15 +87,18 @@ def new_symbol_sensor(context: SensorEvaluationContext):
     for err in errors:
         context.log.error(f"new_symbol_sensor: skipped: {err}")
     previous = json.loads(context.cursor) if context.cursor else {}
-    known = set(context.instance.get_dynamic_partitions(SYMBOLS))
+    registered = list(context.instance.get_dynamic_partitions(SYMBOLS))
+    known = set(registered)
+    record_absent(context.instance, [s for s in registered if s not in fingerprints])  # out of every run (io_manager)
     new = sorted(s for s in fingerprints if s not in known)
     changed = sorted(s for s, fp in fingerprints.items() if s in known and s in previous and previous[s] != fp)
     years = settings.years
-    requests = [symbol_run_request(s, years.start, years.last, fingerprints[s]) for s in new + changed]
+    requests = [symbols_run_request(block, years.start, years.last, fingerprints)
+                for block in contiguous_blocks(registered + new, changed + new)]
     if new:
-        context.log.info(f"new symbols: {new}")
+        context.log.info(f"new symbols ({len(new)}): {name_summary(new)}")
     if changed:
-        context.log.info(f"changed symbols: {changed}")
+        context.log.info(f"changed symbols ({len(changed)}): {name_summary(changed)}")
     return SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[symbol_partitions.build_add_request(new)] if new else [],
@@ -103,7 +119,9 @@ def build_chain_sensor(context: RunStatusSensorContext):
     Many build runs (a sensor's new symbols, a backfill) must not each retrain the yearly
     stages: while another monitored run is still queued or running, this one waits; the
     last to finish requests the follow-ups once, over the years of every monitored run that
-    succeeded since the chain last ran."""
+    succeeded since the chain last ran and the years whose yearly stages failed before (a
+    failed chain run still counts as the chain's last run, so without them its years would
+    stay missing); those are logged in the tick and tagged RETRIED_TAG on the run."""
     run = context.dagster_run
     instance = context.instance
     if run.tags.get(LIVE_TAG):  # the day's bars are in: trade on them now, whatever else is in flight
@@ -121,9 +139,41 @@ def build_chain_sensor(context: RunStatusSensorContext):
     since = instance.get_run_record_by_id(last[0].run_id).create_timestamp if last else None
     done = [run] + [r.dagster_run for job in CHAIN_MONITORED for r in instance.get_run_records(
         RunsFilter(job_name=job, statuses=[DagsterRunStatus.SUCCESS], updated_after=since))]
-    years = sorted({y for r in done for y in run_years(r.tags)})
+    built = {y for r in done for y in run_years(r.tags)}
+    retried = [y for y in failed_years(instance, context.repository_def) if y not in built]
+    if retried:
+        context.log.warning(f"build_chain_sensor: the yearly stages of {_years_text(retried)} did not succeed in an "
+                            f"earlier run (Dagster marks those partitions failed): requested again with these builds")
+    years = sorted(built | set(retried))
     jobs = {r.job_name for r in done}
     steps = {s.job: s for job in sorted(jobs) for s in follow_ups(job, year_range_tags(years) if years else {})}
+    retry_tag = {RETRIED_TAG: ",".join(map(str, retried))} if retried else {}
     requests = [RunRequest(run_key=f"chain:{run.run_id}:{step.job}", job_name=step.job,
-                           tags={**step.tags, "tradelab/after": run.run_id, CHAIN_TAG: "1"}) for step in steps.values()]
+                           tags={**step.tags, "tradelab/after": run.run_id, CHAIN_TAG: "1",
+                                 **(retry_tag if step.job == "yearly_stages" else {})}) for step in steps.values()]
     return requests or SkipReason(f"{run.job_name} run {run.run_id} covered no years")
+
+
+def failed_years(instance, repository) -> list[int]:
+    """The years whose yearly stages have not succeeded since their last attempt: Dagster's
+    own status of the year partitions of every asset in `yearly_stages` (the YEAR_GROUPS of
+    `repository`, the code location's definitions) is FAILED there (a failed or killed run
+    marks each partition it planned; a later materialization clears it). Years never
+    attempted are not failed."""
+    from dagster import AssetPartitionStatus
+
+    graph = repository.asset_graph
+    keys = [k for k in graph.get_all_asset_keys() if graph.get(k).group_name in YEAR_GROUPS]
+    year_keys = years_partitions.get_partition_keys()
+    out: set[int] = set()
+    for key in keys:
+        status = instance.get_status_by_partition(key, year_keys, years_partitions)
+        out |= {int(y) for y, st in (status or {}).items() if st == AssetPartitionStatus.FAILED}  # None: never attempted
+    return sorted(out)
+
+
+def _years_text(years: list[int]) -> str:
+    """2016-2019 for a contiguous span, else the years listed."""
+    if years == list(range(years[0], years[-1] + 1)) and len(years) > 1:
+        return f"{years[0]}-{years[-1]}"
+    return ", ".join(map(str, years))

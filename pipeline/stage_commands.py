@@ -174,7 +174,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
             if path.exists():
                 m = json.loads(path.read_text())
                 fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731  (no labelled rows yet)
-                print(f"meta h{h} {y}: AUC {fmt(m['auc'])} Brier {fmt(m['brier'])} n {m['n']}")
+                print(f"meta h{h} {y}: AUC {fmt(m['auc'])} Brier {fmt(m['brier'])} n {m['n']} symbols {m.get('symbols', 'n/a')}")
     print(f"models: {settings.models_dir}/meta_h*_*.joblib")
     return 0
 
@@ -188,7 +188,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     if args.log:
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out / "daily.jsonl", args.log)
-    print(json.dumps({k: overall.get(k) for k in ("from", "to", "cagr", "sharpe", "max_drawdown", "annual_turnover")},
+    print(json.dumps({k: overall.get(k) for k in ("from", "to", "symbols", "cagr", "sharpe", "max_drawdown", "annual_turnover")},
                      indent=2))
     return 0
 
@@ -200,7 +200,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     overall = json.loads((settings.reports_dir / "eval" / "overall.json").read_text())
     for h in settings.labels.horizons:
         m = overall[f"h{h}"]
-        print(f"h{h}: AUC {m['auc']} PR-AUC {m['pr_auc']} Brier {m['brier']} IC {m['ic']} n {m['n']}")
+        print(f"h{h}: AUC {m['auc']} PR-AUC {m['pr_auc']} Brier {m['brier']} IC {m['ic']} n {m['n']} "
+              f"symbols {overall.get('symbols', 'n/a')}")
     return 0
 
 

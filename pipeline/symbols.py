@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dagster import DagsterInstance
 
-from config.partitions import SYMBOLS
+from config.partitions import ABSENT_SYMBOLS_KEY, SYMBOLS
 from config.settings import Settings
 
 
@@ -28,18 +30,118 @@ def remove_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = False) -> list[str]:
-    """Register every symbol the configured source has; return those added. With `prune`,
-    also unregister the symbols the source no longer has (see `prune_symbols`)."""
+SOURCE_KEY = "tradelab/source"  # instance key-value entry: the source the symbols were last synced from
+
+
+@dataclass
+class SyncResult:
+    """What `sync_source` did: `added` and `removed` (pruned) names, `absent` (registered,
+    not in the source, kept registered but out of every run), `registered` after the sync,
+    `source` (its identity), whether it differs from the last sync's (`source_changed`), and
+    the lines of the files skipped as unreadable (`skipped`)."""
+
+    added: list[str]
+    removed: list[str]
+    absent: list[str]
+    registered: int
+    source: str
+    source_changed: bool
+    skipped: list[str]  # one line per file of the source that could not be read (the source's warnings)
+
+    def line(self) -> str:
+        """The one summary line of `symbols sync` (names only when few: `name_summary`)."""
+        text = f"registered {len(self.added)} new symbol(s); {self.registered} in all"
+        text += f": {name_summary(self.added)}" if self.added else ""
+        if self.removed:
+            why = f" (the source changed to {self.source})" if self.source_changed else ""
+            text += f"; removed{why} {len(self.removed)}: {name_summary(self.removed)}"
+        if self.absent:
+            text += (f"; {len(self.absent)} registered symbol(s) not in source {self.source}, left out of every run: "
+                     f"{name_summary(self.absent)} (`symbols sync --prune` unregisters them)")
+        return text
+
+
+def source_identity(settings: Settings) -> str:
+    """`synthetic`, `packaged` or `folder:<absolute path>`: a change of it is a change of source."""
+    uni = settings.universe
+    return f"folder:{settings.resolve(uni.folder.path)}" if uni.source == "folder" else uni.source
+
+
+def sync_source(instance: DagsterInstance, settings: Settings, prune: bool = False) -> SyncResult:
+    """Register every symbol the configured source has. Registered symbols the source lacks
+    are unregistered with `prune`, or when the source is not the one of the last sync (the
+    demo's synthetic names after switching to a folder); otherwise they stay registered but
+    are recorded as absent (ABSENT_SYMBOLS_KEY), so no yearly stage reads them."""
+    import warnings
+
     from domain.sources import make_source
 
-    names = make_source(settings).symbols()
-    if prune:
-        prune_symbols(instance, names)
-    return register_symbols(instance, names)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        names = make_source(settings).symbols()
+    skipped = [str(w.message) for w in seen if str(w.message).startswith("skipped: ")]  # FolderSource's unreadable files
+    for w in seen:
+        if not str(w.message).startswith("skipped: "):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    source = source_identity(settings)
+    previous = instance.run_storage.get_cursor_values({SOURCE_KEY}).get(SOURCE_KEY)
+    changed = previous is not None and previous != source
+    have = set(names)
+    absent = [n for n in instance.get_dynamic_partitions(SYMBOLS) if n not in have]
+    removed = remove_symbols(instance, absent) if absent and (prune or changed) else []
+    absent = [n for n in absent if n not in removed]
+    added = register_symbols(instance, names)
+    record_absent(instance, absent)
+    instance.run_storage.set_cursor_values({SOURCE_KEY: source})
+    return SyncResult(added, removed, absent, len(instance.get_dynamic_partitions(SYMBOLS)), source, changed, skipped)
 
 
-def prune_symbols(instance: DagsterInstance, available: list[str]) -> list[str]:
-    """Unregister the registered symbols not in `available`; return them."""
-    gone = [n for n in instance.get_dynamic_partitions(SYMBOLS) if n not in set(available)]
-    return remove_symbols(instance, gone) if gone else []
+def record_absent(instance: DagsterInstance, absent: list[str]) -> None:
+    """Record the registered symbols the source lacks (read by the IO manager)."""
+    import json
+
+    instance.run_storage.set_cursor_values({ABSENT_SYMBOLS_KEY: json.dumps(sorted(absent))})
+
+
+def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = False) -> list[str]:
+    """`sync_source` for the commands that build (demo, build-all, build-features): returns
+    the names added; on stderr, a line per skipped file and one when registered symbols were
+    removed or left out."""
+    import sys
+
+    result = sync_source(instance, settings, prune)
+    for line in result.skipped:
+        print(f"warning: {line}", file=sys.stderr)
+    if result.removed or result.absent:
+        print(f"symbols: {result.line()}", file=sys.stderr)
+    return result.added
+
+
+def name_summary(names: list[str], limit: int = 10) -> str:
+    """`names` for one line: all of them when at most `limit`, else the first `limit` and
+    "... and N more"."""
+    more = f" ... and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def contiguous_blocks(registered: list[str], wanted: list[str]) -> list[list[str]]:
+    """Split `wanted` into runs that are contiguous in the registration order.
+
+    A multi-partition range is a rectangle over the dynamic dimension's order, so each
+    block can be one run without touching unwanted symbols.
+    """
+    wanted_set = set(wanted)
+    unknown = sorted(wanted_set - set(registered))
+    if unknown:
+        raise ValueError(f"symbols not registered: {unknown}")
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for sym in registered:
+        if sym in wanted_set:
+            current.append(sym)
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    return blocks

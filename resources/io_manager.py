@@ -25,12 +25,14 @@ Inputs, by the input's annotation, read with scans filtered on year and symbol:
   optional input).
 - `pl.LazyFrame`: a lazy scan with the `year` column; an unpartitioned downstream asset
   scans the whole upstream table; an input that reads every partition of a symbol x year
-  upstream (EVERY_PARTITION: the yearly stages) scans the table for the registered symbols
+  upstream (EVERY_PARTITION: the yearly stages) scans the table for the registered symbols that
+  the configured source holds (not those recorded under ABSENT_SYMBOLS_KEY)
   and the defined years instead of listing each key.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import polars as pl
@@ -42,6 +44,7 @@ from dagster import (
 )
 
 from config.partitions import (
+    ABSENT_SYMBOLS_KEY,
     ALLOW_MISSING,  # noqa: E402  (re-exported for readers)
     EVERY_PARTITION,
     split_key,
@@ -67,12 +70,15 @@ def _every_partition(store: DeltaStore, asset: str, context: InputContext) -> pl
     partitions allowed): the table filtered to the registered symbols and the defined years,
     the same rows as filtering on each key, without listing symbols x years keys (135,000 at
     5,000 symbols: seconds). Symbols unregistered with `symbols remove` keep their rows in the
-    table and stay out, as before."""
+    table and stay out, as before; so do registered symbols that the configured source does
+    not hold (ABSENT_SYMBOLS_KEY, recorded by `symbols sync` and the new-symbol sensor): the
+    yearly stages read only the source's symbols."""
     if not store.exists(asset):
         return pl.LazyFrame()  # nothing stored yet: an optional input
     parts = context.asset_partitions_def
     dims = {d.name: d.partitions_def for d in parts.partitions_defs}
-    symbols = dims["symbol"].get_partition_keys(dynamic_partitions_store=context.instance)
+    absent = set(json.loads(context.instance.run_storage.get_cursor_values({ABSENT_SYMBOLS_KEY}).get(ABSENT_SYMBOLS_KEY) or "[]"))
+    symbols = [s for s in dims["symbol"].get_partition_keys(dynamic_partitions_store=context.instance) if s not in absent]
     years = [int(y) for y in dims["year"].get_partition_keys()]
     return store.scan(asset).filter(pl.col("symbol").is_in(symbols), pl.col(YEAR).is_in(years))
 

@@ -81,7 +81,7 @@ def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list
         for h in horizons:
             rows = cv_horizon(frame, h, n_splits=settings.cv.n_splits, embargo_days=settings.cv.embargo_days,
                               workers=settings.build.worker_count())
-            report = {"year": year, "horizon": h, "n_splits": settings.cv.n_splits,
+            report = {"year": year, "horizon": h, "symbols": frame["symbol"].n_unique(), "n_splits": settings.cv.n_splits,
                       "embargo_days": settings.cv.embargo_days, "summary": summarize(rows), "folds": rows}
             write_json_atomic(settings.reports_dir / "cv" / f"h{h}" / f"{year}.json", report)
             summary[f"{year}/h{h}"] = report["summary"]

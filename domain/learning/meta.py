@@ -192,7 +192,9 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
             if len(y) and len(np.unique(y)) == 2:
                 calibration_png(y, p, settings.reports_dir / "meta" / f"calibration_h{h}_{year}.png",
                                 title=f"meta h{h}, out of sample {year}")
-            write_json_atomic(settings.reports_dir / "meta" / f"h{h}_{year}.json", {"year": year, "horizon": h, **metrics})
+            write_json_atomic(settings.reports_dir / "meta" / f"h{h}_{year}.json",
+                              {"year": year, "horizon": h, "symbols": test["symbol"].n_unique(),
+                               "train_symbols": train["symbol"].n_unique(), **metrics})
             rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
             previews[f"{year}/h{h}"] = metrics
     table = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"year": pl.Int32})

@@ -2,8 +2,15 @@
 
 Each file is either one symbol's bars (the symbol is the file name's stem, upper-cased:
 `goog.csv` -> GOOG) or one long table with a `symbol` (or `ticker`) column holding many
-symbols. Column names match case-insensitively (see `conform`). CSV cells are read as text
-and parsed by `conform`, so a bad cell is reported with its row and column.
+symbols. Symbol values of a long table are normalised like file-name stems (trimmed,
+upper-cased: ` goog ` -> GOOG); an empty symbol is an error naming the row, never a row
+dropped in silence. Column names match case-insensitively (see `conform`). CSV cells are
+read as text and parsed by `conform`, so a bad cell is reported with its row and column.
+
+Long tables are read lazily (polars scans): `history` filters the scan on the wanted
+symbols, so one symbol of a 10M-row file costs one streaming pass, not the whole file in
+memory; the symbols and fingerprints of a long table come from one streaming group-by,
+kept per file version (name, mtime, size) for the life of the process.
 """
 
 from __future__ import annotations
@@ -14,11 +21,22 @@ from pathlib import Path
 import polars as pl
 
 from config.errors import InputDataError
+from config.settings import SYMBOL_PATTERN
 from domain.schema import RAW_BARS
 from domain.sources.conform import conform_bars, validate_symbol
 
 SUFFIXES = (".csv", ".parquet", ".pq")
 SYMBOL_COLUMNS = ("symbol", "ticker")
+ROW = "__row"  # 1-based row of the file, header excluded (the convention of every message)
+SYMBOL_NAME = "the symbol: a name matching [A-Z0-9._-]{1,16} (lower case is upper-cased)"
+
+# (path, mtime_ns, size) -> {symbol: token} of a long table; a changed file gets a new key.
+_LONG_INDEX: dict[tuple[str, int, int], dict[str, str]] = {}
+
+
+def normalise_symbol(name: str) -> str:
+    """A symbol as stored: trimmed and upper-cased, as a file-name stem is."""
+    return name.strip().upper()
 
 
 def read_table(path: Path) -> pl.DataFrame:
@@ -34,11 +52,70 @@ def read_table(path: Path) -> pl.DataFrame:
         raise InputDataError(origin, f"cannot be read: {err}", expected="a CSV or Parquet file") from None
 
 
-def _symbol_column(df: pl.DataFrame) -> str | None:
-    for col in df.columns:
-        if col.strip().lower() in SYMBOL_COLUMNS:
-            return col
-    return None
+def _header(path: Path) -> list[str]:
+    if path.stat().st_size == 0:
+        raise InputDataError(str(path), "the file is empty", expected="a header and at least one row of OHLCV data")
+    try:
+        if path.suffix.lower() == ".csv":
+            return pl.read_csv(path, n_rows=0, infer_schema=False).columns
+        return list(pl.read_parquet_schema(path))
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise InputDataError(str(path), f"cannot be read: {err}", expected="a CSV or Parquet file") from None
+
+
+def _symbol_column(columns: list[str]) -> str | None:
+    return next((c for c in columns if c.strip().lower() in SYMBOL_COLUMNS), None)
+
+
+def _scan(path: Path) -> pl.LazyFrame:
+    """The file as a lazy frame with its 1-based row number in ROW (CSV cells as strings)."""
+    if path.suffix.lower() == ".csv":
+        return pl.scan_csv(path, infer_schema=False, row_index_name=ROW, row_index_offset=1)
+    return pl.scan_parquet(path, row_index_name=ROW, row_index_offset=1)
+
+
+def _symbol_expr(col: str) -> pl.Expr:
+    return pl.col(col).cast(pl.String).str.strip_chars().str.to_uppercase()
+
+
+def _collect(lf: pl.LazyFrame, path: Path) -> pl.DataFrame:
+    try:
+        return lf.collect(engine="streaming")
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise InputDataError(str(path), f"cannot be read: {err}", expected="a CSV or Parquet file") from None
+
+
+def _check_names(found: pl.DataFrame, path: Path, col: str) -> None:
+    """`found` has ROW, `raw` and `sym` (normalised) for some rows of a long table: an empty
+    or malformed symbol among them is an error naming its row."""
+    bad = found.filter(pl.col("sym").is_null() | (pl.col("sym") == "")).sort(ROW)
+    if bad.height:
+        raise InputDataError(str(path), "empty symbol", column=col, row=int(bad[ROW][0]), expected=SYMBOL_NAME)
+    for row in found.sort(ROW).iter_rows(named=True):
+        if not SYMBOL_PATTERN.match(row["sym"]):
+            raise InputDataError(str(path), f"symbol {row['raw']!r} is not allowed", column=col, row=int(row[ROW]),
+                                 expected=SYMBOL_NAME)
+
+
+def _long_index(path: Path, col: str) -> dict[str, str]:
+    """Symbol -> a token of its rows in the long table `path` (row count and an
+    order-free sum of row hashes): appending one bar to one symbol changes that symbol's
+    token only. One streaming pass, cached per file version."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _LONG_INDEX:
+        lf = _scan(path)
+        values = [c for c in lf.collect_schema().names() if c not in (ROW, col)]
+        per_symbol = _collect(
+            lf.select(pl.col(ROW), pl.col(col).cast(pl.String).alias("raw"), _symbol_expr(col).alias("sym"),
+                      pl.struct(pl.col(values).cast(pl.String)).hash(seed=0).alias("h"))
+            .group_by("sym", "raw").agg(pl.col(ROW).min(), pl.len().alias("n"), pl.col("h").sum()), path)
+        _check_names(per_symbol, path, col)
+        merged = per_symbol.group_by("sym").agg(pl.col("n").sum(), pl.col("h").sum())  # " aaa" and "AAA" are one symbol
+        for old in [k for k in _LONG_INDEX if k[0] == key[0]]:  # one version per file: the daemon lives for weeks
+            del _LONG_INDEX[old]
+        _LONG_INDEX[key] = {s: f"{path.name}:{n}:{h:016x}" for s, n, h in merged.sort("sym").iter_rows()}
+    return _LONG_INDEX[key]
 
 
 class FolderSource:
@@ -68,80 +145,90 @@ class FolderSource:
             out.append(p)
         return out
 
-    def _symbols_of(self, path: Path) -> list[str]:
-        if path.stat().st_size == 0:
-            raise InputDataError(str(path), "the file is empty", expected="a header and at least one row of OHLCV data")
-        try:
-            if path.suffix.lower() == ".csv":
-                header = pl.read_csv(path, n_rows=0, infer_schema=False).columns
-            else:
-                header = list(pl.read_parquet_schema(path))
-        except (pl.exceptions.PolarsError, OSError) as err:
-            raise InputDataError(str(path), f"cannot be read: {err}", expected="a CSV or Parquet file") from None
-        col = next((c for c in header if c.strip().lower() in SYMBOL_COLUMNS), None)
-        if col is None:
-            return [validate_symbol(path.stem.upper(), str(path))]
-        values = read_table(path)[col].drop_nulls().unique(maintain_order=True).to_list()
-        return [validate_symbol(v, str(path)) for v in values]
-
-    def symbol_files(self, errors: list[InputDataError] | None = None) -> dict[str, list[Path]]:
-        """Symbol -> the files that hold its rows.
-
-        With an `errors` list, a file whose symbols cannot be read is recorded there and
-        skipped; without one, it raises.
-        """
-        out: dict[str, list[Path]] = {}
+    def _classify(self, errors: list[InputDataError] | None) -> tuple[dict[str, Path], dict[Path, str]]:
+        """(stem symbol -> its one-symbol file, long table -> its symbol column), from the
+        headers only. A file whose header cannot be read is recorded in `errors` (raised
+        without a list)."""
+        single: dict[str, Path] = {}
+        long: dict[Path, str] = {}
         for path in self.files(errors):
             try:
-                names = self._symbols_of(path)
+                col = _symbol_column(_header(path))
+                if col is None:
+                    single[validate_symbol(normalise_symbol(path.stem), str(path))] = path
+                else:
+                    long[path] = col
+            except InputDataError as err:
+                if errors is None:
+                    raise
+                errors.append(err)
+        return single, long
+
+    def _tokens(self, errors: list[InputDataError] | None) -> dict[str, list[str]]:
+        """Symbol -> one token per file that holds its rows."""
+        single, long = self._classify(errors)
+        out: dict[str, list[str]] = {}
+        for sym, path in single.items():
+            st = path.stat()
+            out.setdefault(sym, []).append(f"{path.name}:{st.st_mtime_ns}:{st.st_size}")
+        for path, col in long.items():
+            try:
+                index = _long_index(path, col)
             except InputDataError as err:
                 if errors is None:
                     raise
                 errors.append(err)
                 continue
-            for sym in names:
-                out.setdefault(sym, []).append(path)
+            for sym, token in index.items():
+                out.setdefault(sym, []).append(token)
         return out
 
     def symbols(self) -> list[str]:
         """Every symbol a readable file holds; unreadable files are warnings, not errors."""
         errors: list[InputDataError] = []
-        names = sorted(self.symbol_files(errors))
+        names = sorted(self._tokens(errors))
         _warn(errors)
         return names
 
     def fingerprints(self, errors: list[InputDataError] | None = None) -> dict[str, str]:
-        """Symbol -> a token that changes when any of its files changes."""
-        out = {}
-        for sym, paths in self.symbol_files(errors).items():
-            out[sym] = ";".join(f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in paths)
-        return out
+        """Symbol -> a token that changes when its rows change: a one-symbol file's name,
+        mtime and size; in a long table, that symbol's row count and row hashes, so a bar
+        appended for one symbol changes that symbol's token alone."""
+        return {sym: ";".join(tokens) for sym, tokens in sorted(self._tokens(errors).items())}
 
     def history(self, symbols: list[str]) -> pl.DataFrame:
-        """All rows of `symbols`, validated, in RAW_BARS schema, sorted by symbol then date."""
-        wanted = set(symbols)
+        """All rows of `symbols`, validated, in RAW_BARS schema, sorted by symbol then date.
+
+        A long table is scanned with a filter on the wanted symbols (and on empty or
+        malformed ones, an error naming the row, as in `symbols`): the rows of other symbols
+        are never held."""
+        wanted = sorted(set(symbols))
         errors: list[InputDataError] = []
-        files = self.symbol_files(errors)
-        unknown = sorted(wanted - set(files))
+        single, long = self._classify(errors)
+        frames = [conform_bars(read_table(single[s]), str(single[s]), s, sessions=self.sessions, resample=self.resample)
+                  for s in wanted if s in single]
+        found = {s for s in wanted if s in single}
+        for path, col in long.items():
+            raw = pl.col(col).cast(pl.String)
+            canonical = raw.str.contains(SYMBOL_PATTERN.pattern).fill_null(False)
+            # Rows already spelled as stored and not wanted are dropped before any string is
+            # rebuilt (most rows of a long table); the others are normalised, then filtered.
+            part = _collect(_scan(path).filter(raw.is_in(wanted) | ~canonical)
+                            .with_columns(_symbol_expr(col).alias("__sym"), raw.alias("__raw"))
+                            .filter(pl.col("__sym").is_in(wanted) | ~pl.col("__sym").str.contains(SYMBOL_PATTERN.pattern)
+                                    .fill_null(False)), path)
+            _check_names(part.select(ROW, pl.col("__raw").alias("raw"), pl.col("__sym").alias("sym")), path, col)
+            for (name,), rows in part.partition_by("__sym", as_dict=True, maintain_order=True).items():
+                frames.append(conform_bars(rows.drop(ROW, col, "__sym", "__raw"), str(path), name, row_numbers=rows[ROW],
+                                           sessions=self.sessions, resample=self.resample))
+                found.add(name)
+        unknown = sorted(set(wanted) - found)
         if unknown:
             hint = f" (unreadable here: {'; '.join(str(e) for e in errors[:3])})" if errors else ""
             raise InputDataError(str(self.path), f"no file holds symbol(s) {unknown}{hint}",
                                  expected="one file per symbol or a symbol column; a symbol whose file was deleted "
                                           "is removed with `python -m pipeline.cli symbols remove NAME`")
         _warn(errors)  # files of other symbols that cannot be read do not stop these
-        frames = []
-        for path in sorted({p for s in wanted for p in files[s]}):
-            df = read_table(path)
-            col = _symbol_column(df)
-            if col is None:
-                frames.append(conform_bars(df, str(path), path.stem.upper(), sessions=self.sessions,
-                                           resample=self.resample))
-                continue
-            df = df.with_row_index("__row", offset=1)
-            for (sym,), part in df.partition_by(col, as_dict=True, maintain_order=True).items():
-                if sym in wanted:
-                    frames.append(conform_bars(part.drop("__row", col), str(path), sym, row_numbers=part["__row"],
-                                               sessions=self.sessions, resample=self.resample))
         if not frames:
             return RAW_BARS.empty()
         out = pl.concat(frames)

@@ -67,8 +67,10 @@ def test_symbols_remove_and_sync_prune_unregister_deleted_symbols(folder, tmp_pa
     home = tmp_path / "home"
     assert _cli(["sync"], folder, home).stdout.startswith("registered 2 new symbol(s); 2 in all: AAA, BBB")
     (folder / "BBB.csv").unlink()
-    assert _cli(["sync"], folder, home).stdout.startswith("registered 0 new symbol(s); 2 in all")
-    assert _cli(["sync", "--prune"], folder, home).stdout.startswith("registered 0 new symbol(s); 1 in all; removed BBB")
+    assert _cli(["sync"], folder, home).stdout.strip() == (
+        f"registered 0 new symbol(s); 2 in all; 1 registered symbol(s) not in source folder:{folder}, left out of every "
+        "run: BBB (`symbols sync --prune` unregisters them)")
+    assert _cli(["sync", "--prune"], folder, home).stdout.startswith("registered 0 new symbol(s); 1 in all; removed 1: BBB")
     assert _cli(["remove", "AAA"], folder, home).stdout.strip() == "removed AAA; 0 symbol(s) left"
     bad = _cli(["remove", "ZZZ"], folder, home)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[1:] == [

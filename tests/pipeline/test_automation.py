@@ -36,15 +36,14 @@ def tick(instance, cursor=None):
     return new_symbol_sensor(build_sensor_context(instance=instance, cursor=cursor))
 
 
-def test_new_files_register_symbols_and_request_one_run_each(folder_config, instance):
+def test_new_files_register_symbols_and_request_one_run_for_all_of_them(folder_config, instance):
     (folder_config / "aaa.csv").write_text(CSV)
     (folder_config / "bbb.csv").write_text(CSV)
     result = tick(instance)
     assert [r.partitions_def_name for r in result.dynamic_partitions_requests] == [SYMBOLS]
     assert list(result.dynamic_partitions_requests[0].partition_keys) == ["AAA", "BBB"]
     ranges = [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in result.run_requests]
-    assert ranges == [("AAA|2008", "AAA|2011"), ("BBB|2008", "BBB|2011")]
-    assert len({r.run_key for r in result.run_requests}) == 2
+    assert ranges == [("AAA|2008", "BBB|2011")]
 
 
 def test_known_unchanged_symbols_request_nothing_and_new_ones_do(folder_config, instance):
@@ -122,7 +121,8 @@ def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build
     )
     instance.report_run_failed(run)  # any finished run will do for the context; the status is given below
     ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=_success_event(instance, run),
-                                          dagster_instance=instance, dagster_run=run)
+                                          dagster_instance=instance, dagster_run=run,
+                                          repository_def=defs.get_repository_def())
     requests = build_chain_sensor(ctx)
     by_job = {r.job_name: r for r in requests}
     assert set(by_job) == {"yearly_stages", "atc_scan_job"}
@@ -164,7 +164,8 @@ def _chain_tick(instance, run):
     from pipeline.sensors import build_chain_sensor
 
     ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=_success_event(instance, run),
-                                          dagster_instance=instance, dagster_run=run)
+                                          dagster_instance=instance, dagster_run=run,
+                                          repository_def=defs.get_repository_def())
     return build_chain_sensor(ctx)
 
 
@@ -219,3 +220,84 @@ def test_the_weekly_vacuum_is_off_by_default_and_its_job_vacuums_every_table(mak
     logs = [e.message for e in instance.all_logs(res.run_id) if "vacuum (0 h retention)" in (e.message or "")]
     assert logs and "1 file(s) removed from 2 table(s)" in logs[0]
     assert store.read("raw_bars", [key])["close"].to_list() == [2.0]
+
+
+def test_a_bar_appended_to_one_symbol_of_a_long_table_requests_one_run_of_that_symbol(folder_config, instance):
+    rows = "".join(f"S{i:03d},2010-01-0{d},1,2,0.5,1.5\n" for i in range(50) for d in (4, 5))
+    path = folder_config / "universe.csv"
+    path.write_text("symbol,date,open,high,low,close\n" + rows)
+    first = tick(instance)
+    assert len(first.run_requests) == 1  # 50 new symbols: one run, not 50
+    assert (first.run_requests[0].tags[ASSET_PARTITION_RANGE_START_TAG],
+            first.run_requests[0].tags[ASSET_PARTITION_RANGE_END_TAG]) == ("S000|2008", "S049|2011")
+    instance.add_dynamic_partitions(SYMBOLS, [f"S{i:03d}" for i in range(50)])
+    with path.open("a") as f:
+        f.write("S017,2010-01-06,1,2,0.5,1.5\n")
+    second = tick(instance, first.cursor)
+    assert [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in second.run_requests] \
+        == [("S017|2008", "S017|2011")]
+    assert second.dynamic_partitions_requests == []
+
+
+def test_changed_symbols_apart_in_the_registration_order_never_rerun_the_ones_between(folder_config, instance):
+    for name in ("aaa", "bbb", "ccc"):
+        (folder_config / f"{name}.csv").write_text(CSV)
+    first = tick(instance)
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB", "CCC"])
+    for name in ("aaa", "ccc"):
+        path = folder_config / f"{name}.csv"
+        path.write_text(CSV + "2010-01-05,1,2,0.5,1.6\n")
+    second = tick(instance, first.cursor)
+    assert sorted((r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in second.run_requests) \
+        == [("AAA|2008", "AAA|2011"), ("CCC|2008", "CCC|2011")]
+
+
+YEARLY_ASSETS = ["regime", "cv_report", "meta_model", "predictions", "backtest", "evaluation"]
+
+
+def _failed_yearly_run(make_settings, instance, first, last):
+    """A real yearly-stages run over first..last that fails (no bars stored): Dagster marks
+    every partition it planned as failed."""
+    from dagster import materialize
+
+    from pipeline.definitions import ALL_ASSETS, build_resources
+
+    cfg = make_settings(years={"start": 2000, "end": 2020})
+    result = materialize(ALL_ASSETS, selection=YEARLY_ASSETS, instance=instance, resources=build_resources(str(cfg)),
+                         tags={ASSET_PARTITION_RANGE_START_TAG: str(first), ASSET_PARTITION_RANGE_END_TAG: str(last)},
+                         raise_on_error=False)
+    assert not result.success
+
+
+def test_chain_sensor_requests_again_the_years_of_a_failed_yearly_run_after_a_build_of_2020(make_settings, instance):
+    from dagster import AssetKey, AssetMaterialization, DagsterRunStatus
+
+    from pipeline.sensors import RETRIED_TAG
+
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    _failed_yearly_run(make_settings, instance, 2016, 2020)
+    build = _build_run(instance, "AAA|2020", "AAA|2020", DagsterRunStatus.SUCCESS)
+    instance.report_run_failed(build)
+    yearly = next(r for r in _chain_tick(instance, build) if r.job_name == "yearly_stages")
+    assert (yearly.tags[ASSET_PARTITION_RANGE_START_TAG], yearly.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("2016", "2020")
+    assert yearly.tags[RETRIED_TAG] == "2016,2017,2018,2019"
+    for name in YEARLY_ASSETS:  # the retried run succeeded: nothing failed is left to ask for
+        for year in range(2016, 2021):
+            instance.report_runless_asset_event(AssetMaterialization(AssetKey(name), partition=str(year)))
+    again = _build_run(instance, "AAA|2020", "AAA|2020", DagsterRunStatus.SUCCESS)
+    instance.report_run_failed(again)
+    yearly = next(r for r in _chain_tick(instance, again) if r.job_name == "yearly_stages")
+    assert (yearly.tags[ASSET_PARTITION_RANGE_START_TAG], yearly.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("2020", "2020")
+    assert RETRIED_TAG not in yearly.tags
+
+
+def test_a_registered_symbol_whose_file_is_gone_is_recorded_absent_by_the_sensor(folder_config, instance):
+    import json
+
+    from config.partitions import ABSENT_SYMBOLS_KEY
+
+    (folder_config / "aaa.csv").write_text(CSV)
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "ZZZ"])  # ZZZ: a symbol of another source, or a deleted file
+    tick(instance)
+    absent = instance.run_storage.get_cursor_values({ABSENT_SYMBOLS_KEY})[ABSENT_SYMBOLS_KEY]
+    assert json.loads(absent) == ["ZZZ"]  # the yearly stages leave it out (resources.io_manager)

@@ -27,9 +27,9 @@ def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
                          text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     headline = out.stdout.split("headline", 1)[1]
-    assert "meta model AUC    out of sample 2000-2004: h3 0." in headline
+    assert "meta model AUC    out of sample 2000-2004, 3 symbols: h3 0." in headline
     assert "planted signal strength 0.1: recovered AUC 0." in headline and ", IC " in headline
-    assert "backtest          p_h7" in headline and "Sharpe" in headline
+    assert "backtest          p_h7" in headline and ", 3 symbols: Sharpe" in headline
     assert "grid-search winner (chosen on the in-sample half)" in headline and "out of sample" in headline
     live = next(line for line in out.stdout.splitlines() if line.startswith("live "))
     assert "bars of the current year in (raw_bars 3, features 3, labels 3, specialists 3 partitions)" in live
