@@ -33,9 +33,9 @@ def test_one_symbol_of_a_50_symbol_long_table_reads_only_its_own_rows(tmp_path, 
     conformed = []
     real = folder_module.conform_bars
 
-    def spy(df, origin, symbol, row_numbers=None):
+    def spy(df, origin, symbol, **kw):
         conformed.append((symbol, df.height))
-        return real(df, origin, symbol, row_numbers=row_numbers)
+        return real(df, origin, symbol, **kw)
 
     def no_eager_read(p):  # the whole file in memory is what a long table must never cost
         raise AssertionError(f"{p} read whole")
