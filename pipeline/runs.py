@@ -9,6 +9,7 @@ from dagster import DagsterInstance, JobDefinition
 
 from config.partitions import SYMBOLS, make_key, range_tags
 from pipeline.chain import YEAR_JOBS, follow_ups, year_range_tags
+from pipeline.run_report import check_run, console_run_config, root_cause
 
 
 def contiguous_blocks(registered: list[str], wanted: list[str]) -> list[list[str]]:
@@ -59,7 +60,7 @@ def run_rectangle(
         result = job.execute_in_process(
             instance=instance,
             tags=run_tags,
-            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+            run_config=console_run_config(log_level),
             raise_on_error=False,
         )
         raise_if_failed(result, f"{job.name} {block[0]}..{block[-1]} x {y0}..{y1}")
@@ -89,7 +90,7 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
 
     from pipeline.definitions import ALL_ASSETS, build_resources, defs
 
-    run_config = {"loggers": {"console": {"config": {"log_level": log_level}}}}
+    run_config = console_run_config(log_level)
     yearly = sorted(yearly_years or years)
     tags = tags or {}
     steps = [("historical_build_and_train", years)]
@@ -117,25 +118,23 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
 
 
 def failure_line(result) -> str | None:
-    """The first failed step's message of an in-process run result: a handled input error's
-    one line (raised as `Failure` by domain.observe), else the exception's first line."""
-    for event in result.all_events:
-        if not event.is_step_failure:
-            continue
-        data = event.step_failure_data
-        if data.user_failure_data is not None and data.user_failure_data.description:
-            return data.user_failure_data.description
-        if data.error is not None:
-            error = data.error
-            while error.cause is not None:  # Dagster wraps the user's exception: name the innermost
-                error = error.cause
-            return f"{event.step_key}: {error.message.strip().splitlines()[0]}"
-    return None
+    """The first failed step's root cause as one line (pipeline.run_report.root_cause)."""
+    cause = root_cause(result)
+    return cause.line if cause else None
+
+
+def _table_of(step: str):
+    """Where a step's output table lives: an environment failure's path when its error names none."""
+    from config.settings import load_settings
+
+    try:
+        return load_settings().data_dir / step
+    except Exception:  # the settings of the run may not be the file in force
+        return f"the table of {step}"
 
 
 def raise_if_failed(result, what: str) -> None:
-    """A failed run as one RuntimeError line: what failed, why (failure_line) and the run id."""
-    if result.success:
-        return
-    why = failure_line(result)
-    raise RuntimeError(f"{what} failed{': ' + why if why else ''} (run {result.run_id}; details in `make ui`)")
+    """A failed run as pipeline.run_report.RunFailed (a RuntimeError): its root cause as the
+    first line (root_cause, classified: exit 2 for the user's input, 1 for the
+    environment, naming the path), the run id and its log as the second."""
+    check_run(result, what, path_hint=_table_of)
