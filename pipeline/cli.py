@@ -324,23 +324,114 @@ def _print_runtime_line() -> None:
     print(runtime_line(select_device(policy), policy), file=sys.stderr)
 
 
+def _unwritable_place() -> tuple[str, int] | None:
+    """The first of DAGSTER_HOME and the settings' folders whose file system is full or
+    read-only, with that errno: where an error that names no path was writing."""
+    import errno
+    import os
+    from pathlib import Path
+
+    places = [os.environ.get("DAGSTER_HOME")]
+    try:
+        s = load_settings()
+        places += [str(s.data_dir), str(s.reports_dir), str(s.models_dir)]
+    except Exception:  # the settings may be what failed
+        pass
+    for place in filter(None, places):
+        existing = next((p for p in (Path(place), *Path(place).parents) if p.exists()), None)
+        if existing is None:
+            continue
+        st = os.statvfs(existing)
+        if st.f_flag & os.ST_RDONLY:
+            return place, errno.EROFS
+        if st.f_bavail == 0:
+            return place, errno.ENOSPC
+    return None
+
+
 def _environment_line(err: BaseException) -> str | None:
     """One line for a failure of the machine, not of the input: disk full, read-only, no
-    permission (naming the path), or DAGSTER_HOME's database on a full or read-only disk."""
+    permission, naming the path (the error's own, else the place found full or read-only);
+    also DAGSTER_HOME's database failing on such a disk. None: not the environment."""
+    import os
+
     from pipeline.run_report import ENV_ERRNOS, env_errno
 
-    if isinstance(err, OSError) and err.errno in ENV_ERRNOS:
-        where = err.filename or "(path not given)"
-        return f"{where}: {ENV_ERRNOS[err.errno]} ({err.strerror})"
-    if type(err).__module__.startswith("sqlalchemy"):  # the instance's SQLite storage
+    code = err.errno if isinstance(err, OSError) and err.errno in ENV_ERRNOS else env_errno(str(err))
+    is_db = type(err).__module__.startswith("sqlalchemy")
+    if code is None and not is_db:
+        return None
+    if isinstance(err, OSError) and err.filename:
+        return f"{err.filename}: {ENV_ERRNOS[code]} ({err.strerror})"
+    place = _unwritable_place()
+    if place is None:
+        return None if code is None else f"{ENV_ERRNOS[code]}: {str(err).splitlines()[0]} (path not given)"
+    path, found = place
+    what = "DAGSTER_HOME, the Dagster instance's storage," if path == os.environ.get("DAGSTER_HOME") else "the folder"
+    detail = str(getattr(err, "orig", None) or err).splitlines()[0]
+    return f"{path}: {ENV_ERRNOS[code or found]}: {what} cannot be written ({detail})"
+
+
+class _Fd2ToFile:
+    """While a command runs, what is written straight to file descriptor 2 (the panics of
+    deltalake's Rust runtime, step worker processes) goes to an unnamed temp file, and
+    Python's sys.stderr (this command's own lines, progress bars, warnings) to the console.
+    Nothing is redirected when sys.stderr is not fd 2 (e.g. captured by a test)."""
+
+    def __init__(self) -> None:
+        import os
+        import tempfile
+
+        self.file = None
+        try:
+            if sys.stderr.fileno() != 2:
+                return
+            self.file = tempfile.TemporaryFile()
+        except (OSError, ValueError, AttributeError):  # no fd, or no room for a temp file: leave fd 2 alone
+            return
+        sys.stderr.flush()
+        self.saved, self.console = sys.stderr, os.dup(2)
+        os.dup2(self.file.fileno(), 2)
+        sys.stderr = open(self.console, "w", buffering=1, encoding=self.saved.encoding, errors="backslashreplace",
+                          closefd=False)
+
+    def restore(self) -> bytes:
+        """fd 2 back on the console; returns what was written to it meanwhile."""
         import os
 
-        text = str(getattr(err, "orig", None) or err).splitlines()[0]
-        home = os.environ.get("DAGSTER_HOME", "DAGSTER_HOME")
-        if "full" in text or "readonly" in text or "read-only" in text or "unable to open" in text:
-            return f"{home}: the Dagster instance's database cannot be written ({text})"
-    code = env_errno(str(err))
-    return f"{ENV_ERRNOS[code]}: {str(err).splitlines()[0]}" if code is not None else None
+        if self.file is None:
+            return b""
+        sys.stderr.flush()
+        os.dup2(self.console, 2)
+        os.close(self.console)
+        sys.stderr = self.saved
+        self.file.seek(0)
+        data = self.file.read()
+        self.file.close()
+        self.file = None
+        return data
+
+
+def _keep_fd2_output(data: bytes) -> None:
+    """The raw output a command's processes wrote to fd 2, kept in DAGSTER_HOME/logs and named
+    in one line (it is no part of the answer, but may help a bug report)."""
+    import datetime as dt
+    import os
+    import tempfile
+    from pathlib import Path
+
+    if not data.strip():
+        return
+    home = os.environ.get("DAGSTER_HOME")
+    name = f"cli-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}.stderr.log"
+    for folder in filter(None, [Path(home) / "logs" if home else None, Path(tempfile.gettempdir())]):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+        except OSError:
+            continue
+        print(f"(other output of this command's processes: {folder / name})", file=sys.stderr)
+        return
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -357,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     verbose = "--verbose" in argv
     args = build_parser().parse_args([a for a in argv if a != "--verbose"])
     quiet_dagster(not verbose)
+    fd2 = None if verbose else _Fd2ToFile()
     try:
         _print_runtime_line()
         return args.func(args)
@@ -382,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         quiet_dagster(False)
+        if fd2 is not None:
+            _keep_fd2_output(fd2.restore())
 
 
 if __name__ == "__main__":

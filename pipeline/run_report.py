@@ -110,7 +110,7 @@ def root_cause(result) -> Cause | None:
         for e in chain:
             code = env_errno(e.message or "")
             if code is not None:
-                return Cause(f"{step}: {ENV_ERRNOS[code]}: {_text(e)}", 1, step, code)
+                return Cause(f"{ENV_ERRNOS[code]} ({step}: {_text(e)})", 1, step, code)
         inner = chain[-1]
         user = inner.cls_name == "ValueError" and _ours(inner)
         return Cause(f"{step}: {_text(inner)}", 2 if user else 1, step)
@@ -193,7 +193,7 @@ def check_run(result, what: str, path_hint=None) -> None:
     cause = root_cause(result) or Cause(f"{what} failed", 1)
     line = cause.line
     if cause.errno is not None and path_hint is not None and cause.step and "/" not in line:
-        line += f" (writing {path_hint(cause.step)})"
+        line = f"{path_hint(cause.step)}: {line}"  # the path first, as an OSError names it
     detail = f"({what}: run {result.run_id} failed"
     if _QUIET["on"]:
         log = write_run_log(result, entries)
