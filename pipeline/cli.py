@@ -324,6 +324,18 @@ def _print_runtime_line() -> None:
     print(runtime_line(select_device(policy), policy), file=sys.stderr)
 
 
+def _user_cause(err: BaseException) -> str | None:
+    """The message of an InputDataError or SettingsError that caused `err` (e.g. a step of a
+    run started with raise_on_error, which Dagster wraps), or None."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, (InputDataError, SettingsError)):
+            return str(err)
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def _unwritable_place() -> tuple[str, int] | None:
     """The first of DAGSTER_HOME and the settings' folders whose file system is full or
     read-only, with that errno: where an error that names no path was writing."""
@@ -467,11 +479,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except Exception as err:
-        line = _environment_line(err)
-        if line is None or verbose:
+        user = _user_cause(err)
+        line = None if user else _environment_line(err)
+        if user is None and line is None:
             raise  # a defect: its stack is the report
-        print(f"error: {line}", file=sys.stderr)
-        return 1
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        print(f"error: {user or line}", file=sys.stderr)
+        return 2 if user else 1
     finally:
         quiet_dagster(False)
         if fd2 is not None:

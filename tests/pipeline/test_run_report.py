@@ -9,7 +9,7 @@ import pytest
 from dagster import asset, instance_for_test, materialize
 
 from config.errors import InputDataError
-from pipeline.run_report import RunFailed, check_run, console_level, quiet_dagster, root_cause
+from pipeline.run_report import RunFailed, check_run, console_level, console_run_config, quiet_dagster, root_cause
 
 
 class _RemoteTraceback(Exception):
@@ -84,3 +84,25 @@ def test_a_failed_run_when_quiet_raises_the_line_and_writes_its_events_to_a_log(
     assert err.value.detail == f"(boom job: run {result.run_id} failed; its log: {log})"
     assert "STEP_FAILURE" in log.read_text() and "_our_value_error" in log.read_text()  # the stack is in the log
     assert console_level("WARNING") == "WARNING"
+
+
+def test_a_quiet_successful_run_prints_each_warning_as_one_line(tmp_path, monkeypatch, capsys):
+    from pipeline.instance import get_instance
+
+    @asset
+    def calm(context):
+        context.log.warning("cv_report 2016 h7: the label has one class (all 1) in the training years; horizon skipped")
+        context.log.info("not shown")
+        return 1
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    quiet_dagster(True)
+    try:
+        result = materialize([calm], instance=get_instance(), raise_on_error=False,
+                             run_config=console_run_config())
+        check_run(result, "calm job")
+    finally:
+        quiet_dagster(False)
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: cv_report 2016 h7: the label has one class (all 1) in the training years; horizon skipped"]
+    assert not (tmp_path / "logs").exists()  # a run that did not fail leaves no log file
