@@ -324,134 +324,13 @@ def _print_runtime_line() -> None:
     print(runtime_line(select_device(policy), policy), file=sys.stderr)
 
 
-def _user_cause(err: BaseException) -> str | None:
-    """The message of an InputDataError or SettingsError that caused `err` (e.g. a step of a
-    run started with raise_on_error, which Dagster wraps), or None."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, (InputDataError, SettingsError)):
-            return str(err)
-        err = err.__cause__ or err.__context__
-    return None
-
-
-def _unwritable_place() -> tuple[str, int] | None:
-    """The first of DAGSTER_HOME and the settings' folders whose file system is full or
-    read-only, with that errno: where an error that names no path was writing."""
-    import errno
-    import os
-    from pathlib import Path
-
-    places = [os.environ.get("DAGSTER_HOME")]
-    try:
-        s = load_settings()
-        places += [str(s.data_dir), str(s.reports_dir), str(s.models_dir)]
-    except Exception:  # the settings may be what failed
-        pass
-    for place in filter(None, places):
-        existing = next((p for p in (Path(place), *Path(place).parents) if p.exists()), None)
-        if existing is None:
-            continue
-        st = os.statvfs(existing)
-        if st.f_flag & os.ST_RDONLY:
-            return place, errno.EROFS
-        if st.f_bavail == 0:
-            return place, errno.ENOSPC
-    return None
-
-
-def _environment_line(err: BaseException) -> str | None:
-    """One line for a failure of the machine, not of the input: disk full, read-only, no
-    permission, naming the path (the error's own, else the place found full or read-only);
-    also DAGSTER_HOME's database failing on such a disk. None: not the environment."""
-    import os
-
-    from pipeline.run_report import ENV_ERRNOS, env_errno
-
-    code = err.errno if isinstance(err, OSError) and err.errno in ENV_ERRNOS else env_errno(str(err))
-    is_db = type(err).__module__.startswith("sqlalchemy")
-    if code is None and not is_db:
-        return None
-    if isinstance(err, OSError) and err.filename:
-        return f"{err.filename}: {ENV_ERRNOS[code]} ({err.strerror})"
-    place = _unwritable_place()
-    if place is None:
-        return None if code is None else f"{ENV_ERRNOS[code]}: {str(err).splitlines()[0]} (path not given)"
-    path, found = place
-    what = "DAGSTER_HOME, the Dagster instance's storage," if path == os.environ.get("DAGSTER_HOME") else "the folder"
-    detail = str(getattr(err, "orig", None) or err).splitlines()[0]
-    return f"{path}: {ENV_ERRNOS[code or found]}: {what} cannot be written ({detail})"
-
-
-class _Fd2ToFile:
-    """While a command runs, what is written straight to file descriptor 2 (the panics of
-    deltalake's Rust runtime, step worker processes) goes to an unnamed temp file, and
-    Python's sys.stderr (this command's own lines, progress bars, warnings) to the console.
-    Nothing is redirected when sys.stderr is not fd 2 (e.g. captured by a test)."""
-
-    def __init__(self) -> None:
-        import os
-        import tempfile
-
-        self.file = None
-        try:
-            if sys.stderr.fileno() != 2:
-                return
-            self.file = tempfile.TemporaryFile()
-        except (OSError, ValueError, AttributeError):  # no fd, or no room for a temp file: leave fd 2 alone
-            return
-        sys.stderr.flush()
-        self.saved, self.console = sys.stderr, os.dup(2)
-        os.dup2(self.file.fileno(), 2)
-        sys.stderr = open(self.console, "w", buffering=1, encoding=self.saved.encoding, errors="backslashreplace",
-                          closefd=False)
-
-    def restore(self) -> bytes:
-        """fd 2 back on the console; returns what was written to it meanwhile."""
-        import os
-
-        if self.file is None:
-            return b""
-        sys.stderr.flush()
-        os.dup2(self.console, 2)
-        os.close(self.console)
-        sys.stderr = self.saved
-        self.file.seek(0)
-        data = self.file.read()
-        self.file.close()
-        self.file = None
-        return data
-
-
-def _keep_fd2_output(data: bytes) -> None:
-    """The raw output a command's processes wrote to fd 2, kept in DAGSTER_HOME/logs and named
-    in one line (it is no part of the answer, but may help a bug report)."""
-    import datetime as dt
-    import os
-    import tempfile
-    from pathlib import Path
-
-    if not data.strip():
-        return
-    home = os.environ.get("DAGSTER_HOME")
-    name = f"cli-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}.stderr.log"
-    for folder in filter(None, [Path(home) / "logs" if home else None, Path(tempfile.gettempdir())]):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_bytes(data)
-        except OSError:
-            continue
-        print(f"(other output of this command's processes: {folder / name})", file=sys.stderr)
-        return
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one command. A failure is one line on stderr, first: exit 2 when the user's input,
     flags or settings caused it, 1 for the environment (disk full, read-only: the line names
     the path) or a failed run of another cause. Dagster's console output of the runs is off
     unless `--verbose` (anywhere on the line); a failed run's events go to a log file named
     on the error's second line (pipeline.run_report)."""
+    from pipeline.cli_errors import Fd2ToFile, environment_line, keep_fd2_output, user_cause
     from pipeline.run_report import RunFailed, quiet_dagster
     from pipeline.startup import prepare_process
 
@@ -460,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     verbose = "--verbose" in argv
     args = build_parser().parse_args([a for a in argv if a != "--verbose"])
     quiet_dagster(not verbose)
-    fd2 = None if verbose else _Fd2ToFile()
+    fd2 = None if verbose else Fd2ToFile()
     try:
         _print_runtime_line()
         return args.func(args)
@@ -479,8 +358,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except Exception as err:
-        user = _user_cause(err)
-        line = None if user else _environment_line(err)
+        user = user_cause(err)
+        line = None if user else environment_line(err)
         if user is None and line is None:
             raise  # a defect: its stack is the report
         if verbose:
@@ -492,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         quiet_dagster(False)
         if fd2 is not None:
-            _keep_fd2_output(fd2.restore())
+            keep_fd2_output(fd2.restore())
 
 
 if __name__ == "__main__":
