@@ -133,3 +133,23 @@ def test_a_read_only_settings_folder_with_a_flag_runs(tmp_path):
     out = cli(tmp_path, ["build-features", "--workers", "1"], _read_only(cfg.parent))
     assert out.returncode == 0, out.stderr[-3000:]
     assert "raw_bars" in out.stdout and sorted(p.name for p in cfg.parent.iterdir()) == before
+
+
+@needs_mount
+def test_a_full_disk_on_a_rebuild_exits_1_and_keeps_what_was_stored(tmp_path):
+    """Build on a small tmpfs, fill it, build again: the second build fails with the line and
+    exit code 1, and the tables of the first are still there, whole."""
+    settings(tmp_path)
+    data, py = shlex.quote(str(tmp_path / "data")), shlex.quote(sys.executable)
+    count = shlex.quote(f"from resources.delta_store import DeltaStore; s = DeltaStore({str(tmp_path / 'data')!r}); "
+                        "print('rows', s.read('raw_bars').height, s.read('features').height)")
+    script = (f"mkdir -p {data} && mount -t tmpfs -o size=4m tmpfs {data} && "
+              f"{py} -m pipeline.cli build-features >/dev/null 2>&1 && {py} -c {count} && "
+              f"(dd if=/dev/zero of={data}/fill bs=4k 2>/dev/null; true) && "
+              f"{{ {py} -m pipeline.cli build-features; echo exit $?; }} && {py} -c {count}")
+    env = {**os.environ, "PIPELINE_CONFIG": str(tmp_path / "conf" / "settings.yaml"), "DAGSTER_HOME": str(tmp_path / "home")}
+    out = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    rows = [line for line in out.stdout.splitlines() if line.startswith("rows ")]
+    assert len(rows) == 2 and rows[0] == rows[1] and rows[0] != "rows 0 0", out.stdout + out.stderr[-3000:]
+    assert "exit 1" in out.stdout.splitlines()
+    assert user_lines(out.stderr)[0].startswith(f"error: {tmp_path}/data/raw_bars: disk full (raw_bars: "), out.stderr[-3000:]
