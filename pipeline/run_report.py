@@ -36,10 +36,6 @@ def quiet_dagster(on: bool = True) -> None:
     _QUIET["on"] = on
 
 
-def is_quiet() -> bool:
-    return _QUIET["on"]
-
-
 def console_level(level: str = "WARNING") -> str:
     """The console logger's level for a run: `level`, or CRITICAL when quiet (the events are
     in the run's event log, the UI and, for a failed run, the log file)."""
