@@ -59,6 +59,8 @@ def test_a_one_class_horizon_is_skipped_with_a_warning_and_the_other_horizons_an
 
     res = run(["cv_report", "meta_model", "predictions"], partition_key=str(YEAR))
     assert res.success
+    assert {e.check_name: e.passed for e in res.get_asset_check_evaluations()} == {
+        "fold_metrics_valid": True, "out_of_sample_metrics_valid": True, "probabilities_in_unit_interval": True}
     assert _warnings(instance, res) == [
         f"cv_report {YEAR} h7: the label has one class (all 1) in the training years; horizon skipped",
         f"cv_report {YEAR} h14: the label has one class (all 1) in the training years; horizon skipped",
