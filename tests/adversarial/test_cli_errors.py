@@ -153,3 +153,20 @@ def test_a_full_disk_on_a_rebuild_exits_1_and_keeps_what_was_stored(tmp_path):
     assert len(rows) == 2 and rows[0] == rows[1] and rows[0] != "rows 0 0", out.stdout + out.stderr[-3000:]
     assert "exit 1" in out.stdout.splitlines()
     assert user_lines(out.stderr)[0].startswith(f"error: {tmp_path}/data/raw_bars: disk full (raw_bars: "), out.stderr[-3000:]
+
+
+def test_train_meta_on_a_universe_that_only_rose_warns_once_per_skipped_horizon_and_finishes(tmp_path):
+    """Issue 23 item 15 as the user sees it: h7 and h14 only rose, so their meta models are
+    skipped, each with one `warning:` line naming the stage, year and horizon; h3 is trained."""
+    from tests.assets.test_one_class_horizon import _rising_folder
+
+    _rising_folder(tmp_path / "rising")
+    settings(tmp_path, years={"start": 2000, "end": 2003},
+             universe={"source": "folder", "folder": {"path": str(tmp_path / "rising")}})
+    assert cli(tmp_path, ["build-features"]).returncode == 0
+    out = cli(tmp_path, ["train-meta", "--years", "2003"])
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert [line for line in user_lines(out.stderr) if line.startswith("warning:")] == [
+        "warning: meta_model 2003 h7: the label has one class (all 1) in the training years; horizon skipped",
+        "warning: meta_model 2003 h14: the label has one class (all 1) in the training years; horizon skipped"]
+    assert [line.split(":")[0] for line in out.stdout.splitlines() if line.startswith("meta ")] == ["meta h3 2003"]
