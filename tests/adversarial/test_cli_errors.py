@@ -88,6 +88,14 @@ def _dagster_home_disk_full(tmp_path: Path) -> str:
     return _full_disk(tmp_path / "home")
 
 
+def _used_dagster_home_disk_full(tmp_path: Path) -> str:
+    """DAGSTER_HOME on a 2 MiB tmpfs, its storages created by a first command, then filled."""
+    home = shlex.quote(str(tmp_path / "home"))
+    return (f"mkdir -p {home} && mount -t tmpfs -o size=2m tmpfs {home} && "
+            f"{shlex.quote(sys.executable)} -m pipeline.cli symbols list >/dev/null 2>&1 && "
+            f"(dd if=/dev/zero of={home}/fill bs=4k 2>/dev/null; true) && ")
+
+
 # (id, setup(tmp_path) -> shell prefix, argv, the exact first line ({tmp} is tmp_path), exit code)
 CLI_FAILURES = [
     ("duplicate_date_in_the_raw_folder", _duplicate_date, ["build-features", "--raw", "{tmp}/raw"],
@@ -99,6 +107,9 @@ CLI_FAILURES = [
     ("dagster_home_on_a_full_disk", _dagster_home_disk_full, ["build-features"],
      "error: {tmp}/home: disk full: DAGSTER_HOME, the Dagster instance's storage, cannot be written "
      "([Errno 28] No space left on device)", 1),
+    ("used_dagster_home_on_a_full_disk", _used_dagster_home_disk_full, ["build-features"],
+     "error: {tmp}/home: disk full: DAGSTER_HOME, the Dagster instance's storage, cannot be written "
+     "(disk I/O error)", 1),
 ]
 
 
