@@ -27,7 +27,7 @@ def cv_report(context: AssetExecutionContext, specialists: pl.LazyFrame, labels:
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "cv_report") as obs:
-        table, summary = build_cv_report(specialists, labels, years, settings)
+        table, summary = build_cv_report(specialists, labels, years, settings, log=context.log)
         obs.record(table)
     yield Output(table, metadata={"summary": MetadataValue.json(json.loads(json.dumps(summary, default=str)))})
     passed, meta = fold_metrics_valid(table, settings.cv.n_splits)

@@ -65,6 +65,7 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
 
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
     from pipeline.stage_commands import derived_settings
 
@@ -84,7 +85,7 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     cfg = derived_settings(overrides, "grid-search")
     settings = load_settings(cfg)
     res = materialize(ALL_ASSETS, selection=["market_data", "trade_log", "grid_search"], instance=get_instance(), resources=build_resources(str(cfg)), raise_on_error=False,
-                      run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+                      run_config=console_run_config())
     raise_if_failed(res, "grid_search_job")
     report_path = settings.reports_dir / "grid_search" / "top10.json"
     if args.out:
@@ -213,6 +214,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     from domain.atc_scan import STATES
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
     from pipeline.stage_commands import derived_settings
     from resources.delta_store import DeltaStore
@@ -222,7 +224,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     cfg = derived_settings(overrides, "atc-scan") if overrides else config_path()
     settings = load_settings(cfg)
     res = materialize(ALL_ASSETS, selection=["atc_scan"], instance=get_instance(), resources=build_resources(str(cfg)),
-                      raise_on_error=False, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+                      raise_on_error=False, run_config=console_run_config())
     raise_if_failed(res, "atc_scan")
     table = DeltaStore(settings.data_dir).read("atc_scan")
     if args.out:
@@ -295,6 +297,8 @@ def _prune_runs(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline.cli", description="tradelab pipeline commands")
+    ap.add_argument("--verbose", action="store_true", help="show Dagster's events of the runs on the console "
+                    "(anywhere on the line; otherwise a failed run's events go to DAGSTER_HOME/logs/<run id>.log)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp = sub.add_parser("symbols", help="register, list or remove the symbols partitions")
     sp.add_argument("action", choices=["sync", "list", "remove"])
@@ -361,24 +365,53 @@ def _print_runtime_line() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. A failure is one line on stderr, first: exit 2 when the user's input,
+    flags or settings caused it, 1 for the environment (disk full, read-only: the line names
+    the path) or a failed run of another cause. Dagster's console output of the runs is off
+    unless `--verbose` (anywhere on the line); a failed run's events go to a log file named
+    on the error's second line (pipeline.run_report)."""
+    from pipeline.cli_errors import Fd2ToFile, environment_line, keep_fd2_output, user_cause
+    from pipeline.run_report import RunFailed, quiet_dagster
     from pipeline.startup import prepare_process
 
     prepare_process()
-    args = build_parser().parse_args(argv)
-    _print_runtime_line()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in argv
+    args = build_parser().parse_args([a for a in argv if a != "--verbose"])
+    quiet_dagster(not verbose)
+    fd2 = None if verbose else Fd2ToFile()
     try:
+        _print_runtime_line()
         return args.func(args)
     except BrokenPipeError:  # `... | head`: the reader has what it wanted
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except RunFailed as err:
+        print(f"error: {err.line}\n{err.detail}", file=sys.stderr)
+        return err.exit_code
     except (SettingsError, InputDataError, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except RuntimeError as err:  # a failed run: its id is in the message
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except Exception as err:
+        user = user_cause(err)
+        line = None if user else environment_line(err)
+        if user is None and line is None:
+            raise  # a defect: its stack is the report
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        print(f"error: {user or line}", file=sys.stderr)
+        return 2 if user else 1
+    finally:
+        quiet_dagster(False)
+        if fd2 is not None:
+            keep_fd2_output(fd2.restore())
 
 
 if __name__ == "__main__":

@@ -135,6 +135,7 @@ def _grid_search_demo(settings: Settings, defs, instance) -> str:
     import json
 
     from domain.gridsearch.synthetic import generate_grid_data
+    from pipeline.run_report import console_run_config
 
     gs = settings.grid_search
     market, log = settings.resolve(gs.market_data), settings.resolve(gs.trade_log)
@@ -142,7 +143,7 @@ def _grid_search_demo(settings: Settings, defs, instance) -> str:
         print(f"[demo] generating grid-search inputs in {market.parent} (3 days, seed 001 formats)")
         generate_grid_data(market.parent, days=3)
     job = defs.resolve_job_def("grid_search_job")
-    job.execute_in_process(instance=instance, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    job.execute_in_process(instance=instance, run_config=console_run_config())
     report = json.loads((settings.reports_dir / "grid_search" / "top10.json").read_text())
     w = report["top"][0]
     return (f"grid search       {report['combinations']:,} combinations x {report['trades']:,} trades in "

@@ -30,6 +30,7 @@ def run_live(instance, now: str | None = None, log_level: str = "WARNING", setti
     from config.settings import config_path
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.jobs import historical_build_and_train, live_paper_trade
+    from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed, run_rectangle
 
     defs = Definitions(assets=ALL_ASSETS, jobs=[historical_build_and_train, live_paper_trade],
@@ -41,7 +42,7 @@ def run_live(instance, now: str | None = None, log_level: str = "WARNING", setti
     year = latest_year((dt.datetime.fromisoformat(now) if now else dt.datetime.now()).year)
     summary = run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, symbols, [year],
                             tags={LIVE_TAG: "1"}, log_level=log_level)
-    config = {"ops": {"paper_trades": {"config": {"now": now}}}} if now else None
+    config = {**console_run_config("INFO"), **({"ops": {"paper_trades": {"config": {"now": now}}}} if now else {})}
     result = defs.resolve_job_def("live_paper_trade").execute_in_process(instance=instance, run_config=config,
                                                                           raise_on_error=False)
     raise_if_failed(result, "live_paper_trade")

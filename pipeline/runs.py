@@ -3,13 +3,13 @@ whole chain of jobs (`run_graph`, in the order `pipeline.chain.FOLLOW_UPS` state
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 from dagster import DagsterInstance, JobDefinition
 
 from config.partitions import SYMBOLS, make_key, range_tags
 from pipeline.chain import YEAR_JOBS, follow_ups, year_range_tags
+from pipeline.run_report import check_run, console_run_config, root_cause
 from pipeline.symbols import contiguous_blocks
 
 
@@ -38,12 +38,10 @@ def run_rectangle(
         result = job.execute_in_process(
             instance=instance,
             tags=run_tags,
-            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+            run_config=console_run_config(log_level),
             raise_on_error=False,
         )
         raise_if_failed(result, f"{job.name} {block[0]}..{block[-1]} x {y0}..{y1}")
-        for line in failed_check_lines(instance, result.run_id):
-            print(line, file=sys.stderr)
         per_asset: dict[str, list[dict]] = {}
         for event in result.get_asset_materialization_events():
             mat = event.event_specific_data.materialization
@@ -77,7 +75,7 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
         defs = Definitions(assets=ALL_ASSETS, jobs=defs.jobs, executor=defs.executor,
                            resources=build_resources(settings_path))
 
-    run_config = {"loggers": {"console": {"config": {"log_level": log_level}}}}
+    run_config = console_run_config(log_level)
     yearly = sorted(yearly_years or years)
     tags = tags or {}
     steps = [("historical_build_and_train", years)]
@@ -104,45 +102,24 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
     return summary
 
 
-def failed_check_lines(instance, run_id: str) -> list[str]:
-    """One `warning: check ASSET/CHECK failed: ...` line per failed asset check of the run
-    (read from the instance's event log), with the check's counts and first offenders."""
-    from dagster import DagsterEventType
-
-    records = instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
-    lines = []
-    for record in records:
-        evaluation = record.event_log_entry.dagster_event.event_specific_data
-        if evaluation.passed:
-            continue
-        meta = {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}
-        first = meta.pop("first", None) or []
-        facts = ", ".join(f"{k} {v}" for k, v in meta.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool))
-        where = f" ({'; '.join(str(x) for x in first[:3])}{'; ...' if len(first) > 3 else ''})" if first else ""
-        lines.append(f"warning: check {evaluation.asset_key.to_user_string()}/{evaluation.check_name} failed: {facts}{where}")
-    return lines
-
-
 def failure_line(result) -> str | None:
-    """The first failed step's message of an in-process run result: a handled input error's
-    one line (raised as `Failure` by domain.observe), else the exception's first line."""
-    for event in result.all_events:
-        if not event.is_step_failure:
-            continue
-        data = event.step_failure_data
-        if data.user_failure_data is not None and data.user_failure_data.description:
-            return data.user_failure_data.description
-        if data.error is not None:
-            error = data.error
-            while error.cause is not None:  # Dagster wraps the user's exception: name the innermost
-                error = error.cause
-            return f"{event.step_key}: {error.message.strip().splitlines()[0]}"
-    return None
+    """The first failed step's root cause as one line (pipeline.run_report.root_cause)."""
+    cause = root_cause(result)
+    return cause.line if cause else None
+
+
+def _table_of(step: str):
+    """Where a step's output table lives: an environment failure's path when its error names none."""
+    from config.settings import load_settings
+
+    try:
+        return load_settings().data_dir / step
+    except Exception:  # the settings of the run may not be the file in force
+        return f"the table of {step}"
 
 
 def raise_if_failed(result, what: str) -> None:
-    """A failed run as one RuntimeError line: what failed, why (failure_line) and the run id."""
-    if result.success:
-        return
-    why = failure_line(result)
-    raise RuntimeError(f"{what} failed{': ' + why if why else ''} (run {result.run_id}; details in `make ui`)")
+    """A failed run as pipeline.run_report.RunFailed (a RuntimeError): its root cause as the
+    first line (root_cause, classified: exit 2 for the user's input, 1 for the
+    environment, naming the path), the run id and its log as the second."""
+    check_run(result, what, path_hint=_table_of)

@@ -14,8 +14,8 @@
 Each command runs `dagster.materialize` (in process, on DAGSTER_HOME's instance, so the UI
 shows the runs) over pipeline.definitions.ALL_ASSETS with a selection and partition tags.
 Flags that change settings (--raw, --epochs, --horizon, ...) write a derived settings file
-next to the one in force (`.cli-<name>.yaml`, so relative paths keep their meaning) and run
-with it; the file in force is never modified.
+of the invocation alone (`derived_settings`: a private temporary file, its relative paths made
+absolute) and run with it; the file in force is never modified.
 """
 
 from __future__ import annotations
@@ -31,15 +31,32 @@ from pathlib import Path
 
 import yaml
 
-from config.settings import config_path, load_settings, read_settings
+from config.settings import config_path, load_settings, parse_settings
+
+
+def _absolute_paths(data: dict, model, root: Path) -> None:
+    """Every path setting of `model` (defaults included) written into `data` as an absolute
+    path against `root`: the derived file lives elsewhere, its paths must mean the same."""
+    from pydantic import BaseModel
+
+    for key in type(model).model_fields:
+        value = getattr(model, key)
+        if isinstance(value, BaseModel):
+            sub = data.get(key) if isinstance(data.get(key), dict) else {}
+            _absolute_paths(sub, value, root)
+            if sub:
+                data[key] = sub
+        elif isinstance(value, Path) and key != "root":
+            data[key] = str(value if value.is_absolute() else root / value)
 
 
 def derived_settings(overrides: dict, name: str) -> Path:
     """The settings file in force with `overrides` (nested dict) applied, validated, as a file
-    of this invocation alone: `.cli-<name>-<pid>-<token>.yaml` next to the file in force (so
-    relative paths keep their meaning), readable by its owner only (it may hold a storage
-    URL with a password) and removed when the process exits. Two commands at once never
-    read each other's flags."""
+    of this invocation alone: a private temporary file (`tradelab-cli-<name>-<pid>-*.yaml`,
+    mode 0600: it may hold a storage URL with a password) whose relative paths are made
+    absolute against the folder of the file in force, removed when the process exits. The
+    folder of the settings may be read-only; two commands at once never read each other's
+    flags; the file in force is never modified."""
     base = config_path()
     data = yaml.safe_load(base.read_text()) or {}
 
@@ -51,16 +68,12 @@ def derived_settings(overrides: dict, name: str) -> Path:
                 dst[k] = v
 
     merge(data, overrides)
-    fd, tmp = tempfile.mkstemp(prefix=f".cli-{name}-{os.getpid()}-", suffix=".yaml", dir=base.parent)
+    _absolute_paths(data, parse_settings(data, origin=f"{base} with the command's flags", root=base.parent), base.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"tradelab-cli-{name}-{os.getpid()}-", suffix=".yaml")
     path = Path(tmp)
     atexit.register(path.unlink, missing_ok=True)
     with os.fdopen(fd, "w") as fh:  # mkstemp: mode 0600
         fh.write(yaml.safe_dump(data, sort_keys=False))
-    try:
-        read_settings(path)  # validation errors name the key
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
     return path
 
 
@@ -95,6 +108,7 @@ def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: 
     from pipeline.chain import year_range_tags
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
 
     instance = get_instance()
@@ -102,7 +116,7 @@ def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: 
     for batch in tqdm(batches, desc=desc, unit="run" if not per_year else "year", disable=len(batches) == 1):
         res = materialize(ALL_ASSETS, selection=selection, instance=instance, resources=build_resources(str(cfg)),
                           tags=year_range_tags(batch), raise_on_error=False,
-                          run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+                          run_config=console_run_config())
         raise_if_failed(res, f"{desc} {batch[0]}..{batch[-1]}")
 
 
@@ -288,6 +302,7 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     from config.partitions import SYMBOLS
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
     from resources.delta_store import DeltaStore
 
@@ -306,7 +321,7 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     print(f"strategy-search: {args.symbol}, {s.generations} generations x {s.population} ({cfg.name})", file=sys.stderr)
     res = materialize(ALL_ASSETS, selection=["strategy_search"], partition_key=args.symbol, instance=instance,
                       resources=build_resources(str(cfg)), raise_on_error=False,
-                      run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+                      run_config=console_run_config())
     raise_if_failed(res, f"strategy_search {args.symbol}")
     path = settings.reports_dir / "strategy_search" / f"front_{args.symbol}.json"
     if args.out:

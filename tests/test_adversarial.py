@@ -215,7 +215,10 @@ def test_trade_logs_and_market_files_that_cannot_be_read_are_one_line(tmp_path):
 
 def test_a_bad_file_inside_a_dagster_run_is_one_line_first(tmp_path, make_settings, monkeypatch, capsys):
     """build-features over a user folder with a bad cell: the command's error is the input
-    line (file, row, column, expected), not the run's stack."""
+    line (file, row, column, expected) with exit code 2, then where the run's log is; none
+    of Dagster's events on the console (issue 23 item 8: they go to the log file)."""
+    import re
+
     from pipeline.cli import main
 
     folder = tmp_path / "user_data"
@@ -224,12 +227,14 @@ def test_a_bad_file_inside_a_dagster_run_is_one_line_first(tmp_path, make_settin
     cfg = make_settings(universe={"source": "folder", "folder": {"path": str(folder)}}, years={"start": 2001, "end": 2001})
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    assert main(["build-features"]) == 1
+    assert main(["build-features"]) == 2
     err = _user_lines(capsys.readouterr().err)
-    assert err[-1].startswith(f"error: historical_build_and_train AAA..AAA x 2001..2001 failed: {folder / 'AAA.csv'}: "
-                              "column 'close', row 2: non-numeric value 'abc'; expected a number (run ")
-    first = next(i for i, line in enumerate(err) if "non-numeric value 'abc'" in line)
-    assert first <= 1 and all("Stack Trace" not in line for line in err[:first + 1])  # the line first, then any stack
+    assert err[0].startswith("build-features: 1 symbols") and len(err) == 3, err
+    assert err[1] == f"error: {folder / 'AAA.csv'}: column 'close', row 2: non-numeric value 'abc'; expected a number"
+    m = re.fullmatch(r"\(historical_build_and_train AAA\.\.AAA x 2001\.\.2001: run (\S+) failed; its log: (\S+)\)", err[2])
+    assert m, err[2]
+    log = tmp_path / "home" / "logs" / f"{m.group(1)}.log"
+    assert m.group(2) == str(log) and "STEP_FAILURE" in log.read_text()
 
 
 def test_every_command_prints_the_runtime_line_first(make_settings, monkeypatch, tmp_path, capsys):

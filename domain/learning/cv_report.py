@@ -6,6 +6,11 @@ embargo `cv.embargo_days`; on each fold, Platt and isotonic calibrators are fitt
 training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
 loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
 labels. Reports: `reports/cv/h{H}/{Y}.json`; the table of fold metrics is the output.
+
+A horizon whose label has one class in the rows known by Y (a universe that only rose over
+H rows) has nothing to calibrate: it is skipped with one warning line naming the stage,
+year and horizon (`one_class`), and the other horizons finish; a fold whose training rows
+have one class is left out of that specialist's folds.
 """
 
 import tempfile
@@ -15,7 +20,7 @@ import numpy as np
 import polars as pl
 from joblib import Parallel, delayed
 
-from domain.learning.training_data import training_frame
+from domain.learning.training_data import one_class, training_frame
 from domain.observe import write_json_atomic
 from kernels.learn.calibration import fit_calibrator, fold_metrics
 from kernels.learn.purged_cv import PurgedKFold
@@ -30,16 +35,26 @@ def _cv_one(scores_path: str, shape: tuple, column: int, y_path: str, folds: lis
     y = np.memmap(y_path, dtype=np.int8, mode="r", shape=(shape[0],))
     rows = []
     for fold, (train, test) in enumerate(folds):
+        if np.unique(y[train]).size < 2:  # nothing to calibrate on this fold
+            continue
         for method in METHODS:
             cal = fit_calibrator(scores[train], y[train], method=method)
             rows.append({"fold": fold, "method": method, **fold_metrics(y[test], cal.predict(scores[test]))})
     return rows
 
 
-def cv_horizon(frame: pl.DataFrame, horizon: int, *, n_splits: int = 5, embargo_days: int = 5, workers: int = 1) -> list[dict]:
-    """Fold metrics of every specialist at one horizon (rows with every score and the label)."""
+def cv_horizon(frame: pl.DataFrame, horizon: int, *, n_splits: int = 5, embargo_days: int = 5, workers: int = 1,
+               year: int | None = None, log=None) -> list[dict]:
+    """Fold metrics of every specialist at one horizon (rows with every score and the label);
+    [] with a `log.warning` when the label has one class there."""
     data = frame.filter(pl.col(f"label_bin_h{horizon}").is_not_null()).drop_nans(SPECIALIST_COLUMNS).drop_nulls(SPECIALIST_COLUMNS)
     if data.height < n_splits * 10:
+        return []
+    only = one_class(data[f"label_bin_h{horizon}"])
+    if only is not None:
+        if log is not None:
+            log.warning(f"cv_report {year} h{horizon}: the label has one class (all {only}) in the training years; "
+                        "horizon skipped")
         return []
     t0 = data["date"].to_numpy().astype("datetime64[D]")
     t1 = data[f"t1_h{horizon}"].to_numpy().astype("datetime64[D]")
@@ -70,17 +85,19 @@ def summarize(rows: list[dict]) -> dict:
             for s, methods in out.items()}
 
 
-def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], settings) -> tuple[pl.DataFrame, dict]:
+def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], settings,
+                    log=None) -> tuple[pl.DataFrame, dict]:
     """The cross-validation of every specialist per horizon for each year of `years`
     (walk-forward: labels known by the end of the year). Writes `reports/cv/h{H}/{Y}.json`;
-    returns the table of fold metrics (with `year`) and the summaries keyed `{Y}/h{H}`."""
+    returns the table of fold metrics (with `year`) and the summaries keyed `{Y}/h{H}`.
+    `log.warning` is told of a horizon skipped for a one-class label."""
     horizons = settings.labels.horizons
     tables, summary = [], {}
     for year in years:
         frame = training_frame(specialists, labels, horizons, known_by_year=year)
         for h in horizons:
             rows = cv_horizon(frame, h, n_splits=settings.cv.n_splits, embargo_days=settings.cv.embargo_days,
-                              workers=settings.build.worker_count())
+                              workers=settings.build.worker_count(), year=year, log=log)
             report = {"year": year, "horizon": h, "symbols": frame["symbol"].n_unique(), "n_splits": settings.cv.n_splits,
                       "embargo_days": settings.cv.embargo_days, "summary": summarize(rows), "folds": rows}
             write_json_atomic(settings.reports_dir / "cv" / f"h{h}" / f"{year}.json", report)

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from domain.learning.training_data import training_frame
+from domain.learning.training_data import one_class, training_frame
 from domain.observe import write_json_atomic
 from kernels.learn.calibration import fold_metrics
 from kernels.learn.meta import (
@@ -181,6 +181,12 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
             if train.filter(pl.col(f"label_bin_h{h}").is_not_null()).height < 200:
                 if log is not None:
                     log.warning(f"meta_model {year} h{h}: too little history before {year}; skipped")
+                continue
+            only = one_class(train[f"label_bin_h{h}"])
+            if only is not None:  # nothing to learn or calibrate (a universe that only rose over h rows)
+                if log is not None:
+                    log.warning(f"meta_model {year} h{h}: the label has one class (all {only}) in the training years; "
+                                "horizon skipped")
                 continue
             model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
                                             embargo_days=settings.cv.embargo_days, model=settings.meta.model,

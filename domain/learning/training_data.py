@@ -40,3 +40,10 @@ def training_frame(specialists: pl.LazyFrame, labels: pl.LazyFrame, horizons: li
             pl.when(known).then(pl.col(f"t1_h{h}")).otherwise(None).alias(f"t1_h{h}"),
         )
     return frame.sort("date", "symbol").collect()
+
+
+def one_class(labels: pl.Series) -> int | None:
+    """The only class of a label column (nulls aside), or None when it has both (or none):
+    a one-class label leaves nothing to learn or calibrate."""
+    classes = labels.drop_nulls().unique()
+    return int(classes[0]) if classes.len() == 1 else None

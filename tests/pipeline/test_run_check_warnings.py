@@ -1,5 +1,5 @@
 """A run that succeeds with failed asset checks says so on the command line: one
-`warning: check ASSET/CHECK failed: ...` line per failed check (pipeline.runs.failed_check_lines);
+`warning: check ASSET/CHECK failed: ...` line per failed check (pipeline.run_report.failed_check_lines, for every run a command launches);
 `--strict` turns a date that is not an exchange session into a refused file."""
 
 from __future__ import annotations

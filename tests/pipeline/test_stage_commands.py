@@ -11,15 +11,22 @@ from config.settings import SettingsError, read_settings
 from pipeline.stage_commands import derived_settings, parse_years
 
 
-def test_derived_settings_sit_beside_the_file_in_force_and_keep_its_relative_paths(make_settings, monkeypatch):
-    cfg = make_settings()
+def test_derived_settings_are_a_private_temp_file_that_keeps_the_relative_paths_of_the_file_in_force(make_settings, monkeypatch):
+    """Not beside the file in force: its folder may be read-only (issue 23 item 8)."""
+    import tempfile
+
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": "user_data"}})
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     before = cfg.read_text()
     path = derived_settings({"meta": {"horizons": [7]}}, "train-meta")
-    assert path.parent == cfg.parent and path.name.startswith(".cli-train-meta-") and path.suffix == ".yaml"
-    assert path.stat().st_mode & 0o777 == 0o600  # may hold a storage password
+    assert str(path.parent) == tempfile.gettempdir() and path.name.startswith(f"tradelab-cli-train-meta-{os.getpid()}-")
+    assert path.suffix == ".yaml" and path.stat().st_mode & 0o777 == 0o600  # may hold a storage password
     derived, original = read_settings(path), read_settings(cfg)
-    assert derived.meta.horizons == [7] and derived.data_dir == original.data_dir
+    assert derived.meta.horizons == [7]
+    assert (derived.data_dir, derived.reports_dir, derived.models_dir) == (cfg.parent / "data", cfg.parent / "reports",
+                                                                           cfg.parent / "models")
+    assert derived.resolve(derived.universe.folder.path) == cfg.parent / "user_data"
+    assert derived.resolve(derived.grid_search.trade_log) == original.resolve(original.grid_search.trade_log)
     assert cfg.read_text() == before  # the file in force is never modified
 
 
@@ -58,7 +65,10 @@ def test_atc_scan_command_materializes_the_asset_with_its_flags_as_settings(make
 
     with DagsterInstance.from_config(str(tmp_path / "home")) as home_instance:
         assert home_instance.get_latest_materialization_event(AssetKey("atc_scan")) is not None
-    [derived] = cfg.parent.glob(".cli-atc-scan-*.yaml")  # this invocation's own file (removed at exit)
+    import tempfile
+    from pathlib import Path
+
+    [derived] = Path(tempfile.gettempdir()).glob(f"tradelab-cli-atc-scan-{os.getpid()}-*.yaml")  # removed at exit
     assert read_settings(derived).atc.scan_bars == 300
     assert (tmp_path / "scan.csv").read_text().count("\n") == 3
 
@@ -85,7 +95,10 @@ def test_two_commands_at_once_each_run_with_their_own_flags(make_settings):
     out_a, _ = a.communicate("go\n", timeout=60)
     out_b, _ = b.communicate("go\n", timeout=60)
     assert (out_a.strip(), out_b.strip()) == ("/data/A", "/data/B")
-    assert not list(cfg.parent.glob(".cli-build-features-*.yaml"))
+    import tempfile
+    from pathlib import Path
+
+    assert not [p for pid in (a.pid, b.pid) for p in Path(tempfile.gettempdir()).glob(f"tradelab-cli-build-features-{pid}-*")]
 
 
 def test_reports_never_record_a_password(tmp_path, monkeypatch):
