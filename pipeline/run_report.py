@@ -190,9 +190,10 @@ def failed_check_lines(events) -> list[str]:
             continue
         meta = {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}
         first = meta.pop("first", None) or []
-        facts = ", ".join(f"{k} {v}" for k, v in meta.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool))
+        facts = ", ".join(f"{k} {v}" for k, v in sorted(meta.items()) if isinstance(v, (int, float, str)) and not isinstance(v, bool))
         where = f" ({'; '.join(str(x) for x in first[:3])}{'; ...' if len(first) > 3 else ''})" if first else ""
-        lines.append(f"warning: check {evaluation.asset_key.to_user_string()}/{evaluation.check_name} failed: {facts}{where}")
+        lines.append(f"warning: check {evaluation.asset_key.to_user_string()}/{evaluation.check_name} failed"
+                     + (f": {facts}" if facts else "") + where)
     return lines
 
 
