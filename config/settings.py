@@ -226,6 +226,29 @@ class LSTMSettings(_Model):
     seed: int = Field(0, ge=0)
 
 
+MODULE_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class FeatureSettings(_Model):
+    """Which feature packs fill the `features` and `specialists` tables
+    (kernels.registry.packs): built-in `packs` (core, alpha158) and the packs of the plugin
+    modules named in `plugins` (imported by name from sys.path; domain.feature_packs
+    resolves them and refuses unknown packs and unusable plugins)."""
+
+    packs: list[str] = Field(default_factory=lambda: ["core"], min_length=1)
+    plugins: list[str] = Field(default_factory=list)
+
+    @field_validator("packs", "plugins")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        bad = [n for n in v if not MODULE_PATTERN.match(n)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a pack or module name (letters, digits, _ and dots)")
+        if len(set(v)) != len(v):
+            raise ValueError(f"a name is listed twice: {sorted(n for n in set(v) if v.count(n) > 1)}")
+        return v
+
+
 class MetaSettings(_Model):
     model: Literal["logistic", "hist_gbm", "lightgbm"] = "logistic"
     calibration: Literal["isotonic", "sigmoid"] = "isotonic"
@@ -378,6 +401,7 @@ class Settings(_Model):
     regime: Regime = Regime()
     cv: CV = CV()
     lstm: LSTMSettings = LSTMSettings()
+    features: FeatureSettings = FeatureSettings()
     meta: MetaSettings = MetaSettings()
     evaluation: EvaluationSettings = EvaluationSettings()
     backtest: BacktestSettings = BacktestSettings()

@@ -34,11 +34,19 @@ from kernels.seller_exhaustion import PRESETS, seller_exhaustion
 
 @dataclass(frozen=True)
 class Specialist:
+    """A score in [-1, 1] per bar from one symbol's Panel (`fn(panel) -> float32 array`).
+
+    `stream` is optional: without one the live path keeps the last `window` bars (default
+    warm-up + 1) and recomputes `fn` on them for the newest bar. `version`: bump it when
+    `fn` changes, so Dagster marks the stored partitions stale."""
+
     name: str
     fn: Callable[[Panel], np.ndarray]
     inputs: tuple[str, ...]
     warmup: int
-    stream: Callable  # u -> (() -> this bar's score): `fn`, one bar at a time
+    stream: Callable | None = None  # u -> (() -> this bar's score): `fn`, one bar at a time
+    window: int | None = None
+    version: str = "1"
 
     @property
     def column(self) -> str:
