@@ -9,7 +9,7 @@ every year of its rectangle once and computes each symbol's series once.
 Columns: those of the selected feature packs (settings `features`, domain.feature_packs),
 in pack order; `core` alone (the default) is the 19 registry features. Inputs are the bar
 fields the selected entries name; `vwap` is the source's column when the bars have one,
-else the typical price (high + low + close) / 3 in the bars' float32.
+else the typical price (kernels.registry.packs.typical_price, as the live path computes it).
 
 Checks (yielded with the output): dtypes; no NaN after each feature's warm-up; a halo spot
 check that computes one boundary from its halo only and from all stored history.
@@ -23,7 +23,7 @@ from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
 from kernels.registry.features import compute_features
-from kernels.registry.packs import Selection, select
+from kernels.registry.packs import Selection, select, typical_price
 from resources.delta_store import DeltaStore
 
 HALO_YEARS = FEATURE_HALO_YEARS
@@ -42,7 +42,8 @@ def with_inputs(bars: pl.DataFrame, inputs: list[str]) -> pl.DataFrame:
     """`bars` with every input column the entries need: `vwap` is the typical price when
     the source has none."""
     if "vwap" in inputs and "vwap" not in bars.columns:
-        bars = bars.with_columns(((pl.col("high") + pl.col("low") + pl.col("close")) / 3).alias("vwap"))
+        hlc = [bars[c].to_numpy() for c in ("high", "low", "close")]
+        bars = bars.with_columns(pl.Series("vwap", typical_price(*hlc)))
     return bars
 
 

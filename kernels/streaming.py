@@ -523,7 +523,7 @@ class WindowTap:
     Batch such as alpha158, a Specialist without one): it keeps the last `size` bars of the
     symbol (entry.window, default its longest warm-up + 1) and recomputes the entry's batch
     formula over them, once per bar, for the newest bar. Inputs are rebuilt as the batch
-    path builds them: float32 bar fields, vwap = (high + low + close) / 3 in float32.
+    path builds them: float32 bar fields, vwap = packs.typical_price (the batch path's own).
 
     Equal to the batch value bit for bit when the formula's value at a bar depends only on
     the window's rows and is computed the same way whatever the series length (e.g. NumPy
@@ -550,7 +550,9 @@ class WindowTap:
     def _arrays(self) -> dict[str, np.ndarray]:
         mat = np.asarray(self.rows, dtype=np.float32).reshape(-1, len(BAR_FIELDS))
         arrays = {name: np.ascontiguousarray(mat[:, i]) for i, name in enumerate(BAR_FIELDS)}
-        arrays["vwap"] = (arrays["high"] + arrays["low"] + arrays["close"]) / 3
+        from kernels.registry.packs import typical_price
+
+        arrays["vwap"] = typical_price(arrays["high"], arrays["low"], arrays["close"])
         return arrays
 
     def value(self, column: str) -> float:

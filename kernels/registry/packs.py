@@ -55,9 +55,15 @@ from kernels.registry.features import FEATURES, Feature
 from kernels.registry.specialists import SPECIALISTS, Specialist
 
 __all__ = ["Batch", "Feature", "Formula", "Pack", "Selection", "Specialist", "builtin_packs", "select",
-           "BAR_INPUTS"]
+           "BAR_INPUTS", "typical_price"]
 
 BAR_INPUTS = ("open", "high", "low", "close", "volume", "vwap")
+
+
+def typical_price(high: np.ndarray, low: np.ndarray, close: np.ndarray) -> np.ndarray:
+    """The `vwap` input of a source without one: (high + low + close) / 3, in NumPy in the
+    bars' float32 (the batch and the live path both call this, so they agree bit for bit)."""
+    return (high + low + close) / np.float32(3.0)
 
 
 @dataclass(frozen=True)

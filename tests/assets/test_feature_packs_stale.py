@@ -80,3 +80,28 @@ def test_adding_a_plugin_marks_partitions_stale_and_rebuilding_one_merges_its_co
     again = store.read("features", [new])
     np.testing.assert_array_equal(again["my_bb_pct_b20"].to_numpy(), rebuilt["my_bb_pct_b20"].to_numpy())
     assert again.select(pl.exclude("my_bb_pct_b20")).equals(rebuilt.select(pl.exclude("my_bb_pct_b20")))
+
+
+def _code_versions(cfg) -> tuple[str, str]:
+    """The code versions of the features and specialists assets when the definitions load
+    with the settings `cfg` (a fresh process, as Dagster loads them)."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PIPELINE_CONFIG": str(cfg), "PYTHONPATH": os.pathsep.join([str(repo), str(PLUGINS)])}
+    code = ("from dagster import AssetKey; from assets.features import features; from assets.specialists import specialists; "
+            "print(features.code_versions_by_key[AssetKey('features')], specialists.code_versions_by_key[AssetKey('specialists')])")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=repo, capture_output=True, text=True, check=True)
+    feats, specs = out.stdout.split()
+    return feats, specs
+
+
+def test_the_assets_code_versions_follow_the_packs_in_the_settings(make_settings, tmp_path):
+    core = _code_versions(make_settings())
+    assert core == (feature_selection(None).features_version, feature_selection(None).specialists_version)
+    plugin = _code_versions(make_settings(features={"plugins": ["my_research.features"]}))
+    assert plugin[0] != core[0] and plugin[1] != core[1]  # a feature and a specialist added
+    again = _code_versions(make_settings(features={"packs": ["core"], "plugins": []}))
+    assert again == core  # the same packs: the same versions, nothing stale
