@@ -223,8 +223,8 @@ def _plugin_packs(module_name: str) -> list[Pack]:
 
 
 def _check_entries(pack: Pack, where: str) -> None:
-    kinds = ((pack.features, (Feature, Formula, Batch), "formula"), (pack.specialists, (Specialist,), "fn"))
-    for entries, types, fn_field in kinds:
+    kinds = ((pack.features, (Feature, Formula, Batch)), (pack.specialists, (Specialist,)))
+    for entries, types in kinds:
         for i, e in enumerate(entries):
             if not isinstance(e, types):
                 raise ValueError(f"{where}, entry {i}: a {type(e).__name__}; expected one of "
@@ -232,10 +232,9 @@ def _check_entries(pack: Pack, where: str) -> None:
             name = getattr(e, "name", None)
             if not isinstance(name, str) or not name.strip():
                 raise ValueError(f"{where}, entry {i}: no name; expected a non-empty name")
-            fn = getattr(e, "formula" if isinstance(e, Feature) else "fn", None)
-            if not callable(fn):
-                raise ValueError(f"{where}, entry {name!r}: no formula; expected a callable "
-                                 f"{'formula' if isinstance(e, Feature) else fn_field}")
+            fn_field = "formula" if isinstance(e, Feature) else "fn"
+            if not callable(getattr(e, fn_field, None)):
+                raise ValueError(f"{where}, entry {name!r}: no formula; expected a callable {fn_field}")
             if isinstance(e, Batch) and (not e.columns or not all(isinstance(c, str) and c for c in e.columns)):
                 raise ValueError(f"{where}, entry {name!r}: no columns; expected a tuple of column names")
 
