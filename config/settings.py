@@ -254,8 +254,21 @@ class MetaSettings(_Model):
     calibration: Literal["isotonic", "sigmoid"] = "isotonic"
     horizons: list[int] | None = None  # null = every labels.horizons
     # specialists: the specialist scores, the LSTM score when present, the regime one-hot;
-    # features+specialists: those and the feature registry's columns (the `features` table)
-    inputs: Literal["specialists", "features+specialists"] = "specialists"
+    # features+specialists: those and the feature registry's columns (the `features` table);
+    # a list of names: `specialists` and selected pack names (core, alpha158, plugin packs),
+    # each pack adding its feature columns, e.g. [specialists, alpha158]
+    inputs: Union[Literal["specialists", "features+specialists"], list[str]] = "specialists"
+
+    @field_validator("inputs")
+    @classmethod
+    def _input_names(cls, v):
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("an empty list names no input: give specialists and/or pack names")
+            bad = [n for n in v if not MODULE_PATTERN.match(n)]
+            if bad:
+                raise ValueError(f"{bad[0]!r} is not a pack name; expected specialists or pack names such as core, alpha158")
+        return v
     # random_state of hist_gbm / lightgbm (and of the logistic model, which does not use it:
     # lbfgs on unshuffled folds is deterministic); the same seed and data give the same model
     seed: int = Field(0, ge=0)
