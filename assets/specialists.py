@@ -25,10 +25,11 @@ from resources.project import ProjectResource
 
 def _code_version() -> str:
     """A hash of the selected packs' specialists (names, versions): changing packs or
-    plugins marks the stored partitions stale."""
-    from domain.feature_packs import feature_selection
+    plugins marks the stored partitions stale (config.pack_versions: resolved without
+    importing the kernels here)."""
+    from config.pack_versions import pack_code_versions
 
-    return feature_selection(load_settings()).specialists_version
+    return pack_code_versions(load_settings().features)["specialists"]
 
 
 @symbol_year_asset(

@@ -23,3 +23,25 @@ def feature_selection(settings: Settings | FeatureSettings | None = None) -> Sel
         return select(tuple(features.packs), tuple(features.plugins))
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
+
+
+def _main(argv: list[str]) -> int:
+    """`python -m domain.feature_packs PACKS_JSON PLUGINS_JSON`: prints the code versions
+    {"features", "specialists"} as JSON (config.pack_versions runs this so that loading the
+    code location imports no kernel), or the one-line error on stderr with exit code 2."""
+    import json
+    import sys
+
+    try:
+        chosen = select(tuple(json.loads(argv[0])), tuple(json.loads(argv[1])))
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(json.dumps({"features": chosen.features_version, "specialists": chosen.specialists_version}))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_main(sys.argv[1:]))
