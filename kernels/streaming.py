@@ -82,6 +82,7 @@ from kernels.atc import (
     AtcParams,
 )
 from kernels.atc.cores import kama_step
+from kernels import indicators as K
 from kernels.registry import features as _feature_registry
 from kernels.registry import specialists as _specialist_registry
 from kernels.registry.features import FEATURES
@@ -114,6 +115,7 @@ __all__ = [
     "PineKAMAUpdater",
     "SellerExhaustionUpdater",
     "StreamCalls",
+    "SpecWindowUpdater",
     "SymbolStream",
     "WindowTap",
     "replay_entry",
@@ -414,6 +416,36 @@ BAR_FIELDS = ("open", "high", "low", "close", "volume")
 _FIELD = {name: i for i, name in enumerate(BAR_FIELDS)}
 
 
+class SpecWindowUpdater(Updater):
+    """The generic streaming path of a core without an updater in STREAM_CORES (a new
+    kernel is its core in kernels/cores.py and its Spec in kernels.indicators.SPECS): keeps
+    the last `window` input rows (the Spec's `stream_window`, default its lookback + 1) and
+    runs the compiled core over them for each new bar, O(window) per bar. Equal to the
+    batch core bit for bit when the core's value at a bar is computed from those rows
+    alone, in the same way whatever the series length; recursive cores (EMA-type) and
+    running sums differ within float rounding: give them an updater in STREAM_CORES."""
+
+    def __init__(self, core: str, dtype=np.float64, **params) -> None:
+        super().__init__()
+        spec = K.SPECS[core]
+        self.core, self.dtype = core, np.dtype(dtype)
+        self.n_inputs, self.n_outputs = spec.n_inputs, spec.n_outputs
+        self.params = (params.pop("n"), *params.values())
+        lb = spec.lookback(*self.params)
+        self.lookback = int(lb)
+        self.window = int(spec.stream_window(*self.params)) if spec.stream_window else self.lookback + 1
+        self._rows: deque = deque(maxlen=self.window)
+
+    def update(self, *xs):
+        self._count += 1
+        self._rows.append(xs)
+        cols = np.asarray(self._rows, dtype=np.float64).T
+        outs = K.ragged(self.core, list(cols), np.array([0, cols.shape[1]]), self.params, dtype=self.dtype)
+        vals = tuple(float(o[-1]) for o in outs)
+        self.value = vals[0] if self.n_outputs == 1 else vals
+        return self.value
+
+
 class _Node:
     """One shared updater: fed its input fields once per bar; `out` is its last output."""
 
@@ -460,13 +492,15 @@ class StreamCalls:
         return list(self._pool.values())
 
     def __call__(self, core: str, inputs: tuple[str, ...], output: int = 0, **params):
-        if core not in STREAM_CORES:
-            raise KeyError(f"no streaming updater for core {core!r} (kernels.streaming.STREAM_CORES)")
+        if core not in STREAM_CORES and core not in K.SPECS:
+            raise KeyError(f"no streaming updater for core {core!r} (kernels.streaming.STREAM_CORES) and no such "
+                           "core in kernels.indicators.SPECS")
         f32 = self.dtype == np.float32
         key = (core, tuple(inputs), tuple(sorted(params.items())), f32 if core in _DTYPE_DEPENDENT else None)
         node = self._pool.get(key)
         if node is None:
-            updater = STREAM_CORES[core](f32, **params)
+            make = STREAM_CORES.get(core)
+            updater = make(f32, **params) if make is not None else SpecWindowUpdater(core, self.dtype, **params)
             if len(inputs) != updater.n_inputs:
                 raise ValueError(f"{core} takes {updater.n_inputs} input fields, got {inputs!r}")
             node = self._pool[key] = _Node(key, updater, tuple(_FIELD[c] for c in inputs))
