@@ -161,3 +161,12 @@ def test_changing_the_packs_changes_the_code_versions_and_the_same_packs_keep_th
     assert plugin.features_version != core.features_version
     assert plugin.specialists_version != core.specialists_version
     assert select(("core",), ()).features_version == core.features_version
+
+
+def test_the_documented_worked_example_is_the_module_the_tests_run():
+    """docs/plugins.md (the README section's text) shows the plugin module these tests
+    import, verbatim."""
+    repo = Path(__file__).resolve().parents[2]
+    doc = (repo / "docs" / "plugins.md").read_text()
+    module = (PLUGINS / "my_research" / "features.py").read_text()
+    assert f"```python\n{module}```" in doc
