@@ -371,7 +371,8 @@ class DeltaStore:
         if missing:
             on = [c for c in ("symbol", "date") if c in df.columns]
             if len(on) == 2:
-                kept = self.scan(asset, keys, allow_missing=True).select(*on, *missing).collect()
+                kept = (self.scan(asset, keys, allow_missing=True).select(*on, *missing)
+                        .with_columns(pl.col("date").cast(df.schema["date"])).collect())
                 df = df.join(kept, on=on, how="left", maintain_order="left")
             else:
                 df = df.with_columns(*[pl.lit(None, stored[c]).alias(c) for c in missing])
