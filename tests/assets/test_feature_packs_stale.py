@@ -38,6 +38,15 @@ def _status(instance, assets, key: SymbolYear):
     return get_stale_status_resolver(instance, assets).get_status(AssetKey("features"), make_key(key.symbol, key.year))
 
 
+def _settings_file(make_settings, name: str, **overrides) -> Path:
+    """A settings file of its own (make_settings rewrites one path), in the same folder so
+    that data, reports and models are shared."""
+    path = make_settings(**overrides)
+    own = path.with_name(f"{name}.yaml")
+    own.write_text(path.read_text())
+    return own
+
+
 @pytest.fixture
 def plugin_path(monkeypatch):
     monkeypatch.syspath_prepend(str(PLUGINS))
@@ -49,7 +58,7 @@ def test_adding_a_plugin_marks_partitions_stale_and_rebuilding_one_merges_its_co
 
     from pipeline.definitions import build_resources
 
-    core_cfg = make_settings()
+    core_cfg = _settings_file(make_settings, "core")
     old, new = SymbolYear("AAA", 2003), SymbolYear("AAA", 2004)
     assert run_assets([raw_bars, _features_of(core_cfg)], core_cfg, instance, ["AAA"], [2000, 2001, 2002, 2003, 2004]).success
     store = DeltaStore(read_settings(core_cfg).data_dir)
@@ -57,7 +66,7 @@ def test_adding_a_plugin_marks_partitions_stale_and_rebuilding_one_merges_its_co
     core_defs = [raw_bars, _features_of(core_cfg)]
     assert _status(instance, core_defs, old) == StaleStatus.FRESH
 
-    plugin_cfg = make_settings(features={"plugins": ["my_research.features"]})
+    plugin_cfg = _settings_file(make_settings, "plugin", features={"plugins": ["my_research.features"]})
     plugin_defs = [raw_bars, _features_of(plugin_cfg)]
     assert _status(instance, plugin_defs, old) == StaleStatus.STALE
     assert _status(instance, plugin_defs, new) == StaleStatus.STALE
@@ -99,9 +108,37 @@ def _code_versions(cfg) -> tuple[str, str]:
 
 
 def test_the_assets_code_versions_follow_the_packs_in_the_settings(make_settings, tmp_path):
-    core = _code_versions(make_settings())
+    core = _code_versions(_settings_file(make_settings, "core"))
     assert core == (feature_selection(None).features_version, feature_selection(None).specialists_version)
-    plugin = _code_versions(make_settings(features={"plugins": ["my_research.features"]}))
+    plugin = _code_versions(_settings_file(make_settings, "plugin", features={"plugins": ["my_research.features"]}))
     assert plugin[0] != core[0] and plugin[1] != core[1]  # a feature and a specialist added
-    again = _code_versions(make_settings(features={"packs": ["core"], "plugins": []}))
+    again = _code_versions(_settings_file(make_settings, "again", features={"packs": ["core"], "plugins": []}))
     assert again == core  # the same packs: the same versions, nothing stale
+
+
+def test_a_plugin_specialist_goes_stale_and_is_merged_into_the_specialists_table(make_settings, instance, plugin_path):
+    from dagster import AssetKey, materialize
+    from dagster._core.definitions.data_version import StaleStatus
+    from dagster._utils.test.data_versions import get_stale_status_resolver
+
+    from assets.specialists import specialists
+    from pipeline.definitions import build_resources
+
+    def defs(cfg):
+        version = feature_selection(read_settings(cfg)).specialists_version
+        return [raw_bars, specialists.map_asset_specs(lambda spec: spec.replace_attributes(code_version=version))]
+
+    def status(assets, year):
+        return get_stale_status_resolver(instance, assets).get_status(AssetKey("specialists"), make_key("AAA", year))
+
+    core_cfg = _settings_file(make_settings, "core")
+    assert run_assets(defs(core_cfg), core_cfg, instance, ["AAA"], [2000, 2001]).success
+    plugin_cfg = _settings_file(make_settings, "plugin", features={"plugins": ["my_research.features"]})
+    assert status(defs(core_cfg), 2001) == StaleStatus.FRESH and status(defs(plugin_cfg), 2001) == StaleStatus.STALE
+    assert materialize(defs(plugin_cfg), selection=["specialists"], partition_key="AAA|2001", instance=instance,
+                       resources=build_resources(str(plugin_cfg))).success
+    store = DeltaStore(read_settings(core_cfg).data_dir)
+    new, old = store.read("specialists", [SymbolYear("AAA", 2001)]), store.read("specialists", [SymbolYear("AAA", 2000)])
+    assert new["spec_momentum10_score"].is_nan().sum() == 0 and new["spec_momentum10_score"].abs().max() <= 1
+    assert old["spec_momentum10_score"].null_count() == old.height
+    assert status(defs(plugin_cfg), 2001) == StaleStatus.FRESH and status(defs(plugin_cfg), 2000) == StaleStatus.STALE
