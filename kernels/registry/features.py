@@ -1,7 +1,9 @@
 """The feature registry: every feature's name, formula over the kernels, warm-up, and
 streaming updater.
 
-The `features` table's column order is the registry's order. To add a feature, append one
+This registry is the `core` pack (kernels.registry.packs, which also declares the other
+built-in packs and loads plugin packs); the `features` table holds the columns of every
+selected pack, core's in the registry's order. To add a feature, append one
 `Feature` here, with its batch `formula` and its `stream` (`_kernel` when both are one and
 the same kernel call): the batch stage, the live
 stream (kernels.streaming.SymbolStream), the schema, the halo check and the tests

@@ -51,8 +51,10 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from kernels.registry.features import FEATURES, Feature
-from kernels.registry.specialists import SPECIALISTS, Specialist
+from kernels.registry import features as _features
+from kernels.registry import specialists as _specialists
+from kernels.registry.features import Feature
+from kernels.registry.specialists import Specialist
 
 __all__ = ["Batch", "Feature", "Formula", "Pack", "Selection", "Specialist", "builtin_packs", "select",
            "BAR_INPUTS", "typical_price"]
@@ -130,7 +132,8 @@ class Pack:
 
 
 def _core() -> Pack:
-    return Pack("core", tuple(FEATURES), tuple(SPECIALISTS))
+    """The registries (read when selected: a feature appended there is in `core`)."""
+    return Pack("core", tuple(_features.FEATURES), tuple(_specialists.SPECIALISTS))
 
 
 def _alpha158() -> Pack:
@@ -274,4 +277,3 @@ def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = ()) ->
     return Selection(tuple(chosen), (tuple(packs), tuple(plugins)))
 
 
-CORE = select()

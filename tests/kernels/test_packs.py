@@ -170,3 +170,17 @@ def test_the_documented_worked_example_is_the_module_the_tests_run():
     doc = (repo / "docs" / "plugins.md").read_text()
     module = (PLUGINS / "my_research" / "features.py").read_text()
     assert f"```python\n{module}```" in doc
+
+
+def test_a_feature_appended_to_the_core_registry_is_a_new_core_column_and_code_version(monkeypatch, fresh_select):
+    from kernels.registry import features as feature_registry
+    from kernels.registry.features import FEATURES, Feature
+
+    before = select()
+    extra = Feature("f_sma50", lambda k: k("sma", ("close",), n=50), ("sma", 50), lambda u: u("sma", ("close",), n=50))
+    monkeypatch.setattr(feature_registry, "FEATURES", (*FEATURES, extra))
+    select.cache_clear()
+    after = select()
+    assert after.feature_columns == [*before.feature_columns, "f_sma50"]
+    assert after.features_version != before.features_version
+    assert after.specialists_version == before.specialists_version  # the specialists stay fresh
