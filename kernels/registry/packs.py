@@ -275,5 +275,3 @@ def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = ()) ->
                 raise ValueError(f"{where}: column {c!r} is already made by {by}; expected a new column name")
             owner[c] = f"pack {p.name!r}"
     return Selection(tuple(chosen), (tuple(packs), tuple(plugins)))
-
-
