@@ -79,7 +79,7 @@ def _resolve(features: FeatureSettings) -> dict[str, str]:
         raise SettingsError(out.stderr.strip().splitlines()[-1])
     if out.returncode != 0:
         raise RuntimeError(f"resolving the feature packs failed (exit {out.returncode}): {out.stderr.strip()[-2000:]}")
-    return json.loads(out.stdout)
+    return json.loads(out.stdout.strip().splitlines()[-1])  # the last line: a plugin may print while importing
 
 
 def pack_code_versions(features: FeatureSettings) -> dict[str, str]:
