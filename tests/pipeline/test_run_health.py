@@ -38,12 +38,14 @@ run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, ["AA
 def _tick(instance, run):
     from dagster import build_run_status_sensor_context
 
+    from pipeline.definitions import defs
     from pipeline.sensors import build_chain_sensor
 
     event = next(r.event_log_entry.dagster_event for r in instance.get_records_for_run(run.run_id).records
                  if r.event_log_entry.dagster_event is not None)
     ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=event,
-                                          dagster_instance=instance, dagster_run=run)
+                                          dagster_instance=instance, dagster_run=run,
+                                          repository_def=defs.get_repository_def())
     return build_chain_sensor(ctx)
 
 
