@@ -1,0 +1,376 @@
+"""Rolling cores of the Alpha158 family, written once as plain loops (compiled in `cpu`).
+
+The two helpers are `register_jitable`: plain Python functions that numba inlines.
+
+Every core walks many symbols stored back to back (symbol k is rows offsets[k]:offsets[k+1])
+and restarts its state at each symbol's first row, so no window crosses a symbol boundary.
+Windows are Qlib's: the last `n` rows of the symbol with min_periods=1 (a window is shorter
+at the start of a symbol), NaN rows skipped. Inputs are float64 arrays (float32 values
+widened, as pandas widens them); accumulators are float64.
+
+Each core replays the arithmetic of the code Qlib runs for its operator, so that results
+agree to the last bit in float64 (pandas 2.x `pandas/_libs/window/aggregations.pyx`, Qlib's
+`qlib/data/_libs/rolling.pyx`):
+
+    roll_sum       Sum       Kahan sum; a window of one repeated value gives value * count
+    roll_mean      Mean      Kahan sum / count; repeated value -> that value; sign clamps
+    roll_var       Var, Std  Welford + Kahan, ddof=1, NaN below 2 values, repeated value -> 0
+    roll_max/min   Max/Min   NaN-skipping extreme; NaN when the window holds no value
+    roll_idxmax/min IdxMax/IdxMin  1-based np.argmax/argmin of the raw window (a NaN wins,
+                   as np.argmax returns the first NaN); NaN when no finite value
+    roll_qrank     Quantile(q_lo), Quantile(q_hi), Rank: one sorted window per pass;
+                   linear interpolation at q*(count-1); rank = average rank of the last value
+                   / count (NaN where the last value is NaN)
+    roll_linreg    Slope, Rsquare, Resi: Qlib's Cython running sums (x = 1..n, newest = n),
+                   shifted per step in Qlib's order
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+NAN = float("nan")
+
+
+def roll_sum(x, offsets, n, out):
+    """out[t] = pandas `rolling(n, min_periods=1).sum()` of x within its symbol."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        nobs = 0
+        sum_x = 0.0
+        comp_add = 0.0
+        comp_rem = 0.0
+        same = 0
+        prev = NAN
+        if b > a:
+            prev = np.float64(x[a])
+        for i in range(a, b):
+            if i - n >= a:
+                v = np.float64(x[i - n])
+                if not math.isnan(v):
+                    nobs -= 1
+                    y = -v - comp_rem
+                    t = sum_x + y
+                    comp_rem = t - sum_x - y
+                    sum_x = t
+            v = np.float64(x[i])
+            if not math.isnan(v):
+                nobs += 1
+                y = v - comp_add
+                t = sum_x + y
+                comp_add = t - sum_x - y
+                sum_x = t
+                if v == prev:
+                    same += 1
+                else:
+                    same = 1
+                prev = v
+            if nobs >= 1:
+                out[i] = prev * nobs if same >= nobs else sum_x
+            else:
+                out[i] = NAN
+
+
+def roll_mean(x, offsets, n, out):
+    """out[t] = pandas `rolling(n, min_periods=1).mean()` of x within its symbol."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        nobs = 0
+        neg = 0
+        sum_x = 0.0
+        comp_add = 0.0
+        comp_rem = 0.0
+        same = 0
+        prev = NAN
+        if b > a:
+            prev = np.float64(x[a])
+        for i in range(a, b):
+            if i - n >= a:
+                v = np.float64(x[i - n])
+                if not math.isnan(v):
+                    nobs -= 1
+                    y = -v - comp_rem
+                    t = sum_x + y
+                    comp_rem = t - sum_x - y
+                    sum_x = t
+                    if v < 0:
+                        neg -= 1
+            v = np.float64(x[i])
+            if not math.isnan(v):
+                nobs += 1
+                y = v - comp_add
+                t = sum_x + y
+                comp_add = t - sum_x - y
+                sum_x = t
+                if v < 0:
+                    neg += 1
+                if v == prev:
+                    same += 1
+                else:
+                    same = 1
+                prev = v
+            if nobs >= 1:
+                r = sum_x / nobs
+                if same >= nobs:
+                    r = prev
+                elif neg == 0 and r < 0:
+                    r = 0.0
+                elif neg == nobs and r > 0:
+                    r = 0.0
+                out[i] = r
+            else:
+                out[i] = NAN
+
+
+def roll_var(x, offsets, n, out):
+    """out[t] = pandas `rolling(n, min_periods=1).var()` (ddof=1) of x within its symbol
+    (Std is its square root with negatives as 0, pandas' zsqrt)."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        nobs = 0
+        mean_x = 0.0
+        ssq = 0.0
+        comp_add = 0.0
+        comp_rem = 0.0
+        same = 0
+        prev = NAN
+        if b > a:
+            prev = np.float64(x[a])
+        for i in range(a, b):
+            if i - n >= a:
+                v = np.float64(x[i - n])
+                if not math.isnan(v):
+                    nobs -= 1
+                    if nobs > 0:
+                        prev_mean = mean_x - comp_rem
+                        y = v - comp_rem
+                        t = y - mean_x
+                        comp_rem = t + mean_x - y
+                        mean_x = mean_x - t / nobs
+                        ssq = ssq - (v - prev_mean) * (v - mean_x)
+                    else:
+                        mean_x = 0.0
+                        ssq = 0.0
+            v = np.float64(x[i])
+            if not math.isnan(v):
+                nobs += 1
+                if v == prev:
+                    same += 1
+                else:
+                    same = 1
+                prev = v
+                prev_mean = mean_x - comp_add
+                y = v - comp_add
+                t = y - mean_x
+                comp_add = t + mean_x - y
+                mean_x = mean_x + t / nobs
+                ssq = ssq + (v - prev_mean) * (v - mean_x)
+            if nobs > 1:
+                out[i] = 0.0 if same >= nobs else ssq / (nobs - 1.0)
+            else:
+                out[i] = NAN
+
+
+def roll_max(x, offsets, n, out):
+    """out[t] = the largest non-NaN value of the window (NaN if it holds none)."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        for i in range(a, b):
+            best = NAN
+            for j in range(max(a, i - n + 1), i + 1):
+                v = np.float64(x[j])
+                if not math.isnan(v) and (math.isnan(best) or v > best):
+                    best = v
+            out[i] = best
+
+
+def roll_min(x, offsets, n, out):
+    """out[t] = the smallest non-NaN value of the window (NaN if it holds none)."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        for i in range(a, b):
+            best = NAN
+            for j in range(max(a, i - n + 1), i + 1):
+                v = np.float64(x[j])
+                if not math.isnan(v) and (math.isnan(best) or v < best):
+                    best = v
+            out[i] = best
+
+
+def roll_idxmax(x, offsets, n, out):
+    """out[t] = 1 + np.argmax(window): first maximum, or the first NaN if the window has one;
+    NaN when the window holds no finite value (pandas' apply count)."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        for i in range(a, b):
+            s = max(a, i - n + 1)
+            finite = 0
+            pos = -1
+            best = NAN
+            for j in range(s, i + 1):
+                v = np.float64(x[j])
+                if math.isfinite(v):
+                    finite += 1
+                if pos >= 0 and math.isnan(best):
+                    continue
+                if pos < 0 or math.isnan(v) or v > best:
+                    pos = j - s
+                    best = v
+            out[i] = pos + 1.0 if finite > 0 else NAN
+
+
+def roll_idxmin(x, offsets, n, out):
+    """out[t] = 1 + np.argmin(window): first minimum, or the first NaN if the window has one;
+    NaN when the window holds no finite value (pandas' apply count)."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        for i in range(a, b):
+            s = max(a, i - n + 1)
+            finite = 0
+            pos = -1
+            best = NAN
+            for j in range(s, i + 1):
+                v = np.float64(x[j])
+                if math.isfinite(v):
+                    finite += 1
+                if pos >= 0 and math.isnan(best):
+                    continue
+                if pos < 0 or math.isnan(v) or v < best:
+                    pos = j - s
+                    best = v
+            out[i] = pos + 1.0 if finite > 0 else NAN
+
+
+def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
+    """Quantile(x, n, q_lo), Quantile(x, n, q_hi) and Rank(x, n) (pct) in one pass.
+
+    `buf` (length >= n) holds the window's non-NaN values sorted ascending; each step removes
+    the leaving value and inserts the entering one (O(n) shifts, n <= 60)."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        m = 0
+        for i in range(a, b):
+            if i - n >= a:
+                v = np.float64(x[i - n])
+                if not math.isnan(v):
+                    p = 0
+                    while buf[p] != v:
+                        p += 1
+                    for j in range(p, m - 1):
+                        buf[j] = buf[j + 1]
+                    m -= 1
+            v = np.float64(x[i])
+            if not math.isnan(v):
+                p = m
+                while p > 0 and buf[p - 1] > v:
+                    buf[p] = buf[p - 1]
+                    p -= 1
+                buf[p] = v
+                m += 1
+            if m == 0:
+                out_lo[i] = NAN
+                out_hi[i] = NAN
+                out_rank[i] = NAN
+                continue
+            out_lo[i] = _quantile_sorted(buf, m, q_lo)
+            out_hi[i] = _quantile_sorted(buf, m, q_hi)
+            if math.isnan(v):
+                out_rank[i] = NAN
+            else:
+                lo = 0  # rank_min - 1: values strictly below v
+                while buf[lo] < v:
+                    lo += 1
+                hi = lo  # rank_max: values <= v
+                while hi < m and buf[hi] == v:
+                    hi += 1
+                r_min = lo + 1.0
+                r_max = float(hi)
+                rank = ((r_max * (r_max + 1) / 2) - ((r_min - 1) * r_min / 2)) / (r_max - r_min + 1)
+                out_rank[i] = rank / m
+
+
+@register_jitable
+def _quantile_sorted(buf, m, q):
+    """pandas' linear quantile of the m sorted values buf[:m]."""
+    if m == 1:
+        return buf[0]
+    f = q * (m - 1)
+    idx = int(f)
+    if f == idx:
+        return buf[idx]
+    lo = buf[idx]
+    return lo + (buf[idx + 1] - lo) * (f - idx)
+
+
+def roll_linreg(x, offsets, n, out_slope, out_rsq, out_resi):
+    """Qlib's rolling Slope, Rsquare and Resi of x against positions 1..n (newest = n).
+
+    Replays Qlib's Cython `Rolling` classes: a window pre-filled with n NaN, sums of i, x, x^2,
+    y, y^2, xy shifted by one position per step (x -> x - 1) before the leaving value is taken
+    out and the entering one put in; N = non-NaN count. 0/0 (N = 1, or a constant window for
+    Rsquare) gives NaN as in C."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        i_sum = 0.0
+        x_sum = 0.0
+        x2_sum = 0.0
+        y_sum = 0.0
+        y2_sum = 0.0
+        xy_sum = 0.0
+        na = n
+        w = float(n)
+        for i in range(a, b):
+            val = np.float64(x[i])
+            xy_sum = xy_sum - y_sum
+            x2_sum = x2_sum + i_sum - 2 * x_sum
+            x_sum = x_sum - i_sum
+            front = np.float64(x[i - n]) if i - n >= a else NAN
+            if not math.isnan(front):
+                i_sum -= 1
+                y_sum -= front
+                y2_sum -= front * front
+            else:
+                na -= 1
+            if math.isnan(val):
+                na += 1
+            else:
+                i_sum += 1
+                x_sum += w
+                x2_sum += w * w
+                y_sum += val
+                y2_sum += val * val
+                xy_sum += w * val
+            cnt = n - na
+            num = cnt * xy_sum - x_sum * y_sum
+            den_x = cnt * x2_sum - x_sum * x_sum
+            slope = _div(num, den_x)
+            out_slope[i] = slope
+            den = den_x * (cnt * y2_sum - y_sum * y_sum)
+            r = _div(num, math.sqrt(den) if den >= 0 else NAN)
+            out_rsq[i] = r * r
+            x_mean = _div(x_sum, float(cnt))
+            y_mean = _div(y_sum, float(cnt))
+            interp = y_mean - slope * x_mean
+            out_resi[i] = val - (slope * w + interp)
+
+
+@register_jitable
+def _div(p, q):
+    """p / q with C's IEEE semantics (x/0 = +-inf, 0/0 = NaN) instead of Python's error."""
+    if q == 0.0:
+        if p == 0.0 or math.isnan(p):
+            return NAN
+        return math.copysign(math.inf, p) * math.copysign(1.0, q)
+    return p / q
