@@ -179,76 +179,76 @@ def roll_var(x, offsets, n, out):
 
 def roll_max(x, offsets, n, out):
     """out[t] = the largest non-NaN value of the window (NaN if it holds none)."""
-    for k in range(offsets.shape[0] - 1):
-        a = offsets[k]
-        b = offsets[k + 1]
-        for i in range(a, b):
-            best = NAN
-            for j in range(max(a, i - n + 1), i + 1):
-                v = np.float64(x[j])
-                if not math.isnan(v) and (math.isnan(best) or v > best):
-                    best = v
-            out[i] = best
+    _roll_extreme(x, offsets, n, out, True, False)
 
 
 def roll_min(x, offsets, n, out):
     """out[t] = the smallest non-NaN value of the window (NaN if it holds none)."""
-    for k in range(offsets.shape[0] - 1):
-        a = offsets[k]
-        b = offsets[k + 1]
-        for i in range(a, b):
-            best = NAN
-            for j in range(max(a, i - n + 1), i + 1):
-                v = np.float64(x[j])
-                if not math.isnan(v) and (math.isnan(best) or v < best):
-                    best = v
-            out[i] = best
+    _roll_extreme(x, offsets, n, out, False, False)
 
 
 def roll_idxmax(x, offsets, n, out):
     """out[t] = 1 + np.argmax(window): first maximum, or the first NaN if the window has one;
     NaN when the window holds no finite value (pandas' apply count)."""
-    for k in range(offsets.shape[0] - 1):
-        a = offsets[k]
-        b = offsets[k + 1]
-        for i in range(a, b):
-            s = max(a, i - n + 1)
-            finite = 0
-            pos = -1
-            best = NAN
-            for j in range(s, i + 1):
-                v = np.float64(x[j])
-                if math.isfinite(v):
-                    finite += 1
-                if pos >= 0 and math.isnan(best):
-                    continue
-                if pos < 0 or math.isnan(v) or v > best:
-                    pos = j - s
-                    best = v
-            out[i] = pos + 1.0 if finite > 0 else NAN
+    _roll_extreme(x, offsets, n, out, True, True)
 
 
 def roll_idxmin(x, offsets, n, out):
     """out[t] = 1 + np.argmin(window): first minimum, or the first NaN if the window has one;
     NaN when the window holds no finite value (pandas' apply count)."""
+    _roll_extreme(x, offsets, n, out, False, True)
+
+
+@register_jitable
+def _roll_extreme(x, offsets, n, out, is_max, index):
+    """Rolling max/min (NaN skipped) or 1-based argmax/argmin (np.argmax: the first extreme,
+    a NaN wins). Keeps the position of the current extreme; rescans the window only when
+    that position leaves it (or, for the index, while the window holds a NaN)."""
     for k in range(offsets.shape[0] - 1):
         a = offsets[k]
         b = offsets[k + 1]
+        best = -1  # row of the window's first extreme among non-NaN values, -1 if none
+        nans = 0
+        finite = 0
         for i in range(a, b):
             s = max(a, i - n + 1)
-            finite = 0
-            pos = -1
-            best = NAN
-            for j in range(s, i + 1):
-                v = np.float64(x[j])
+            if i - n >= a:
+                old = np.float64(x[i - n])
+                if math.isnan(old):
+                    nans -= 1
+                elif math.isfinite(old):
+                    finite -= 1
+            v = np.float64(x[i])
+            if math.isnan(v):
+                nans += 1
+            else:
                 if math.isfinite(v):
                     finite += 1
-                if pos >= 0 and math.isnan(best):
-                    continue
-                if pos < 0 or math.isnan(v) or v < best:
-                    pos = j - s
-                    best = v
-            out[i] = pos + 1.0 if finite > 0 else NAN
+                if best >= 0 and best < s:
+                    best = -1
+                    for j in range(s, i):
+                        w = np.float64(x[j])
+                        if not math.isnan(w) and (best < 0 or (w > x[best] if is_max else w < x[best])):
+                            best = j
+                if best < 0 or (v > x[best] if is_max else v < x[best]):
+                    best = i
+            if best >= 0 and best < s:  # the extreme left and no value entered: rescan
+                best = -1
+                for j in range(s, i + 1):
+                    w = np.float64(x[j])
+                    if not math.isnan(w) and (best < 0 or (w > x[best] if is_max else w < x[best])):
+                        best = j
+            if not index:
+                out[i] = np.float64(x[best]) if best >= 0 else NAN
+            elif finite == 0:
+                out[i] = NAN
+            elif nans > 0:
+                j = s
+                while not math.isnan(np.float64(x[j])):
+                    j += 1
+                out[i] = j - s + 1.0
+            else:
+                out[i] = best - s + 1.0
 
 
 def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):

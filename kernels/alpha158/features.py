@@ -117,7 +117,9 @@ def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=n
         for d in WINDOWS:
             put(f"ROC{d}", _ref(c, pos, d) / c)
             put(f"MA{d}", roll(cpu.roll_mean, c64, d) / c)
-            std_c = _std(cpu, offsets, d, c64)
+            var = {k: _var(cpu, offsets, d, wide[k]) for k in ("c", "v", "wv", "logv", "ret", "dlogv")}
+            std = {k: _sqrt0(v_) for k, v_ in var.items()}
+            std_c = std["c"]
             put(f"STD{d}", std_c / c)
             slope, rsq, resi = tmp
             cpu.roll_linreg(c64, offsets, d, slope, rsq, resi)
@@ -139,8 +141,9 @@ def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=n
             put(f"IMAX{d}", imax / d)
             put(f"IMIN{d}", imin / d)
             put(f"IMXD{d}", (imax - imin) / d)
-            put(f"CORR{d}", _corr(cpu, c, logv, wide["c"], wide["logv"], offsets, d, std_c))
-            put(f"CORD{d}", _corr(cpu, ret, dlogv, wide["ret"], wide["dlogv"], offsets, d, None))
+            span = np.minimum(pos + 1, d).astype(np.float64)  # rows in the window
+            put(f"CORR{d}", _corr(cpu, c, logv, var["c"], var["logv"], std["c"], std["logv"], span, offsets, d))
+            put(f"CORD{d}", _corr(cpu, ret, dlogv, var["ret"], var["dlogv"], std["ret"], std["dlogv"], span, offsets, d))
             cntp = roll(cpu.roll_mean, gt, d)
             cntn = roll(cpu.roll_mean, lt, d)
             put(f"CNTP{d}", cntp)
@@ -148,8 +151,8 @@ def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=n
             put(f"CNTD{d}", cntp - cntn)
             _sum_ratios(cpu, out, put, "SUM", wide["up"], wide["down"], wide["absd"], offsets, d, total)
             put(f"VMA{d}", roll(cpu.roll_mean, wide["v"], d) / v_eps)
-            put(f"VSTD{d}", _std(cpu, offsets, d, wide["v"]) / v_eps)
-            put(f"WVMA{d}", _std(cpu, offsets, d, wide["wv"]) / (roll(cpu.roll_mean, wide["wv"], d) + _EPS))
+            put(f"VSTD{d}", std["v"] / v_eps)
+            put(f"WVMA{d}", std["wv"] / (roll(cpu.roll_mean, wide["wv"], d) + _EPS))
             _sum_ratios(cpu, out, put, "VSUM", wide["vup"], wide["vdown"], wide["vabsd"], offsets, d, total)
     return {name: out[name] for name in ALPHA158_NAMES}
 
@@ -166,38 +169,45 @@ def _sum_ratios(cpu, out, put, prefix, up, down, absd, offsets, d, total):
     put(f"{prefix}D{d}", (s_up - s_down) / den)
 
 
-def _corr(cpu, x32, y32, x64, y64, offsets, d, std_x):
+def _corr(cpu, x32, y32, var_x, var_y, std_x, std_y, span, offsets, d):
     """Qlib's Corr(x, y, d): pandas' rolling corr on the pairwise-complete rows (x + 0*y in
-    float32), NaN where the rolling std of x or of y (each on its own rows) is close to 0."""
-    total = x64.shape[0]
+    float32), NaN where the rolling std of x or of y (each on its own rows) is close to 0.
+    var_x, var_y, std_x, std_y: the rolling variances and stds of x and y on their own rows
+    (the variances reused where the pairwise mask removes nothing: x + 0.0 is x); span: the
+    rows in each window (the pairwise count where no row is NaN)."""
+    total = x32.shape[0]
 
     def roll(core, a):
         r = np.empty(total, dtype=np.float64)
         core(a, offsets, d, r)
         return r
 
-    xm = (x32 + np.float32(0) * y32).astype(np.float64)
-    ym = (y32 + np.float32(0) * x32).astype(np.float64)
+    xm = x32 + np.float32(0) * y32
+    ym = y32 + np.float32(0) * x32
+    nan_x, nan_y, nan_xy = np.isnan(x32), np.isnan(y32), np.isnan(xm)
+    xm, ym = xm.astype(np.float64), ym.astype(np.float64)
     mean_xy = roll(cpu.roll_mean, xm * ym)
     mean_x = roll(cpu.roll_mean, xm)
     mean_y = roll(cpu.roll_mean, ym)
-    count = roll(cpu.roll_sum, (~np.isnan(xm + ym)).astype(np.float64))
-    var_x = roll(cpu.roll_var, xm)
-    var_y = roll(cpu.roll_var, ym)
+    count = roll(cpu.roll_sum, (~nan_xy).astype(np.float64)) if nan_xy.any() else span
+    var_xm = var_x if np.array_equal(nan_x, nan_xy) else roll(cpu.roll_var, xm)
+    var_ym = var_y if np.array_equal(nan_y, nan_xy) else roll(cpu.roll_var, ym)
     num = (mean_xy - mean_x * mean_y) * (count / (count - 1))
-    res = num / np.sqrt(var_x * var_y)
-    if std_x is None:
-        std_x = _std(cpu, offsets, d, x64)
-    res[_isclose0(std_x) | _isclose0(_std(cpu, offsets, d, y64))] = np.nan
+    res = num / np.sqrt(var_xm * var_ym)
+    res[_isclose0(std_x) | _isclose0(std_y)] = np.nan
     return res
 
 
-def _std(cpu, offsets, d, x):
-    """pandas' rolling std: the square root of the rolling var, a negative var giving 0."""
+def _var(cpu, offsets, d, x):
+    """pandas' rolling var (ddof=1) of x within each symbol."""
     var = np.empty(x.shape[0], dtype=np.float64)
     cpu.roll_var(x, offsets, d, var)
-    var[var < 0] = 0.0
-    return np.sqrt(var)
+    return var
+
+
+def _sqrt0(var):
+    """pandas' std from its var (zsqrt): the square root, a negative var giving 0."""
+    return np.sqrt(np.maximum(var, 0.0))  # NaN stays NaN
 
 
 def _isclose0(std):
