@@ -45,6 +45,7 @@ ALPHA158_WARMUP: dict[str, int] = {
 }
 
 _EPS = 1e-12
+CHUNK_ROWS = 16_384  # rows per chunk of whole symbols: the chunk's float64 temporaries stay in cache
 # Qlib sets Rsquare and Corr to NaN where a window's std is np.isclose to 0 (atol=2e-05)
 _STD_ZERO = 2e-05
 
@@ -55,17 +56,32 @@ def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=n
     arrays: 'open', 'high', 'low', 'close', 'volume', 'vwap', 1-D of one length (float32 or
     float64); offsets: int, symbol k is rows offsets[k]:offsets[k+1] (offsets[0] = 0,
     offsets[-1] = length). Returns Qlib name -> array of that length, dtype `dtype`."""
-    from kernels.alpha158 import cpu
-
     total = _check(arrays, offsets)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = {name: np.empty(total, dtype=dtype) for name in ALPHA158_NAMES}
+    first = 0
+    while first < offsets.shape[0] - 1:  # whole symbols, about CHUNK_ROWS rows at a time
+        last = int(np.searchsorted(offsets, offsets[first] + CHUNK_ROWS, side="right")) - 1
+        last = min(max(last, first + 1), offsets.shape[0] - 1)
+        a, b = int(offsets[first]), int(offsets[last])
+        if b > a:
+            chunk = {f: np.asarray(arrays[f])[a:b] for f in FIELDS}
+            _compute_chunk(chunk, offsets[first:last + 1] - a, {name: col[a:b] for name, col in out.items()})
+        first = last
+    return out
+
+
+def _compute_chunk(arrays, offsets, out):
+    """compute_alpha158 on a few whole symbols, written into the out views."""
+    from kernels.alpha158 import cpu
+
+    total = offsets[-1]
     f32 = {f: np.ascontiguousarray(arrays[f], dtype=np.float32) for f in FIELDS}
     o, h, l, c, v, vw = (f32[f] for f in FIELDS)
     pos = _position_in_symbol(offsets, total)
-    out: dict[str, np.ndarray] = {}
 
     def put(name, values):
-        out[name] = np.asarray(values).astype(dtype, copy=False)
+        out[name][:] = values
 
     with np.errstate(all="ignore"):
         rng = h - l + np.float32(_EPS)
@@ -154,7 +170,6 @@ def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=n
             put(f"VSTD{d}", std["v"] / v_eps)
             put(f"WVMA{d}", std["wv"] / (roll(cpu.roll_mean, wide["wv"], d) + _EPS))
             _sum_ratios(cpu, out, put, "VSUM", wide["vup"], wide["vdown"], wide["vabsd"], offsets, d, total)
-    return {name: out[name] for name in ALPHA158_NAMES}
 
 
 def _sum_ratios(cpu, out, put, prefix, up, down, absd, offsets, d, total):
