@@ -129,52 +129,71 @@ def roll_mean(x, offsets, n, out):
 
 def roll_var(x, offsets, n, out):
     """out[t] = pandas `rolling(n, min_periods=1).var()` (ddof=1) of x within its symbol
-    (Std is its square root with negatives as 0, pandas' zsqrt)."""
+    (Std is its square root with negatives as 0, pandas' zsqrt). x, out: 1-D contiguous."""
+    roll_var_many(x.reshape((x.shape[0], 1)), offsets, n, out.reshape((out.shape[0], 1)))
+
+
+@register_jitable
+def roll_var_many(xs, offsets, n, out):
+    """roll_var of each column of xs (rows x columns, C order) into the same column of out.
+
+    Welford's update divides by the count inside the loop-carried chain; stepping the
+    columns side by side lets their divisions overlap instead of waiting on each other."""
+    m = xs.shape[1]
+    nobs = np.zeros(m, dtype=np.int64)
+    same = np.zeros(m, dtype=np.int64)
+    mean_x = np.zeros(m)
+    ssq = np.zeros(m)
+    comp_add = np.zeros(m)
+    comp_rem = np.zeros(m)
+    prev = np.zeros(m)
     for k in range(offsets.shape[0] - 1):
         a = offsets[k]
         b = offsets[k + 1]
-        nobs = 0
-        mean_x = 0.0
-        ssq = 0.0
-        comp_add = 0.0
-        comp_rem = 0.0
-        same = 0
-        prev = NAN
-        if b > a:
-            prev = np.float64(x[a])
+        if b == a:
+            continue
+        for c in range(m):
+            nobs[c] = 0
+            same[c] = 0
+            mean_x[c] = 0.0
+            ssq[c] = 0.0
+            comp_add[c] = 0.0
+            comp_rem[c] = 0.0
+            prev[c] = np.float64(xs[a, c])
         for i in range(a, b):
-            if i - n >= a:
-                v = np.float64(x[i - n])
+            for c in range(m):
+                if i - n >= a:
+                    v = np.float64(xs[i - n, c])
+                    if not math.isnan(v):
+                        nobs[c] -= 1
+                        if nobs[c] > 0:
+                            prev_mean = mean_x[c] - comp_rem[c]
+                            y = v - comp_rem[c]
+                            t = y - mean_x[c]
+                            comp_rem[c] = t + mean_x[c] - y
+                            mean_x[c] = mean_x[c] - t / nobs[c]
+                            ssq[c] = ssq[c] - (v - prev_mean) * (v - mean_x[c])
+                        else:
+                            mean_x[c] = 0.0
+                            ssq[c] = 0.0
+                v = np.float64(xs[i, c])
                 if not math.isnan(v):
-                    nobs -= 1
-                    if nobs > 0:
-                        prev_mean = mean_x - comp_rem
-                        y = v - comp_rem
-                        t = y - mean_x
-                        comp_rem = t + mean_x - y
-                        mean_x = mean_x - t / nobs
-                        ssq = ssq - (v - prev_mean) * (v - mean_x)
+                    nobs[c] += 1
+                    if v == prev[c]:
+                        same[c] += 1
                     else:
-                        mean_x = 0.0
-                        ssq = 0.0
-            v = np.float64(x[i])
-            if not math.isnan(v):
-                nobs += 1
-                if v == prev:
-                    same += 1
+                        same[c] = 1
+                    prev[c] = v
+                    prev_mean = mean_x[c] - comp_add[c]
+                    y = v - comp_add[c]
+                    t = y - mean_x[c]
+                    comp_add[c] = t + mean_x[c] - y
+                    mean_x[c] = mean_x[c] + t / nobs[c]
+                    ssq[c] = ssq[c] + (v - prev_mean) * (v - mean_x[c])
+                if nobs[c] > 1:
+                    out[i, c] = 0.0 if same[c] >= nobs[c] else ssq[c] / (nobs[c] - 1.0)
                 else:
-                    same = 1
-                prev = v
-                prev_mean = mean_x - comp_add
-                y = v - comp_add
-                t = y - mean_x
-                comp_add = t + mean_x - y
-                mean_x = mean_x + t / nobs
-                ssq = ssq + (v - prev_mean) * (v - mean_x)
-            if nobs > 1:
-                out[i] = 0.0 if same >= nobs else ssq / (nobs - 1.0)
-            else:
-                out[i] = NAN
+                    out[i, c] = NAN
 
 
 def roll_max(x, offsets, n, out):

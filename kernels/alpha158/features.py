@@ -45,6 +45,7 @@ ALPHA158_WARMUP: dict[str, int] = {
 }
 
 _EPS = 1e-12
+VAR_KEYS = ("c", "v", "wv", "logv", "ret", "dlogv")  # the series whose rolling var Std/Corr need
 CHUNK_ROWS = 16_384  # rows per chunk of whole symbols: the chunk's float64 temporaries stay in cache
 # Qlib sets Rsquare and Corr to NaN where a window's std is np.isclose to 0 (atol=2e-05)
 _STD_ZERO = 2e-05
@@ -122,6 +123,7 @@ def _compute_chunk(arrays, offsets, out):
                 "vabsd": np.abs(dv).astype(np.float64), "logv": logv.astype(np.float64),
                 "dlogv": dlogv.astype(np.float64)}
 
+        var_in = np.stack([wide[k] for k in VAR_KEYS], axis=1)  # rows x 6: one var pass per window
         buf = np.empty(max(WINDOWS), dtype=np.float64)
         tmp = [np.empty(total, dtype=np.float64) for _ in range(3)]
 
@@ -133,7 +135,9 @@ def _compute_chunk(arrays, offsets, out):
         for d in WINDOWS:
             put(f"ROC{d}", _ref(c, pos, d) / c)
             put(f"MA{d}", roll(cpu.roll_mean, c64, d) / c)
-            var = {k: _var(cpu, offsets, d, wide[k]) for k in ("c", "v", "wv", "logv", "ret", "dlogv")}
+            var_all = np.empty_like(var_in)
+            cpu.roll_var_many(var_in, offsets, d, var_all)
+            var = {k: np.ascontiguousarray(var_all[:, j]) for j, k in enumerate(VAR_KEYS)}
             std = {k: _sqrt0(v_) for k, v_ in var.items()}
             std_c = std["c"]
             put(f"STD{d}", std_c / c)
