@@ -273,30 +273,38 @@ def _roll_extreme(x, offsets, n, out, is_max, index):
 def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
     """Quantile(x, n, q_lo), Quantile(x, n, q_hi) and Rank(x, n) (pct) in one pass.
 
-    `buf` (length >= n) holds the window's non-NaN values sorted ascending; each step removes
-    the leaving value and inserts the entering one (O(n) shifts, n <= 60)."""
+    `buf` (length >= n) holds the window's non-NaN values sorted ascending. Each step puts
+    the entering value in the leaving value's slot and slides it to its sorted place (only
+    the values between the two move), or removes / inserts alone where one side is NaN."""
     for k in range(offsets.shape[0] - 1):
         a = offsets[k]
         b = offsets[k + 1]
         m = 0
         for i in range(a, b):
-            if i - n >= a:
-                v = np.float64(x[i - n])
-                if not math.isnan(v):
-                    p = 0
-                    while buf[p] != v:
-                        p += 1
-                    for j in range(p, m - 1):
-                        buf[j] = buf[j + 1]
-                    m -= 1
             v = np.float64(x[i])
-            if not math.isnan(v):
-                p = m
+            old = np.float64(x[i - n]) if i - n >= a else NAN
+            if not math.isnan(old) and not math.isnan(v):
+                p = _lower_bound(buf, m, old)  # old is in buf: its first copy
+                while p + 1 < m and buf[p + 1] < v:
+                    buf[p] = buf[p + 1]
+                    p += 1
                 while p > 0 and buf[p - 1] > v:
                     buf[p] = buf[p - 1]
                     p -= 1
                 buf[p] = v
-                m += 1
+            else:
+                if not math.isnan(old):
+                    p = _lower_bound(buf, m, old)
+                    for j in range(p, m - 1):
+                        buf[j] = buf[j + 1]
+                    m -= 1
+                if not math.isnan(v):
+                    p = m
+                    while p > 0 and buf[p - 1] > v:
+                        buf[p] = buf[p - 1]
+                        p -= 1
+                    buf[p] = v
+                    m += 1
             if m == 0:
                 out_lo[i] = NAN
                 out_hi[i] = NAN
@@ -307,9 +315,7 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
             if math.isnan(v):
                 out_rank[i] = NAN
             else:
-                lo = 0  # rank_min - 1: values strictly below v
-                while buf[lo] < v:
-                    lo += 1
+                lo = _lower_bound(buf, m, v)  # rank_min - 1: values strictly below v
                 hi = lo  # rank_max: values <= v
                 while hi < m and buf[hi] == v:
                     hi += 1
@@ -317,6 +323,20 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
                 r_max = float(hi)
                 rank = ((r_max * (r_max + 1) / 2) - ((r_min - 1) * r_min / 2)) / (r_max - r_min + 1)
                 out_rank[i] = rank / m
+
+
+@register_jitable
+def _lower_bound(buf, m, v):
+    """The first position p in the sorted buf[:m] with buf[p] >= v (binary search)."""
+    lo = 0
+    hi = m
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if buf[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @register_jitable
