@@ -94,11 +94,12 @@ def qlib_worker(root: str, out: str, kernels: int = 1) -> None:
     fields, names = Alpha158DL.get_feature_config()
     calendar = [str(d.date()) for d in D.calendar(freq="day")]
     instruments = D.list_instruments(D.instruments("all"), as_list=True)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     df = D.features(instruments, fields, start_time=calendar[0], end_time=calendar[-1], freq="day")
-    seconds = time.perf_counter() - t0
+    seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
     df.columns = names
     result = {"names": np.array(names), "fields": np.array(fields), "seconds": np.float64(seconds),
+              "cpu_seconds": np.float64(cpu_seconds),
               "rows": np.int64(len(df)), "pandas": np.array(pd.__version__), "qlib": np.array(qlib.__version__)}
     for inst in instruments:
         part = df.xs(inst, level="instrument").sort_index()
