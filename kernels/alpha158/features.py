@@ -249,15 +249,24 @@ def _position_in_symbol(offsets, total):
 
 
 def _check(arrays, offsets) -> int:
+    """The arrays' common length; a ValueError naming the array or offset and what was expected."""
     missing = [f for f in FIELDS if f not in arrays]
     if missing:
         raise ValueError(f"compute_alpha158: missing input arrays {missing}; expected {list(FIELDS)}")
-    total = np.asarray(arrays["close"]).shape[0]
+    total = np.asarray(arrays["close"]).shape[0] if np.ndim(arrays["close"]) else 0
     for f in FIELDS:
         a = np.asarray(arrays[f])
+        if a.dtype.kind not in "fiu":
+            raise ValueError(f"compute_alpha158: '{f}' has dtype {a.dtype}; expected numbers (float32 or float64)")
         if a.ndim != 1 or a.shape[0] != total:
             raise ValueError(f"compute_alpha158: '{f}' has shape {a.shape}; expected ({total},) like 'close'")
     off = np.asarray(offsets)
-    if off.ndim != 1 or off.shape[0] < 1 or off[0] != 0 or off[-1] != total or np.any(np.diff(off) < 0):
-        raise ValueError(f"compute_alpha158: offsets must rise from 0 to {total} (the arrays' length)")
+    if off.ndim != 1 or off.shape[0] < 1 or off.dtype.kind not in "iu":
+        raise ValueError(f"compute_alpha158: offsets must be a 1-D integer array from 0 to {total}; "
+                         f"got shape {off.shape}, dtype {off.dtype}")
+    bad = np.flatnonzero(np.diff(off) < 0)
+    if off[0] != 0 or off[-1] != total or bad.size:
+        k = 0 if off[0] != 0 else (int(bad[0]) + 1 if bad.size else off.shape[0] - 1)
+        raise ValueError(f"compute_alpha158: offsets[{k}] = {int(off[k])}; offsets must rise from 0 to {total} "
+                         "(the arrays' length)")
     return total
