@@ -12,8 +12,9 @@ float32 inputs Qlib was fed, the symbol offsets and Qlib's 158 float32 columns.
 Series: GOOG daily bars shipped with the `backtesting` package (500 rows, real data), and a
 synthetic series that starts 50 sessions later (a non-zero bin start index) with a flat
 stretch (open = high = low = close and a constant volume: zero std, repeated closes), a
-stretch of repeated closes under moving highs and lows, and a 3-session gap (NaN rows, as a
-missing day is in Qlib's dense bin layout).
+stretch of repeated closes under moving highs and lows, a 3-session gap (NaN rows, as a
+missing day is in Qlib's dense bin layout), two sessions whose volume alone is missing (the
+correlations' pairwise masks) and a session with zero volume (divisions by zero: inf, NaN).
 
 The same module is the worker (`--qlib-worker ROOT OUT`) and is imported by
 benchmarks/bench_alpha158.py for `qlib_python()`, `write_qlib_bins()` and `run_qlib()`;
@@ -145,6 +146,8 @@ def fixture_series() -> tuple[list[str], dict[str, tuple[int, dict[str, np.ndarr
     s = {k: np.asarray(v, dtype=np.float32) for k, v in s.items()}
     for v in s.values():
         v[240:243] = np.nan  # a 3-session gap
+    s["volume"][260:262] = np.nan  # volume missing on two sessions that have prices
+    s["volume"][275] = 0  # a session without trades: v / Ref(v, 1) divides by zero next session
     return calendar, {"GOOG": (0, g), "SYN": (50, s)}
 
 

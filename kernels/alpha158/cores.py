@@ -5,7 +5,9 @@ The two helpers are `register_jitable`: plain Python functions that numba inline
 Every core walks many symbols stored back to back (symbol k is rows offsets[k]:offsets[k+1])
 and restarts its state at each symbol's first row, so no window crosses a symbol boundary.
 Windows are Qlib's: the last `n` rows of the symbol with min_periods=1 (a window is shorter
-at the start of a symbol), NaN rows skipped. Inputs are float64 arrays (float32 values
+at the start of a symbol), NaN rows skipped; the pandas-based cores (sum, mean, var, max,
+min, quantile, rank, and apply for IdxMax/IdxMin) see +-inf as NaN, as pandas turns it into
+NaN before aggregating. Inputs are float64 arrays (float32 values
 widened, as pandas widens them); accumulators are float64.
 
 Each core replays the arithmetic of the code Qlib runs for its operator, so that results
@@ -16,8 +18,8 @@ agree to the last bit in float64 (pandas 2.x `pandas/_libs/window/aggregations.p
     roll_mean      Mean      Kahan sum / count; repeated value -> that value; sign clamps
     roll_var       Var, Std  Welford + Kahan, ddof=1, NaN below 2 values, repeated value -> 0
     roll_max/min   Max/Min   NaN-skipping extreme; NaN when the window holds no value
-    roll_idxmax/min IdxMax/IdxMin  1-based np.argmax/argmin of the raw window (a NaN wins,
-                   as np.argmax returns the first NaN); NaN when no finite value
+    roll_idxmax/min IdxMax/IdxMin  1-based np.argmax/argmin of the window (a NaN wins, as
+                   np.argmax returns the first NaN); NaN when the window holds no value
     roll_qrank     Quantile(q_lo), Quantile(q_hi), Rank: one sorted window per pass;
                    linear interpolation at q*(count-1); rank = average rank of the last value
                    / count (NaN where the last value is NaN)
@@ -47,17 +49,17 @@ def roll_sum(x, offsets, n, out):
         same = 0
         prev = NAN
         if b > a:
-            prev = np.float64(x[a])
+            prev = _pd(x[a])
         for i in range(a, b):
             if i - n >= a:
-                v = np.float64(x[i - n])
+                v = _pd(x[i - n])
                 if not math.isnan(v):
                     nobs -= 1
                     y = -v - comp_rem
                     t = sum_x + y
                     comp_rem = t - sum_x - y
                     sum_x = t
-            v = np.float64(x[i])
+            v = _pd(x[i])
             if not math.isnan(v):
                 nobs += 1
                 y = v - comp_add
@@ -88,10 +90,10 @@ def roll_mean(x, offsets, n, out):
         same = 0
         prev = NAN
         if b > a:
-            prev = np.float64(x[a])
+            prev = _pd(x[a])
         for i in range(a, b):
             if i - n >= a:
-                v = np.float64(x[i - n])
+                v = _pd(x[i - n])
                 if not math.isnan(v):
                     nobs -= 1
                     y = -v - comp_rem
@@ -100,7 +102,7 @@ def roll_mean(x, offsets, n, out):
                     sum_x = t
                     if v < 0:
                         neg -= 1
-            v = np.float64(x[i])
+            v = _pd(x[i])
             if not math.isnan(v):
                 nobs += 1
                 y = v - comp_add
@@ -159,11 +161,11 @@ def roll_var_many(xs, offsets, n, out):
             ssq[c] = 0.0
             comp_add[c] = 0.0
             comp_rem[c] = 0.0
-            prev[c] = np.float64(xs[a, c])
+            prev[c] = _pd(xs[a, c])
         for i in range(a, b):
             for c in range(m):
                 if i - n >= a:
-                    v = np.float64(xs[i - n, c])
+                    v = _pd(xs[i - n, c])
                     if not math.isnan(v):
                         nobs[c] -= 1
                         if nobs[c] > 0:
@@ -176,7 +178,7 @@ def roll_var_many(xs, offsets, n, out):
                         else:
                             mean_x[c] = 0.0
                             ssq[c] = 0.0
-                v = np.float64(xs[i, c])
+                v = _pd(xs[i, c])
                 if not math.isnan(v):
                     nobs[c] += 1
                     if v == prev[c]:
@@ -208,45 +210,43 @@ def roll_min(x, offsets, n, out):
 
 def roll_idxmax(x, offsets, n, out):
     """out[t] = 1 + np.argmax(window): first maximum, or the first NaN if the window has one;
-    NaN when the window holds no finite value (pandas' apply count)."""
+    NaN when the window holds no value (pandas' apply count; +-inf is NaN to pandas)."""
     _roll_extreme(x, offsets, n, out, True, True)
 
 
 def roll_idxmin(x, offsets, n, out):
     """out[t] = 1 + np.argmin(window): first minimum, or the first NaN if the window has one;
-    NaN when the window holds no finite value (pandas' apply count)."""
+    NaN when the window holds no value (pandas' apply count; +-inf is NaN to pandas)."""
     _roll_extreme(x, offsets, n, out, False, True)
 
 
 @register_jitable
 def _roll_extreme(x, offsets, n, out, is_max, index):
     """Rolling max/min (NaN skipped) or 1-based argmax/argmin (np.argmax: the first extreme,
-    a NaN wins). Keeps the position of the current extreme; rescans the window only when
+    a NaN wins), +-inf read as NaN (pandas' _prep_values). Keeps the position of the current extreme; rescans the window only when
     that position leaves it (or, for the index, while the window holds a NaN)."""
     for k in range(offsets.shape[0] - 1):
         a = offsets[k]
         b = offsets[k + 1]
         best = -1  # row of the window's first extreme among non-NaN values, -1 if none
         nans = 0
-        finite = 0
+        count = 0  # values (not NaN, not +-inf) in the window
         for i in range(a, b):
             s = max(a, i - n + 1)
             if i - n >= a:
-                old = np.float64(x[i - n])
-                if math.isnan(old):
+                if math.isnan(_pd(x[i - n])):
                     nans -= 1
-                elif math.isfinite(old):
-                    finite -= 1
-            v = np.float64(x[i])
+                else:
+                    count -= 1
+            v = _pd(x[i])
             if math.isnan(v):
                 nans += 1
             else:
-                if math.isfinite(v):
-                    finite += 1
+                count += 1
                 if best >= 0 and best < s:
                     best = -1
                     for j in range(s, i):
-                        w = np.float64(x[j])
+                        w = _pd(x[j])
                         if not math.isnan(w) and (best < 0 or (w > x[best] if is_max else w < x[best])):
                             best = j
                 if best < 0 or (v > x[best] if is_max else v < x[best]):
@@ -254,16 +254,16 @@ def _roll_extreme(x, offsets, n, out, is_max, index):
             if best >= 0 and best < s:  # the extreme left and no value entered: rescan
                 best = -1
                 for j in range(s, i + 1):
-                    w = np.float64(x[j])
+                    w = _pd(x[j])
                     if not math.isnan(w) and (best < 0 or (w > x[best] if is_max else w < x[best])):
                         best = j
             if not index:
                 out[i] = np.float64(x[best]) if best >= 0 else NAN
-            elif finite == 0:
+            elif count == 0:
                 out[i] = NAN
             elif nans > 0:
                 j = s
-                while not math.isnan(np.float64(x[j])):
+                while not math.isnan(_pd(x[j])):
                     j += 1
                 out[i] = j - s + 1.0
             else:
@@ -281,8 +281,8 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
         b = offsets[k + 1]
         m = 0
         for i in range(a, b):
-            v = np.float64(x[i])
-            old = np.float64(x[i - n]) if i - n >= a else NAN
+            v = _pd(x[i])
+            old = _pd(x[i - n]) if i - n >= a else NAN
             if not math.isnan(old) and not math.isnan(v):
                 p = _lower_bound(buf, m, old)  # old is in buf: its first copy
                 while p + 1 < m and buf[p + 1] < v:
@@ -323,6 +323,13 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
                 r_max = float(hi)
                 rank = ((r_max * (r_max + 1) / 2) - ((r_min - 1) * r_min / 2)) / (r_max - r_min + 1)
                 out_rank[i] = rank / m
+
+
+@register_jitable
+def _pd(v):
+    """A value as pandas' rolling aggregations see it: float64, +-inf as NaN (_prep_values)."""
+    v = np.float64(v)
+    return NAN if math.isinf(v) else v
 
 
 @register_jitable

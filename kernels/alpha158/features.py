@@ -193,7 +193,8 @@ def _corr(cpu, x32, y32, var_x, var_y, std_x, std_y, span, offsets, d):
     float32), NaN where the rolling std of x or of y (each on its own rows) is close to 0.
     var_x, var_y, std_x, std_y: the rolling variances and stds of x and y on their own rows
     (the variances reused where the pairwise mask removes nothing: x + 0.0 is x); span: the
-    rows in each window (the pairwise count where no row is NaN)."""
+    rows in each window (the pairwise count where no row is NaN). As in pandas, +-inf counts
+    as missing."""
     total = x32.shape[0]
 
     def roll(core, a):
@@ -201,10 +202,10 @@ def _corr(cpu, x32, y32, var_x, var_y, std_x, std_y, span, offsets, d):
         core(a, offsets, d, r)
         return r
 
-    xm = x32 + np.float32(0) * y32
-    ym = y32 + np.float32(0) * x32
-    nan_x, nan_y, nan_xy = np.isnan(x32), np.isnan(y32), np.isnan(xm)
-    xm, ym = xm.astype(np.float64), ym.astype(np.float64)
+    # pandas: X = x + 0*y, Y = y + 0*x, then +-inf -> NaN in each (_prep_values)
+    xm = _finite_or_nan(x32 + np.float32(0) * y32)
+    ym = _finite_or_nan(y32 + np.float32(0) * x32)
+    nan_x, nan_y, nan_xy = ~np.isfinite(x32), ~np.isfinite(y32), np.isnan(xm + ym)
     mean_xy = roll(cpu.roll_mean, xm * ym)
     mean_x = roll(cpu.roll_mean, xm)
     mean_y = roll(cpu.roll_mean, ym)
@@ -222,6 +223,13 @@ def _var(cpu, offsets, d, x):
     var = np.empty(x.shape[0], dtype=np.float64)
     cpu.roll_var(x, offsets, d, var)
     return var
+
+
+def _finite_or_nan(x):
+    """x as float64 with +-inf replaced by NaN."""
+    x = x.astype(np.float64)
+    x[np.isinf(x)] = np.nan
+    return x
 
 
 def _sqrt0(var):

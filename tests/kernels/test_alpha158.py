@@ -4,7 +4,9 @@ The fixture tests/kernels/data/alpha158_reference.npz was written by
 scripts/alpha158_fixture.py from pyqlib 0.9.7 (pandas 2.2.3) fed Qlib's bin layout of the
 same float32 inputs: GOOG daily (500 sessions, real data) and a synthetic symbol starting 50
 sessions later with a flat stretch (open = high = low = close, constant volume: zero std,
-repeated closes), repeated closes under moving highs and lows, and a 3-session gap (NaN rows).
+repeated closes), repeated closes under moving highs and lows, a 3-session gap (NaN rows),
+two sessions whose volume alone is missing (Corr's pairwise masks) and a zero-volume session
+(v / Ref(v, 1) = inf the next session, which pandas' rolling operators skip).
 
 Tolerance, by column kind:
 - every column except CORR*/CORD*: exact (bit-equal float32, identical NaN positions). The
@@ -73,6 +75,9 @@ def test_fixture_covers_the_edge_cases(fixture):
     assert (ref["STD5"][85:150] == 0).all()  # zero std on the flat stretch
     assert np.isnan(ref["RSQR5"][85:150]).all() and np.isnan(ref["CORR5"][85:150]).all()  # Qlib's std mask
     assert np.isinf(ref["KMID2"]).sum() == 0 and (ref["KMID2"][80:150] == 0).all()  # (c-o)/(0+1e-12)
+    volume = fixture["volume"][a:b]
+    assert np.isnan(volume[260:262]).all() and not np.isnan(close[260:262]).any()  # pairwise masks
+    assert volume[275] == 0 and np.isfinite(ref["CORD5"][276:290]).all()  # v/Ref(v,1) = inf: pandas skips it
 
 
 def test_warmup_is_the_first_non_nan_row_of_qlib(fixture):
@@ -148,6 +153,27 @@ def test_quantile_and_rank_core_equals_pandas_reference_with_ties_and_nan(n):
                       (hi, reference.roll_quantile(x, offsets, n, 0.8)),
                       (rank, reference.roll_rank(x, offsets, n))):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("core", ["roll_sum", "roll_mean", "roll_var", "roll_max", "roll_min", "roll_idxmax",
+                                  "roll_idxmin"])
+def test_core_treats_inf_as_pandas_does(core):
+    """pandas' aggregations skip +-inf like NaN; rolling.apply (IdxMax/IdxMin) sees it."""
+    x = np.array([1.0, np.inf, 3.0, -np.inf, 2.0, 2.5, 4.0, np.inf, np.inf, 1.0, 0.5, 2.0])
+    offsets = np.array([0, 12])
+    got = _run(getattr(cpu, core), x, offsets, 3)
+    want = getattr(reference, core)(x, offsets, 3)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_quantile_and_rank_core_treat_inf_as_pandas_does():
+    x = np.array([1.0, np.inf, 3.0, -np.inf, 2.0, 2.5, 4.0, np.inf, np.inf, 1.0, 0.5, 2.0])
+    offsets = np.array([0, 12])
+    lo, hi, rank = (np.full(12, -7.0) for _ in range(3))
+    cpu.roll_qrank(x, offsets, 3, 0.2, 0.8, np.empty(3), lo, hi, rank)
+    np.testing.assert_array_equal(lo, reference.roll_quantile(x, offsets, 3, 0.2))
+    np.testing.assert_array_equal(hi, reference.roll_quantile(x, offsets, 3, 0.8))
+    np.testing.assert_array_equal(rank, reference.roll_rank(x, offsets, 3))
 
 
 @pytest.mark.parametrize("n", [2, 5, 60])
