@@ -96,6 +96,31 @@ def test_windows_never_cross_symbols(fixture, ours):
             np.testing.assert_array_equal(ours[name][a:b], alone[name], err_msg=name)
 
 
+def test_chunks_of_whole_symbols_change_nothing(fixture, ours, monkeypatch):
+    """compute_alpha158 works through ~CHUNK_ROWS rows of whole symbols at a time; a chunk
+    size smaller than any symbol (one symbol per chunk) gives the same columns."""
+    from kernels.alpha158 import features
+
+    monkeypatch.setattr(features, "CHUNK_ROWS", 7)
+    got = compute_alpha158({f: fixture[f] for f in FIELDS}, fixture["offsets"])
+    for name in ALPHA158_NAMES:
+        np.testing.assert_array_equal(got[name], ours[name], err_msg=name)
+
+
+def test_empty_and_one_row_symbols(fixture):
+    """An empty symbol contributes no row; a one-row symbol gets its row's values (NaN where a
+    feature needs two rows), whatever sits next to it."""
+    one = {f: fixture[f][:1] for f in FIELDS}
+    alone = compute_alpha158(one, np.array([0, 1]))
+    got = compute_alpha158({f: np.concatenate([fixture[f][:1], fixture[f][:1]]) for f in FIELDS},
+                           np.array([0, 0, 1, 1, 2, 2]))
+    for name in ALPHA158_NAMES:
+        np.testing.assert_array_equal(got[name], np.repeat(alone[name], 2), err_msg=name)
+        assert np.isnan(alone[name][0]) == (ALPHA158_WARMUP[name] > 0), name
+    empty = compute_alpha158({f: fixture[f][:0] for f in FIELDS}, np.array([0]))
+    assert all(v.shape == (0,) for v in empty.values())
+
+
 def test_float64_inputs_holding_float32_values_give_the_float32_result(fixture, ours):
     wide = {f: fixture[f].astype(np.float64) for f in FIELDS}
     got = compute_alpha158(wide, fixture["offsets"])
