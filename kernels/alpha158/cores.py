@@ -1,14 +1,15 @@
 """Rolling cores of the Alpha158 family, written once as plain loops (compiled in `cpu`).
 
-The two helpers are `register_jitable`: plain Python functions that numba inlines.
+The helpers (`_pd`, `_lower_bound`, `_quantile_sorted`, `_div`, `_roll_extreme`) and
+`roll_var_many` are `register_jitable`: plain Python functions that numba compiles inline.
 
 Every core walks many symbols stored back to back (symbol k is rows offsets[k]:offsets[k+1])
 and restarts its state at each symbol's first row, so no window crosses a symbol boundary.
 Windows are Qlib's: the last `n` rows of the symbol with min_periods=1 (a window is shorter
 at the start of a symbol), NaN rows skipped; the pandas-based cores (sum, mean, var, max,
 min, quantile, rank, and apply for IdxMax/IdxMin) see +-inf as NaN, as pandas turns it into
-NaN before aggregating. Inputs are float64 arrays (float32 values
-widened, as pandas widens them); accumulators are float64.
+NaN before aggregating; Qlib's Cython regression sees the raw values. Inputs are float64
+arrays (float32 values widened, as pandas widens them); accumulators are float64.
 
 Each core replays the arithmetic of the code Qlib runs for its operator, so that results
 agree to the last bit in float64 (pandas 2.x `pandas/_libs/window/aggregations.pyx`, Qlib's
@@ -17,6 +18,7 @@ agree to the last bit in float64 (pandas 2.x `pandas/_libs/window/aggregations.p
     roll_sum       Sum       Kahan sum; a window of one repeated value gives value * count
     roll_mean      Mean      Kahan sum / count; repeated value -> that value; sign clamps
     roll_var       Var, Std  Welford + Kahan, ddof=1, NaN below 2 values, repeated value -> 0
+                   (roll_var_many: several series side by side, one pass)
     roll_max/min   Max/Min   NaN-skipping extreme; NaN when the window holds no value
     roll_idxmax/min IdxMax/IdxMin  1-based np.argmax/argmin of the window (a NaN wins, as
                    np.argmax returns the first NaN); NaN when the window holds no value

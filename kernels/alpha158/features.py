@@ -16,9 +16,12 @@ values give the same result), each element-wise step is the same NumPy float32 o
 each rolling step replays pandas' / Qlib's float64 arithmetic (`cores`), and the float64
 results are cast to `dtype` at the end (dtype=float64 keeps the digits Qlib's cast drops).
 
-Where Qlib divides by zero the result is inf or NaN as in Qlib (e.g. ROC where a close is 0).
-A missing day is a NaN row (Qlib's bin layout is dense over the calendar); rolling operators
-skip NaN rows as pandas does.
+Where Qlib divides by zero the result is inf or NaN as in Qlib (e.g. ROC where a close is 0,
+VMA on a zero-volume day); an inf fed to a rolling operator counts as missing, as in pandas
+(Log($volume/Ref($volume, 1)+1) after a zero-volume day). A missing day is a NaN row (Qlib's
+bin layout is dense over the calendar); rolling operators skip NaN rows as pandas does.
+Work goes through ~CHUNK_ROWS rows of whole symbols at a time (the float64 temporaries stay
+in cache); the cores are serial and release the GIL, so a caller may run chunks in threads.
 """
 
 from __future__ import annotations
