@@ -317,8 +317,10 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
             if math.isnan(v):
                 out_rank[i] = NAN
             else:
-                lo = _lower_bound(buf, m, v)  # rank_min - 1: values strictly below v
-                hi = lo  # rank_max: values <= v
+                lo = p  # v sits at buf[p]: its copies are its neighbours
+                while lo > 0 and buf[lo - 1] == v:
+                    lo -= 1  # lo = rank_min - 1: values strictly below v
+                hi = p + 1  # rank_max: values <= v
                 while hi < m and buf[hi] == v:
                     hi += 1
                 r_min = lo + 1.0
@@ -336,16 +338,17 @@ def _pd(v):
 
 @register_jitable
 def _lower_bound(buf, m, v):
-    """The first position p in the sorted buf[:m] with buf[p] >= v (binary search)."""
-    lo = 0
-    hi = m
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if buf[mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    """The first position p in the sorted buf[:m] with buf[p] >= v (m if none): a binary
+    search whose step is a select, not a branch (the compiler emits a conditional move)."""
+    if m == 0:
+        return 0
+    base = 0
+    size = m
+    while size > 1:
+        half = size >> 1
+        base = base + half if buf[base + half - 1] < v else base
+        size -= half
+    return base + 1 if buf[base] < v else base
 
 
 @register_jitable
