@@ -54,15 +54,23 @@ CHUNK_ROWS = 16_384  # rows per chunk of whole symbols: the chunk's float64 temp
 _STD_ZERO = 2e-05
 
 
-def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=np.float32) -> dict[str, np.ndarray]:
+def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=np.float32,
+                     out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The 158 Alpha158 columns of many symbols stored back to back.
 
     arrays: 'open', 'high', 'low', 'close', 'volume', 'vwap', 1-D of one length (float32 or
     float64); offsets: int, symbol k is rows offsets[k]:offsets[k+1] (offsets[0] = 0,
-    offsets[-1] = length). Returns Qlib name -> array of that length, dtype `dtype`."""
+    offsets[-1] = length). Returns Qlib name -> array of that length, dtype `dtype`; with
+    `out` (name -> 1-D array of that length, e.g. views into a caller's column buffers) the
+    columns are written there and `out` is returned."""
     total = _check(arrays, offsets)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    out = {name: np.empty(total, dtype=dtype) for name in ALPHA158_NAMES}
+    if out is None:
+        out = {name: np.empty(total, dtype=dtype) for name in ALPHA158_NAMES}
+    else:
+        bad = [name for name in ALPHA158_NAMES if name not in out or np.shape(out[name]) != (total,)]
+        if bad:
+            raise ValueError(f"compute_alpha158: out['{bad[0]}'] is missing or not of shape ({total},)")
     first = 0
     while first < offsets.shape[0] - 1:  # whole symbols, about CHUNK_ROWS rows at a time
         last = int(np.searchsorted(offsets, offsets[first] + CHUNK_ROWS, side="right")) - 1

@@ -107,6 +107,20 @@ def test_chunks_of_whole_symbols_change_nothing(fixture, ours, monkeypatch):
         np.testing.assert_array_equal(got[name], ours[name], err_msg=name)
 
 
+def test_out_buffers_receive_the_columns(fixture, ours):
+    """out= writes into a caller's buffers (here views of one 2-D block), in chunks of symbols."""
+    off = fixture["offsets"]
+    block = np.full((158, off[-1]), -1.0, dtype=np.float32)
+    cols = dict(zip(ALPHA158_NAMES, block))
+    for a, b in zip(off[:-1], off[1:]):
+        compute_alpha158({f: fixture[f][a:b] for f in FIELDS}, np.array([0, b - a]),
+                         out={name: col[a:b] for name, col in cols.items()})
+    for name in ALPHA158_NAMES:
+        np.testing.assert_array_equal(cols[name], ours[name], err_msg=name)
+    with pytest.raises(ValueError, match=r"out\['KMID'\] is missing or not of shape \(800,\)"):
+        compute_alpha158({f: fixture[f] for f in FIELDS}, off, out={})
+
+
 def test_empty_and_one_row_symbols(fixture):
     """An empty symbol contributes no row; a one-row symbol gets its row's values (NaN where a
     feature needs two rows), whatever sits next to it."""
