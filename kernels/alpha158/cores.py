@@ -1,7 +1,8 @@
 """Rolling cores of the Alpha158 family, written once as plain loops (compiled in `cpu`).
 
-The helpers (`_pd`, `_lower_bound`, `_quantile_sorted`, `_div`, `_roll_extreme`) and
-`roll_var_many` are `register_jitable`: plain Python functions that numba compiles inline.
+The helpers (`_pd`, `_lower_bound`, `_quantile_sorted`, `_div`, `_roll_extreme`) and the
+cores other cores call (`roll_var_many`, `roll_max_idxmax`, `roll_min_idxmin`) are
+`register_jitable`: plain Python functions that numba compiles inline.
 
 Every core walks many symbols stored back to back (symbol k is rows offsets[k]:offsets[k+1])
 and restarts its state at each symbol's first row, so no window crosses a symbol boundary.
@@ -20,6 +21,7 @@ agree to the last bit in float64 (pandas 2.x `pandas/_libs/window/aggregations.p
     roll_var       Var, Std  Welford + Kahan, ddof=1, NaN below 2 values, repeated value -> 0
                    (roll_var_many: several series side by side, one pass)
     roll_max/min   Max/Min   NaN-skipping extreme; NaN when the window holds no value
+                   (roll_max_idxmax, roll_min_idxmin: with the index, one pass)
     roll_idxmax/min IdxMax/IdxMin  1-based np.argmax/argmin of the window (a NaN wins, as
                    np.argmax returns the first NaN); NaN when the window holds no value
     roll_qrank     Quantile(q_lo), Quantile(q_hi), Rank: one sorted window per pass;
@@ -202,30 +204,42 @@ def roll_var_many(xs, offsets, n, out):
 
 def roll_max(x, offsets, n, out):
     """out[t] = the largest non-NaN value of the window (NaN if it holds none)."""
-    _roll_extreme(x, offsets, n, out, True, False)
+    roll_max_idxmax(x, offsets, n, out, np.empty_like(out))
 
 
 def roll_min(x, offsets, n, out):
     """out[t] = the smallest non-NaN value of the window (NaN if it holds none)."""
-    _roll_extreme(x, offsets, n, out, False, False)
+    roll_min_idxmin(x, offsets, n, out, np.empty_like(out))
 
 
 def roll_idxmax(x, offsets, n, out):
     """out[t] = 1 + np.argmax(window): first maximum, or the first NaN if the window has one;
     NaN when the window holds no value (pandas' apply count; +-inf is NaN to pandas)."""
-    _roll_extreme(x, offsets, n, out, True, True)
+    roll_max_idxmax(x, offsets, n, np.empty_like(out), out)
 
 
 def roll_idxmin(x, offsets, n, out):
     """out[t] = 1 + np.argmin(window): first minimum, or the first NaN if the window has one;
     NaN when the window holds no value (pandas' apply count; +-inf is NaN to pandas)."""
-    _roll_extreme(x, offsets, n, out, False, True)
+    roll_min_idxmin(x, offsets, n, np.empty_like(out), out)
 
 
 @register_jitable
-def _roll_extreme(x, offsets, n, out, is_max, index):
-    """Rolling max/min (NaN skipped) or 1-based argmax/argmin (np.argmax: the first extreme,
-    a NaN wins), +-inf read as NaN (pandas' _prep_values). Keeps the position of the current extreme; rescans the window only when
+def roll_max_idxmax(x, offsets, n, out_max, out_idx):
+    """roll_max and roll_idxmax of x in one pass (Max($high, d) and IdxMax($high, d))."""
+    _roll_extreme(x, offsets, n, out_max, out_idx, True)
+
+
+@register_jitable
+def roll_min_idxmin(x, offsets, n, out_min, out_idx):
+    """roll_min and roll_idxmin of x in one pass (Min($low, d) and IdxMin($low, d))."""
+    _roll_extreme(x, offsets, n, out_min, out_idx, False)
+
+
+@register_jitable
+def _roll_extreme(x, offsets, n, out, out_idx, is_max):
+    """Rolling max/min (NaN skipped) into out and 1-based argmax/argmin (np.argmax: the first
+    extreme, a NaN wins) into out_idx, +-inf read as NaN (pandas' _prep_values). Keeps the position of the current extreme; rescans the window only when
     that position leaves it (or, for the index, while the window holds a NaN)."""
     for k in range(offsets.shape[0] - 1):
         a = offsets[k]
@@ -259,17 +273,16 @@ def _roll_extreme(x, offsets, n, out, is_max, index):
                     w = _pd(x[j])
                     if not math.isnan(w) and (best < 0 or (w > x[best] if is_max else w < x[best])):
                         best = j
-            if not index:
-                out[i] = np.float64(x[best]) if best >= 0 else NAN
-            elif count == 0:
-                out[i] = NAN
+            out[i] = np.float64(x[best]) if best >= 0 else NAN
+            if count == 0:
+                out_idx[i] = NAN
             elif nans > 0:
                 j = s
                 while not math.isnan(_pd(x[j])):
                     j += 1
-                out[i] = j - s + 1.0
+                out_idx[i] = j - s + 1.0
             else:
-                out[i] = best - s + 1.0
+                out_idx[i] = best - s + 1.0
 
 
 def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
