@@ -134,6 +134,8 @@ def _compute_chunk(arrays, offsets, out):
                 "vabsd": np.abs(dv).astype(np.float64), "logv": logv.astype(np.float64),
                 "dlogv": dlogv.astype(np.float64)}
 
+        corr_c = _Corr(c, logv)
+        corr_r = _Corr(ret, dlogv)
         var_in = np.stack([wide[k] for k in VAR_KEYS], axis=1)  # rows x 6: one var pass per window
         buf = np.empty(max(WINDOWS), dtype=np.float64)
         tmp = [np.empty(total, dtype=np.float64) for _ in range(3)]
@@ -145,7 +147,8 @@ def _compute_chunk(arrays, offsets, out):
 
         for d in WINDOWS:
             put(f"ROC{d}", _ref(c, pos, d) / c)
-            put(f"MA{d}", roll(cpu.roll_mean, c64, d) / c)
+            mean_c = roll(cpu.roll_mean, c64, d)
+            put(f"MA{d}", mean_c / c)
             var_all = np.empty_like(var_in)
             cpu.roll_var_many(var_in, offsets, d, var_all)
             var = {k: np.ascontiguousarray(var_all[:, j]) for j, k in enumerate(VAR_KEYS)}
@@ -172,8 +175,8 @@ def _compute_chunk(arrays, offsets, out):
             put(f"IMIN{d}", imin / d)
             put(f"IMXD{d}", (imax - imin) / d)
             span = np.minimum(pos + 1, d).astype(np.float64)  # rows in the window
-            put(f"CORR{d}", _corr(cpu, c, logv, var["c"], var["logv"], std["c"], std["logv"], span, offsets, d))
-            put(f"CORD{d}", _corr(cpu, ret, dlogv, var["ret"], var["dlogv"], std["ret"], std["dlogv"], span, offsets, d))
+            put(f"CORR{d}", corr_c(cpu, offsets, d, var["c"], var["logv"], std["c"], std["logv"], span, mean_c))
+            put(f"CORD{d}", corr_r(cpu, offsets, d, var["ret"], var["dlogv"], std["ret"], std["dlogv"], span))
             cntp = roll(cpu.roll_mean, gt, d)
             cntn = roll(cpu.roll_mean, lt, d)
             put(f"CNTP{d}", cntp)
@@ -198,41 +201,43 @@ def _sum_ratios(cpu, out, put, prefix, up, down, absd, offsets, d, total):
     put(f"{prefix}D{d}", (s_up - s_down) / den)
 
 
-def _corr(cpu, x32, y32, var_x, var_y, std_x, std_y, span, offsets, d):
-    """Qlib's Corr(x, y, d): pandas' rolling corr on the pairwise-complete rows (x + 0*y in
-    float32), NaN where the rolling std of x or of y (each on its own rows) is close to 0.
-    var_x, var_y, std_x, std_y: the rolling variances and stds of x and y on their own rows
-    (the variances reused where the pairwise mask removes nothing: x + 0.0 is x); span: the
-    rows in each window (the pairwise count where no row is NaN). As in pandas, +-inf counts
-    as missing."""
-    total = x32.shape[0]
+class _Corr:
+    """Qlib's Corr(x, y, d) for every window d: pandas' rolling corr on the pairwise-complete
+    rows (X = x + 0*y, Y = y + 0*x in float32, then +-inf -> NaN as pandas prepares values),
+    NaN where the rolling std of x or of y (each on its own rows) is close to 0. The pairwise
+    inputs are built once; per window only the rolling passes run."""
 
-    def roll(core, a):
-        r = np.empty(total, dtype=np.float64)
-        core(a, offsets, d, r)
-        return r
+    def __init__(self, x32, y32):
+        self.xm = _finite_or_nan(x32 + np.float32(0) * y32)
+        self.ym = _finite_or_nan(y32 + np.float32(0) * x32)
+        self.xy = self.xm * self.ym
+        nan_xy = np.isnan(self.xm + self.ym)
+        self.any_nan = bool(nan_xy.any())
+        self.present = (~nan_xy).astype(np.float64)
+        # where the pairwise mask removes no row of x (of y), x's own rolling stats serve
+        self.x_whole = np.array_equal(~np.isfinite(x32), nan_xy)
+        self.y_whole = np.array_equal(~np.isfinite(y32), nan_xy)
 
-    # pandas: X = x + 0*y, Y = y + 0*x, then +-inf -> NaN in each (_prep_values)
-    xm = _finite_or_nan(x32 + np.float32(0) * y32)
-    ym = _finite_or_nan(y32 + np.float32(0) * x32)
-    nan_x, nan_y, nan_xy = ~np.isfinite(x32), ~np.isfinite(y32), np.isnan(xm + ym)
-    mean_xy = roll(cpu.roll_mean, xm * ym)
-    mean_x = roll(cpu.roll_mean, xm)
-    mean_y = roll(cpu.roll_mean, ym)
-    count = roll(cpu.roll_sum, (~nan_xy).astype(np.float64)) if nan_xy.any() else span
-    var_xm = var_x if np.array_equal(nan_x, nan_xy) else roll(cpu.roll_var, xm)
-    var_ym = var_y if np.array_equal(nan_y, nan_xy) else roll(cpu.roll_var, ym)
-    num = (mean_xy - mean_x * mean_y) * (count / (count - 1))
-    res = num / np.sqrt(var_xm * var_ym)
-    res[_isclose0(std_x) | _isclose0(std_y)] = np.nan
-    return res
+    def __call__(self, cpu, offsets, d, var_x, var_y, std_x, std_y, span, mean_x=None):
+        """var_x, var_y, std_x, std_y: rolling var and std of x and y on their own rows; span:
+        the rows in each window; mean_x: x's own rolling mean if already computed."""
+        total = self.xm.shape[0]
 
+        def roll(core, a):
+            r = np.empty(total, dtype=np.float64)
+            core(a, offsets, d, r)
+            return r
 
-def _var(cpu, offsets, d, x):
-    """pandas' rolling var (ddof=1) of x within each symbol."""
-    var = np.empty(x.shape[0], dtype=np.float64)
-    cpu.roll_var(x, offsets, d, var)
-    return var
+        mean_xy = roll(cpu.roll_mean, self.xy)
+        mean_x = mean_x if mean_x is not None and self.x_whole else roll(cpu.roll_mean, self.xm)
+        mean_y = roll(cpu.roll_mean, self.ym)
+        count = roll(cpu.roll_sum, self.present) if self.any_nan else span
+        var_xm = var_x if self.x_whole else roll(cpu.roll_var, self.xm)
+        var_ym = var_y if self.y_whole else roll(cpu.roll_var, self.ym)
+        num = (mean_xy - mean_x * mean_y) * (count / (count - 1))
+        res = num / np.sqrt(var_xm * var_ym)
+        res[_isclose0(std_x) | _isclose0(std_y)] = np.nan
+        return res
 
 
 def _finite_or_nan(x):
