@@ -122,8 +122,11 @@ def _compute_chunk(arrays, offsets, out):
         vdown = np.maximum(v1 - v, np.float32(0))
         ret = c / c1
         wv = np.abs(ret - np.float32(1)) * v
-        gt = (c > c1).astype(np.float64)
-        lt = (c < c1).astype(np.float64)
+        # running counts of up / down closes: Mean of a 0/1 flag that is never NaN is its
+        # window count / window rows (pandas' Kahan sum of 0/1 is that exact integer)
+        ups = np.concatenate([[0], np.cumsum(c > c1, dtype=np.int64)])
+        downs = np.concatenate([[0], np.cumsum(c < c1, dtype=np.int64)])
+        row = np.arange(1, total + 1)
         logv = np.log(v + np.float32(1))
         dlogv = np.log(v / v1 + np.float32(1))
         v_eps = v + np.float32(_EPS)
@@ -177,8 +180,9 @@ def _compute_chunk(arrays, offsets, out):
             span = np.minimum(pos + 1, d).astype(np.float64)  # rows in the window
             put(f"CORR{d}", corr_c(cpu, offsets, d, var["c"], var["logv"], std["c"], std["logv"], span, mean_c))
             put(f"CORD{d}", corr_r(cpu, offsets, d, var["ret"], var["dlogv"], std["ret"], std["dlogv"], span))
-            cntp = roll(cpu.roll_mean, gt, d)
-            cntn = roll(cpu.roll_mean, lt, d)
+            first = row - np.minimum(pos + 1, d)  # cumulative index before the window
+            cntp = (ups[row] - ups[first]) / span
+            cntn = (downs[row] - downs[first]) / span
             put(f"CNTP{d}", cntp)
             put(f"CNTN{d}", cntn)
             put(f"CNTD{d}", cntp - cntn)
