@@ -134,26 +134,37 @@ def test_a_batch_entry_makes_many_columns_in_one_call_with_vwap_the_typical_pric
     assert feats[:, -2].tobytes() == typical.tobytes()
 
 
-def test_the_alpha158_pack_is_one_batch_of_a158_columns_over_ohlcv_and_vwap(monkeypatch, fresh_select):
-    """The pack as the lead wires it, against kernels.alpha158's contract (a stand-in
-    module here: ALPHA158_NAMES, ALPHA158_WARMUP, compute_alpha158)."""
-    seen = {}
+def test_the_alpha158_pack_is_one_batch_of_qlibs_158_columns_over_ohlcv_and_vwap():
+    """`alpha158` is kernels.alpha158 as one Batch: the `a158_` columns in Qlib's order with
+    Qlib's warm-ups, equal to compute_alpha158 over the same bars and the typical price as
+    vwap when the bars carry none."""
+    from kernels.alpha158 import ALPHA158_NAMES, ALPHA158_WARMUP, compute_alpha158
+    from kernels.registry.packs import typical_price
 
-    def compute_alpha158(arrays, offsets, dtype):
-        seen.update(inputs=sorted(arrays), dtype=dtype)
-        return {"KMID": arrays["close"] - arrays["open"], "ROC5": arrays["vwap"].copy()}
-
-    fake = types.ModuleType("kernels.alpha158")
-    fake.ALPHA158_NAMES = ("KMID", "ROC5")
-    fake.ALPHA158_WARMUP = {"KMID": 0, "ROC5": 5}
-    fake.compute_alpha158 = compute_alpha158
-    monkeypatch.setitem(sys.modules, "kernels.alpha158", fake)
     chosen = select(("core", "alpha158"), ())
-    assert chosen.feature_columns[-2:] == ["a158_KMID", "a158_ROC5"]
-    assert chosen.warmups()["a158_ROC5"] == 5
-    out = compute_features({**_bars(50), "vwap": np.ones(50, np.float32)}, entries=chosen.features)
-    assert seen == {"inputs": ["close", "high", "low", "open", "volume", "vwap"], "dtype": np.float32}
-    np.testing.assert_array_equal(out["a158_ROC5"], np.ones(50, np.float32))
+    assert chosen.feature_columns == [*FEATURE_NAMES, *(f"a158_{n}" for n in ALPHA158_NAMES)]
+    assert all(chosen.warmups()[f"a158_{n}"] == ALPHA158_WARMUP[n] for n in ALPHA158_NAMES)
+    bars = _bars(300)
+    bars["vwap"] = typical_price(bars["high"], bars["low"], bars["close"])  # as domain.features adds it
+    out = compute_features(bars, entries=chosen.features)
+    want = compute_alpha158(bars, np.array([0, 300]), np.float32)
+    for name in ALPHA158_NAMES:
+        assert out[f"a158_{name}"].tobytes() == want[name].tobytes(), name
+
+
+def test_the_alpha158_pack_streams_bit_for_bit_by_recomputing_its_61_row_window():
+    """The live path has no O(1) updater for alpha158: each bar recomputes the last
+    warm-up + 1 = 61 rows (ROC60 reads 60 rows back), and equals the batch value."""
+    from kernels.registry.packs import typical_price
+
+    packs = (("core", "alpha158"), ())
+    chosen = select(*packs)
+    bars = _bars(200)
+    feats, _ = SymbolStream(packs=packs).replay(*(bars[c] for c in PANEL_COLUMNS))
+    batch = compute_features({**bars, "vwap": typical_price(bars["high"], bars["low"], bars["close"])},
+                             entries=chosen.features)
+    for j, name in enumerate(chosen.feature_columns):
+        assert feats[:, j].tobytes() == batch[name].tobytes(), name
 
 
 def test_changing_the_packs_changes_the_code_versions_and_the_same_packs_keep_them(plugin_path):
