@@ -19,12 +19,23 @@ from config.partitions import (
     symbol_year_asset,
     year_halo_mapping,
 )
+from config.settings import load_settings
 from resources.compute import ComputeResource
 from resources.delta_store import DeltaStore
 from resources.project import ProjectResource
 
 
+def _code_version() -> str:
+    """A hash of the selected packs' entries (names, versions, columns): changing packs or
+    plugins marks the stored partitions stale (config.pack_versions: resolved without
+    importing the kernels here)."""
+    from config.pack_versions import pack_code_versions
+
+    return pack_code_versions(load_settings().features)["features"]
+
+
 @symbol_year_asset(
+    code_version=_code_version(),
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(FEATURE_HALO_YEARS))},
     group_name="features",
     kinds={"numba", "polars"},
@@ -37,24 +48,27 @@ from resources.project import ProjectResource
 def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource, compute: ComputeResource):
     """Technical features of one symbol and year from the feature registry (TA-Lib-exact
     kernels), computed over the year and its halo, stored for the year only."""
+    from domain.feature_packs import feature_selection
     from domain.features import build_features, dtypes_check, halo_spot_check
     from domain.observe import observe
 
     settings = project.settings()
+    selection = feature_selection(settings)
     keys = [split_key(k) for k in context.partition_keys]
     kw = {"backend": compute.backend, "precision": settings.precision, "workers": settings.build.worker_count(),
           "chunk_rows": settings.build.chunk_rows, "executor": settings.build.executor}
     with observe(context, settings.reports_dir, "features", args={**kw, "halo_years": FEATURE_HALO_YEARS}) as obs:
         with obs.timed("build_s"):
-            df, nan_after_warmup, stats = build_features(raw_bars, keys, **kw)
+            df, nan_after_warmup, stats = build_features(raw_bars, keys, **kw, selection=selection)
         obs.record(df)
         obs.extra.update({"input_rows": raw_bars.height, "chunks": stats.chunks, "workers": stats.workers,
                           "max_chunk_input_mb": round(stats.max_chunk_input_mb, 2),
                           "max_worker_rss_growth_mb": round(stats.max_worker_rss_growth_mb, 2)})
     yield Output(df)
-    passed, meta = dtypes_check(df, settings.precision)
+    passed, meta = dtypes_check(df, settings.precision, selection)
     yield AssetCheckResult(check_name="dtypes", passed=passed, metadata=meta)
     bad = {k: v for k, v in nan_after_warmup.items() if v}
     yield AssetCheckResult(check_name="no_nan_after_warmup", passed=not bad, metadata={"nan_counts": bad or "none"})
-    spot = halo_spot_check(DeltaStore(settings.data_dir), keys, settings.years.start, **{**kw, "workers": 1})
+    spot = halo_spot_check(DeltaStore(settings.data_dir), keys, settings.years.start, **{**kw, "workers": 1},
+                           selection=selection)
     yield AssetCheckResult(check_name="halo_spot_check", passed=spot.pop("passed"), metadata=spot)

@@ -19,10 +19,21 @@ from config.partitions import (
     symbol_year_asset,
     year_halo_mapping,
 )
+from config.settings import load_settings
 from resources.project import ProjectResource
 
 
+def _code_version() -> str:
+    """A hash of the selected packs' specialists (names, versions): changing packs or
+    plugins marks the stored partitions stale (config.pack_versions: resolved without
+    importing the kernels here)."""
+    from config.pack_versions import pack_code_versions
+
+    return pack_code_versions(load_settings().features)["specialists"]
+
+
 @symbol_year_asset(
+    code_version=_code_version(),
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(ALL_HISTORY_YEARS))},
     group_name="specialists",
     kinds={"numba", "polars"},
@@ -33,14 +44,16 @@ def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project:
     """Rule-based specialist scores in [-1, 1]: mean reversion, RSI, Adaptive Trend
     Classification and seller exhaustion, from one zero-copy panel per symbol."""
     from domain.observe import observe
+    from domain.feature_packs import feature_selection
     from domain.specialists import build_specialists, score_range_report
 
     settings = project.settings()
+    selection = feature_selection(settings)
     keys = [split_key(k) for k in context.partition_keys]
     kw = {"workers": settings.build.worker_count(), "chunk_rows": settings.build.chunk_rows,
           "executor": settings.build.executor}
     with observe(context, settings.reports_dir, "specialists", args=kw) as obs:
-        df = obs.record(build_specialists(raw_bars, keys, **kw))
+        df = obs.record(build_specialists(raw_bars, keys, **kw, selection=selection))
     yield Output(df)
     bad, nan = score_range_report(df)
     yield AssetCheckResult(check_name="scores_in_range", passed=not any(bad.values()),

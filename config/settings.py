@@ -226,13 +226,49 @@ class LSTMSettings(_Model):
     seed: int = Field(0, ge=0)
 
 
+MODULE_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class FeatureSettings(_Model):
+    """Which feature packs fill the `features` and `specialists` tables
+    (kernels.registry.packs): built-in `packs` (core, alpha158) and the packs of the plugin
+    modules named in `plugins` (imported by name from sys.path; domain.feature_packs
+    resolves them and refuses unknown packs and unusable plugins)."""
+
+    packs: list[str] = Field(default_factory=lambda: ["core"], min_length=1)
+    plugins: list[str] = Field(default_factory=list)
+
+    @field_validator("packs", "plugins")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        bad = [n for n in v if not MODULE_PATTERN.match(n)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a pack or module name (letters, digits, _ and dots)")
+        if len(set(v)) != len(v):
+            raise ValueError(f"a name is listed twice: {sorted(n for n in set(v) if v.count(n) > 1)}")
+        return v
+
+
 class MetaSettings(_Model):
     model: Literal["logistic", "hist_gbm", "lightgbm"] = "logistic"
     calibration: Literal["isotonic", "sigmoid"] = "isotonic"
     horizons: list[int] | None = None  # null = every labels.horizons
     # specialists: the specialist scores, the LSTM score when present, the regime one-hot;
-    # features+specialists: those and the feature registry's columns (the `features` table)
-    inputs: Literal["specialists", "features+specialists"] = "specialists"
+    # features+specialists: those and the feature registry's columns (the `features` table);
+    # a list of names: `specialists` and selected pack names (core, alpha158, plugin packs),
+    # each pack adding its feature columns, e.g. [specialists, alpha158]
+    inputs: Union[Literal["specialists", "features+specialists"], list[str]] = "specialists"
+
+    @field_validator("inputs")
+    @classmethod
+    def _input_names(cls, v):
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("an empty list names no input: give specialists and/or pack names")
+            bad = [n for n in v if not MODULE_PATTERN.match(n)]
+            if bad:
+                raise ValueError(f"{bad[0]!r} is not a pack name; expected specialists or pack names such as core, alpha158")
+        return v
     # random_state of hist_gbm / lightgbm (and of the logistic model, which does not use it:
     # lbfgs on unshuffled folds is deterministic); the same seed and data give the same model
     seed: int = Field(0, ge=0)
@@ -384,6 +420,7 @@ class Settings(_Model):
     regime: Regime = Regime()
     cv: CV = CV()
     lstm: LSTMSettings = LSTMSettings()
+    features: FeatureSettings = FeatureSettings()
     meta: MetaSettings = MetaSettings()
     evaluation: EvaluationSettings = EvaluationSettings()
     backtest: BacktestSettings = BacktestSettings()

@@ -6,6 +6,11 @@ makes a partition equal the whole-history result within float32 tolerance
 (tests/assets/test_features_labels.py measures it for every feature). A single-run backfill reads
 every year of its rectangle once and computes each symbol's series once.
 
+Columns: those of the selected feature packs (settings `features`, domain.feature_packs),
+in pack order; `core` alone (the default) is the 19 registry features. Inputs are the bar
+fields the selected entries name; `vwap` is the source's column when the bars have one,
+else the typical price (kernels.registry.packs.typical_price, as the live path computes it).
+
 Checks (yielded with the output): dtypes; no NaN after each feature's warm-up; a halo spot
 check that computes one boundary from its halo only and from all stored history.
 """
@@ -17,7 +22,8 @@ from config.partitions import FEATURE_HALO_YEARS, SymbolYear, make_key
 from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
-from kernels.registry.features import FEATURE_NAMES, FEATURES, compute_features
+from kernels.registry.features import compute_features
+from kernels.registry.packs import Selection, select, typical_price
 from resources.delta_store import DeltaStore
 
 HALO_YEARS = FEATURE_HALO_YEARS
@@ -25,9 +31,20 @@ INPUT_COLUMNS = ["high", "low", "close"]
 SPOT_RTOL, SPOT_ATOL = 1e-4, 1e-5
 
 
-def features_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray, *, backend: str, dtype) -> dict[str, np.ndarray]:
-    """Worker: the registry over the symbols of a chunk, stored back to back."""
-    return compute_features(arrays, offsets, backend=backend, dtype=dtype)
+def features_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray, *, backend: str, dtype,
+                       packs: tuple[tuple[str, ...], tuple[str, ...]] = (("core",), ())) -> dict[str, np.ndarray]:
+    """Worker: the selected packs (by name: `(packs, plugins)`, so a process worker selects
+    them again) over the symbols of a chunk, stored back to back."""
+    return compute_features(arrays, offsets, backend=backend, dtype=dtype, entries=select(*packs).features)
+
+
+def with_inputs(bars: pl.DataFrame, inputs: list[str]) -> pl.DataFrame:
+    """`bars` with every input column the entries need: `vwap` is the typical price when
+    the source has none."""
+    if "vwap" in inputs and "vwap" not in bars.columns:
+        hlc = [bars[c].to_numpy() for c in ("high", "low", "close")]
+        bars = bars.with_columns(pl.Series("vwap", typical_price(*hlc)))
+    return bars
 
 
 def build_features(
@@ -39,29 +56,34 @@ def build_features(
     workers: int = 1,
     chunk_rows: int = 131_072,
     executor: str = "thread",
+    selection: Selection | None = None,
 ) -> tuple[pl.DataFrame, dict[str, int], ChunkStats]:
-    """Features of the rows of `keys` from `bars` (which may hold halo years before them).
+    """Features of the rows of `keys` from `bars` (which may hold halo years before them),
+    the columns of `selection` (default: the `core` pack).
 
     Returns the frame in the features schema, the count of NaN values after warm-up per
     feature (all zero when healthy), and the chunk statistics.
     """
+    selection = select() if selection is None else selection
+    names = selection.feature_columns
     dtype = np.float64 if precision == "float64" else np.float32
-    bars = bars.sort("symbol", "date")
+    inputs = selection.feature_inputs or INPUT_COLUMNS
+    bars = with_inputs(bars.sort("symbol", "date"), inputs)
     feats, stats = map_symbol_chunks(
-        features_by_symbol, bars, INPUT_COLUMNS, workers=workers, chunk_rows=chunk_rows, executor=executor,
-        backend=backend, dtype=dtype,
+        features_by_symbol, bars, inputs, workers=workers, chunk_rows=chunk_rows, executor=executor,
+        backend=backend, dtype=dtype, packs=selection.names or (("core",), ()),
     )
     frame = bars.select("date", "symbol").with_columns(
-        *[pl.Series(name, feats.get(name, np.empty(0, dtype))) for name in FEATURE_NAMES],
+        *[pl.Series(name, feats.get(name, np.empty(0, dtype))) for name in names],
         pl.int_range(pl.len()).over("symbol").alias("__pos"),
     )
     frame = keep_partitions(frame, keys)
     nan_after_warmup = {
-        f.name: int(frame.select(((pl.col(f.name).is_nan() | pl.col(f.name).is_null()) & (pl.col("__pos") >= f.warmup)).sum()).item())
-        for f in FEATURES
+        name: int(frame.select(((pl.col(name).is_nan() | pl.col(name).is_null()) & (pl.col("__pos") >= w)).sum()).item())
+        for name, w in selection.warmups().items()
     }
     out = frame.drop("__pos")
-    features_schema(precision).check(out)
+    features_schema(precision, names).check(out)
     return out, nan_after_warmup, stats
 
 
@@ -77,8 +99,10 @@ def halo_spot_check(store: DeltaStore, keys: list[SymbolYear], first_year: int, 
         except FileNotFoundError:
             continue
         halo_only = full.filter(pl.col("date").dt.year() >= key.year - HALO_YEARS)
-        a = build_features(halo_only, [key], **kw)[0].select(FEATURE_NAMES).to_numpy().astype(np.float64)
-        b = build_features(full, [key], **kw)[0].select(FEATURE_NAMES).to_numpy().astype(np.float64)
+        a_df = build_features(halo_only, [key], **kw)[0].drop("date", "symbol")
+        names = a_df.columns
+        a = a_df.to_numpy().astype(np.float64)
+        b = build_features(full, [key], **kw)[0].select(names).to_numpy().astype(np.float64)
         if not a.size:
             continue
         diff = np.nan_to_num(np.abs(a - b), nan=0.0)
@@ -89,13 +113,15 @@ def halo_spot_check(store: DeltaStore, keys: list[SymbolYear], first_year: int, 
             "halo_years": HALO_YEARS,
             "history_years": key.year - first_year,
             "max_abs_diff": float(diff.max()),
-            "worst_feature": FEATURE_NAMES[worst],
+            "worst_feature": names[worst],
         }
     return {"passed": True, "skipped": "no partition in this run has stored history beyond its halo"}
 
 
-def dtypes_check(df: pl.DataFrame, precision: str = "float32") -> tuple[bool, dict]:
-    """The `dtypes` check: `df` against the features schema of `precision` (columns, order
-    and dtypes). Returns (passed, metadata: the column count, and the differences if any)."""
-    diff = features_schema(precision).mismatches(df)
+def dtypes_check(df: pl.DataFrame, precision: str = "float32", selection: Selection | None = None) -> tuple[bool, dict]:
+    """The `dtypes` check: `df` against the features schema of `precision` and `selection`
+    (columns, order and dtypes). Returns (passed, metadata: the column count, and the
+    differences if any)."""
+    names = None if selection is None else selection.feature_columns
+    diff = features_schema(precision, names).mismatches(df)
     return not diff, {"columns": len(df.columns), **({"mismatches": diff} if diff else {})}

@@ -102,12 +102,14 @@ RAW_BARS = TableSchema(
 )
 
 
-def features_schema(precision: str = "float32") -> TableSchema:
-    """date, symbol, then every registered feature in registry order."""
+def features_schema(precision: str = "float32", columns: list[str] | None = None) -> TableSchema:
+    """date, symbol, then the feature `columns` (default: the registry's, the `core` pack)
+    in order."""
     from kernels.registry.features import FEATURE_NAMES
 
     dtype = pl.Float64 if precision == "float64" else pl.Float32
-    return TableSchema("features", (("date", DATE), ("symbol", pl.String), *[(n, dtype) for n in FEATURE_NAMES]))
+    names = FEATURE_NAMES if columns is None else columns
+    return TableSchema("features", (("date", DATE), ("symbol", pl.String), *[(n, dtype) for n in names]))
 
 
 def labels_schema(horizons: list[int]) -> TableSchema:
@@ -118,11 +120,13 @@ def labels_schema(horizons: list[int]) -> TableSchema:
     return TableSchema("labels", (("date", DATE), ("symbol", pl.String), *rets, *bins))
 
 
-def specialists_schema() -> TableSchema:
-    """date, symbol, then spec_<name>_score (float32 in [-1, 1]) in registry order."""
+def specialists_schema(columns: list[str] | None = None) -> TableSchema:
+    """date, symbol, then spec_<name>_score (float32 in [-1, 1]) in registry order (or the
+    given `columns`, those of the selected packs)."""
     from kernels.registry.specialists import SPECIALIST_COLUMNS
 
-    return TableSchema("specialists", (("date", DATE), ("symbol", pl.String), *[(c, NUMBER) for c in SPECIALIST_COLUMNS]))
+    names = SPECIALIST_COLUMNS if columns is None else columns
+    return TableSchema("specialists", (("date", DATE), ("symbol", pl.String), *[(c, NUMBER) for c in names]))
 
 
 REGIME = TableSchema(

@@ -40,13 +40,21 @@ from kernels.backends import get_backend
 
 @dataclass(frozen=True)
 class Spec:
-    """A core: its function name in kernels.cores, arity, and lookback."""
+    """A core: its function name in kernels.cores, arity, and lookback.
+
+    A new indicator kernel is its core (kernels/cores.py, numba-compilable) and its Spec
+    here: the cpu and cuda backends compile the core, the torch backend runs it as the CPU
+    core unless it has a port, and the stream runs it over a window
+    (kernels.streaming.SpecWindowUpdater) unless STREAM_CORES has an updater for it."""
 
     core: str
     n_inputs: int
     n_outputs: int
     lookback: Callable[..., int]
     min_n: int = 1
+    # rows the generic streaming updater keeps (kernels.streaming.SpecWindowUpdater) for a
+    # core without an updater; None: lookback + 1
+    stream_window: Callable[..., int] | None = None
 
 
 SPECS: dict[str, Spec] = {

@@ -82,6 +82,7 @@ from kernels.atc import (
     AtcParams,
 )
 from kernels.atc.cores import kama_step
+from kernels import indicators as K
 from kernels.registry import features as _feature_registry
 from kernels.registry import specialists as _specialist_registry
 from kernels.registry.features import FEATURES
@@ -114,7 +115,9 @@ __all__ = [
     "PineKAMAUpdater",
     "SellerExhaustionUpdater",
     "StreamCalls",
+    "SpecWindowUpdater",
     "SymbolStream",
+    "WindowTap",
     "replay_entry",
 ]
 
@@ -413,6 +416,36 @@ BAR_FIELDS = ("open", "high", "low", "close", "volume")
 _FIELD = {name: i for i, name in enumerate(BAR_FIELDS)}
 
 
+class SpecWindowUpdater(Updater):
+    """The generic streaming path of a core without an updater in STREAM_CORES (a new
+    kernel is its core in kernels/cores.py and its Spec in kernels.indicators.SPECS): keeps
+    the last `window` input rows (the Spec's `stream_window`, default its lookback + 1) and
+    runs the compiled core over them for each new bar, O(window) per bar. Equal to the
+    batch core bit for bit when the core's value at a bar is computed from those rows
+    alone, in the same way whatever the series length; recursive cores (EMA-type) and
+    running sums differ within float rounding: give them an updater in STREAM_CORES."""
+
+    def __init__(self, core: str, dtype=np.float64, **params) -> None:
+        super().__init__()
+        spec = K.SPECS[core]
+        self.core, self.dtype = core, np.dtype(dtype)
+        self.n_inputs, self.n_outputs = spec.n_inputs, spec.n_outputs
+        self.params = (params.pop("n"), *params.values())
+        lb = spec.lookback(*self.params)
+        self.lookback = int(lb)
+        self.window = int(spec.stream_window(*self.params)) if spec.stream_window else self.lookback + 1
+        self._rows: deque = deque(maxlen=self.window)
+
+    def update(self, *xs):
+        self._count += 1
+        self._rows.append(xs)
+        cols = np.asarray(self._rows, dtype=np.float64).T
+        outs = K.ragged(self.core, list(cols), np.array([0, cols.shape[1]]), self.params, dtype=self.dtype)
+        vals = tuple(float(o[-1]) for o in outs)
+        self.value = vals[0] if self.n_outputs == 1 else vals
+        return self.value
+
+
 class _Node:
     """One shared updater: fed its input fields once per bar; `out` is its last output."""
 
@@ -459,13 +492,15 @@ class StreamCalls:
         return list(self._pool.values())
 
     def __call__(self, core: str, inputs: tuple[str, ...], output: int = 0, **params):
-        if core not in STREAM_CORES:
-            raise KeyError(f"no streaming updater for core {core!r} (kernels.streaming.STREAM_CORES)")
+        if core not in STREAM_CORES and core not in K.SPECS:
+            raise KeyError(f"no streaming updater for core {core!r} (kernels.streaming.STREAM_CORES) and no such "
+                           "core in kernels.indicators.SPECS")
         f32 = self.dtype == np.float32
         key = (core, tuple(inputs), tuple(sorted(params.items())), f32 if core in _DTYPE_DEPENDENT else None)
         node = self._pool.get(key)
         if node is None:
-            updater = STREAM_CORES[core](f32, **params)
+            make = STREAM_CORES.get(core)
+            updater = make(f32, **params) if make is not None else SpecWindowUpdater(core, self.dtype, **params)
             if len(inputs) != updater.n_inputs:
                 raise ValueError(f"{core} takes {updater.n_inputs} input fields, got {inputs!r}")
             node = self._pool[key] = _Node(key, updater, tuple(_FIELD[c] for c in inputs))
@@ -513,6 +548,73 @@ def replay_entry(entry, bars: dict[str, np.ndarray], dtype=np.float32) -> np.nda
 
 
 # ---------------------------------------------------------------------------------------
+# Entries without an updater: the batch formula over the last rows
+# ---------------------------------------------------------------------------------------
+
+
+class WindowTap:
+    """The live value of a registry entry that has no `stream` (a plugin's Formula, a
+    Batch such as alpha158, a Specialist without one): it keeps the last `size` bars of the
+    symbol (entry.window, default its longest warm-up + 1) and recomputes the entry's batch
+    formula over them, once per bar, for the newest bar. Inputs are rebuilt as the batch
+    path builds them: float32 bar fields, vwap = packs.typical_price (the batch path's own).
+
+    Equal to the batch value bit for bit when the formula's value at a bar depends only on
+    the window's rows and is computed the same way whatever the series length (e.g. NumPy
+    reductions over `sliding_window_view`); recursive formulas (EMA-type) and the kernels'
+    running sums differ within float rounding or need a longer `window` or a `stream`."""
+
+    def __init__(self, entry, kind: str, dtype) -> None:
+        self.entry, self.kind, self.dtype = entry, kind, np.dtype(dtype)
+        if kind == "feature":
+            self.columns = tuple(entry.columns)
+            longest = max(entry.warmups.values(), default=0)
+        else:
+            self.columns = (f"spec_{entry.name}_score",)
+            longest = int(entry.warmup)
+        self.size = int(entry.window or longest + 1)
+        self.rows: deque = deque(maxlen=self.size)
+        self._fresh = False
+        self._values: dict[str, float] = {}
+
+    def step(self, bar) -> None:
+        self.rows.append(tuple(bar))
+        self._fresh = False
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        mat = np.asarray(self.rows, dtype=np.float32).reshape(-1, len(BAR_FIELDS))
+        arrays = {name: np.ascontiguousarray(mat[:, i]) for i, name in enumerate(BAR_FIELDS)}
+        from kernels.registry.packs import typical_price
+
+        arrays["vwap"] = typical_price(arrays["high"], arrays["low"], arrays["close"])
+        return arrays
+
+    def value(self, column: str) -> float:
+        if not self._fresh:
+            self._fresh = True
+            if not self.rows:
+                self._values = dict.fromkeys(self.columns, NAN)
+                return NAN
+            arrays = self._arrays()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                if self.kind == "feature":
+                    from kernels.registry.features import compute_features
+
+                    out = compute_features(arrays, None, "cpu", self.dtype, entries=(self.entry,))
+                    self._values = {c: float(out[c][-1]) for c in self.columns}
+                else:
+                    from kernels.panel import Panel
+                    from kernels.registry.specialists import PANEL_COLUMNS
+
+                    panel = Panel.from_columns({c: arrays[c] for c in PANEL_COLUMNS})
+                    self._values = {self.columns[0]: float(np.float32(self.entry.fn(panel)[-1]))}
+        return self._values[column]
+
+    def tap(self, column: str):
+        return lambda: self.value(column)
+
+
+# ---------------------------------------------------------------------------------------
 # One symbol: every feature and specialist
 # ---------------------------------------------------------------------------------------
 
@@ -526,17 +628,23 @@ class SymbolStream:
         scores    np.ndarray float32 [len(SPECIALISTS)], registry order
     Warm-up values are NaN, as in the batch tables. `bars` counts the bars fed; the stream
     must see a symbol's history from its first bar (ATC indexes bars absolutely).
-    Picklable: the state is the updaters (plain Python objects); the taps are rebuilt from
-    the registries on unpickling, which raises ValueError when the registries now need
-    other updaters than the pickled ones (the state must then be rebuilt from history).
+    `packs`: the selected packs by name, `(packs, plugins)` as in the settings
+    (kernels.registry.packs.select); None (default) is the registries, i.e. the `core` pack.
+    Then `features` holds every column of the selection (Selection.feature_columns order) and
+    `scores` every specialist of it; entries without a `stream` are WindowTaps.
+    Picklable: the state is the updaters (plain Python objects) and the windows' rows; the
+    taps are rebuilt from the registries on unpickling, which raises ValueError when the
+    registries now need other updaters than the pickled ones (the state must then be
+    rebuilt from history).
     """
 
-    def __init__(self, precision: str = "float32") -> None:
+    def __init__(self, precision: str = "float32", packs: tuple | None = None) -> None:
         if precision not in ("float32", "float64"):
             raise ValueError(f"precision must be 'float32' or 'float64', got {precision!r}")
         self.precision = precision
         self.dtype = np.dtype(np.float32 if precision == "float32" else np.float64)
         self.bars = 0
+        self.packs = None if packs is None else (tuple(packs[0]), tuple(packs[1]))
         self._build()
         self.features = np.full(len(self._feature_taps), np.nan, dtype=self.dtype)
         self.scores = np.full(len(self._score_taps), np.nan, dtype=np.float32)
@@ -545,9 +653,31 @@ class SymbolStream:
         self._u = u = StreamCalls(self.dtype)
         # read from the registry modules now (not bound at import): a stream is built from
         # the registries in force
-        self._feature_taps = [f.stream(u) for f in _feature_registry.FEATURES]
+        if self.packs is None:
+            features, specialists = _feature_registry.FEATURES, _specialist_registry.SPECIALISTS
+        else:
+            from kernels.registry.packs import select
+
+            chosen = select(*self.packs)
+            features, specialists = chosen.features, chosen.specialists
+        self._windows: list[WindowTap] = []
+        self._feature_taps = []
+        for f in features:
+            if f.stream is not None:
+                self._feature_taps.append(f.stream(u))
+            else:
+                w = WindowTap(f, "feature", self.dtype)
+                self._windows.append(w)
+                self._feature_taps += [w.tap(c) for c in w.columns]
         u32 = u.with_dtype(np.float32)  # the specialists' batch functions compute in float32
-        self._score_taps = [s.stream(u32) for s in _specialist_registry.SPECIALISTS]
+        self._score_taps = []
+        for s in specialists:
+            if s.stream is not None:
+                self._score_taps.append(s.stream(u32))
+            else:
+                w = WindowTap(s, "specialist", np.float32)
+                self._windows.append(w)
+                self._score_taps.append(w.tap(w.columns[0]))
 
     def _values(self) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(invalid="ignore", divide="ignore"):  # NaN / NaN during warm-up
@@ -558,6 +688,8 @@ class SymbolStream:
     def update(self, open_, high, low, close, volume) -> tuple[np.ndarray, np.ndarray]:
         self.bars += 1
         self._u.step(open_, high, low, close, volume)
+        for w in self._windows:
+            w.step(self._u.bar)
         feats, scores = self._values()
         self.features, self.scores = feats, scores
         return feats, scores
@@ -580,7 +712,8 @@ class SymbolStream:
 
     def __getstate__(self) -> dict:
         return {"format": self._STATE_FORMAT, "precision": self.precision, "bars": self.bars,
-                "bar": list(self._u.bar), "nodes": [(n.key, n.updater, n.out) for n in self._u.nodes]}
+                "bar": list(self._u.bar), "nodes": [(n.key, n.updater, n.out) for n in self._u.nodes],
+                "packs": self.packs, "windows": [(w.columns, list(w.rows)) for w in self._windows]}
 
     def __setstate__(self, state: dict) -> None:
         # ValueError for anything but this format (e.g. a state pickled by the earlier,
@@ -592,7 +725,13 @@ class SymbolStream:
         self.precision = state["precision"]
         self.dtype = np.dtype(np.float32 if self.precision == "float32" else np.float64)
         self.bars = state["bars"]
+        self.packs = state.get("packs")
         self._build()
+        windows = state.get("windows", [])
+        if [c for c, _ in windows] != [w.columns for w in self._windows]:
+            raise ValueError("this SymbolStream state was built for other packs: rebuild it from history")
+        for w, (_, rows) in zip(self._windows, windows):
+            w.rows.extend(rows)
         pool = self._u._pool
         saved = {key: (updater, out) for key, updater, out in state["nodes"]}
         if set(saved) != set(pool):

@@ -51,6 +51,14 @@ stored schema (the key is recorded, nothing else changes), and a table that hold
 at all takes the schema of the first frame with rows (one full overwrite; the empty keys
 recorded before stay materialized). Unpartitioned tables are overwritten with their schema.
 
+Schema evolution (SCHEMA_EVOLVING, the `features` and `specialists` tables, whose columns
+are those of the selected feature packs). A partial overwrite may ADD columns: the table's
+schema is merged (delta-rs `schema_mode="merge"` with the predicate, tested with 1.6.6), and
+rows of other keys read the new column as null until they are rebuilt. A frame WITHOUT some
+stored columns (a pack no longer selected) drops nothing: the stored values of those columns
+are carried over for the rewritten (symbol, date) rows (null for rows that were not there).
+Dtype changes are still refused. Other tables keep the rule above.
+
 Vacuum commits. A vacuum that removes files adds two commits (VACUUM START, VACUUM END),
 so `version()` moves without a data change; one that removes nothing adds none.
 
@@ -96,6 +104,7 @@ KEYS_METADATA = "pipeline.keys"
 TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
 MIN_RETENTION_HOURS = 168
 MAX_ATTEMPTS = 10
+SCHEMA_EVOLVING = frozenset({"features", "specialists"})  # tables whose columns may grow (see above)
 _DERIVED = "derived"  # table description flag: `year` was added by the store (dropped on read)
 
 Key = SymbolYear | int
@@ -290,18 +299,19 @@ class DeltaStore:
         df = self._with_year(asset, keys, df)
         self._refuse_stray_rows(asset, keys, df)
         df = self._sorted(df)
-        with self._guard(asset):
-            df, replace_schema = self._conform_schema(asset, df)
         predicate = partition_predicate(keys)
         meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys])}
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = df.to_arrow()
-        # a table without rows (only empty keys so far) takes the first rows' schema whole
-        how = {"schema_mode": "overwrite"} if replace_schema else {"predicate": predicate}
 
         def attempt() -> None:
+            # conformed per attempt: a concurrent writer may have merged columns meanwhile
+            data, replace_schema, merge = self._conform_schema(asset, df, keys)
+            # a table without rows (only empty keys so far) takes the first rows' schema whole
+            how = {"schema_mode": "overwrite"} if replace_schema else {"predicate": predicate}
+            if merge:
+                how["schema_mode"] = "merge"
             write_deltalake(
-                str(path), data, mode="overwrite", partition_by=[YEAR], **how,
+                str(path), data.to_arrow(), mode="overwrite", partition_by=[YEAR], **how,
                 description=json.dumps({YEAR: _DERIVED if derived else "column"}),
                 configuration=TABLE_CONFIGURATION, writer_properties=_writer_properties(), target_file_size=self.target_file_size,
                 commit_properties=CommitProperties(custom_metadata=meta),
@@ -354,26 +364,44 @@ class DeltaStore:
             stray.sort()
             raise ValueError(f"{asset}: rows for partitions outside this run: {stray[:5]}{' ...' if len(stray) > 5 else ''}")
 
-    def _conform_schema(self, asset: str, df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
-        """(frame, replace_schema). A frame with the stored schema goes as it is. Where the
-        schemas differ: a frame without rows (an empty key, e.g. a year with nothing to
+    def _conform_schema(self, asset: str, df: pl.DataFrame, keys: list[Key]) -> tuple[pl.DataFrame, bool, bool]:
+        """(frame, replace_schema, merge). A frame with the stored schema goes as it is. Where
+        the schemas differ: a frame without rows (an empty key, e.g. a year with nothing to
         train on) is written in the stored schema; a table that holds no rows at all (only
-        empty keys so far) takes the frame's schema whole (replace_schema); otherwise a
-        ValueError (`_refuse_schema_change`)."""
+        empty keys so far) takes the frame's schema whole (replace_schema); a SCHEMA_EVOLVING
+        table merges added columns and carries over the stored values of missing ones
+        (`_evolve`); otherwise a ValueError (`_refuse_schema_change`)."""
         if not self.exists(asset):
-            return df, False
+            return df, False, False
         lf = pl.scan_delta(self.table(asset))
         raw = lf.collect_schema()
         stored = dict(_ns_dates(lf, raw).collect_schema())
         given = dict(_ns_dates(df.head(0), df.schema).schema)
         if stored == given:
-            return df, False
+            return df, False, False
         if df.height == 0:
-            return pl.DataFrame(schema=raw), False
+            return pl.DataFrame(schema=raw), False, False
         if lf.select(pl.len()).collect().item() == 0:
-            return df, True
+            return df, True, False
+        if asset in SCHEMA_EVOLVING and all(stored[c] == given[c] for c in stored.keys() & given.keys()):
+            return self._evolve(asset, df, keys, stored, given)
         self._refuse_schema_change(asset, df)
-        return df, False
+        return df, False, False
+
+    def _evolve(self, asset: str, df: pl.DataFrame, keys: list[Key], stored: dict, given: dict) -> tuple[pl.DataFrame, bool, bool]:
+        """`df` in the stored column order plus its new columns (merge), with the stored
+        values of the columns it lacks carried over by (symbol, date)."""
+        missing = [c for c in stored if c not in given]
+        if missing:
+            on = [c for c in ("symbol", "date") if c in df.columns]
+            if len(on) == 2:
+                kept = (self.scan(asset, keys, allow_missing=True).select(*on, *missing)
+                        .with_columns(pl.col("date").cast(df.schema["date"])).collect())
+                df = df.join(kept, on=on, how="left", maintain_order="left")
+            else:
+                df = df.with_columns(*[pl.lit(None, stored[c]).alias(c) for c in missing])
+        added = [c for c in given if c not in stored]
+        return df.select(*stored, *added), False, bool(added)
 
     def _refuse_schema_change(self, asset: str, df: pl.DataFrame) -> None:
         """A partial overwrite must match the stored columns: delta-rs would refuse other

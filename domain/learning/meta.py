@@ -10,7 +10,8 @@ year's scores come from a model trained before that year, so they are out of fol
 every row here) when it covers at least half of the training rows, and the regime one-hot
 (the seed's "condition by regime"); with settings `meta.inputs: features+specialists` also
 the feature registry's columns (kernels.registry.features.FEATURE_NAMES, from the `features`
-table joined on symbol and date; the day's values, known at its close like the scores).
+table joined on symbol and date; the day's values, known at its close like the scores);
+with a list of pack names (`meta.inputs: [specialists, alpha158]`) those packs' columns.
 Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
 (kernels.learn.meta), its calibration folds purged on the label intervals. The model records
@@ -66,8 +67,26 @@ def load_meta(path_joblib) -> MetaModel:
     return meta_from_payload(payload, path)
 
 
-def feature_columns(inputs: str) -> list[str]:
-    """The registry feature columns a meta model of `inputs` (settings meta.inputs) uses."""
+def feature_columns(inputs: str | list[str], selection=None) -> list[str]:
+    """The feature columns a meta model of `inputs` (settings meta.inputs) uses: none for
+    `specialists`, the registry's (the `core` pack) for `features+specialists`; for a list,
+    the feature columns of each pack it names (`specialists` adds none: the scores are
+    always in), in the list's order. A pack must be selected in `selection` (settings
+    `features`, domain.feature_packs; default: core only), else a ValueError naming it."""
+    if isinstance(inputs, (list, tuple)):
+        from kernels.registry.packs import select
+
+        selection = select() if selection is None else selection
+        out: list[str] = []
+        for name in inputs:
+            if name == SPECIALISTS_ONLY:
+                continue
+            pack = selection.pack(name)
+            if pack is None:
+                raise ValueError(f"meta.inputs: {name!r} is not a selected pack; expected specialists or one of "
+                                 f"{[p.name for p in selection.packs]} (settings features.packs / features.plugins)")
+            out += [c for e in pack.features for c in e.columns if c not in out]
+        return out
     if inputs not in META_INPUTS:
         raise ValueError(f"meta.inputs must be one of {META_INPUTS}, got {inputs!r}")
     return list(FEATURE_NAMES) if inputs == WITH_FEATURES else []
@@ -170,8 +189,10 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     `reports/meta/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
     `log` (info/warning) is told about skipped horizons and unused LSTM scores. `features`
     (the stored table) is read only when settings `meta.inputs` asks for its columns."""
+    from domain.feature_packs import feature_selection
+
     horizons = settings.meta.horizons or settings.labels.horizons
-    columns = feature_columns(settings.meta.inputs)
+    columns = feature_columns(settings.meta.inputs, feature_selection(settings))
     versions = DeltaStore(settings.data_dir).versions(TRAINED_ON + (("features",) if columns else ()))
     fold_jobs = _fold_jobs(settings)
     rows, previews = [], {}

@@ -20,8 +20,9 @@ Contract (tests/domain/test_inference.py):
 * The probabilities come from `assets.predictions.score_rows`, the function the batch
   `predictions` asset uses, fed the float32 specialist scores, the day's regime, (when
   a model uses it) the LSTM score (scored live, see "LSTM" below) and (when a model was trained with
-  `meta.inputs: features+specialists`) the streaming features of the day, in registry
-  order: for a date of year Y they equal the stored predictions of Y (to float32 rounding
+  `meta.inputs: features+specialists` or pack names) the streaming features of the day
+  (the selected packs' columns, settings `features`; entries without an updater are
+  recomputed over their window, kernels.streaming.WindowTap): for a date of year Y they equal the stored predictions of Y (to float32 rounding
   of the meta model's output; a features model sees the streaming features, which agree
   with the stored ones within float32 tolerance, see below).
 * Specialist scores equal the stored `specialists` rows bit for bit (both come from the
@@ -101,6 +102,7 @@ import polars as pl
 from config.partitions import REGIME_HALO_YEARS
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
 from domain.learning.lstm import SavedLSTM, load_lstm, lstm_path, score_latest
+from domain.feature_packs import feature_selection
 from domain.learning.predictions import load_year_models, model_path, models_features, score_rows
 from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
 from kernels.registry.features import FEATURE_NAMES
@@ -240,8 +242,9 @@ class LiveState:
     bar: np.ndarray = field(default_factory=lambda: np.full(len(BAR_COLUMNS), np.nan, np.float32))
 
     @classmethod
-    def new(cls, symbol: str, precision: str = "float32") -> LiveState:
-        return cls(symbol, SymbolStream(precision))
+    def new(cls, symbol: str, precision: str = "float32", packs: tuple | None = None) -> LiveState:
+        """`packs`: the settings' (packs, plugins) (None: the registries, the `core` pack)."""
+        return cls(symbol, SymbolStream(precision, packs))
 
     @property
     def features(self) -> np.ndarray:
@@ -291,6 +294,12 @@ class InferenceSession:
         self.models_dir = Path(self.settings.models_dir)
         self.horizons = list(self.settings.labels.horizons)
         self.precision = self.settings.precision
+        # the selected feature packs: the stream's features and scores, in their order
+        selection = feature_selection(self.settings)
+        self.packs = None if selection.names == (("core",), ()) else selection.names
+        self.feature_names = selection.feature_columns
+        self.specialist_columns = selection.specialist_columns
+        self._packs_version = f"{selection.features_version}.{selection.specialists_version}"
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self._bars: dict[str, SymbolBars] = {}
         self._versions: dict[str, int | None] = {}  # asset -> table version last seen
@@ -365,11 +374,11 @@ class InferenceSession:
                              f"{bars.dates[0]}")
         st = self._states.get(symbol)
         if st is None:
-            st = self._load_state(symbol, bars) or LiveState.new(symbol, self.precision)
+            st = self._load_state(symbol, bars) or LiveState.new(symbol, self.precision, self.packs)
             self.counters["cold_starts"] += 1
         if idx + 1 < st.n_bars:  # a date before the cached state: a fresh replay, cache untouched
             self._states[symbol] = st
-            tmp = LiveState.new(symbol, self.precision)
+            tmp = LiveState.new(symbol, self.precision, self.packs)
             self.counters["bars_fed"] += tmp.advance(bars, idx)
             self.counters["replays"] += 1
             return tmp, bars
@@ -390,7 +399,7 @@ class InferenceSession:
 
     def _code_id(self) -> str:
         if self._code is None:
-            self._code = _code_fingerprint()
+            self._code = f"{_code_fingerprint()}+packs:{self._packs_version}"
         return self._code
 
     def _load_state(self, symbol: str, bars: SymbolBars) -> LiveState | None:
@@ -559,21 +568,26 @@ class InferenceSession:
         regime (Int8, null when untagged), the LSTM score when a model uses it, the streaming
         features (registry order, float32) when a model uses feature columns."""
         n = len(states)
-        scores = np.stack([s.scores for s in states]) if n else np.empty((0, len(SPECIALIST_COLUMNS)), np.float32)
+        scores = np.stack([s.scores for s in states]) if n else np.empty((0, len(self.specialist_columns)), np.float32)
         dates = [s.last_date for s in states]
+        at = {c: j for j, c in enumerate(self.specialist_columns)}
+        if missing := [c for c in SPECIALIST_COLUMNS if c not in at]:
+            raise ValueError(f"the meta models score {missing} (the core pack's specialists); add core to features.packs")
         cols = [pl.Series("symbol", [s.symbol for s in states], dtype=pl.String),
                 pl.Series("date", np.array(dates, dtype="datetime64[ns]")),
-                *[pl.Series(c, scores[:, j], dtype=pl.Float32) for j, c in enumerate(SPECIALIST_COLUMNS)],
+                *[pl.Series(c, scores[:, at[c]], dtype=pl.Float32) for c in SPECIALIST_COLUMNS],
                 pl.Series("regime", [self.regime(d) for d in dates], dtype=pl.Int8)]
         if any(LSTM_COLUMN in m.feature_names for m in models.values()):
             lstm = np.array([self.lstm_score(s.symbol, s.last_date) for s in states], dtype=np.float32)
             cols += [pl.Series(STORED_LSTM_COLUMN, lstm, dtype=pl.Float32), pl.Series(LSTM_COLUMN, lstm, dtype=pl.Float32)]
         wanted = models_features(models)
         if wanted:
-            if unknown := [c for c in wanted if c not in FEATURE_NAMES]:
-                raise ValueError(f"a meta model uses columns {unknown[:6]} that the feature registry does not make")
-            feats = np.stack([s.features for s in states]) if n else np.empty((0, len(FEATURE_NAMES)))
-            cols += [pl.Series(c, feats[:, FEATURE_NAMES.index(c)], dtype=pl.Float32) for c in wanted]
+            names = self.feature_names
+            if unknown := [c for c in wanted if c not in names]:
+                raise ValueError(f"a meta model uses columns {unknown[:6]} that the selected feature packs "
+                                 "(settings features) do not make")
+            feats = np.stack([s.features for s in states]) if n else np.empty((0, len(names)))
+            cols += [pl.Series(c, feats[:, names.index(c)], dtype=pl.Float32) for c in wanted]
         return pl.DataFrame(cols)
 
     def _score(self, states: list[LiveState], now) -> tuple[pl.DataFrame, dict, int | None, dict]:
@@ -588,8 +602,8 @@ class InferenceSession:
         (st,) = self._rows([symbol], now, skip_missing=False)
         frame, probs, model_year, models = self._score([st], now)
         regime = frame["regime"][0]
-        features = {name: float(v) for name, v in zip(FEATURE_NAMES, st.features.tolist())}
-        features.update({c: float(v) for c, v in zip(SPECIALIST_COLUMNS, st.scores.tolist())})
+        features = {name: float(v) for name, v in zip(self.feature_names, st.features.tolist())}
+        features.update({c: float(v) for c, v in zip(self.specialist_columns, st.scores.tolist())})
         features["regime"] = None if regime is None else int(regime)
         if LSTM_COLUMN in frame.columns:
             features[STORED_LSTM_COLUMN] = float(frame[LSTM_COLUMN][0])
@@ -606,13 +620,14 @@ class InferenceSession:
         states = self._rows(list(symbols), now, skip_missing)
         frame, probs, model_year, _ = self._score(states, now)
         dtype = pl.Float32 if self.precision == "float32" else pl.Float64
-        feats = np.stack([s.features for s in states]) if states else np.empty((0, len(FEATURE_NAMES)))
+        feats = np.stack([s.features for s in states]) if states else np.empty((0, len(self.feature_names)))
+        scores = np.stack([s.scores for s in states]) if states else np.empty((0, len(self.specialist_columns)))
         return frame.select("symbol", "date").with_columns(
             pl.lit(model_year, dtype=pl.Int32).alias("model_year"),
             *[pl.Series(k, v, dtype=pl.Float32) for k, v in probs.items()],
             frame["regime"],
-            *[pl.Series(name, feats[:, j], dtype=dtype) for j, name in enumerate(FEATURE_NAMES)],
-            *[frame[c] for c in SPECIALIST_COLUMNS],
+            *[pl.Series(name, feats[:, j], dtype=dtype) for j, name in enumerate(self.feature_names)],
+            *[pl.Series(c, scores[:, j], dtype=pl.Float32) for j, c in enumerate(self.specialist_columns)],
             *([frame[STORED_LSTM_COLUMN]] if STORED_LSTM_COLUMN in frame.columns else []),
         )
 

@@ -357,8 +357,26 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def _run_on_cpu_core(spec, inputs, params: tuple[int, ...], dtype) -> list:
+    """The generic path of a core without a torch port (a new kernel is its core and its
+    spec only): the compiled CPU core on host copies, the outputs back in the inputs' kind
+    and device."""
+    from kernels.backends import cpu_backend
+
+    is_tensor = isinstance(inputs[0], torch.Tensor)
+    host = [np.ascontiguousarray(a.detach().cpu().numpy() if is_tensor else a, dtype=np.float64) for a in inputs]
+    outs = cpu_backend.run(spec, host, params, dtype)
+    if is_tensor:
+        out_dtype = torch.float32 if np.dtype(dtype) == np.float32 else F64
+        return [torch.as_tensor(o, device=inputs[0].device).to(out_dtype) for o in outs]
+    return outs
+
+
 def run(spec, inputs, params: tuple[int, ...], dtype) -> list:
-    """Run core `spec.core` on 2-D [series, time] inputs; one output per core output."""
+    """Run core `spec.core` on 2-D [series, time] inputs; one output per core output. A core
+    without a port in CORES runs as its CPU core (`_run_on_cpu_core`)."""
+    if spec.core not in CORES:
+        return _run_on_cpu_core(spec, inputs, params, dtype)
     is_tensor = isinstance(inputs[0], torch.Tensor)
     device = inputs[0].device if is_tensor else default_device()
     if is_tensor:

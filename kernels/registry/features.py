@@ -1,7 +1,9 @@
 """The feature registry: every feature's name, formula over the kernels, warm-up, and
 streaming updater.
 
-The `features` table's column order is the registry's order. To add a feature, append one
+This registry is the `core` pack (kernels.registry.packs, which also declares the other
+built-in packs and loads plugin packs); the `features` table holds the columns of every
+selected pack, core's in the registry's order. To add a feature, append one
 `Feature` here, with its batch `formula` and its `stream` (`_kernel` when both are one and
 the same kernel call): the batch stage, the live
 stream (kernels.streaming.SymbolStream), the schema, the halo check and the tests
@@ -32,15 +34,41 @@ from kernels import indicators as K
 
 @dataclass(frozen=True)
 class Feature:
+    """One column from kernel calls (`formula(k) -> array`, over many symbols back to back).
+
+    The warm-up is the lookback of `lookback_of` (indicator, n) or, without it, `warmup_rows`.
+    `stream` is optional: without one the live path keeps the last `window` rows (default
+    warm-up + 1) of `inputs` per symbol and recomputes `formula` on them for the newest bar
+    (kernels.streaming.WindowTap). `version`: bump it when the formula changes, so Dagster
+    marks the stored partitions stale (kernels.registry.packs.Selection)."""
+
     name: str
     formula: Callable  # k -> array
-    lookback_of: tuple[str, int]  # (indicator, n) whose lookback is this feature's warm-up
-    stream: Callable  # u -> (() -> this bar's value): the formula, one bar at a time
+    lookback_of: tuple[str, int] | None = None  # (indicator, n) whose lookback is this feature's warm-up
+    stream: Callable | None = None  # u -> (() -> this bar's value): the formula, one bar at a time
+    inputs: tuple[str, ...] = ("high", "low", "close")
+    warmup_rows: int | None = None
+    window: int | None = None
+    version: str = "1"
 
     @property
     def warmup(self) -> int:
         """Rows before the first valid value."""
-        return K.lookback(*self.lookback_of)
+        if self.lookback_of is not None:
+            return K.lookback(*self.lookback_of)
+        return int(self.warmup_rows or 0)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    @property
+    def warmups(self) -> dict[str, int]:
+        return {self.name: self.warmup}
+
+    def compute(self, k: "_KernelCalls") -> dict[str, np.ndarray]:
+        """{name: this feature over k's arrays} (k: the shared, memoised kernel calls)."""
+        return {self.name: np.asarray(self.formula(k), dtype=k.dtype)}
 
 
 C, HLC = ("close",), ("high", "low", "close")
@@ -102,6 +130,15 @@ class _KernelCalls:
     def column(self, name: str) -> np.ndarray:
         return self.arrays[name].astype(self.dtype, copy=False)
 
+    def per_symbol(self, fn: Callable, inputs: tuple[str, ...]) -> np.ndarray:
+        """fn(*one symbol's input columns in the dtype) -> that symbol's array, for every
+        symbol, back to back (a NumPy formula never sees two symbols at once)."""
+        cols = [self.column(c) for c in inputs]
+        out = np.empty(len(cols[0]) if cols else 0, dtype=self.dtype)
+        for a, b in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist()):
+            out[a:b] = fn(*[c[a:b] for c in cols])
+        return out
+
     def __call__(self, core: str, inputs: tuple[str, ...], output: int = 0, **params) -> np.ndarray:
         ordered = (params.pop("n"), *params.values())
         key = (core, inputs, ordered)
@@ -112,10 +149,15 @@ class _KernelCalls:
 
 
 def compute_features(arrays: dict[str, np.ndarray], offsets: np.ndarray | None = None, backend: str = "cpu",
-                     dtype=np.float32) -> dict[str, np.ndarray]:
-    """Every registered feature over `arrays` (name -> 1-D array; series back to back)."""
+                     dtype=np.float32, entries=None) -> dict[str, np.ndarray]:
+    """Every registered feature (or every column of `entries`, feature entries of
+    kernels.registry.packs: Feature, Formula, Batch) over `arrays` (name -> 1-D array;
+    series back to back)."""
     total = len(next(iter(arrays.values())))
     offsets = np.array([0, total], dtype=np.int64) if offsets is None else np.asarray(offsets, dtype=np.int64)
     k = _KernelCalls(arrays, offsets, backend, dtype)
+    out: dict[str, np.ndarray] = {}
     with np.errstate(invalid="ignore", divide="ignore"):  # NaN / NaN during warm-up
-        return {f.name: np.asarray(f.formula(k), dtype=dtype) for f in FEATURES}
+        for f in FEATURES if entries is None else entries:
+            out.update(f.compute(k))
+    return out

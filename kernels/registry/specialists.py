@@ -1,7 +1,8 @@
 """The specialist registry: name, function over a Panel, inputs, warm-up, streaming updater.
 
 Each specialist returns float32 scores in [-1, 1], one per panel row; the stored column is
-`spec_<name>_score`, in registry order. To add one, append a `Specialist` here, with its
+`spec_<name>_score`, in registry order. This registry is the `core` pack's specialists
+(kernels.registry.packs; plugin packs add their own). To add one, append a `Specialist` here, with its
 batch `fn` and its `stream`: the same score one bar at a time, built from `u`
 (kernels.streaming.StreamCalls, see kernels/registry/features.py; for specialists `u`
 computes in float32, as the batch functions do). tests/kernels/test_streaming.py replays every
@@ -34,11 +35,19 @@ from kernels.seller_exhaustion import PRESETS, seller_exhaustion
 
 @dataclass(frozen=True)
 class Specialist:
+    """A score in [-1, 1] per bar from one symbol's Panel (`fn(panel) -> float32 array`).
+
+    `stream` is optional: without one the live path keeps the last `window` bars (default
+    warm-up + 1) and recomputes `fn` on them for the newest bar. `version`: bump it when
+    `fn` changes, so Dagster marks the stored partitions stale."""
+
     name: str
     fn: Callable[[Panel], np.ndarray]
     inputs: tuple[str, ...]
     warmup: int
-    stream: Callable  # u -> (() -> this bar's score): `fn`, one bar at a time
+    stream: Callable | None = None  # u -> (() -> this bar's score): `fn`, one bar at a time
+    window: int | None = None
+    version: str = "1"
 
     @property
     def column(self) -> str:

@@ -1,0 +1,47 @@
+"""The feature packs of the settings (`features.packs`, `features.plugins`), resolved.
+
+`feature_selection(settings)` imports the plugin modules and returns the
+kernels.registry.packs.Selection that the features and specialists stages, the Dagster code
+versions, the live path and `meta.inputs` read. Anything unusable (an unknown pack, a
+plugin that cannot be imported or defines no packs, an entry without a name or formula, a
+column that another pack already makes) is a SettingsError of one line naming the setting
+and what was expected (exit code 2 from the CLI).
+"""
+
+from __future__ import annotations
+
+from config.settings import FeatureSettings, Settings, SettingsError
+from kernels.registry.packs import Selection, select
+
+
+def feature_selection(settings: Settings | FeatureSettings | None = None) -> Selection:
+    """The Selection of `settings.features` (None: the default, the `core` pack)."""
+    if settings is None:
+        return select()
+    features = settings.features if isinstance(settings, Settings) else settings
+    try:
+        return select(tuple(features.packs), tuple(features.plugins))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def _main(argv: list[str]) -> int:
+    """`python -m domain.feature_packs PACKS_JSON PLUGINS_JSON`: prints the code versions
+    {"features", "specialists"} as JSON (config.pack_versions runs this so that loading the
+    code location imports no kernel), or the one-line error on stderr with exit code 2."""
+    import json
+    import sys
+
+    try:
+        chosen = select(tuple(json.loads(argv[0])), tuple(json.loads(argv[1])))
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(json.dumps({"features": chosen.features_version, "specialists": chosen.specialists_version}))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_main(sys.argv[1:]))

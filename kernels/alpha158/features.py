@@ -1,0 +1,299 @@
+"""Qlib's 158 Alpha158 features on the alpha158 cores.
+
+Contract:
+    ALPHA158_NAMES    Qlib's names in Qlib's order (`Alpha158DL.get_feature_config()` with its
+                      default config: 9 kbar, OPEN0 HIGH0 LOW0 VWAP0, 29 rolling groups x
+                      windows 5, 10, 20, 30, 60).
+    ALPHA158_WARMUP   per name, the rows at the start of a symbol where Qlib returns NaN
+                      (inputs without NaN).
+    compute_alpha158(arrays, offsets, dtype=np.float32) -> {name: array of len(total)}
+
+Qlib evaluates Alpha158 on float32 data (its bin files are float32): element-wise
+operators (+ - * /, Greater, Less, Abs, Log, Ref) run in float32, rolling operators widen to
+float64 (pandas) and the final column is cast to float32. compute_alpha158 follows that
+dtype flow step by step: inputs are rounded to float32 first (float64 inputs holding float32
+values give the same result), each element-wise step is the same NumPy float32 operation,
+each rolling step replays pandas' / Qlib's float64 arithmetic (`cores`), and the float64
+results are cast to `dtype` at the end (dtype=float64 keeps the digits Qlib's cast drops).
+
+Where Qlib divides by zero the result is inf or NaN as in Qlib (e.g. ROC where a close is 0,
+VMA on a zero-volume day); an inf fed to a rolling operator counts as missing, as in pandas
+(Log($volume/Ref($volume, 1)+1) after a zero-volume day). A missing day is a NaN row (Qlib's
+bin layout is dense over the calendar); rolling operators skip NaN rows as pandas does.
+Work goes through ~CHUNK_ROWS rows of whole symbols at a time (the float64 temporaries stay
+in cache); the cores are serial and release the GIL, so a caller may run chunks in threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+WINDOWS = (5, 10, 20, 30, 60)
+KBAR = ("KMID", "KLEN", "KMID2", "KUP", "KUP2", "KLOW", "KLOW2", "KSFT", "KSFT2")
+PRICE = ("OPEN0", "HIGH0", "LOW0", "VWAP0")
+ROLLING = ("ROC", "MA", "STD", "BETA", "RSQR", "RESI", "MAX", "MIN", "QTLU", "QTLD", "RANK", "RSV", "IMAX",
+           "IMIN", "IMXD", "CORR", "CORD", "CNTP", "CNTN", "CNTD", "SUMP", "SUMN", "SUMD", "VMA", "VSTD", "WVMA",
+           "VSUMP", "VSUMN", "VSUMD")
+FIELDS = ("open", "high", "low", "close", "volume", "vwap")
+
+ALPHA158_NAMES: tuple[str, ...] = KBAR + PRICE + tuple(f"{g}{d}" for g in ROLLING for d in WINDOWS)
+
+# NaN rows at a symbol's start: a std needs 2 values, a regression 2 points, Ref($close, 1)
+# makes the first change NaN (SUM*, CORD need 2 changes for a correlation), ROCd needs d rows.
+_GROUP_WARMUP = {"STD": 1, "BETA": 1, "RSQR": 1, "RESI": 1, "CORR": 1, "CORD": 2, "SUMP": 1, "SUMN": 1,
+                 "SUMD": 1, "VSTD": 1, "WVMA": 2, "VSUMP": 1, "VSUMN": 1, "VSUMD": 1}
+ALPHA158_WARMUP: dict[str, int] = {
+    **{name: 0 for name in KBAR + PRICE},
+    **{f"{g}{d}": (d if g == "ROC" else _GROUP_WARMUP.get(g, 0)) for g in ROLLING for d in WINDOWS},
+}
+
+_EPS = 1e-12
+VAR_KEYS = ("c", "v", "wv", "logv", "ret", "dlogv")  # the series whose rolling var Std/Corr need
+CHUNK_ROWS = 16_384  # rows per chunk of whole symbols: the chunk's float64 temporaries stay in cache
+# Qlib sets Rsquare and Corr to NaN where a window's std is np.isclose to 0 (atol=2e-05)
+_STD_ZERO = 2e-05
+
+
+def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=np.float32,
+                     out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """The 158 Alpha158 columns of many symbols stored back to back.
+
+    arrays: 'open', 'high', 'low', 'close', 'volume', 'vwap', 1-D of one length (float32 or
+    float64); offsets: int, symbol k is rows offsets[k]:offsets[k+1] (offsets[0] = 0,
+    offsets[-1] = length). Returns Qlib name -> array of that length, dtype `dtype`; with
+    `out` (name -> 1-D array of that length, e.g. views into a caller's column buffers) the
+    columns are written there and `out` is returned."""
+    total = _check(arrays, offsets)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if out is None:
+        out = {name: np.empty(total, dtype=dtype) for name in ALPHA158_NAMES}
+    else:
+        bad = [name for name in ALPHA158_NAMES if name not in out or np.shape(out[name]) != (total,)]
+        if bad:
+            raise ValueError(f"compute_alpha158: out['{bad[0]}'] is missing or not of shape ({total},)")
+    first = 0
+    while first < offsets.shape[0] - 1:  # whole symbols, about CHUNK_ROWS rows at a time
+        last = int(np.searchsorted(offsets, offsets[first] + CHUNK_ROWS, side="right")) - 1
+        last = min(max(last, first + 1), offsets.shape[0] - 1)
+        a, b = int(offsets[first]), int(offsets[last])
+        if b > a:
+            chunk = {f: np.asarray(arrays[f])[a:b] for f in FIELDS}
+            _compute_chunk(chunk, offsets[first:last + 1] - a, {name: col[a:b] for name, col in out.items()})
+        first = last
+    return out
+
+
+def _compute_chunk(arrays, offsets, out):
+    """compute_alpha158 on a few whole symbols, written into the out views."""
+    from kernels.alpha158 import cpu
+
+    total = offsets[-1]
+    f32 = {f: np.ascontiguousarray(arrays[f], dtype=np.float32) for f in FIELDS}
+    o, h, l, c, v, vw = (f32[f] for f in FIELDS)
+    pos = _position_in_symbol(offsets, total)
+
+    def put(name, values):
+        out[name][:] = values
+
+    with np.errstate(all="ignore"):
+        rng = h - l + np.float32(_EPS)
+        top = np.maximum(o, c)
+        bottom = np.minimum(o, c)
+        put("KMID", (c - o) / o)
+        put("KLEN", (h - l) / o)
+        put("KMID2", (c - o) / rng)
+        put("KUP", (h - top) / o)
+        put("KUP2", (h - top) / rng)
+        put("KLOW", (bottom - l) / o)
+        put("KLOW2", (bottom - l) / rng)
+        shift = np.float32(2) * c - h - l
+        put("KSFT", shift / o)
+        put("KSFT2", shift / rng)
+        for name, x in (("OPEN0", o), ("HIGH0", h), ("LOW0", l), ("VWAP0", vw)):
+            put(name, x / c)
+
+        c1 = _ref(c, pos, 1)
+        v1 = _ref(v, pos, 1)
+        dc = c - c1
+        dv = v - v1
+        up = np.maximum(dc, np.float32(0))
+        down = np.maximum(c1 - c, np.float32(0))
+        vup = np.maximum(dv, np.float32(0))
+        vdown = np.maximum(v1 - v, np.float32(0))
+        ret = c / c1
+        wv = np.abs(ret - np.float32(1)) * v
+        # running counts of up / down closes: Mean of a 0/1 flag that is never NaN is its
+        # window count / window rows (pandas' Kahan sum of 0/1 is that exact integer)
+        ups = np.concatenate([[0], np.cumsum(c > c1, dtype=np.int64)])
+        downs = np.concatenate([[0], np.cumsum(c < c1, dtype=np.int64)])
+        row = np.arange(1, total + 1)
+        logv = np.log(v + np.float32(1))
+        dlogv = np.log(v / v1 + np.float32(1))
+        v_eps = v + np.float32(_EPS)
+        c64, h64, l64 = (np.asarray(x, dtype=np.float64) for x in (c, h, l))
+        wide = {"c": c64, "v": v.astype(np.float64), "ret": ret.astype(np.float64), "wv": wv.astype(np.float64),
+                "up": up.astype(np.float64), "down": down.astype(np.float64), "absd": np.abs(dc).astype(np.float64),
+                "vup": vup.astype(np.float64), "vdown": vdown.astype(np.float64),
+                "vabsd": np.abs(dv).astype(np.float64), "logv": logv.astype(np.float64),
+                "dlogv": dlogv.astype(np.float64)}
+
+        corr_c = _Corr(c, logv)
+        corr_r = _Corr(ret, dlogv)
+        var_in = np.stack([wide[k] for k in VAR_KEYS], axis=1)  # rows x 6: one var pass per window
+        buf = np.empty(max(WINDOWS), dtype=np.float64)
+        tmp = [np.empty(total, dtype=np.float64) for _ in range(3)]
+
+        def roll(core, x, d):
+            r = np.empty(total, dtype=np.float64)
+            core(x, offsets, d, r)
+            return r
+
+        for d in WINDOWS:
+            put(f"ROC{d}", _ref(c, pos, d) / c)
+            mean_c = roll(cpu.roll_mean, c64, d)
+            put(f"MA{d}", mean_c / c)
+            var_all = np.empty_like(var_in)
+            cpu.roll_var_many(var_in, offsets, d, var_all)
+            var = {k: np.ascontiguousarray(var_all[:, j]) for j, k in enumerate(VAR_KEYS)}
+            std = {k: _sqrt0(v_) for k, v_ in var.items()}
+            std_c = std["c"]
+            put(f"STD{d}", std_c / c)
+            slope, rsq, resi = tmp
+            cpu.roll_linreg(c64, offsets, d, slope, rsq, resi)
+            put(f"BETA{d}", slope / c)
+            put(f"RSQR{d}", np.where(_isclose0(std_c), np.nan, rsq))
+            put(f"RESI{d}", resi / c)
+            mx, mn, imax, imin = (np.empty(total, dtype=np.float64) for _ in range(4))
+            cpu.roll_max_idxmax(h64, offsets, d, mx, imax)
+            cpu.roll_min_idxmin(l64, offsets, d, mn, imin)
+            put(f"MAX{d}", mx / c)
+            put(f"MIN{d}", mn / c)
+            q_lo, q_hi, rank = (np.empty(total, dtype=np.float64) for _ in range(3))
+            cpu.roll_qrank(c64, offsets, d, 0.2, 0.8, buf, q_lo, q_hi, rank)
+            put(f"QTLU{d}", q_hi / c)
+            put(f"QTLD{d}", q_lo / c)
+            put(f"RANK{d}", rank)
+            put(f"RSV{d}", (c - mn) / (mx - mn + _EPS))
+            put(f"IMAX{d}", imax / d)
+            put(f"IMIN{d}", imin / d)
+            put(f"IMXD{d}", (imax - imin) / d)
+            span = np.minimum(pos + 1, d).astype(np.float64)  # rows in the window
+            put(f"CORR{d}", corr_c(cpu, offsets, d, var["c"], var["logv"], std["c"], std["logv"], span, mean_c))
+            put(f"CORD{d}", corr_r(cpu, offsets, d, var["ret"], var["dlogv"], std["ret"], std["dlogv"], span))
+            first = row - np.minimum(pos + 1, d)  # cumulative index before the window
+            cntp = (ups[row] - ups[first]) / span
+            cntn = (downs[row] - downs[first]) / span
+            put(f"CNTP{d}", cntp)
+            put(f"CNTN{d}", cntn)
+            put(f"CNTD{d}", cntp - cntn)
+            _sum_ratios(cpu, out, put, "SUM", wide["up"], wide["down"], wide["absd"], offsets, d, total)
+            put(f"VMA{d}", roll(cpu.roll_mean, wide["v"], d) / v_eps)
+            put(f"VSTD{d}", std["v"] / v_eps)
+            put(f"WVMA{d}", std["wv"] / (roll(cpu.roll_mean, wide["wv"], d) + _EPS))
+            _sum_ratios(cpu, out, put, "VSUM", wide["vup"], wide["vdown"], wide["vabsd"], offsets, d, total)
+
+
+def _sum_ratios(cpu, out, put, prefix, up, down, absd, offsets, d, total):
+    """SUMP/SUMN/SUMD (or VSUM*): Sum(up)/(Sum(|d|)+1e-12), Sum(down)/..., (Sum(up)-Sum(down))/..."""
+    s_up, s_down, s_abs = (np.empty(total, dtype=np.float64) for _ in range(3))
+    cpu.roll_sum(up, offsets, d, s_up)
+    cpu.roll_sum(down, offsets, d, s_down)
+    cpu.roll_sum(absd, offsets, d, s_abs)
+    den = s_abs + _EPS
+    put(f"{prefix}P{d}", s_up / den)
+    put(f"{prefix}N{d}", s_down / den)
+    put(f"{prefix}D{d}", (s_up - s_down) / den)
+
+
+class _Corr:
+    """Qlib's Corr(x, y, d) for every window d: pandas' rolling corr on the pairwise-complete
+    rows (X = x + 0*y, Y = y + 0*x in float32, then +-inf -> NaN as pandas prepares values),
+    NaN where the rolling std of x or of y (each on its own rows) is close to 0. The pairwise
+    inputs are built once; per window only the rolling passes run."""
+
+    def __init__(self, x32, y32):
+        self.xm = _finite_or_nan(x32 + np.float32(0) * y32)
+        self.ym = _finite_or_nan(y32 + np.float32(0) * x32)
+        self.xy = self.xm * self.ym
+        nan_xy = np.isnan(self.xm + self.ym)
+        self.any_nan = bool(nan_xy.any())
+        self.present = (~nan_xy).astype(np.float64)
+        # where the pairwise mask removes no row of x (of y), x's own rolling stats serve
+        self.x_whole = np.array_equal(~np.isfinite(x32), nan_xy)
+        self.y_whole = np.array_equal(~np.isfinite(y32), nan_xy)
+
+    def __call__(self, cpu, offsets, d, var_x, var_y, std_x, std_y, span, mean_x=None):
+        """var_x, var_y, std_x, std_y: rolling var and std of x and y on their own rows; span:
+        the rows in each window; mean_x: x's own rolling mean if already computed."""
+        total = self.xm.shape[0]
+
+        def roll(core, a):
+            r = np.empty(total, dtype=np.float64)
+            core(a, offsets, d, r)
+            return r
+
+        mean_xy = roll(cpu.roll_mean, self.xy)
+        mean_x = mean_x if mean_x is not None and self.x_whole else roll(cpu.roll_mean, self.xm)
+        mean_y = roll(cpu.roll_mean, self.ym)
+        count = roll(cpu.roll_sum, self.present) if self.any_nan else span
+        var_xm = var_x if self.x_whole else roll(cpu.roll_var, self.xm)
+        var_ym = var_y if self.y_whole else roll(cpu.roll_var, self.ym)
+        num = (mean_xy - mean_x * mean_y) * (count / (count - 1))
+        res = num / np.sqrt(var_xm * var_ym)
+        res[_isclose0(std_x) | _isclose0(std_y)] = np.nan
+        return res
+
+
+def _finite_or_nan(x):
+    """x as float64 with +-inf replaced by NaN."""
+    x = x.astype(np.float64)
+    x[np.isinf(x)] = np.nan
+    return x
+
+
+def _sqrt0(var):
+    """pandas' std from its var (zsqrt): the square root, a negative var giving 0."""
+    return np.sqrt(np.maximum(var, 0.0))  # NaN stays NaN
+
+
+def _isclose0(std):
+    """np.isclose(std, 0, atol=2e-05): |std| <= 2e-05 (NaN is not close)."""
+    return np.abs(std) <= _STD_ZERO
+
+
+def _ref(x, pos, d):
+    """Qlib's Ref(x, d): x shifted d rows down within each symbol, NaN for its first d rows."""
+    r = np.full_like(x, np.nan)
+    r[d:] = x[:-d] if d else x
+    r[pos < d] = np.nan
+    return r
+
+
+def _position_in_symbol(offsets, total):
+    lengths = np.diff(offsets)
+    starts = np.repeat(offsets[:-1], lengths)
+    return np.arange(total, dtype=np.int64) - starts
+
+
+def _check(arrays, offsets) -> int:
+    """The arrays' common length; a ValueError naming the array or offset and what was expected."""
+    missing = [f for f in FIELDS if f not in arrays]
+    if missing:
+        raise ValueError(f"compute_alpha158: missing input arrays {missing}; expected {list(FIELDS)}")
+    total = np.asarray(arrays["close"]).shape[0] if np.ndim(arrays["close"]) else 0
+    for f in FIELDS:
+        a = np.asarray(arrays[f])
+        if a.dtype.kind not in "fiu":
+            raise ValueError(f"compute_alpha158: '{f}' has dtype {a.dtype}; expected numbers (float32 or float64)")
+        if a.ndim != 1 or a.shape[0] != total:
+            raise ValueError(f"compute_alpha158: '{f}' has shape {a.shape}; expected ({total},) like 'close'")
+    off = np.asarray(offsets)
+    if off.ndim != 1 or off.shape[0] < 1 or off.dtype.kind not in "iu":
+        raise ValueError(f"compute_alpha158: offsets must be a 1-D integer array from 0 to {total}; "
+                         f"got shape {off.shape}, dtype {off.dtype}")
+    bad = np.flatnonzero(np.diff(off) < 0)
+    if off[0] != 0 or off[-1] != total or bad.size:
+        k = 0 if off[0] != 0 else (int(bad[0]) + 1 if bad.size else off.shape[0] - 1)
+        raise ValueError(f"compute_alpha158: offsets[{k}] = {int(off[k])}; offsets must rise from 0 to {total} "
+                         "(the arrays' length)")
+    return total

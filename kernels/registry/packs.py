@@ -1,0 +1,277 @@
+"""Feature packs and plugins: the public API for adding features and specialists.
+
+A *pack* is a named list of entries declared in one place. The settings select packs
+(`features: {packs: [core]}`, the default) and name plugin modules
+(`features: {plugins: [my_research.features]}`); the `features` table holds the feature
+columns of every selected pack, the `specialists` table their specialists' scores.
+
+Entry types (all frozen dataclasses; `version` is part of the Dagster code version, bump
+it when the formula changes):
+
+    Feature(name, formula, lookback_of=None, stream=None, inputs=HLC, warmup_rows=None,
+            window=None, version="1")
+        one column from kernel calls: formula(k) -> array, k as in
+        kernels/registry/features.py (k(core, inputs, output=0, **params), k.column(name),
+        k.per_symbol(fn, inputs)). Warm-up: the lookback of `lookback_of` or `warmup_rows`.
+    Formula(name, fn, inputs=("close",), warmup=0, stream=None, window=None, version="1")
+        one column from a NumPy function of ONE symbol's input arrays (in the feature
+        dtype): fn(*arrays) -> array of the same length.
+    Batch(name, columns, fn, inputs, warmup, window=None, version="1")
+        many columns in one call over many symbols back to back:
+        fn(arrays: {input: array}, offsets, dtype) -> {column: array}; `warmup` is one int
+        or {column: int}.
+    Specialist(name, fn, inputs, warmup, stream=None, window=None, version="1")
+        (kernels.registry.specialists) a score in [-1, 1] from one symbol's Panel; stored
+        as `spec_<name>_score`.
+
+Inputs are bar fields: open, high, low, close, volume, and vwap (the source's `vwap`
+column when present, else the typical price (high + low + close) / 3).
+
+Streaming: an entry with a `stream` (O(1) updaters, see kernels.streaming) is updated per
+bar; one without is recomputed by the live path over its last `window` rows (default
+warm-up + 1), which equals the batch value bit for bit when the formula only looks back
+over that window (recursive formulas need a `stream` or a longer `window`).
+
+A plugin module defines `PACKS = [Pack(name, features=(...), specialists=(...)), ...]`
+(or one `PACK`); naming it in `features.plugins` imports it (importlib, from sys.path) and
+selects its packs. `select(packs, plugins)` returns the `Selection`; it raises ValueError
+with one line naming the setting and what was expected for an unknown pack, a module that
+cannot be imported or defines no packs, an entry without a name or formula, and a column
+name that another selected pack already makes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+
+from kernels.registry import features as _features
+from kernels.registry import specialists as _specialists
+from kernels.registry.features import Feature
+from kernels.registry.specialists import Specialist
+
+__all__ = ["Batch", "Feature", "Formula", "Pack", "Selection", "Specialist", "builtin_packs", "select",
+           "BAR_INPUTS", "typical_price"]
+
+BAR_INPUTS = ("open", "high", "low", "close", "volume", "vwap")
+
+
+def typical_price(high: np.ndarray, low: np.ndarray, close: np.ndarray) -> np.ndarray:
+    """The `vwap` input of a source without one: (high + low + close) / 3, in NumPy in the
+    bars' float32 (the batch and the live path both call this, so they agree bit for bit)."""
+    return (high + low + close) / np.float32(3.0)
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One column from a NumPy function of one symbol's input arrays (see the module doc)."""
+
+    name: str
+    fn: Callable[..., np.ndarray]
+    inputs: tuple[str, ...] = ("close",)
+    warmup: int = 0
+    stream: Callable | None = None
+    window: int | None = None
+    version: str = "1"
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    @property
+    def warmups(self) -> dict[str, int]:
+        return {self.name: int(self.warmup)}
+
+    def compute(self, k) -> dict[str, np.ndarray]:
+        return {self.name: k.per_symbol(self.fn, tuple(self.inputs))}
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Many columns from one function over many symbols back to back (see the module doc)."""
+
+    name: str
+    columns: tuple[str, ...]
+    fn: Callable[..., Mapping[str, np.ndarray]]
+    inputs: tuple[str, ...]
+    warmup: int | Mapping[str, int] = 0
+    window: int | None = None
+    version: str = "1"
+    stream = None  # the live path recomputes the window
+
+    @property
+    def warmups(self) -> dict[str, int]:
+        if isinstance(self.warmup, Mapping):
+            return {c: int(self.warmup[c]) for c in self.columns}
+        return {c: int(self.warmup) for c in self.columns}
+
+    def compute(self, k) -> dict[str, np.ndarray]:
+        arrays = {c: k.column(c) for c in self.inputs}
+        out = self.fn(arrays, k.offsets, k.dtype)
+        missing = [c for c in self.columns if c not in out]
+        if missing:
+            raise ValueError(f"feature batch {self.name!r} returned no column(s) {missing[:5]}")
+        return {c: np.asarray(out[c], dtype=k.dtype) for c in self.columns}
+
+
+@dataclass(frozen=True)
+class Pack:
+    """A named list of feature and specialist entries."""
+
+    name: str
+    features: tuple = ()
+    specialists: tuple = ()
+    version: str = "1"
+    origin: str = field(default="kernels.registry.packs", compare=False)
+
+
+def _core() -> Pack:
+    """The registries (read when selected: a feature appended there is in `core`)."""
+    return Pack("core", tuple(_features.FEATURES), tuple(_specialists.SPECIALISTS))
+
+
+def _alpha158() -> Pack:
+    """Qlib's Alpha158 (kernels.alpha158): one Batch of 158 columns `a158_<QlibName>`."""
+    from kernels import alpha158 as A
+
+    def fn(arrays, offsets, dtype):
+        return {f"a158_{n}": v for n, v in A.compute_alpha158(arrays, offsets, dtype).items()}
+
+    columns = tuple(f"a158_{n}" for n in A.ALPHA158_NAMES)
+    warmup = {f"a158_{n}": int(A.ALPHA158_WARMUP[n]) for n in A.ALPHA158_NAMES}
+    return Pack("alpha158", (Batch("alpha158", columns, fn, BAR_INPUTS, warmup),))
+
+
+# name -> factory; factories run when a pack is selected (alpha158 imports its kernels then)
+_BUILTIN: dict[str, Callable[[], Pack]] = {"core": _core, "alpha158": _alpha158}
+
+
+def builtin_packs() -> list[str]:
+    return sorted(_BUILTIN)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The packs in force, in order: built-in packs as listed, then each plugin's packs."""
+
+    packs: tuple[Pack, ...]
+    names: tuple[str, ...] = ()  # the settings' (packs, plugins), for workers to select again
+
+    @property
+    def features(self) -> tuple:
+        return tuple(e for p in self.packs for e in p.features)
+
+    @property
+    def specialists(self) -> tuple:
+        return tuple(s for p in self.packs for s in p.specialists)
+
+    @property
+    def feature_columns(self) -> list[str]:
+        return [c for e in self.features for c in e.columns]
+
+    @property
+    def specialist_columns(self) -> list[str]:
+        return [f"spec_{s.name}_score" for s in self.specialists]
+
+    @property
+    def feature_inputs(self) -> list[str]:
+        wanted = {c for e in self.features for c in e.inputs}
+        return [c for c in BAR_INPUTS if c in wanted]
+
+    def warmups(self) -> dict[str, int]:
+        return {c: w for e in self.features for c, w in e.warmups.items()}
+
+    def pack(self, name: str) -> Pack | None:
+        return next((p for p in self.packs if p.name == name), None)
+
+    def _version(self, kind: str) -> str:
+        doc = [(p.name, p.version, [(e.name, e.version, list(e.columns) if kind == "features" else e.name)
+                                    for e in getattr(p, kind)]) for p in self.packs]
+        return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:16]
+
+    @property
+    def features_version(self) -> str:
+        """Dagster code version of the `features` asset: a hash of the selected packs' names,
+        versions and entries (names, versions, columns); any change marks partitions stale."""
+        return self._version("features")
+
+    @property
+    def specialists_version(self) -> str:
+        """Dagster code version of the `specialists` asset (as features_version)."""
+        return self._version("specialists")
+
+
+def _plugin_packs(module_name: str) -> list[Pack]:
+    where = f"features.plugins: module {module_name!r}"
+    if not isinstance(module_name, str) or not module_name.strip():
+        raise ValueError(f"features.plugins: {module_name!r} is not a module name; expected a dotted module name")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an ImportError, or anything the module raised while loading
+        raise ValueError(f"{where} cannot be imported ({type(exc).__name__}: {exc}); expected an importable module "
+                         "(on sys.path) that defines PACKS") from None
+    packs = getattr(module, "PACKS", None)
+    if packs is None and getattr(module, "PACK", None) is not None:
+        packs = [module.PACK]
+    if not packs or not all(isinstance(p, Pack) for p in packs):
+        raise ValueError(f"{where} defines no PACKS; expected PACKS = [Pack(name, features=(...), "
+                         "specialists=(...))] (kernels.registry.packs)")
+    return [Pack(p.name, tuple(p.features), tuple(p.specialists), p.version, origin=module_name) for p in packs]
+
+
+def _check_entries(pack: Pack, where: str) -> None:
+    kinds = ((pack.features, (Feature, Formula, Batch)), (pack.specialists, (Specialist,)))
+    for entries, types in kinds:
+        for i, e in enumerate(entries):
+            if not isinstance(e, types):
+                raise ValueError(f"{where}, entry {i}: a {type(e).__name__}; expected one of "
+                                 f"{[t.__name__ for t in types]} (kernels.registry.packs)")
+            name = getattr(e, "name", None)
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"{where}, entry {i}: no name; expected a non-empty name")
+            fn_field = "formula" if isinstance(e, Feature) else "fn"
+            if not callable(getattr(e, fn_field, None)):
+                raise ValueError(f"{where}, entry {name!r}: no formula; expected a callable {fn_field}")
+            if isinstance(e, Batch) and (not e.columns or not all(isinstance(c, str) and c for c in e.columns)):
+                raise ValueError(f"{where}, entry {name!r}: no columns; expected a tuple of column names")
+
+
+@functools.lru_cache(maxsize=32)
+def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = ()) -> Selection:
+    """The Selection of the built-in `packs` plus every pack of the `plugins` modules
+    (ValueError naming the setting for anything unusable, see the module doc)."""
+    chosen: list[Pack] = []
+    plugin_packs = [p for m in plugins for p in _plugin_packs(m)]
+    known = {p.name: p for p in plugin_packs}
+    for name in packs:
+        if name in _BUILTIN:
+            try:
+                chosen.append(_BUILTIN[name]())
+            except ImportError as exc:
+                raise ValueError(f"features.packs: pack {name!r} cannot be loaded ({exc})") from None
+        elif name not in known:
+            raise ValueError(f"features.packs: unknown pack {name!r}; expected one of "
+                             f"{sorted(set(_BUILTIN) | set(known))}")
+    chosen += plugin_packs
+    seen_packs: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for p in chosen:
+        where = f"features.plugins: module {p.origin!r}, pack {p.name!r}" if p.origin != Pack.origin else \
+            f"features.packs: pack {p.name!r}"
+        if p.name in seen_packs:
+            raise ValueError(f"{where}: the pack name is already used by {seen_packs[p.name]}; expected a new pack name")
+        seen_packs[p.name] = repr(p.origin)
+        _check_entries(p, where)
+        cols = [c for e in p.features for c in e.columns] + [f"spec_{s.name}_score" for s in p.specialists]
+        for c in cols:
+            if c in ("date", "symbol", "year") or c in owner:
+                by = owner.get(c, "the table's key columns")
+                raise ValueError(f"{where}: column {c!r} is already made by {by}; expected a new column name")
+            owner[c] = f"pack {p.name!r}"
+    return Selection(tuple(chosen), (tuple(packs), tuple(plugins)))

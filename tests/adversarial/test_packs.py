@@ -1,0 +1,114 @@
+"""Feature packs and plugins a careless user gives (issue 24): each row is the `features`
+settings, the plugin module(s) they name, and the exact line the settings must produce
+(SettingsError; exit code 2 from the CLI). Nothing is stored before the line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from config.settings import SettingsError, parse_settings
+from domain.feature_packs import feature_selection
+
+HEAD = "import numpy as np\nfrom kernels.registry.packs import Batch, Formula, Pack, Specialist\n"
+ID = "lambda c: c"
+EXPECT_PACKS = "expected PACKS = [Pack(name, features=(...), specialists=(...))] (kernels.registry.packs)"
+
+PACKS_REFUSED = [
+    ("unknown_pack", {"packs": ["core", "alpha_159"]}, {},
+     "features.packs: unknown pack 'alpha_159'; expected one of ['alpha158', 'core']"),
+    ("plugin_module_that_does_not_exist", {"plugins": ["no_such_research.features"]}, {},
+     "features.plugins: module 'no_such_research.features' cannot be imported (ModuleNotFoundError: No module named "
+     "'no_such_research'); expected an importable module (on sys.path) that defines PACKS"),
+    ("plugin_module_that_fails_while_importing", {"plugins": ["adv_raises"]}, {"adv_raises": "raise RuntimeError('half written')\n"},
+     "features.plugins: module 'adv_raises' cannot be imported (RuntimeError: half written); expected an importable "
+     "module (on sys.path) that defines PACKS"),
+    ("plugin_module_without_packs", {"plugins": ["adv_no_packs"]}, {"adv_no_packs": "FEATURES = []\n"},
+     f"features.plugins: module 'adv_no_packs' defines no PACKS; {EXPECT_PACKS}"),
+    ("plugin_packs_that_are_not_packs", {"plugins": ["adv_not_packs"]}, {"adv_not_packs": "PACKS = ['my_pack']\n"},
+     f"features.plugins: module 'adv_not_packs' defines no PACKS; {EXPECT_PACKS}"),
+    ("feature_entry_without_a_name", {"plugins": ["adv_no_name"]},
+     {"adv_no_name": HEAD + f"PACKS = [Pack('p', features=(Formula('', {ID}),))]\n"},
+     "features.plugins: module 'adv_no_name', pack 'p', entry 0: no name; expected a non-empty name"),
+    ("feature_entry_without_a_formula", {"plugins": ["adv_no_formula"]},
+     {"adv_no_formula": HEAD + "PACKS = [Pack('p', features=(Formula('my_x', None),))]\n"},
+     "features.plugins: module 'adv_no_formula', pack 'p', entry 'my_x': no formula; expected a callable fn"),
+    ("specialist_without_a_function", {"plugins": ["adv_no_fn"]},
+     {"adv_no_fn": HEAD + "PACKS = [Pack('p', specialists=(Specialist('mom', None, ('close',), 10),))]\n"},
+     "features.plugins: module 'adv_no_fn', pack 'p', entry 'mom': no formula; expected a callable fn"),
+    ("feature_entry_that_is_a_plain_string", {"plugins": ["adv_str_entry"]},
+     {"adv_str_entry": HEAD + "PACKS = [Pack('p', features=('f_x',))]\n"},
+     "features.plugins: module 'adv_str_entry', pack 'p', entry 0: a str; expected one of ['Feature', 'Formula', "
+     "'Batch'] (kernels.registry.packs)"),
+    ("batch_without_columns", {"plugins": ["adv_batch_empty"]},
+     {"adv_batch_empty": HEAD + "PACKS = [Pack('p', features=(Batch('b', (), lambda a, o, d: {}, ('close',)),))]\n"},
+     "features.plugins: module 'adv_batch_empty', pack 'p', entry 'b': no columns; expected a tuple of column names"),
+    ("feature_column_that_core_already_makes", {"plugins": ["adv_clash"]},
+     {"adv_clash": HEAD + f"PACKS = [Pack('p', features=(Formula('f_ret1', {ID}),))]\n"},
+     "features.plugins: module 'adv_clash', pack 'p': column 'f_ret1' is already made by pack 'core'; expected a new "
+     "column name"),
+    ("specialist_that_core_already_has", {"plugins": ["adv_spec_clash"]},
+     {"adv_spec_clash": HEAD + "PACKS = [Pack('p', specialists=(Specialist('rsi', lambda p: p, ('close',), 14),))]\n"},
+     "features.plugins: module 'adv_spec_clash', pack 'p': column 'spec_rsi_score' is already made by pack 'core'; "
+     "expected a new column name"),
+    ("feature_named_like_a_key_column", {"plugins": ["adv_date"]},
+     {"adv_date": HEAD + f"PACKS = [Pack('p', features=(Formula('date', {ID}),))]\n"},
+     "features.plugins: module 'adv_date', pack 'p': column 'date' is already made by the table's key columns; "
+     "expected a new column name"),
+    ("two_plugins_making_one_column", {"plugins": ["adv_one", "adv_two"]},
+     {"adv_one": HEAD + f"PACKS = [Pack('one', features=(Formula('my_x', {ID}),))]\n",
+      "adv_two": HEAD + f"PACKS = [Pack('two', features=(Formula('my_x', {ID}),))]\n"},
+     "features.plugins: module 'adv_two', pack 'two': column 'my_x' is already made by pack 'one'; expected a new "
+     "column name"),
+    ("plugin_pack_named_core", {"plugins": ["adv_core"]},
+     {"adv_core": HEAD + f"PACKS = [Pack('core', features=(Formula('my_x', {ID}),))]\n"},
+     "features.plugins: module 'adv_core', pack 'core': the pack name is already used by 'kernels.registry.packs'; "
+     "expected a new pack name"),
+    ("module_name_with_a_space", {"plugins": ["my research"]}, {},
+     "features.plugins: Value error, 'my research' is not a pack or module name (letters, digits, _ and dots) "
+     "(got ['my research'])"),
+    ("pack_listed_twice", {"packs": ["core", "core"]}, {},
+     "features.packs: Value error, a name is listed twice: ['core'] (got ['core', 'core'])"),
+    ("no_pack_at_all", {"packs": []}, {},
+     "features.packs: List should have at least 1 item after validation, not 0 (got [])"),
+]
+
+
+@pytest.fixture
+def plugin_dir(tmp_path, monkeypatch):
+    """A folder on sys.path for the rows' modules (removed from sys.modules afterwards)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = set(sys.modules)
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        if name.startswith("adv_"):
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize("features, modules, line", [r[1:] for r in PACKS_REFUSED], ids=[r[0] for r in PACKS_REFUSED])
+def test_unusable_packs_and_plugins_are_one_line_naming_the_setting(plugin_dir, features, modules, line):
+    for name, source in modules.items():
+        (plugin_dir / f"{name}.py").write_text(source)
+    with pytest.raises(SettingsError) as err:
+        feature_selection(parse_settings({"features": features}, "f.yaml", root=plugin_dir))
+    assert str(err.value).splitlines()[-1].strip() == line
+
+
+def test_the_cli_exits_2_with_the_line_before_anything_is_stored(tmp_path):
+    repo = Path(__file__).resolve().parents[2]
+    cfg = tmp_path / "settings.yaml"
+    cfg.write_text(f"paths: {{data: {tmp_path / 'data'}, reports: {tmp_path / 'reports'}, models: {tmp_path / 'models'}}}\n"
+                   "features: {plugins: [no_such_research.features]}\n")
+    env = {**os.environ, "PIPELINE_CONFIG": str(cfg), "DAGSTER_HOME": str(tmp_path / "home"), "PYTHONPATH": str(repo)}
+    (tmp_path / "home").mkdir()
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "build-features", "--symbols", "AAA", "--years", "2020"],
+                         env=env, cwd=repo, capture_output=True, text=True)
+    lines = [x for x in out.stderr.strip().splitlines() if not x.startswith("tradelab: device ")]
+    assert (out.returncode, lines) == (2, [
+        "error: features.plugins: module 'no_such_research.features' cannot be imported (ModuleNotFoundError: No module "
+        "named 'no_such_research'); expected an importable module (on sys.path) that defines PACKS"])
+    assert not (tmp_path / "data").exists()
