@@ -91,6 +91,32 @@ def test_adding_a_plugin_marks_partitions_stale_and_rebuilding_one_merges_its_co
     assert again.select(pl.exclude("my_bb_pct_b20")).equals(rebuilt.select(pl.exclude("my_bb_pct_b20")))
 
 
+def test_adding_the_alpha158_pack_marks_partitions_stale_and_a_rebuild_merges_its_158_columns(make_settings, instance):
+    from dagster import materialize
+    from dagster._core.definitions.data_version import StaleStatus
+
+    from kernels.alpha158 import ALPHA158_NAMES
+    from pipeline.definitions import build_resources
+
+    core_cfg = _settings_file(make_settings, "core")
+    old, new = SymbolYear("AAA", 2001), SymbolYear("AAA", 2002)
+    assert run_assets([raw_bars, _features_of(core_cfg)], core_cfg, instance, ["AAA"], [2000, 2001, 2002]).success
+    store = DeltaStore(read_settings(core_cfg).data_dir)
+    before = store.read("features", [old])
+    a158_cfg = _settings_file(make_settings, "a158", features={"packs": ["core", "alpha158"]})
+    a158_defs = [raw_bars, _features_of(a158_cfg)]
+    assert _status(instance, a158_defs, old) == StaleStatus.STALE and _status(instance, a158_defs, new) == StaleStatus.STALE
+
+    assert materialize(a158_defs, selection=["features"], partition_key="AAA|2002", instance=instance,
+                       resources=build_resources(str(a158_cfg))).success
+    assert _status(instance, a158_defs, new) == StaleStatus.FRESH and _status(instance, a158_defs, old) == StaleStatus.STALE
+    columns = [f"a158_{n}" for n in ALPHA158_NAMES]
+    rebuilt, kept = store.read("features", [new]), store.read("features", [old])
+    assert rebuilt.select(columns).null_count().sum_horizontal().item() == 0 and rebuilt["a158_ROC60"].drop_nans().len() > 200
+    assert kept.select(columns).null_count().row(0) == (kept.height,) * len(columns)  # not rebuilt yet: missing
+    assert kept.drop(columns).equals(before)  # the old rows, bytes unchanged
+
+
 def _code_versions(cfg) -> tuple[str, str]:
     """The code versions of the features and specialists assets when the definitions load
     with the settings `cfg` (a fresh process, as Dagster loads them)."""
