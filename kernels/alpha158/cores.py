@@ -288,9 +288,13 @@ def _roll_extreme(x, offsets, n, out, out_idx, is_max):
 def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
     """Quantile(x, n, q_lo), Quantile(x, n, q_hi) and Rank(x, n) (pct) in one pass.
 
-    `buf` (length >= n) holds the window's non-NaN values sorted ascending. Each step puts
-    the entering value in the leaving value's slot and slides it to its sorted place (only
-    the values between the two move), or removes / inserts alone where one side is NaN."""
+    `buf` (length >= n) holds the window's non-NaN values sorted ascending. Each step counts,
+    in one branch-free (vectorised) sweep of buf, the values below the leaving value and
+    those below / not above the entering one; that gives the leaving value's slot (its first
+    copy), the entering value's slot and its rank, and only the values between the two
+    slots move. The entering value goes where sliding it from the leaving value's slot would
+    stop: after the values below it, before those above it, and among its equals as close
+    to that slot as they allow."""
     for k in range(offsets.shape[0] - 1):
         a = offsets[k]
         b = offsets[k + 1]
@@ -298,28 +302,38 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
         for i in range(a, b):
             v = _pd(x[i])
             old = _pd(x[i - n]) if i - n >= a else NAN
-            if not math.isnan(old) and not math.isnan(v):
-                p = _lower_bound(buf, m, old)  # old is in buf: its first copy
-                while p + 1 < m and buf[p + 1] < v:
-                    buf[p] = buf[p + 1]
-                    p += 1
-                while p > 0 and buf[p - 1] > v:
-                    buf[p] = buf[p - 1]
-                    p -= 1
-                buf[p] = v
-            else:
-                if not math.isnan(old):
-                    p = _lower_bound(buf, m, old)
-                    for j in range(p, m - 1):
+            has_old = not math.isnan(old)
+            has_v = not math.isnan(v)
+            below_old = 0  # values < old: old's first copy sits there
+            below = 0  # values < v
+            upto = 0  # values <= v
+            for j in range(m):
+                w = buf[j]
+                below_old += w < old
+                below += w < v
+                upto += w <= v
+            if has_old:  # take old out of the counts of the values other than old
+                below -= old < v
+                upto -= old <= v
+            if has_old and has_v:
+                p = below_old
+                q = min(max(p, below), upto)  # where sliding v from p stops
+                if q >= p:
+                    for j in range(p, q):
                         buf[j] = buf[j + 1]
-                    m -= 1
-                if not math.isnan(v):
-                    p = m
-                    while p > 0 and buf[p - 1] > v:
-                        buf[p] = buf[p - 1]
-                        p -= 1
-                    buf[p] = v
-                    m += 1
+                else:
+                    for j in range(p, q, -1):
+                        buf[j] = buf[j - 1]
+                buf[q] = v
+            elif has_old:
+                for j in range(below_old, m - 1):
+                    buf[j] = buf[j + 1]
+                m -= 1
+            elif has_v:
+                for j in range(m, upto, -1):
+                    buf[j] = buf[j - 1]
+                buf[upto] = v
+                m += 1
             if m == 0:
                 out_lo[i] = NAN
                 out_hi[i] = NAN
@@ -327,19 +341,13 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
                 continue
             out_lo[i] = _quantile_sorted(buf, m, q_lo)
             out_hi[i] = _quantile_sorted(buf, m, q_hi)
-            if math.isnan(v):
-                out_rank[i] = NAN
-            else:
-                lo = p  # v sits at buf[p]: its copies are its neighbours
-                while lo > 0 and buf[lo - 1] == v:
-                    lo -= 1  # lo = rank_min - 1: values strictly below v
-                hi = p + 1  # rank_max: values <= v
-                while hi < m and buf[hi] == v:
-                    hi += 1
-                r_min = lo + 1.0
-                r_max = float(hi)
+            if has_v:
+                r_min = below + 1.0  # v's copies take ranks below + 1 .. upto + 1
+                r_max = upto + 1.0
                 rank = ((r_max * (r_max + 1) / 2) - ((r_min - 1) * r_min / 2)) / (r_max - r_min + 1)
                 out_rank[i] = rank / m
+            else:
+                out_rank[i] = NAN
 
 
 @register_jitable
