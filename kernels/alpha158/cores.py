@@ -144,10 +144,15 @@ def roll_var_many(xs, offsets, n, out):
     """roll_var of each column of xs (rows x columns, C order) into the same column of out.
 
     Welford's update divides by the count inside the loop-carried chain; stepping the
-    columns side by side lets their divisions overlap instead of waiting on each other."""
+    columns side by side lets their divisions overlap instead of waiting on each other.
+    Each column's step is branch-free (a value that is NaN or +-inf computes the update and
+    keeps the old state), so the columns' steps do not wait on mispredicted branches;
+    the kept state is exactly pandas' (the count is a float64 holding an integer)."""
     m = xs.shape[1]
-    nobs = np.zeros(m, dtype=np.int64)
-    same = np.zeros(m, dtype=np.int64)
+    # per column: count, repeats of the last value, mean, sum of squares, compensations of
+    # adds and removes, last value
+    nobs = np.zeros(m)
+    same = np.zeros(m)
     mean_x = np.zeros(m)
     ssq = np.zeros(m)
     comp_add = np.zeros(m)
@@ -159,47 +164,54 @@ def roll_var_many(xs, offsets, n, out):
         if b == a:
             continue
         for c in range(m):
-            nobs[c] = 0
-            same[c] = 0
+            nobs[c] = 0.0
+            same[c] = 0.0
             mean_x[c] = 0.0
             ssq[c] = 0.0
             comp_add[c] = 0.0
             comp_rem[c] = 0.0
             prev[c] = _pd(xs[a, c])
         for i in range(a, b):
-            for c in range(m):
-                if i - n >= a:
-                    v = _pd(xs[i - n, c])
-                    if not math.isnan(v):
-                        nobs[c] -= 1
-                        if nobs[c] > 0:
-                            prev_mean = mean_x[c] - comp_rem[c]
-                            y = v - comp_rem[c]
-                            t = y - mean_x[c]
-                            comp_rem[c] = t + mean_x[c] - y
-                            mean_x[c] = mean_x[c] - t / nobs[c]
-                            ssq[c] = ssq[c] - (v - prev_mean) * (v - mean_x[c])
-                        else:
-                            mean_x[c] = 0.0
-                            ssq[c] = 0.0
-                v = _pd(xs[i, c])
-                if not math.isnan(v):
-                    nobs[c] += 1
-                    if v == prev[c]:
-                        same[c] += 1
-                    else:
-                        same[c] = 1
-                    prev[c] = v
-                    prev_mean = mean_x[c] - comp_add[c]
-                    y = v - comp_add[c]
-                    t = y - mean_x[c]
-                    comp_add[c] = t + mean_x[c] - y
-                    mean_x[c] = mean_x[c] + t / nobs[c]
-                    ssq[c] = ssq[c] + (v - prev_mean) * (v - mean_x[c])
-                if nobs[c] > 1:
-                    out[i, c] = 0.0 if same[c] >= nobs[c] else ssq[c] / (nobs[c] - 1.0)
-                else:
-                    out[i, c] = NAN
+            if i - n >= a:
+                for c in range(m):  # remove_var
+                    v = xs[i - n, c]
+                    ok = not (math.isnan(v) or math.isinf(v))
+                    mu = mean_x[c]
+                    cr = comp_rem[c]
+                    left = nobs[c] - 1.0
+                    prev_mean = mu - cr
+                    y = v - cr
+                    t = y - mu
+                    mu2 = mu - t / left
+                    some = left > 0.0  # pandas zeroes mean and ssq when the window empties
+                    if ok:
+                        nobs[c] = left
+                        comp_rem[c] = t + mu - y if some else cr
+                        mean_x[c] = mu2 if some else 0.0
+                        ssq[c] = ssq[c] - (v - prev_mean) * (v - mu2) if some else 0.0
+            for c in range(m):  # add_var
+                v = xs[i, c]
+                ok = not (math.isnan(v) or math.isinf(v))
+                mu = mean_x[c]
+                ca = comp_add[c]
+                cnt = nobs[c] + 1.0
+                prev_mean = mu - ca
+                y = v - ca
+                t = y - mu
+                mu2 = mu + t / cnt
+                sq = ssq[c] + (v - prev_mean) * (v - mu2)
+                sm = same[c] + 1.0 if v == prev[c] else 1.0
+                cnt = cnt if ok else nobs[c]
+                sm = sm if ok else same[c]
+                sq = sq if ok else ssq[c]
+                nobs[c] = cnt
+                same[c] = sm
+                ssq[c] = sq
+                mean_x[c] = mu2 if ok else mu
+                comp_add[c] = t + mu - y if ok else ca
+                prev[c] = v if ok else prev[c]
+                r = 0.0 if sm >= cnt else sq / (cnt - 1.0)
+                out[i, c] = r if cnt > 1.0 else NAN
 
 
 def roll_max(x, offsets, n, out):
