@@ -50,7 +50,7 @@ def roll_sum(x, offsets, n, out):
         sum_x = 0.0
         comp_add = 0.0
         comp_rem = 0.0
-        same = 0
+        same = 0.0
         prev = NAN
         if b > a:
             prev = _pd(x[a])
@@ -70,10 +70,9 @@ def roll_sum(x, offsets, n, out):
                 t = sum_x + y
                 comp_add = t - sum_x - y
                 sum_x = t
-                if v == prev:
-                    same += 1
-                else:
-                    same = 1
+                # repeats of the last value: a multiply, not a branch (a series of many
+                # zeros, like the up moves, would mispredict the branch)
+                same = 1.0 + same * np.float64(v == prev)
                 prev = v
             if nobs >= 1:
                 out[i] = prev * nobs if same >= nobs else sum_x
@@ -91,7 +90,7 @@ def roll_mean(x, offsets, n, out):
         sum_x = 0.0
         comp_add = 0.0
         comp_rem = 0.0
-        same = 0
+        same = 0.0
         prev = NAN
         if b > a:
             prev = _pd(x[a])
@@ -115,10 +114,9 @@ def roll_mean(x, offsets, n, out):
                 sum_x = t
                 if v < 0:
                     neg += 1
-                if v == prev:
-                    same += 1
-                else:
-                    same = 1
+                # repeats of the last value: a multiply, not a branch (a series of many
+                # zeros, like the up moves, would mispredict the branch)
+                same = 1.0 + same * np.float64(v == prev)
                 prev = v
             if nobs >= 1:
                 r = sum_x / nobs
