@@ -139,9 +139,9 @@ def _corr(parts, var6, col_x, col_y, pos, d, o):
 
 @register_jitable
 def _sqrt0(var):
-    """pandas' zsqrt as NumPy computes it: sqrt(np.maximum(var, 0)) (NaN stays NaN, -0.0
-    stays -0.0)."""
-    return np.sqrt(0.0 if var < 0.0 else var)
+    """The std from a rolling var as the NumPy steps before computed it, sqrt(np.maximum(var,
+    0)): NaN stays NaN, a negative var (and -0.0) gives 0.0. A select, so the loops vectorise."""
+    return np.sqrt(var if (var > 0.0) | (var != var) else 0.0)
 
 
 @register_jitable
