@@ -50,7 +50,7 @@ def roll_sum(x, offsets, n, out):
         sum_x = 0.0
         comp_add = 0.0
         comp_rem = 0.0
-        same = 0
+        same = 0.0
         prev = NAN
         if b > a:
             prev = _pd(x[a])
@@ -70,10 +70,9 @@ def roll_sum(x, offsets, n, out):
                 t = sum_x + y
                 comp_add = t - sum_x - y
                 sum_x = t
-                if v == prev:
-                    same += 1
-                else:
-                    same = 1
+                # repeats of the last value: a multiply, not a branch (a series of many
+                # zeros, like the up moves, would mispredict the branch)
+                same = 1.0 + same * np.float64(v == prev)
                 prev = v
             if nobs >= 1:
                 out[i] = prev * nobs if same >= nobs else sum_x
@@ -91,7 +90,7 @@ def roll_mean(x, offsets, n, out):
         sum_x = 0.0
         comp_add = 0.0
         comp_rem = 0.0
-        same = 0
+        same = 0.0
         prev = NAN
         if b > a:
             prev = _pd(x[a])
@@ -115,10 +114,9 @@ def roll_mean(x, offsets, n, out):
                 sum_x = t
                 if v < 0:
                     neg += 1
-                if v == prev:
-                    same += 1
-                else:
-                    same = 1
+                # repeats of the last value: a multiply, not a branch (a series of many
+                # zeros, like the up moves, would mispredict the branch)
+                same = 1.0 + same * np.float64(v == prev)
                 prev = v
             if nobs >= 1:
                 r = sum_x / nobs
@@ -144,10 +142,15 @@ def roll_var_many(xs, offsets, n, out):
     """roll_var of each column of xs (rows x columns, C order) into the same column of out.
 
     Welford's update divides by the count inside the loop-carried chain; stepping the
-    columns side by side lets their divisions overlap instead of waiting on each other."""
+    columns side by side lets their divisions overlap instead of waiting on each other.
+    Each column's step is branch-free (a value that is NaN or +-inf computes the update and
+    keeps the old state), so the columns' steps do not wait on mispredicted branches;
+    the kept state is exactly pandas' (the count is a float64 holding an integer)."""
     m = xs.shape[1]
-    nobs = np.zeros(m, dtype=np.int64)
-    same = np.zeros(m, dtype=np.int64)
+    # per column: count, repeats of the last value, mean, sum of squares, compensations of
+    # adds and removes, last value
+    nobs = np.zeros(m)
+    same = np.zeros(m)
     mean_x = np.zeros(m)
     ssq = np.zeros(m)
     comp_add = np.zeros(m)
@@ -159,47 +162,54 @@ def roll_var_many(xs, offsets, n, out):
         if b == a:
             continue
         for c in range(m):
-            nobs[c] = 0
-            same[c] = 0
+            nobs[c] = 0.0
+            same[c] = 0.0
             mean_x[c] = 0.0
             ssq[c] = 0.0
             comp_add[c] = 0.0
             comp_rem[c] = 0.0
             prev[c] = _pd(xs[a, c])
         for i in range(a, b):
-            for c in range(m):
-                if i - n >= a:
-                    v = _pd(xs[i - n, c])
-                    if not math.isnan(v):
-                        nobs[c] -= 1
-                        if nobs[c] > 0:
-                            prev_mean = mean_x[c] - comp_rem[c]
-                            y = v - comp_rem[c]
-                            t = y - mean_x[c]
-                            comp_rem[c] = t + mean_x[c] - y
-                            mean_x[c] = mean_x[c] - t / nobs[c]
-                            ssq[c] = ssq[c] - (v - prev_mean) * (v - mean_x[c])
-                        else:
-                            mean_x[c] = 0.0
-                            ssq[c] = 0.0
-                v = _pd(xs[i, c])
-                if not math.isnan(v):
-                    nobs[c] += 1
-                    if v == prev[c]:
-                        same[c] += 1
-                    else:
-                        same[c] = 1
-                    prev[c] = v
-                    prev_mean = mean_x[c] - comp_add[c]
-                    y = v - comp_add[c]
-                    t = y - mean_x[c]
-                    comp_add[c] = t + mean_x[c] - y
-                    mean_x[c] = mean_x[c] + t / nobs[c]
-                    ssq[c] = ssq[c] + (v - prev_mean) * (v - mean_x[c])
-                if nobs[c] > 1:
-                    out[i, c] = 0.0 if same[c] >= nobs[c] else ssq[c] / (nobs[c] - 1.0)
-                else:
-                    out[i, c] = NAN
+            if i - n >= a:
+                for c in range(m):  # remove_var
+                    v = xs[i - n, c]
+                    ok = not (math.isnan(v) or math.isinf(v))
+                    mu = mean_x[c]
+                    cr = comp_rem[c]
+                    left = nobs[c] - 1.0
+                    prev_mean = mu - cr
+                    y = v - cr
+                    t = y - mu
+                    mu2 = mu - t / left
+                    some = left > 0.0  # pandas zeroes mean and ssq when the window empties
+                    if ok:
+                        nobs[c] = left
+                        comp_rem[c] = t + mu - y if some else cr
+                        mean_x[c] = mu2 if some else 0.0
+                        ssq[c] = ssq[c] - (v - prev_mean) * (v - mu2) if some else 0.0
+            for c in range(m):  # add_var
+                v = xs[i, c]
+                ok = not (math.isnan(v) or math.isinf(v))
+                mu = mean_x[c]
+                ca = comp_add[c]
+                cnt = nobs[c] + 1.0
+                prev_mean = mu - ca
+                y = v - ca
+                t = y - mu
+                mu2 = mu + t / cnt
+                sq = ssq[c] + (v - prev_mean) * (v - mu2)
+                sm = same[c] + 1.0 if v == prev[c] else 1.0
+                cnt = cnt if ok else nobs[c]
+                sm = sm if ok else same[c]
+                sq = sq if ok else ssq[c]
+                nobs[c] = cnt
+                same[c] = sm
+                ssq[c] = sq
+                mean_x[c] = mu2 if ok else mu
+                comp_add[c] = t + mu - y if ok else ca
+                prev[c] = v if ok else prev[c]
+                r = 0.0 if sm >= cnt else sq / (cnt - 1.0)
+                out[i, c] = r if cnt > 1.0 else NAN
 
 
 def roll_max(x, offsets, n, out):
@@ -288,9 +298,13 @@ def _roll_extreme(x, offsets, n, out, out_idx, is_max):
 def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
     """Quantile(x, n, q_lo), Quantile(x, n, q_hi) and Rank(x, n) (pct) in one pass.
 
-    `buf` (length >= n) holds the window's non-NaN values sorted ascending. Each step puts
-    the entering value in the leaving value's slot and slides it to its sorted place (only
-    the values between the two move), or removes / inserts alone where one side is NaN."""
+    `buf` (length >= n) holds the window's non-NaN values sorted ascending. Each step counts,
+    in one branch-free (vectorised) sweep of buf, the values below the leaving value and
+    those below / not above the entering one; that gives the leaving value's slot (its first
+    copy), the entering value's slot and its rank, and only the values between the two
+    slots move. The entering value goes where sliding it from the leaving value's slot would
+    stop: after the values below it, before those above it, and among its equals as close
+    to that slot as they allow."""
     for k in range(offsets.shape[0] - 1):
         a = offsets[k]
         b = offsets[k + 1]
@@ -298,28 +312,38 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
         for i in range(a, b):
             v = _pd(x[i])
             old = _pd(x[i - n]) if i - n >= a else NAN
-            if not math.isnan(old) and not math.isnan(v):
-                p = _lower_bound(buf, m, old)  # old is in buf: its first copy
-                while p + 1 < m and buf[p + 1] < v:
-                    buf[p] = buf[p + 1]
-                    p += 1
-                while p > 0 and buf[p - 1] > v:
-                    buf[p] = buf[p - 1]
-                    p -= 1
-                buf[p] = v
-            else:
-                if not math.isnan(old):
-                    p = _lower_bound(buf, m, old)
-                    for j in range(p, m - 1):
+            has_old = not math.isnan(old)
+            has_v = not math.isnan(v)
+            below_old = 0  # values < old: old's first copy sits there
+            below = 0  # values < v
+            upto = 0  # values <= v
+            for j in range(m):
+                w = buf[j]
+                below_old += w < old
+                below += w < v
+                upto += w <= v
+            if has_old:  # take old out of the counts of the values other than old
+                below -= old < v
+                upto -= old <= v
+            if has_old and has_v:
+                p = below_old
+                q = min(max(p, below), upto)  # where sliding v from p stops
+                if q >= p:
+                    for j in range(p, q):
                         buf[j] = buf[j + 1]
-                    m -= 1
-                if not math.isnan(v):
-                    p = m
-                    while p > 0 and buf[p - 1] > v:
-                        buf[p] = buf[p - 1]
-                        p -= 1
-                    buf[p] = v
-                    m += 1
+                else:
+                    for j in range(p, q, -1):
+                        buf[j] = buf[j - 1]
+                buf[q] = v
+            elif has_old:
+                for j in range(below_old, m - 1):
+                    buf[j] = buf[j + 1]
+                m -= 1
+            elif has_v:
+                for j in range(m, upto, -1):
+                    buf[j] = buf[j - 1]
+                buf[upto] = v
+                m += 1
             if m == 0:
                 out_lo[i] = NAN
                 out_hi[i] = NAN
@@ -327,19 +351,13 @@ def roll_qrank(x, offsets, n, q_lo, q_hi, buf, out_lo, out_hi, out_rank):
                 continue
             out_lo[i] = _quantile_sorted(buf, m, q_lo)
             out_hi[i] = _quantile_sorted(buf, m, q_hi)
-            if math.isnan(v):
-                out_rank[i] = NAN
-            else:
-                lo = p  # v sits at buf[p]: its copies are its neighbours
-                while lo > 0 and buf[lo - 1] == v:
-                    lo -= 1  # lo = rank_min - 1: values strictly below v
-                hi = p + 1  # rank_max: values <= v
-                while hi < m and buf[hi] == v:
-                    hi += 1
-                r_min = lo + 1.0
-                r_max = float(hi)
+            if has_v:
+                r_min = below + 1.0  # v's copies take ranks below + 1 .. upto + 1
+                r_max = upto + 1.0
                 rank = ((r_max * (r_max + 1) / 2) - ((r_min - 1) * r_min / 2)) / (r_max - r_min + 1)
                 out_rank[i] = rank / m
+            else:
+                out_rank[i] = NAN
 
 
 @register_jitable

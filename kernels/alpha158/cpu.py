@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from kernels.alpha158 import cores
+from kernels.alpha158 import cores, ratios
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")
 
@@ -21,3 +21,4 @@ roll_max_idxmax = _jit(cores.roll_max_idxmax)
 roll_min_idxmin = _jit(cores.roll_min_idxmin)
 roll_qrank = _jit(cores.roll_qrank)
 roll_linreg = _jit(cores.roll_linreg)
+window_ratios = _jit(ratios.window_ratios)

@@ -50,8 +50,6 @@ ALPHA158_WARMUP: dict[str, int] = {
 _EPS = 1e-12
 VAR_KEYS = ("c", "v", "wv", "logv", "ret", "dlogv")  # the series whose rolling var Std/Corr need
 CHUNK_ROWS = 16_384  # rows per chunk of whole symbols: the chunk's float64 temporaries stay in cache
-# Qlib sets Rsquare and Corr to NaN where a window's std is np.isclose to 0 (atol=2e-05)
-_STD_ZERO = 2e-05
 
 
 def compute_alpha158(arrays: dict[str, np.ndarray], offsets: np.ndarray, dtype=np.float32,
@@ -126,10 +124,8 @@ def _compute_chunk(arrays, offsets, out):
         # window count / window rows (pandas' Kahan sum of 0/1 is that exact integer)
         ups = np.concatenate([[0], np.cumsum(c > c1, dtype=np.int64)])
         downs = np.concatenate([[0], np.cumsum(c < c1, dtype=np.int64)])
-        row = np.arange(1, total + 1)
         logv = np.log(v + np.float32(1))
         dlogv = np.log(v / v1 + np.float32(1))
-        v_eps = v + np.float32(_EPS)
         c64, h64, l64 = (np.asarray(x, dtype=np.float64) for x in (c, h, l))
         wide = {"c": c64, "v": v.astype(np.float64), "ret": ret.astype(np.float64), "wv": wv.astype(np.float64),
                 "up": up.astype(np.float64), "down": down.astype(np.float64), "absd": np.abs(dc).astype(np.float64),
@@ -137,81 +133,51 @@ def _compute_chunk(arrays, offsets, out):
                 "vabsd": np.abs(dv).astype(np.float64), "logv": logv.astype(np.float64),
                 "dlogv": dlogv.astype(np.float64)}
 
-        corr_c = _Corr(c, logv)
-        corr_r = _Corr(ret, dlogv)
+        corr_c = _Corr(c, logv, VAR_KEYS.index("c"), VAR_KEYS.index("logv"))
+        corr_r = _Corr(ret, dlogv, VAR_KEYS.index("ret"), VAR_KEYS.index("dlogv"))
         var_in = np.stack([wide[k] for k in VAR_KEYS], axis=1)  # rows x 6: one var pass per window
+        var_all = np.empty((len(VAR_KEYS), total))  # each series' rolling var contiguous
         buf = np.empty(max(WINDOWS), dtype=np.float64)
-        tmp = [np.empty(total, dtype=np.float64) for _ in range(3)]
+        cum = (ups, downs)
 
-        def roll(core, x, d):
-            r = np.empty(total, dtype=np.float64)
-            core(x, offsets, d, r)
-            return r
+        def new():
+            return np.empty(total, dtype=np.float64)
+
+        # each window's rolling results, reused from window to window
+        mean_c, mean_v, mean_wv = new(), new(), new()
+        reg = (new(), new(), new())  # slope, rsquare, resi of close
+        ext = (new(), new(), new(), new())  # max high, min low, idxmax high, idxmin low
+        qrank = (new(), new(), new())  # quantile 0.2, quantile 0.8, rank of close
+        sum_in = ("up", "down", "absd", "vup", "vdown", "vabsd")
+        sums = tuple(new() for _ in sum_in)
 
         for d in WINDOWS:
-            put(f"ROC{d}", _ref(c, pos, d) / c)
-            mean_c = roll(cpu.roll_mean, c64, d)
-            put(f"MA{d}", mean_c / c)
-            var_all = np.empty_like(var_in)
-            cpu.roll_var_many(var_in, offsets, d, var_all)
-            var = {k: np.ascontiguousarray(var_all[:, j]) for j, k in enumerate(VAR_KEYS)}
-            std = {k: _sqrt0(v_) for k, v_ in var.items()}
-            std_c = std["c"]
-            put(f"STD{d}", std_c / c)
-            slope, rsq, resi = tmp
-            cpu.roll_linreg(c64, offsets, d, slope, rsq, resi)
-            put(f"BETA{d}", slope / c)
-            put(f"RSQR{d}", np.where(_isclose0(std_c), np.nan, rsq))
-            put(f"RESI{d}", resi / c)
-            mx, mn, imax, imin = (np.empty(total, dtype=np.float64) for _ in range(4))
-            cpu.roll_max_idxmax(h64, offsets, d, mx, imax)
-            cpu.roll_min_idxmin(l64, offsets, d, mn, imin)
-            put(f"MAX{d}", mx / c)
-            put(f"MIN{d}", mn / c)
-            q_lo, q_hi, rank = (np.empty(total, dtype=np.float64) for _ in range(3))
-            cpu.roll_qrank(c64, offsets, d, 0.2, 0.8, buf, q_lo, q_hi, rank)
-            put(f"QTLU{d}", q_hi / c)
-            put(f"QTLD{d}", q_lo / c)
-            put(f"RANK{d}", rank)
-            put(f"RSV{d}", (c - mn) / (mx - mn + _EPS))
-            put(f"IMAX{d}", imax / d)
-            put(f"IMIN{d}", imin / d)
-            put(f"IMXD{d}", (imax - imin) / d)
-            span = np.minimum(pos + 1, d).astype(np.float64)  # rows in the window
-            put(f"CORR{d}", corr_c(cpu, offsets, d, var["c"], var["logv"], std["c"], std["logv"], span, mean_c))
-            put(f"CORD{d}", corr_r(cpu, offsets, d, var["ret"], var["dlogv"], std["ret"], std["dlogv"], span))
-            first = row - np.minimum(pos + 1, d)  # cumulative index before the window
-            cntp = (ups[row] - ups[first]) / span
-            cntn = (downs[row] - downs[first]) / span
-            put(f"CNTP{d}", cntp)
-            put(f"CNTN{d}", cntn)
-            put(f"CNTD{d}", cntp - cntn)
-            _sum_ratios(cpu, out, put, "SUM", wide["up"], wide["down"], wide["absd"], offsets, d, total)
-            put(f"VMA{d}", roll(cpu.roll_mean, wide["v"], d) / v_eps)
-            put(f"VSTD{d}", std["v"] / v_eps)
-            put(f"WVMA{d}", std["wv"] / (roll(cpu.roll_mean, wide["wv"], d) + _EPS))
-            _sum_ratios(cpu, out, put, "VSUM", wide["vup"], wide["vdown"], wide["vabsd"], offsets, d, total)
-
-
-def _sum_ratios(cpu, out, put, prefix, up, down, absd, offsets, d, total):
-    """SUMP/SUMN/SUMD (or VSUM*): Sum(up)/(Sum(|d|)+1e-12), Sum(down)/..., (Sum(up)-Sum(down))/..."""
-    s_up, s_down, s_abs = (np.empty(total, dtype=np.float64) for _ in range(3))
-    cpu.roll_sum(up, offsets, d, s_up)
-    cpu.roll_sum(down, offsets, d, s_down)
-    cpu.roll_sum(absd, offsets, d, s_abs)
-    den = s_abs + _EPS
-    put(f"{prefix}P{d}", s_up / den)
-    put(f"{prefix}N{d}", s_down / den)
-    put(f"{prefix}D{d}", (s_up - s_down) / den)
+            cpu.roll_mean(c64, offsets, d, mean_c)
+            cpu.roll_mean(wide["v"], offsets, d, mean_v)
+            cpu.roll_mean(wide["wv"], offsets, d, mean_wv)
+            for key, s_out in zip(sum_in, sums):
+                cpu.roll_sum(wide[key], offsets, d, s_out)
+            cpu.roll_var_many(var_in, offsets, d, var_all.T)
+            cpu.roll_linreg(c64, offsets, d, *reg)
+            cpu.roll_max_idxmax(h64, offsets, d, ext[0], ext[2])
+            cpu.roll_min_idxmin(l64, offsets, d, ext[1], ext[3])
+            cpu.roll_qrank(c64, offsets, d, 0.2, 0.8, buf, *qrank)
+            outs = tuple(out[f"{g}{d}"] for g in ROLLING)
+            cpu.window_ratios(d, c, v, pos, *cum, var_all, mean_c, reg, ext, qrank, sums, mean_v, mean_wv,
+                              corr_c.parts(cpu, offsets, d, var_all, mean_c), corr_r.parts(cpu, offsets, d, var_all),
+                              outs)
 
 
 class _Corr:
     """Qlib's Corr(x, y, d) for every window d: pandas' rolling corr on the pairwise-complete
     rows (X = x + 0*y, Y = y + 0*x in float32, then +-inf -> NaN as pandas prepares values),
-    NaN where the rolling std of x or of y (each on its own rows) is close to 0. The pairwise
-    inputs are built once; per window only the rolling passes run."""
+    NaN where the rolling std of x or of y (each on its own rows) is close to 0 (that and
+    the final arithmetic are in ratios.window_ratios). The pairwise inputs are built once;
+    per window only the rolling passes run."""
 
-    def __init__(self, x32, y32):
+    def __init__(self, x32, y32, x_var_col, y_var_col):
+        """x_var_col, y_var_col: the columns of x's and y's own rolling var in the window's var
+        block (VAR_KEYS order)."""
         self.xm = _finite_or_nan(x32 + np.float32(0) * y32)
         self.ym = _finite_or_nan(y32 + np.float32(0) * x32)
         self.xy = self.xm * self.ym
@@ -221,10 +187,12 @@ class _Corr:
         # where the pairwise mask removes no row of x (of y), x's own rolling stats serve
         self.x_whole = np.array_equal(~np.isfinite(x32), nan_xy)
         self.y_whole = np.array_equal(~np.isfinite(y32), nan_xy)
+        self.cols = (x_var_col, y_var_col)
 
-    def __call__(self, cpu, offsets, d, var_x, var_y, std_x, std_y, span, mean_x=None):
-        """var_x, var_y, std_x, std_y: rolling var and std of x and y on their own rows; span:
-        the rows in each window; mean_x: x's own rolling mean if already computed."""
+    def parts(self, cpu, offsets, d, var_all, mean_x=None):
+        """(mean xy, mean x, mean y, count, var x, var y) of the pairwise rows for window d,
+        count empty where no row is masked (the window's rows serve); var_all: the window's
+        var block (VAR_KEYS x rows); mean_x: x's own rolling mean if already computed."""
         total = self.xm.shape[0]
 
         def roll(core, a):
@@ -235,13 +203,10 @@ class _Corr:
         mean_xy = roll(cpu.roll_mean, self.xy)
         mean_x = mean_x if mean_x is not None and self.x_whole else roll(cpu.roll_mean, self.xm)
         mean_y = roll(cpu.roll_mean, self.ym)
-        count = roll(cpu.roll_sum, self.present) if self.any_nan else span
-        var_xm = var_x if self.x_whole else roll(cpu.roll_var, self.xm)
-        var_ym = var_y if self.y_whole else roll(cpu.roll_var, self.ym)
-        num = (mean_xy - mean_x * mean_y) * (count / (count - 1))
-        res = num / np.sqrt(var_xm * var_ym)
-        res[_isclose0(std_x) | _isclose0(std_y)] = np.nan
-        return res
+        count = roll(cpu.roll_sum, self.present) if self.any_nan else np.empty(0)
+        var_xm = var_all[self.cols[0]] if self.x_whole else roll(cpu.roll_var, self.xm)
+        var_ym = var_all[self.cols[1]] if self.y_whole else roll(cpu.roll_var, self.ym)
+        return mean_xy, mean_x, mean_y, count, var_xm, var_ym
 
 
 def _finite_or_nan(x):
@@ -249,16 +214,6 @@ def _finite_or_nan(x):
     x = x.astype(np.float64)
     x[np.isinf(x)] = np.nan
     return x
-
-
-def _sqrt0(var):
-    """pandas' std from its var (zsqrt): the square root, a negative var giving 0."""
-    return np.sqrt(np.maximum(var, 0.0))  # NaN stays NaN
-
-
-def _isclose0(std):
-    """np.isclose(std, 0, atol=2e-05): |std| <= 2e-05 (NaN is not close)."""
-    return np.abs(std) <= _STD_ZERO
 
 
 def _ref(x, pos, d):
