@@ -13,7 +13,7 @@ from config.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
-@yearly_asset(reads=("specialists", "labels"), group_name="learning", kinds={"scikitlearn", "polars"},
+@yearly_asset(reads=("specialists", "labels"), group_name="evaluation", kinds={"scikitlearn", "polars"},
               check_specs=[AssetCheckSpec("fold_metrics_valid", asset="cv_report",
                                           description="every fold's AUC and Brier in [0, 1], log loss finite (a fold "
                                                       "without AUC is counted), cv.n_splits folds per specialist")])
