@@ -33,15 +33,40 @@ def report_dir(settings: Settings, stage: str) -> Path:
     return settings.reports_dir / REPORT_DIRS[stage]
 
 
-def _read(path: Path) -> dict | None:
+class Unreadable(str):
+    """Why a report could not be read: one line naming the file and what was expected."""
+
+
+def _read(path: Path) -> dict | Unreadable | None:
+    """The report at `path`; None when there is none; `Unreadable` when it is no JSON object
+    (a truncated or hand-edited file): the block says so on the stage's line, never raises."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        text = path.read_text()
+    except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as err:
+        return Unreadable(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err}); expected a JSON report")
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        return Unreadable(f"{path}: line {err.lineno} column {err.colno}: {err.msg}; expected a JSON report")
+    if not isinstance(data, dict):
+        return Unreadable(f"{path}: a JSON {type(data).__name__}; expected a JSON object (a report)")
+    return data
+
+
+def _unreadable(stage: str, problem: Unreadable, command: str) -> list[str]:
+    return [f"{stage:<18}n/a: {problem}; `{command}` rewrites it"]
+
+
+def _num(value) -> float | None:
+    """A figure as a float; None when it is missing or no number (null, a string, true)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _fmt(value, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
+    v = _num(value)
+    return "n/a" if v is None else format(v, spec)
 
 
 def _span(years: list[int]) -> str:
@@ -69,9 +94,14 @@ def _meta_lines(settings: Settings, years: list[int]) -> list[str]:
     range of the years' AUCs)."""
     lines = []
     for h in settings.meta.horizons or settings.labels.horizons:
-        reports = [r for y in years if (r := _read(report_dir(settings, "meta_model") / f"h{h}_{y}.json"))]
-        aucs = [r["auc"] for r in reports if r.get("auc") is not None]
-        briers = [r["brier"] for r in reports if r.get("brier") is not None]
+        read = [_read(report_dir(settings, "meta_model") / f"h{h}_{y}.json") for y in years]
+        bad = [r for r in read if isinstance(r, Unreadable)]
+        if bad:
+            lines += _unreadable(f"meta h{h}", bad[0], "train-meta")
+            continue
+        reports = [r for r in read if r]
+        aucs = [v for r in reports if (v := _num(r.get("auc"))) is not None]
+        briers = [v for r in reports if (v := _num(r.get("brier"))) is not None]
         if not reports:
             lines.append(f"{'meta h' + str(h):<18}n/a (no meta model report of {_span(years)})")
             continue
@@ -86,6 +116,8 @@ def _evaluation_lines(settings: Settings, years: list[int]) -> list[str]:
     report = _read(report_dir(settings, "evaluation") / "overall.json")
     if report is None:
         return [f"{'evaluation':<18}n/a (no report: run evaluate)"]
+    if isinstance(report, Unreadable):
+        return _unreadable("evaluation", report, "evaluate")
     years = report.get("years") or years
     lines = [line] if (line := planted_line(settings, report, years)) else []
     hs = settings.labels.horizons
@@ -103,6 +135,8 @@ def _backtest_lines(settings: Settings) -> list[str]:
     b = _read(report_dir(settings, "backtest") / "overall.json")
     if b is None:
         return [f"{'backtest':<18}n/a (no report: run backtest)"]
+    if isinstance(b, Unreadable):
+        return _unreadable("backtest", b, "backtest")
     return [f"{'backtest':<18}p_h{b.get('horizon', '?')} {b.get('from', '?')}..{b.get('to', '?')}, "
             f"{b.get('symbols', 'n/a')} symbols: Sharpe {_fmt(b.get('sharpe'), '.2f')}, CAGR {_fmt(b.get('cagr'), '.1%')}, "
             f"max drawdown {_fmt(b.get('max_drawdown'), '.1%')}, turnover {_fmt(b.get('annual_turnover'), '.0f')}x/yr"]
