@@ -19,11 +19,15 @@ GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 
 install: $(STAMP)
 
+# Each step says what it does first: the first install takes minutes with pip --quiet.
 $(STAMP): pyproject.toml constraints.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@test -x $(PY) || { echo "[install] creating the virtualenv $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "[install] upgrading pip in $(VENV)"
+	@$(PY) -m pip install --quiet --upgrade pip
+	@echo "[install] installing tradelab and its dependencies (pinned by constraints.txt; minutes the first time)"
+	@$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	@touch $(STAMP)
+	@echo "[install] done: $(VENV) is ready"
 
 demo: $(STAMP)
 	$(PY) -m pipeline.cli demo

@@ -22,7 +22,7 @@ from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
 
 
-@asset(group_name="specialists", kinds={"numba", "polars"},
+@asset(group_name="live", kinds={"numba", "polars"},
        ins={"raw_bars": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags(),
        check_specs=[
            AssetCheckSpec("every_symbol_scanned", asset="atc_scan",

@@ -28,7 +28,9 @@ from resources.project import ProjectResource
 def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars: pl.LazyFrame,
              project: ProjectResource):
     """The daily portfolio of the out-of-sample predictions: per year and over the whole span,
-    CAGR, Sharpe, max drawdown and turnover; the equity curve as a PNG."""
+    CAGR, Sharpe, max drawdown and turnover; the equity curve as a PNG. The overall figures
+    are top-level float metadata (`sharpe`, `cagr`, `max_drawdown`, `turnover`: domain.figures)
+    that the Plots tab charts."""
     from domain import checks
     from domain.backtest import build_backtest
     from domain.observe import observe
@@ -41,10 +43,12 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
         headline = report.headline()
         obs.extra["overall"] = headline
         obs.record(report.table)
+    from domain.figures import backtest_figures, rounded_tree
+
     yield Output(report.table, metadata={
-        **{f"overall_{k}": MetadataValue.float(float(v)) if v is not None else MetadataValue.text("n/a")
-           for k, v in headline.items()},
-        "per_year": MetadataValue.json({str(y): {k: v[k] for k in headline} for y, v in report.per_year.items()}),
+        **{k: MetadataValue.float(v) for k, v in backtest_figures(headline).items()},
+        "n_days": MetadataValue.int(int(headline.get("n_days") or 0)),
+        "per_year": MetadataValue.json(rounded_tree({str(y): {k: v[k] for k in headline} for y, v in report.per_year.items()})),
         **({"equity_png": MetadataValue.path(str(report.equity_png)),
             "equity_curve": MetadataValue.md("![equity curve](data:image/png;base64,"
                                              f"{base64.b64encode(report.equity_png.read_bytes()).decode()})")}

@@ -13,13 +13,15 @@ from config.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
-@yearly_asset(reads=("specialists", "labels"), group_name="learning", kinds={"scikitlearn", "polars"},
+@yearly_asset(reads=("specialists", "labels"), group_name="evaluation", kinds={"scikitlearn", "polars"},
               check_specs=[AssetCheckSpec("fold_metrics_valid", asset="cv_report",
                                           description="every fold's AUC and Brier in [0, 1], log loss finite (a fold "
                                                       "without AUC is counted), cv.n_splits folds per specialist")])
 def cv_report(context: AssetExecutionContext, specialists: pl.LazyFrame, labels: pl.LazyFrame, project: ProjectResource):
     """Purged, embargoed cross-validation of every specialist per horizon, with Platt and
-    isotonic calibration fitted on the training folds: AUC, Brier and log loss per fold."""
+    isotonic calibration fitted on the training folds: AUC, Brier and log loss per fold. Per
+    horizon, the best and mean AUC are top-level float metadata (`h{H}_best_auc`, ...:
+    domain.figures) that the Plots tab charts."""
     from domain.checks import fold_metrics_valid
     from domain.learning.cv_report import build_cv_report
     from domain.observe import observe
@@ -29,6 +31,10 @@ def cv_report(context: AssetExecutionContext, specialists: pl.LazyFrame, labels:
     with observe(context, settings.reports_dir, "cv_report") as obs:
         table, summary = build_cv_report(specialists, labels, years, settings, log=context.log)
         obs.record(table)
-    yield Output(table, metadata={"summary": MetadataValue.json(json.loads(json.dumps(summary, default=str)))})
+    from domain.figures import cv_figures, rounded_tree
+
+    yield Output(table, metadata={
+        **{k: MetadataValue.float(v) for k, v in cv_figures(summary, settings.labels.horizons).items()},
+        "summary": MetadataValue.json(rounded_tree(json.loads(json.dumps(summary, default=str))))})
     passed, meta = fold_metrics_valid(table, settings.cv.n_splits)
     yield AssetCheckResult(check_name="fold_metrics_valid", passed=passed, metadata=meta)

@@ -26,7 +26,8 @@ from resources.project import ProjectResource
 def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels: pl.LazyFrame, project: ProjectResource):
     """AUC, PR-AUC, Brier, log loss and IC per horizon, decile returns overall and by regime,
     reliability diagrams, daily rank IC / ICIR / long-short / turnover: for each year and over
-    every stored prediction year."""
+    every stored prediction year. The overall figures are also top-level float metadata
+    (`h{H}_auc`, `h{H}_rank_ic`, ...: domain.figures) that the Plots tab charts."""
     from domain.evaluation import build_evaluation
     from domain.observe import observe
 
@@ -37,7 +38,10 @@ def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels
                                                   settings.reports_dir / "eval",
                                                   settings.evaluation.min_symbols_per_day)
         obs.record(table)
-    metadata = {"metrics": MetadataValue.json(preview)}
+    from domain.figures import evaluation_figures, rounded_tree
+
+    metadata = {**{k: MetadataValue.float(v) for k, v in evaluation_figures(preview["overall"], settings.labels.horizons).items()},
+                "metrics": MetadataValue.json(rounded_tree(preview))}
     for key, plots in images.items():
         note = preview["overall"][key]["cross_section"].get("note")
         parts = [f"_{note}_"] if note else []

@@ -21,7 +21,7 @@ from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
 
 
-@asset(group_name="grid_search", kinds={"polars", "parquet"},
+@asset(group_name="search", kinds={"polars", "parquet"},
        check_specs=[AssetCheckSpec("sorted_by_ticker_time", asset="market_data",
                                    description="rows sorted by ticker, then strictly by time within a ticker "
                                                "(the offsets and trade indices rely on it)")])
@@ -46,7 +46,7 @@ def market_data(context: AssetExecutionContext, project: ProjectResource):
     yield AssetCheckResult(check_name="sorted_by_ticker_time", passed=passed, metadata=meta)
 
 
-@asset(group_name="grid_search", kinds={"polars", "parquet"},
+@asset(group_name="search", kinds={"polars", "parquet"},
        ins={"market_data": AssetIn()},
        check_specs=[AssetCheckSpec("indices_inside_market_data", asset="trade_log",
                                    description="0 <= MarketDataStartIndex <= MarketDataEndIndex < rows of market_data")])
@@ -71,7 +71,7 @@ def trade_log(context: AssetExecutionContext, market_data: pl.DataFrame, project
     yield AssetCheckResult(check_name="indices_inside_market_data", passed=passed, metadata=meta)
 
 
-@asset(group_name="grid_search", kinds={"numba", "polars"},
+@asset(group_name="search", kinds={"numba", "polars"},
        ins={"market_data": AssetIn(), "trade_log": AssetIn()}, pool=GPU_POOL, op_tags=gpu_step_tags(),
        check_specs=[AssetCheckSpec("top_sorted_unique", asset="grid_search",
                                    description="the top-k by ROI descending, ranks 1..k in order, each combination once")])

@@ -24,7 +24,7 @@ from resources.project import ProjectResource
 
 @symbol_year_asset(
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(0, years_after=1), metadata={ALLOW_MISSING: True})},
-    group_name="labels",
+    group_name="features",
     kinds={"polars"},
     check_specs=[
         AssetCheckSpec("unknown_future_is_null", asset="labels",

@@ -13,7 +13,7 @@ from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
 
 
-@yearly_asset(reads=("features", "labels"), group_name="lstm", kinds={"pytorch"}, pool=GPU_POOL, op_tags=gpu_step_tags(),
+@yearly_asset(reads=("features", "labels"), group_name="learning", kinds={"pytorch"}, pool=GPU_POOL, op_tags=gpu_step_tags(),
               check_specs=[AssetCheckSpec("scores_in_unit_interval", asset="lstm_model",
                                           description="spec_lstm_score finite in [0, 1]; NaN only before a symbol's "
                                                       "first full sequence")])

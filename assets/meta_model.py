@@ -40,7 +40,9 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
     plots = [settings.reports_dir / "meta" / f"calibration_h{h}_{y}.png" for y in years
              for h in (settings.meta.horizons or settings.labels.horizons)]
     images = [f"![{p.stem}](data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()})" for p in plots if p.exists()]
-    yield Output(table, metadata={"out_of_sample": MetadataValue.json(previews),
+    from domain.figures import rounded_tree
+
+    yield Output(table, metadata={"out_of_sample": MetadataValue.json(rounded_tree(previews)),
                                   "model": settings.meta.model, "inputs": settings.meta.inputs,
                                   **({"calibration": MetadataValue.md("\n\n".join(images[-6:]))} if images else {})})
     from domain.checks import out_of_sample_metrics_valid

@@ -17,7 +17,7 @@ from resources.project import ProjectResource
 
 @yearly_asset(
     reads=("raw_bars",),
-    group_name="regime",
+    group_name="learning",
     kinds={"polars"},
     check_specs=[AssetCheckSpec("not_degenerate", asset="regime",
                                 description="over every stored year: no class under 5% and none over 80%")],

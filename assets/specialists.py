@@ -35,7 +35,7 @@ def _code_version() -> str:
 @symbol_year_asset(
     code_version=_code_version(),
     ins={"raw_bars": AssetIn(partition_mapping=year_halo_mapping(ALL_HISTORY_YEARS))},
-    group_name="specialists",
+    group_name="features",
     kinds={"numba", "polars"},
     check_specs=[AssetCheckSpec("scores_in_range", asset="specialists",
                                 description="every score is float32 in [-1, 1] (NaN only in warm-up)")],

@@ -33,7 +33,7 @@ from resources.project import ProjectResource
     partitions_def=symbol_partitions,
     ins={"raw_bars": AssetIn(partition_mapping=MultiToSingleDimensionPartitionMapping(partition_dimension_name="symbol"),
                              metadata={ALLOW_MISSING: True})},
-    group_name="strategy_search",
+    group_name="search",
     kinds={"numba", "optuna"},
     pool=GPU_POOL,
     op_tags=gpu_step_tags(),

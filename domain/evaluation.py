@@ -171,7 +171,9 @@ def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir
         for name, png in images[f"h{h}"].items():
             write_bytes_atomic(out_dir / f"{name}_h{h}_{scope}.png", png)
     symbols = frame["symbol"].n_unique() if "symbol" in frame.columns else 0  # every results line names it
-    write_json_atomic(out_dir / f"{scope}.json", {"scope": scope, "rows": frame.height, "symbols": symbols, **report})
+    years = sorted(frame["date"].dt.year().unique().to_list()) if "date" in frame.columns else []
+    write_json_atomic(out_dir / f"{scope}.json", {"scope": scope, "rows": frame.height, "symbols": symbols,
+                                                  "years": years, **report})
     return report, images
 
 

@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     unless `--verbose` (anywhere on the line); a failed run's events go to a log file named
     on the error's second line (pipeline.run_report)."""
     from pipeline.cli_errors import Fd2ToFile, environment_line, keep_fd2_output, user_cause
-    from pipeline.run_report import RunFailed, quiet_dagster
+    from pipeline.run_report import FAILED_CHECKS, RunFailed, quiet_dagster
     from pipeline.startup import prepare_process
 
     prepare_process()
@@ -379,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     verbose = "--verbose" in argv
     args = build_parser().parse_args([a for a in argv if a != "--verbose"])
     quiet_dagster(not verbose)
+    FAILED_CHECKS.clear()  # the results block counts this command's failed checks
     fd2 = None if verbose else Fd2ToFile()
     try:
         _print_runtime_line()

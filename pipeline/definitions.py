@@ -35,6 +35,7 @@ from pipeline.jobs import (
     yearly_stages,
 )
 from pipeline.maintenance import daily_prune_runs, prune_runs_job, vacuum_job, weekly_vacuum
+from pipeline.results_sensor import results_sensor
 from pipeline.schedules import live_after_close, nightly_rebuild
 from pipeline.sensors import build_chain_sensor, new_symbol_sensor
 from resources.compute import ComputeResource
@@ -58,7 +59,7 @@ defs = Definitions(
     jobs=[historical_build_and_train, yearly_stages, lstm_job, atc_scan_job, grid_search_job, strategy_search_job,
           live_paper_trade, vacuum_job, prune_runs_job],
     schedules=[nightly_rebuild, live_after_close, weekly_vacuum, daily_prune_runs],
-    sensors=[new_symbol_sensor, build_chain_sensor],
+    sensors=[new_symbol_sensor, build_chain_sensor, results_sensor],
     resources=build_resources(),
     executor=build_executor(load_settings()),
 )

@@ -18,27 +18,14 @@ def _regime_line(settings: Settings) -> str:
 
 
 def _headline(settings: Settings, years: list[int]) -> list[str]:
-    """Meta AUC per horizon and the backtest over `years` (out of sample), the grid-search
-    winner with its out-of-sample ROI."""
+    """The results block of every build path (pipeline.results: the evaluation per horizon and
+    the backtest over `years`, out of sample), then the grid-search winner with its
+    out-of-sample ROI."""
     import json
 
-    lines = []
-    ev = settings.reports_dir / "eval" / "overall.json"
-    if ev.exists():
-        report = json.loads(ev.read_text())
-        planted = _planted_line(settings, report, years)
-        if planted:
-            lines.append(planted)
-        aucs = "  ".join(f"h{h} {report[f'h{h}']['auc']:.3f}" if report.get(f"h{h}", {}).get("auc") is not None else f"h{h} n/a"
-                         for h in settings.labels.horizons)
-        lines.append(f"meta model AUC    out of sample {min(years)}-{max(years)}, {report.get('symbols', 'n/a')} symbols: {aucs}")
-    bt = settings.reports_dir / "backtest" / "overall.json"
-    if bt.exists():
-        b = json.loads(bt.read_text())
-        fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
-        lines.append(f"backtest          p_h{b['horizon']} {b['from']}..{b['to']}, {b['symbols']} symbols: Sharpe {fmt(b['sharpe'], '.2f')}, "
-                     f"CAGR {fmt(b['cagr'], '.1%')}, max drawdown {fmt(b['max_drawdown'], '.1%')}, "
-                     f"turnover {fmt(b['annual_turnover'], '.0f')}x/yr")
+    from pipeline.results import results_lines
+
+    lines = results_lines(settings, years, stages=("evaluation", "backtest"))
     gs = settings.reports_dir / "grid_search" / "top10.json"
     if gs.exists():
         g = json.loads(gs.read_text())
@@ -50,21 +37,6 @@ def _headline(settings: Settings, years: list[int]) -> list[str]:
                          f" -> ROI in sample {w['roi_in']:.2f}% ({w['trades_in']} trades), "
                          f"out of sample {w['roi_out']:.2f}% ({w['trades_out']} trades)")
     return lines
-
-
-def _planted_line(settings: Settings, report: dict, years: list[int]) -> str | None:
-    """The planted signal (universe.synthetic.planted) and what the chain recovered of it: the
-    out-of-sample AUC and IC (Spearman of p with the realised return, all rows) of the
-    evaluation over `years`, at the planted horizon (or the nearest labelled one)."""
-    if settings.universe.source != "synthetic":
-        return None
-    planted = settings.universe.synthetic.planted
-    h = min(settings.labels.horizons, key=lambda x: (abs(x - planted.horizon), x))
-    m = report.get(f"h{h}") or {}
-    fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
-    what = f"{planted.kind} over {planted.horizon} days" if planted.strength > 0 else "none planted: chance expected"
-    return (f"planted signal strength {planted.strength:g}: recovered AUC {fmt(m.get('auc'))}, IC {fmt(m.get('ic'))} "
-            f"({what}; h{h}, out of sample {min(years)}-{max(years)})")
 
 
 def _cv_summary(settings: Settings, year: int) -> str:
@@ -159,6 +131,8 @@ def run_demo(settings: Settings) -> int:
     from domain.sources import make_source
     from pipeline.definitions import defs
     from pipeline.instance import ensure_dagster_home, get_instance
+    from pipeline.progress import RunProgress
+    from pipeline.run_report import failed_checks_line
     from pipeline.runs import run_graph
     from pipeline.symbols import sync_symbols
 
@@ -171,7 +145,8 @@ def run_demo(settings: Settings) -> int:
     yearly = years[-DEMO_YEARLY_YEARS:]
     print(f"[demo] source={settings.universe.source} symbols={len(symbols)} years={min(years)}..{max(years)} "
           f"({len(added)} newly registered); yearly stages {min(yearly)}..{max(yearly)}")
-    summary = run_graph(instance, symbols, years, yearly_years=yearly, tags={"tradelab/origin": "demo"})
+    with RunProgress(instance) as progress:
+        summary = run_graph(instance, symbols, years, yearly_years=yearly, tags={"tradelab/origin": "demo", **progress.tags})
     live_lines = _paper_trade_demo(settings, instance)
     grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
@@ -191,6 +166,7 @@ def run_demo(settings: Settings) -> int:
     print("headline")
     for line in _headline(settings, yearly):
         print(f"  {line}")
+    print(f"  {failed_checks_line()}")
     print()
     print(f"total wall time   {seconds:.1f} s")
     print(f"data              {settings.data_dir}/<asset>/ (a Delta table per asset, partitioned by year)")

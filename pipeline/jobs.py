@@ -6,17 +6,19 @@ from dagster import AssetSelection, define_asset_job
 
 from config.partitions import symbol_partitions, symbol_year_partitions, years_partitions
 
-GRID_GROUP = "grid_search"
-YEAR_GROUPS = ("regime", "learning", "evaluation")  # year-partitioned stages: a job holds one partitions definition
-LSTM_GROUP = "lstm"  # year-partitioned too, in its own job: training is slow on a CPU
+# Jobs select assets by name, not by group: the groups (ingest, features, learning, evaluation,
+# live, search) are for reading the lineage page, and one group may span several jobs.
+GRID_ASSETS = ("market_data", "trade_log", "grid_search")  # trade-log grid search, unpartitioned
+YEAR_ASSETS = ("regime", "cv_report", "meta_model", "predictions", "backtest", "evaluation")  # one partitions definition
+LSTM_ASSETS = ("lstm_model",)  # year-partitioned too, in its own job: training is slow on a CPU
 SCAN_ASSETS = ("atc_scan",)  # unpartitioned: latest date, all symbols
-LIVE_GROUP = "live"  # unpartitioned: today's bars -> paper orders
-STRATEGY_GROUP = "strategy_search"  # partitioned by symbol alone: one NSGA-II search per symbol
+LIVE_ASSETS = ("paper_trades",)  # unpartitioned: today's bars -> paper orders
+STRATEGY_ASSETS = ("strategy_search",)  # partitioned by symbol alone: one NSGA-II search per symbol
 
 historical_build_and_train = define_asset_job(
     "historical_build_and_train",
-    selection=AssetSelection.all() - AssetSelection.groups(GRID_GROUP, LSTM_GROUP, LIVE_GROUP, STRATEGY_GROUP, *YEAR_GROUPS)
-    - AssetSelection.assets(*SCAN_ASSETS),
+    selection=AssetSelection.all() - AssetSelection.assets(*GRID_ASSETS, *LSTM_ASSETS, *LIVE_ASSETS, *STRATEGY_ASSETS,
+                                                             *YEAR_ASSETS, *SCAN_ASSETS),
     partitions_def=symbol_year_partitions,
     description="Every symbol x year stage of the graph, in dependency order, for the selected partitions; "
                 "on success build_chain_sensor runs the yearly stages of the same years (pipeline.chain).",
@@ -24,7 +26,7 @@ historical_build_and_train = define_asset_job(
 
 yearly_stages = define_asset_job(
     "yearly_stages",
-    selection=AssetSelection.groups(*YEAR_GROUPS),
+    selection=AssetSelection.assets(*YEAR_ASSETS),
     partitions_def=years_partitions,
     description="The year-partitioned stages of the selected years: regime, cv_report, meta_model, predictions, "
                 "backtest, evaluation.",
@@ -32,7 +34,7 @@ yearly_stages = define_asset_job(
 
 lstm_job = define_asset_job(
     "lstm_job",
-    selection=AssetSelection.groups(LSTM_GROUP),
+    selection=AssetSelection.assets(*LSTM_ASSETS),
     partitions_def=years_partitions,
     description="The LSTM specialist of the selected years (walk-forward; after features and labels).",
 )
@@ -45,19 +47,19 @@ atc_scan_job = define_asset_job(
 
 grid_search_job = define_asset_job(
     "grid_search_job",
-    selection=AssetSelection.groups(GRID_GROUP),
+    selection=AssetSelection.assets(*GRID_ASSETS),
     description="Trade-log grid search: market_data -> trade_log -> grid_search (settings: grid_search.*).",
 )
 
 live_paper_trade = define_asset_job(
     "live_paper_trade",
-    selection=AssetSelection.groups(LIVE_GROUP),
+    selection=AssetSelection.assets(*LIVE_ASSETS),
     description="Latest bars -> incremental features -> specialists -> meta -> paper orders -> log.",
 )
 
 strategy_search_job = define_asset_job(
     "strategy_search_job",
-    selection=AssetSelection.groups(STRATEGY_GROUP),
+    selection=AssetSelection.assets(*STRATEGY_ASSETS),
     partitions_def=symbol_partitions,
     description="NSGA-II over seller-exhaustion parameter sets, one run per selected symbol, on its whole stored "
                 "history (after raw_bars; settings: strategy_search.*).",

@@ -197,6 +197,17 @@ def failed_check_lines(events) -> list[str]:
     return lines
 
 
+FAILED_CHECKS: list[str] = []  # `ASSET/CHECK` of every failed check this process printed: the results block counts them
+
+
+def failed_checks_line() -> str:
+    """The results block's last line: how many asset checks failed in this process's runs."""
+    if not FAILED_CHECKS:
+        return f"{'checks':<18}every asset check passed"
+    names = sorted(set(FAILED_CHECKS))
+    return f"{'checks':<18}{len(FAILED_CHECKS)} failed ({', '.join(names)}): the warning lines above name their counts"
+
+
 def check_run(result, what: str, path_hint=None) -> None:
     """After a run: print its warnings when quiet and its failed checks; raise RunFailed when it failed.
     `path_hint(step)` names the path an environment failure of `step` was writing when the
@@ -205,6 +216,7 @@ def check_run(result, what: str, path_hint=None) -> None:
     print_warnings(entries)
     for line in failed_check_lines(result.all_events):
         print(line, file=sys.stderr)
+        FAILED_CHECKS.append(line.removeprefix("warning: check ").split(" failed", 1)[0])
     if result.success:
         return
     cause = root_cause(result) or Cause(f"{what} failed", 1)

@@ -37,7 +37,7 @@ from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions, 
 from config.settings import load_settings
 from pipeline.chain import LIVE_TAG, follow_ups, run_years, year_range_tags
 from pipeline.jobs import (
-    YEAR_GROUPS,
+    YEAR_ASSETS,
     atc_scan_job,
     historical_build_and_train,
     live_paper_trade,
@@ -156,14 +156,14 @@ def build_chain_sensor(context: RunStatusSensorContext):
 
 def failed_years(instance, repository) -> list[int]:
     """The years whose yearly stages have not succeeded since their last attempt: Dagster's
-    own status of the year partitions of every asset in `yearly_stages` (the YEAR_GROUPS of
+    own status of the year partitions of every asset in `yearly_stages` (YEAR_ASSETS of
     `repository`, the code location's definitions) is FAILED there (a failed or killed run
     marks each partition it planned; a later materialization clears it). Years never
     attempted are not failed."""
     from dagster import AssetPartitionStatus
 
     graph = repository.asset_graph
-    keys = [k for k in graph.get_all_asset_keys() if graph.get(k).group_name in YEAR_GROUPS]
+    keys = [k for k in graph.get_all_asset_keys() if k.to_user_string() in YEAR_ASSETS]
     year_keys = years_partitions.get_partition_keys()
     out: set[int] = set()
     for key in keys:

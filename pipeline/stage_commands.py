@@ -101,23 +101,37 @@ def parse_years(text: str | None, settings) -> list[int]:
 
 def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: str, per_year: bool = False) -> None:
     """Materialize year-partitioned `selection` for `years`: one run over the range, or one
-    run per year in order (per_year: walk-forward stages whose year Y reads Y-1's output)."""
+    run per year in order (per_year: walk-forward stages whose year Y reads Y-1's output);
+    a progress line per finished year and step (pipeline.progress)."""
     from dagster import materialize
     from tqdm import tqdm
 
     from pipeline.chain import year_range_tags
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.progress import RunProgress
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
 
     instance = get_instance()
     batches = [[y] for y in years] if per_year else [years]
-    for batch in tqdm(batches, desc=desc, unit="run" if not per_year else "year", disable=len(batches) == 1):
-        res = materialize(ALL_ASSETS, selection=selection, instance=instance, resources=build_resources(str(cfg)),
-                          tags=year_range_tags(batch), raise_on_error=False,
-                          run_config=console_run_config())
-        raise_if_failed(res, f"{desc} {batch[0]}..{batch[-1]}")
+    with RunProgress(instance) as progress:
+        for batch in tqdm(batches, desc=desc, unit="run" if not per_year else "year", disable=len(batches) == 1):
+            res = materialize(ALL_ASSETS, selection=selection, instance=instance, resources=build_resources(str(cfg)),
+                              tags={**year_range_tags(batch), **progress.tags}, raise_on_error=False,
+                              run_config=console_run_config())
+            progress.poll()  # this run's last lines before its warnings or its error
+            raise_if_failed(res, f"{desc} {batch[0]}..{batch[-1]}")
+
+
+def print_results(settings, years: list[int], stages=None, symbols: int | None = None) -> None:
+    """The results block of a command's stages (pipeline.results), then how many asset
+    checks failed in its runs (their warning lines were printed as each run ended)."""
+    from pipeline.results import STAGES, results_block
+    from pipeline.run_report import failed_checks_line
+
+    print(results_block(settings, years, stages or STAGES, symbols=symbols))
+    print(f"  {failed_checks_line()}")
 
 
 def _cfg_and_settings(overrides: dict, name: str):
@@ -132,6 +146,7 @@ def cmd_build_features(args: argparse.Namespace) -> int:
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
     from pipeline.jobs import historical_build_and_train
+    from pipeline.progress import RunProgress
     from pipeline.runs import run_rectangle
     from pipeline.symbols import sync_symbols
 
@@ -148,7 +163,9 @@ def cmd_build_features(args: argparse.Namespace) -> int:
     job = Definitions(assets=ALL_ASSETS, jobs=[historical_build_and_train],
                       resources=build_resources(str(cfg))).resolve_job_def("historical_build_and_train")
     print(f"build-features: {len(symbols)} symbols x {years[0]}..{years[-1]} ({cfg.name})", file=sys.stderr)
-    summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "cli"}, log_level="WARNING")
+    with RunProgress(instance) as progress:
+        summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "cli", **progress.tags},
+                                log_level="WARNING")
     for name, s in summary.items():
         print(f"{name:<14}{s.partitions:>8} partitions {s.rows:>10} rows {s.seconds:>8.2f} s")
     print(f"data: {settings.data_dir}")
@@ -187,23 +204,23 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
             path = settings.reports_dir / "meta" / f"h{h}_{y}.json"
             if path.exists():
                 m = json.loads(path.read_text())
-                fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731  (no labelled rows yet)
+                fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731  (no labelled rows yet)
                 print(f"meta h{h} {y}: AUC {fmt(m['auc'])} Brier {fmt(m['brier'])} n {m['n']} symbols {m.get('symbols', 'n/a')}")
+    print_results(settings, years, ("meta_model",))
     print(f"models: {settings.models_dir}/meta_h*_*.joblib")
     return 0
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
+    from pipeline.results import report_dir
+
     cfg, settings = _cfg_and_settings({"backtest": {"horizon": args.horizon}} if args.horizon else {}, "backtest")
     years = parse_years(args.years, settings)
     _materialize_years(cfg, ["backtest"], years, "backtest")
-    out = settings.reports_dir / "backtest"
-    overall = json.loads((out / "overall.json").read_text())
     if args.log:
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(out / "daily.jsonl", args.log)
-    print(json.dumps({k: overall.get(k) for k in ("from", "to", "symbols", "cagr", "sharpe", "max_drawdown", "annual_turnover")},
-                     indent=2))
+        shutil.copyfile(report_dir(settings, "backtest") / "daily.jsonl", args.log)
+    print_results(settings, years, ("backtest",))
     return 0
 
 
@@ -211,17 +228,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     cfg, settings = _cfg_and_settings({}, "evaluate")
     years = parse_years(args.years, settings)
     _materialize_years(cfg, ["evaluation"], years, "evaluate")
-    overall = json.loads((settings.reports_dir / "eval" / "overall.json").read_text())
-    for h in settings.labels.horizons:
-        m = overall[f"h{h}"]
-        print(f"h{h}: AUC {m['auc']} PR-AUC {m['pr_auc']} Brier {m['brier']} IC {m['ic']} n {m['n']} "
-              f"symbols {overall.get('symbols', 'n/a')}")
+    print_results(settings, years, ("evaluation",))
     return 0
 
 
 def cmd_build_all(args: argparse.Namespace) -> int:
     from domain.sources import make_source
     from pipeline.instance import get_instance
+    from pipeline.progress import RunProgress
     from pipeline.runs import run_graph
     from pipeline.symbols import sync_symbols
 
@@ -230,8 +244,11 @@ def cmd_build_all(args: argparse.Namespace) -> int:
     sync_symbols(instance, settings)
     symbols = args.symbols.split(",") if args.symbols else make_source(settings).symbols()
     years = parse_years(args.years, settings)
-    run_graph(instance, symbols, years, lstm=args.lstm, settings_path=str(cfg) if args.strict else None)
+    with RunProgress(instance) as progress:
+        run_graph(instance, symbols, years, lstm=args.lstm, settings_path=str(cfg) if args.strict else None,
+                  tags=progress.tags)
     print(f"built {len(symbols)} symbols x {years[0]}..{years[-1]}; reports: {settings.reports_dir}")
+    print_results(settings, years, symbols=len(symbols))
     return 0
 
 

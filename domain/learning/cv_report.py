@@ -22,6 +22,7 @@ from joblib import Parallel, delayed
 
 from domain.learning.training_data import one_class, training_frame
 from domain.observe import write_json_atomic
+from domain.progress import year_done
 from kernels.learn.calibration import fit_calibrator, fold_metrics
 from kernels.learn.purged_cv import PurgedKFold
 from kernels.registry.specialists import SPECIALIST_COLUMNS
@@ -103,6 +104,7 @@ def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list
             write_json_atomic(settings.reports_dir / "cv" / f"h{h}" / f"{year}.json", report)
             summary[f"{year}/h{h}"] = report["summary"]
             tables.append(pl.DataFrame(rows).with_columns(pl.lit(year).alias("year")) if rows else None)
+        year_done(log, "cv_report", year)
     table = pl.concat([t for t in tables if t is not None], how="diagonal_relaxed") if any(t is not None for t in tables) \
         else pl.DataFrame(schema={"year": pl.Int32})
     return table, summary

@@ -31,6 +31,7 @@ from scipy.stats import spearmanr
 
 from domain.learning.training_data import one_class, training_frame
 from domain.observe import write_json_atomic
+from domain.progress import year_done
 from kernels.learn.calibration import fold_metrics
 from kernels.learn.meta import (
     MetaModel,
@@ -224,5 +225,6 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                                "train_symbols": train["symbol"].n_unique(), **metrics})
             rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
             previews[f"{year}/h{h}"] = metrics
+        year_done(log, "meta_model", year)
     table = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"year": pl.Int32})
     return table, previews

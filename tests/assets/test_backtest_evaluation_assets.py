@@ -50,7 +50,7 @@ def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equi
     assert len(log) == daily.height and abs(log[-1]["equity"] - float(daily["equity"][-1])) < 1e-6  # stored as float32
     assert (s.reports_dir / "backtest" / "equity.png").read_bytes()[:4] == b"\x89PNG"
     meta = res.asset_materializations_for_node("backtest")[0].metadata
-    assert "overall_sharpe" in meta and "per_year" in meta
+    assert "sharpe" in meta and "per_year" in meta
 
 
 def test_backtest_equals_the_kernel_on_the_pivoted_panel(learned_copy, instance):

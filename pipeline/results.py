@@ -1,0 +1,199 @@
+"""The results block: what every build path ends with (`make demo`, build-all, train-meta,
+backtest, evaluate, and a `dagster asset materialize` of the yearly stages through
+`results_sensor`).
+
+`results_lines(settings, years, stages)` reads the stored reports of `stages` (meta_model,
+evaluation, backtest) through the settings' report folder and returns one line per figure
+group, numbers rounded to what they mean (AUC 3 decimals, IC and ICIR 3 significant digits,
+Sharpe 2 decimals, CAGR and drawdown in 0.1%):
+
+    meta model AUC    out of sample 2014-2018, 23 symbols: h7 0.531  h14 0.522
+    h7                AUC 0.531, PR-AUC 0.552, Brier 0.248, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23
+    backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, turnover 45x/yr
+    figures           reports/eval/{reliability,ic,long_short,deciles}_h*_overall.png, reports/backtest/equity.png
+
+A stage without a report says so on its line (`n/a`): nothing raises. `results_block`
+prefixes a title with the symbol and year counts; `run_results` is the block of one
+finished run (the stages it materialized) with its failed asset checks as warning lines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from config.settings import Settings
+
+STAGES = ("meta_model", "evaluation", "backtest")
+# the report folder of each stage under settings.reports_dir: the one place that names them
+REPORT_DIRS = {"meta_model": "meta", "evaluation": "eval", "backtest": "backtest"}
+
+
+def report_dir(settings: Settings, stage: str) -> Path:
+    return settings.reports_dir / REPORT_DIRS[stage]
+
+
+class Unreadable(str):
+    """Why a report could not be read: one line naming the file and what was expected."""
+
+
+def _read(path: Path) -> dict | Unreadable | None:
+    """The report at `path`; None when there is none; `Unreadable` when it is no JSON object
+    (a truncated or hand-edited file): the block says so on the stage's line, never raises."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        return Unreadable(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err}); expected a JSON report")
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        return Unreadable(f"{path}: line {err.lineno} column {err.colno}: {err.msg}; expected a JSON report")
+    if not isinstance(data, dict):
+        return Unreadable(f"{path}: a JSON {type(data).__name__}; expected a JSON object (a report)")
+    return data
+
+
+def _unreadable(stage: str, problem: Unreadable, command: str) -> list[str]:
+    return [f"{stage:<18}n/a: {problem}; `{command}` rewrites it"]
+
+
+def _num(value) -> float | None:
+    """A figure as a float; None when it is missing or no number (null, a string, true)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _fmt(value, spec: str) -> str:
+    v = _num(value)
+    return "n/a" if v is None else format(v, spec)
+
+
+def _span(years: list[int]) -> str:
+    if not years:
+        return "n/a"
+    return f"{min(years)}-{max(years)}" if max(years) > min(years) else str(min(years))
+
+
+def planted_line(settings: Settings, report: dict, years: list[int]) -> str | None:
+    """The planted signal (universe.synthetic.planted) and what the chain recovered of it: the
+    out-of-sample AUC and IC (Spearman of p with the realised return, all rows) of the
+    evaluation over `years`, at the planted horizon (or the nearest labelled one)."""
+    if settings.universe.source != "synthetic":
+        return None
+    planted = settings.universe.synthetic.planted
+    h = min(settings.labels.horizons, key=lambda x: (abs(x - planted.horizon), x))
+    m = report.get(f"h{h}") or {}
+    what = f"{planted.kind} over {planted.horizon} days" if planted.strength > 0 else "none planted: chance expected"
+    return (f"planted signal strength {planted.strength:g}: recovered AUC {_fmt(m.get('auc'), '.3f')}, "
+            f"IC {_fmt(m.get('ic'), '.3f')} ({what}; h{h}, out of sample {_span(years)})")
+
+
+def _meta_lines(settings: Settings, years: list[int]) -> list[str]:
+    """Per horizon, the meta models' out-of-sample AUC and Brier over `years` (mean, and the
+    range of the years' AUCs)."""
+    lines = []
+    for h in settings.meta.horizons or settings.labels.horizons:
+        read = [_read(report_dir(settings, "meta_model") / f"h{h}_{y}.json") for y in years]
+        bad = [r for r in read if isinstance(r, Unreadable)]
+        if bad:
+            lines += _unreadable(f"meta h{h}", bad[0], "train-meta")
+            continue
+        reports = [r for r in read if r]
+        aucs = [v for r in reports if (v := _num(r.get("auc"))) is not None]
+        briers = [v for r in reports if (v := _num(r.get("brier"))) is not None]
+        if not reports:
+            lines.append(f"{'meta h' + str(h):<18}n/a (no meta model report of {_span(years)})")
+            continue
+        auc = f"{sum(aucs) / len(aucs):.3f}" if aucs else "n/a"
+        spread = f" ({min(aucs):.3f}..{max(aucs):.3f} over {len(aucs)} years)" if len(aucs) > 1 else ""
+        brier = f"{sum(briers) / len(briers):.3f}" if briers else "n/a"
+        lines.append(f"{'meta h' + str(h):<18}out-of-sample AUC {auc}{spread}, Brier {brier}")
+    return lines
+
+
+def _evaluation_lines(settings: Settings, years: list[int]) -> list[str]:
+    report = _read(report_dir(settings, "evaluation") / "overall.json")
+    if report is None:
+        return [f"{'evaluation':<18}n/a (no report: run evaluate)"]
+    if isinstance(report, Unreadable):
+        return _unreadable("evaluation", report, "evaluate")
+    years = report.get("years") or years
+    lines = [line] if (line := planted_line(settings, report, years)) else []
+    hs = settings.labels.horizons
+    aucs = "  ".join(f"h{h} {_fmt((report.get(f'h{h}') or {}).get('auc'), '.3f')}" for h in hs)
+    lines.append(f"meta model AUC    out of sample {_span(years)}, {report.get('symbols', 'n/a')} symbols: {aucs}")
+    for h in hs:
+        m = report.get(f"h{h}") or {}
+        lines.append(f"{'h' + str(h):<18}AUC {_fmt(m.get('auc'), '.3f')}, PR-AUC {_fmt(m.get('pr_auc'), '.3f')}, "
+                     f"Brier {_fmt(m.get('brier'), '.3f')}, rank IC {_fmt(m.get('rank_ic'), '.3g')}, "
+                     f"ICIR {_fmt(m.get('icir'), '.3g')}, long-short Sharpe {_fmt(m.get('long_short_sharpe'), '.2f')}")
+    return lines
+
+
+def _backtest_lines(settings: Settings) -> list[str]:
+    b = _read(report_dir(settings, "backtest") / "overall.json")
+    if b is None:
+        return [f"{'backtest':<18}n/a (no report: run backtest)"]
+    if isinstance(b, Unreadable):
+        return _unreadable("backtest", b, "backtest")
+    return [f"{'backtest':<18}p_h{b.get('horizon', '?')} {b.get('from', '?')}..{b.get('to', '?')}, "
+            f"{b.get('symbols', 'n/a')} symbols: Sharpe {_fmt(b.get('sharpe'), '.2f')}, CAGR {_fmt(b.get('cagr'), '.1%')}, "
+            f"max drawdown {_fmt(b.get('max_drawdown'), '.1%')}, turnover {_fmt(b.get('annual_turnover'), '.0f')}x/yr"]
+
+
+def _figure_paths(settings: Settings, stages) -> list[str]:
+    paths = []
+    if "meta_model" in stages and any(report_dir(settings, "meta_model").glob("calibration_h*.png")):
+        paths.append(str(report_dir(settings, "meta_model") / "calibration_h*_<year>.png"))
+    if "evaluation" in stages and any(report_dir(settings, "evaluation").glob("*_overall.png")):
+        paths.append(str(report_dir(settings, "evaluation") / "{reliability,ic,long_short,deciles}_h*_overall.png"))
+    if "backtest" in stages and (report_dir(settings, "backtest") / "equity.png").exists():
+        paths.append(str(report_dir(settings, "backtest") / "equity.png"))
+    return paths
+
+
+def results_lines(settings: Settings, years: list[int], stages=STAGES) -> list[str]:
+    """The figures of `stages` over `years` (the evaluation's own years when its report
+    names them), one line each, rounded; the paths of their figures last."""
+    lines: list[str] = []
+    if "meta_model" in stages:
+        lines += _meta_lines(settings, years)
+    if "evaluation" in stages:
+        lines += _evaluation_lines(settings, years)
+    if "backtest" in stages:
+        lines += _backtest_lines(settings)
+    paths = _figure_paths(settings, stages)
+    if paths:
+        lines.append(f"{'figures':<18}{', '.join(paths)}")
+    return lines
+
+
+def results_block(settings: Settings, years: list[int], stages=STAGES, symbols: int | None = None) -> str:
+    """`results_lines` under a title naming the symbol and year counts."""
+    who = f"{symbols} symbols x " if symbols is not None else ""
+    title = f"results ({who}{len(years)} year{'s' if len(years) != 1 else ''}, {_span(years)})"
+    return "\n".join([title] + [f"  {line}" for line in results_lines(settings, years, stages)])
+
+
+def run_results(instance, run_id: str, settings: Settings) -> list[str]:
+    """The results block of one finished run: the STAGES it materialized over the years it
+    materialized, then one `warning: check ...` line per asset check that failed in it;
+    [] when it materialized none of STAGES."""
+    from dagster import DagsterEventType
+
+    from pipeline.run_report import failed_check_lines
+
+    entries = instance.all_logs(run_id, of_type={DagsterEventType.ASSET_MATERIALIZATION,
+                                                 DagsterEventType.ASSET_CHECK_EVALUATION})
+    stages, years = set(), set()
+    for e in entries:
+        event = e.dagster_event
+        if event.event_type == DagsterEventType.ASSET_MATERIALIZATION and event.asset_key.to_user_string() in STAGES:
+            stages.add(event.asset_key.to_user_string())
+            if event.partition and event.partition.isdigit():
+                years.add(int(event.partition))
+    if not stages:
+        return []
+    block = results_block(settings, sorted(years), [s for s in STAGES if s in stages])
+    return block.splitlines() + failed_check_lines([e.dagster_event for e in entries])
