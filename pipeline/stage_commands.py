@@ -245,7 +245,7 @@ def cmd_build_all(args: argparse.Namespace) -> int:
     symbols = args.symbols.split(",") if args.symbols else make_source(settings).symbols()
     years = parse_years(args.years, settings)
     with RunProgress(instance) as progress:
-        run_graph(instance, symbols, years, lstm=args.lstm, settings_path=str(cfg) if args.strict else None,
+        run_graph(instance, symbols, years, lstm=args.lstm, settings_path=str(cfg),
                   tags=progress.tags)
     print(f"built {len(symbols)} symbols x {years[0]}..{years[-1]}; reports: {settings.reports_dir}")
     print_results(settings, years, symbols=len(symbols))

@@ -138,7 +138,8 @@ def test_build_all_ends_with_the_results_block_and_counts_its_failed_checks(spli
     finishes, two raw_bars checks fail; the block ends the output and counts them."""
     from pipeline.cli import main
 
-    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)}}, years={"start": 2001, "end": 2001})
+    # years from 2000, the partitions' first year whichever test imported the definitions first
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)}}, years={"start": 2000, "end": 2001})
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TRADELAB_PROGRESS", "0")
@@ -146,8 +147,8 @@ def test_build_all_ends_with_the_results_block_and_counts_its_failed_checks(spli
     out, err = capsys.readouterr()
     assert "warning: check raw_bars/plausible_moves failed: jumps 1, max_move 1.5" in err
     assert not [line for line in err.splitlines() if line.startswith("progress: ")]  # TRADELAB_PROGRESS=0
-    block = out.split("built 1 symbols x 2001..2001; reports: ", 1)[1].splitlines()[1:]
-    assert block[0] == "results (1 symbols x 1 year, 2001)"
+    block = out.split("built 1 symbols x 2000..2001; reports: ", 1)[1].splitlines()[1:]
+    assert block[0] == "results (1 symbols x 2 years, 2000-2001)"
     assert block[-1].startswith("  checks            ") and " failed (" in block[-1], block
     assert "raw_bars/exchange_sessions, raw_bars/plausible_moves" in block[-1]
     assert any(line.startswith("  backtest          ") for line in block), block
