@@ -67,6 +67,6 @@ def test_build_all_strict_runs_the_chain_on_settings_with_ingest_strict(split_fo
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     seen = []
     monkeypatch.setattr(pipeline.runs, "run_graph", lambda *a, settings_path=None, **k: seen.append(
-        settings_path and read_settings(settings_path).ingest.strict))
+        (settings_path == str(cfg), read_settings(settings_path).ingest.strict)))
     assert main(["build-all", "--strict"]) == 0 and main(["build-all"]) == 0
-    assert seen == [True, None]  # without the flag: the settings in force
+    assert seen == [(False, True), (True, False)]  # with the flag derived settings; without it the settings in force
