@@ -163,6 +163,51 @@ def ragged(name: str, inputs, offsets, params: tuple[int, ...], *, backend: str 
     return outs
 
 
+# Public names with a multi-lane core (kernels.lane_cores): (core, its extra parameters).
+_LANE_CORES = {
+    "sma": ("sma_lanes", ()), "ema": ("ema_lanes", ()), "wma": ("wma_lanes", ()), "kama": ("kama_lanes", ()),
+    "rsi": ("rsi_lanes", ()), "atr": ("atr_lanes", ()),
+    "adx": ("dmi_lanes", (0,)), "plus_di": ("dmi_lanes", (1,)), "minus_di": ("dmi_lanes", (2,)),
+}
+
+
+def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32) -> list:
+    """Indicator `name` (a public function of this module) over one series for many periods.
+
+    `inputs`: the series (one 1-D array, or the tuple (high, low, close) for atr, adx,
+    plus_di, minus_di); `periods`: integers >= the indicator's minimum. Returns one array
+    per period, in the order given, each equal bit for bit to `name(*inputs, n)`.
+    On the cpu backend the names of `_LANE_CORES` run all periods in one pass of a lane
+    core and return the columns of one time-major [T, len(periods)] block (strided views;
+    `np.ascontiguousarray` one where a contiguous copy is needed); other names and
+    backends call the single-period function once per period.
+    """
+    arrays = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    public = globals().get(name)
+    base = _ALIASES.get(name, name)
+    if base not in SPECS or public is None or name in ("dmi", "moments", "rocp"):
+        raise ValueError(f"sweep: unknown indicator {name!r}")
+    spec = SPECS[base]
+    if len(arrays) != spec.n_inputs:
+        raise ValueError(f"sweep: {name} takes {spec.n_inputs} input series, got {len(arrays)}")
+    ns = np.asarray(periods)
+    if ns.ndim != 1 or ns.size == 0 or ns.dtype.kind not in "iu":
+        raise ValueError(f"sweep: periods must be a non-empty list of integers, got {periods!r}")
+    if int(ns.min()) < spec.min_n:
+        raise ValueError(f"sweep: {name} periods must be >= {spec.min_n}, got {int(ns.min())}")
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    if backend != "cpu" or name not in _LANE_CORES:
+        return [public(*arrays, int(n), backend=backend, dtype=dtype) for n in ns.tolist()]
+    prepared, was_1d, _ = _prepare(arrays, backend)
+    if not was_1d:
+        raise ValueError(f"sweep: expected 1-D series, got shape {tuple(np.shape(arrays[0]))}")
+    core, extra = _LANE_CORES[name]
+    block = get_backend("cpu").run_lanes(core, [a[0] for a in prepared], ns.astype(np.int64), extra, dtype)
+    return [block[:, j] for j in range(block.shape[1])]
+
+
 def _unary(name: str):
     def fn(x, n: int, *, backend: str = "cpu", dtype=np.float32):
         return _run(name, (x,), (n,), backend, dtype)[0]

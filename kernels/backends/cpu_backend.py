@@ -7,12 +7,24 @@ import functools
 import numpy as np
 from numba import njit
 
-from kernels import cores
+from kernels import cores, lane_cores
 
 
 @functools.cache
 def compiled(core_name: str):
     return njit(cache=True, nogil=True)(getattr(cores, core_name))
+
+
+@functools.cache
+def compiled_lanes(core_name: str):
+    return njit(cache=True, nogil=True)(getattr(lane_cores, core_name))
+
+
+def run_lanes(core_name: str, inputs: list[np.ndarray], periods: np.ndarray, extra: tuple[int, ...], dtype) -> np.ndarray:
+    """One series, many periods: the lane core fills a time-major [T, len(periods)] block."""
+    out = np.empty((inputs[0].shape[0], periods.shape[0]), dtype=dtype)
+    compiled_lanes(core_name)(*inputs, periods, *extra, out)
+    return out
 
 
 def run_ragged(spec, inputs: list[np.ndarray], offsets: np.ndarray, params: tuple[int, ...], dtype) -> list[np.ndarray]:

@@ -1,0 +1,398 @@
+"""Multi-lane variants of the indicator cores: many periods of one series in one pass.
+
+Each lane core advances L independent lanes per time step, lane j running period ns[j] of
+the same series `x` (1-D, length T), and writes out[t, j] into a time-major [T, L] block
+(lanes contiguous, so numba vectorises the inner lane loop). Per lane, every operation is
+the one of the single-lane core in `kernels.cores`, in the same order (no reassociation,
+fastmath off), so out[:, j] is bit for bit the single-lane core's output for period ns[j],
+warm-up NaN and seeds included (tests/kernels/test_lane_cores.py checks it).
+
+Shape of every core: a warm-up phase over the first rows, where lanes are in different
+phases (NaN, seed sum, first value, update) and take the single core's branches, then a
+steady phase from the row where every lane updates, a branch-free loop over lanes. What
+depends only on the series (a change, a true range, a directional move) is computed once
+per row for all lanes. Lanes whose period exceeds the series stay NaN throughout.
+
+CPU only (compiled by `kernels.backends.cpu_backend.compiled`): the cuda backend already
+runs one thread per series. Per-lane state lives in small scratch arrays of length L.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+NAN = float("nan")
+EPS = 1e-14  # as kernels.cores.EPS
+
+
+@register_jitable
+def _max_period(ns):
+    m = 0
+    for j in range(ns.shape[0]):
+        m = max(m, ns[j])
+    return m
+
+
+def sma_lanes(x, ns, out):
+    """Lanes of `cores.sma_core`: total += x[t]; out = total/n; total -= x[t-n+1]."""
+    t_len, n_lanes = out.shape
+    total = np.zeros(n_lanes)
+    nmax = _max_period(ns)
+    for i in range(min(nmax - 1, t_len)):
+        v = np.float64(x[i])
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n - 1:
+                total[j] += v
+                out[i, j] = NAN
+            else:
+                total[j] += v
+                out[i, j] = total[j] / n
+                total[j] -= np.float64(x[i - n + 1])
+    for i in range(max(nmax - 1, 0), t_len):
+        v = np.float64(x[i])
+        for j in range(n_lanes):
+            n = ns[j]
+            s = total[j] + v
+            out[i, j] = s / n
+            total[j] = s - np.float64(x[i - n + 1])
+
+
+def ema_lanes(x, ns, out):
+    """Lanes of `cores.ema_core`: SMA seed of the first n values, then e = v*k + e*(1-k),
+    e kept where v == e."""
+    t_len, n_lanes = out.shape
+    prev = np.zeros(n_lanes)
+    k = np.empty(n_lanes)
+    omk = np.empty(n_lanes)
+    for j in range(n_lanes):
+        k[j] = 2.0 / (ns[j] + 1)
+        omk[j] = 1.0 - k[j]
+    nmax = _max_period(ns)
+    for i in range(min(nmax, t_len)):
+        v = np.float64(x[i])
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n - 1:
+                prev[j] += v
+                out[i, j] = NAN
+            elif i == n - 1:
+                prev[j] = (prev[j] + v) / n
+                out[i, j] = prev[j]
+            else:
+                p = prev[j]
+                p = v * k[j] + p * omk[j] if v != p else p
+                prev[j] = p
+                out[i, j] = p
+    for i in range(nmax, t_len):
+        v = np.float64(x[i])
+        row = out[i]
+        for j in range(n_lanes):
+            p = prev[j]
+            p = v * k[j] + p * omk[j] if v != p else p
+            prev[j] = p
+            row[j] = p
+
+
+def rsi_lanes(x, ns, out):
+    """Lanes of `cores.rsi_core`: simple-mean seeds of the first n changes, then Wilder
+    updates avg = avg*(1 - 1/n) + change*(1/n); RSI = 100*gain/(gain+loss), 0 at 0/0."""
+    t_len, n_lanes = out.shape
+    gain = np.zeros(n_lanes)
+    loss = np.zeros(n_lanes)
+    inv = np.empty(n_lanes)
+    omn = np.empty(n_lanes)
+    for j in range(n_lanes):
+        inv[j] = 1.0 / ns[j]
+        omn[j] = 1.0 - inv[j]
+    nmax = _max_period(ns)
+    for i in range(min(nmax + 1, t_len)):
+        d = np.float64(x[i]) - np.float64(x[i - 1]) if i > 0 else 0.0
+        up = d if d > 0.0 else 0.0
+        down = -d if d < 0.0 else 0.0
+        for j in range(n_lanes):
+            n = ns[j]
+            if i == 0:
+                out[i, j] = NAN
+            elif i <= n:
+                if d < 0:
+                    loss[j] -= d
+                else:
+                    gain[j] += d
+                if i < n:
+                    out[i, j] = NAN
+                else:
+                    loss[j] /= n
+                    gain[j] /= n
+                    s = gain[j] + loss[j]
+                    out[i, j] = 100.0 * (gain[j] / s) if s != 0.0 else 0.0
+            else:
+                g = gain[j] * omn[j] + up * inv[j]
+                lo = loss[j] * omn[j] + down * inv[j]
+                gain[j] = g
+                loss[j] = lo
+                s = g + lo
+                out[i, j] = 100.0 * (g / s) if s != 0.0 else 0.0
+    for i in range(nmax + 1, t_len):
+        d = np.float64(x[i]) - np.float64(x[i - 1])
+        up = d if d > 0.0 else 0.0
+        down = -d if d < 0.0 else 0.0
+        row = out[i]
+        for j in range(n_lanes):
+            g = gain[j] * omn[j] + up * inv[j]
+            lo = loss[j] * omn[j] + down * inv[j]
+            gain[j] = g
+            loss[j] = lo
+            s = g + lo
+            row[j] = 100.0 * (g / s) if s != 0.0 else 0.0
+
+
+@register_jitable
+def _true_range(h, l, c, i):
+    return max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))),
+               math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
+
+
+def atr_lanes(h, l, c, ns, out):
+    """Lanes of `cores.atr_core`: ATR[n] = mean(TR[1..n]), then ATR*(1 - 1/n) + TR*(1/n)."""
+    t_len, n_lanes = out.shape
+    acc = np.zeros(n_lanes)
+    inv = np.empty(n_lanes)
+    omn = np.empty(n_lanes)
+    for j in range(n_lanes):
+        inv[j] = 1.0 / ns[j]
+        omn[j] = 1.0 - inv[j]
+    nmax = _max_period(ns)
+    for i in range(min(nmax + 1, t_len)):
+        tr = _true_range(h, l, c, i) if i > 0 else 0.0
+        for j in range(n_lanes):
+            n = ns[j]
+            if i == 0:
+                out[i, j] = NAN
+            elif i < n:
+                acc[j] += tr
+                out[i, j] = NAN
+            elif i == n:
+                acc[j] = (acc[j] + tr) / n
+                out[i, j] = acc[j]
+            else:
+                acc[j] = acc[j] * omn[j] + tr * inv[j]
+                out[i, j] = acc[j]
+    for i in range(nmax + 1, t_len):
+        tr = _true_range(h, l, c, i)
+        row = out[i]
+        for j in range(n_lanes):
+            a = acc[j] * omn[j] + tr * inv[j]
+            acc[j] = a
+            row[j] = a
+
+
+def dmi_lanes(h, l, c, ns, which, out):
+    """Lanes of `cores.dmi_core`, one output: which == 0 ADX, 1 +DI, 2 -DI.
+
+    The directional moves and the true range are computed once per row; per lane the
+    Wilder sums, DI, DX and ADX follow dmi_core's order exactly (ADX unchanged on rows
+    where TR or +DI + -DI is exactly 0)."""
+    t_len, n_lanes = out.shape
+    pdm = np.zeros(n_lanes)
+    mdm = np.zeros(n_lanes)
+    tr_s = np.zeros(n_lanes)
+    sum_dx = np.zeros(n_lanes)
+    prev_adx = np.zeros(n_lanes)
+    inv = np.empty(n_lanes)
+    omn = np.empty(n_lanes)
+    for j in range(n_lanes):
+        inv[j] = 1.0 / ns[j]
+        omn[j] = 1.0 - inv[j]
+    nmax = _max_period(ns)
+    steady = 2 * nmax if which == 0 else nmax  # first row where every lane emits its update
+    for i in range(min(steady, t_len)):
+        if i == 0:
+            for j in range(n_lanes):
+                out[i, j] = NAN
+            continue
+        diff_p = np.float64(h[i]) - np.float64(h[i - 1])
+        diff_m = np.float64(l[i - 1]) - np.float64(l[i])
+        tr = _true_range(h, l, c, i)
+        dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
+        dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n:
+                mdm[j] += dm_minus
+                pdm[j] += dm_plus
+                tr_s[j] += tr
+                out[i, j] = NAN
+                continue
+            mdm[j] = mdm[j] * omn[j] + dm_minus
+            pdm[j] = pdm[j] * omn[j] + dm_plus
+            tr_s[j] = tr_s[j] * omn[j] + tr
+            if which == 1:
+                out[i, j] = 100.0 * (pdm[j] / tr_s[j]) if tr_s[j] != 0.0 else 0.0
+                continue
+            if which == 2:
+                out[i, j] = 100.0 * (mdm[j] / tr_s[j]) if tr_s[j] != 0.0 else 0.0
+                continue
+            if tr_s[j] != 0.0:
+                p = 100.0 * (pdm[j] / tr_s[j])
+                m = 100.0 * (mdm[j] / tr_s[j])
+                s = p + m
+                have_dx = s != 0.0
+                dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
+            else:
+                have_dx = False
+                dx = 0.0
+            if i < 2 * n - 1:
+                sum_dx[j] += dx
+                out[i, j] = NAN
+            elif i == 2 * n - 1:
+                sum_dx[j] += dx
+                prev_adx[j] = sum_dx[j] / n
+                out[i, j] = prev_adx[j]
+            else:
+                if have_dx:
+                    prev_adx[j] = prev_adx[j] * omn[j] + dx * inv[j]
+                out[i, j] = prev_adx[j]
+    for i in range(steady, t_len):
+        diff_p = np.float64(h[i]) - np.float64(h[i - 1])
+        diff_m = np.float64(l[i - 1]) - np.float64(l[i])
+        tr = _true_range(h, l, c, i)
+        dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
+        dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
+        row = out[i]
+        if which == 1:
+            for j in range(n_lanes):
+                mdm[j] = mdm[j] * omn[j] + dm_minus
+                ps = pdm[j] * omn[j] + dm_plus
+                ts = tr_s[j] * omn[j] + tr
+                pdm[j] = ps
+                tr_s[j] = ts
+                row[j] = 100.0 * (ps / ts) if ts != 0.0 else 0.0
+        elif which == 2:
+            for j in range(n_lanes):
+                ms = mdm[j] * omn[j] + dm_minus
+                pdm[j] = pdm[j] * omn[j] + dm_plus
+                ts = tr_s[j] * omn[j] + tr
+                mdm[j] = ms
+                tr_s[j] = ts
+                row[j] = 100.0 * (ms / ts) if ts != 0.0 else 0.0
+        else:
+            for j in range(n_lanes):
+                ms = mdm[j] * omn[j] + dm_minus
+                ps = pdm[j] * omn[j] + dm_plus
+                ts = tr_s[j] * omn[j] + tr
+                mdm[j] = ms
+                pdm[j] = ps
+                tr_s[j] = ts
+                p = 100.0 * (ps / ts)
+                m = 100.0 * (ms / ts)
+                s = p + m
+                # dx is used only where TR and +DI + -DI are non-zero; elsewhere ADX stays
+                have_dx = (ts != 0.0) & (s != 0.0)
+                a = prev_adx[j]
+                a = a * omn[j] + (100.0 * (math.fabs(m - p) / s)) * inv[j] if have_dx else a
+                prev_adx[j] = a
+                row[j] = a
+
+
+def kama_lanes(x, ns, out):
+    """Lanes of `cores.kama_core` (TA-Lib KAMA): the seed at row n as in the single core,
+    then the efficiency ratio over n rows and prev = (v - prev)*sc + prev."""
+    t_len, n_lanes = out.shape
+    const_max = 2.0 / (30.0 + 1.0)
+    const_diff = 2.0 / (2.0 + 1.0) - const_max
+    sum_roc = np.zeros(n_lanes)
+    prev = np.zeros(n_lanes)
+    trailing = np.zeros(n_lanes)
+    nmax = _max_period(ns)
+    for i in range(min(nmax + 1, t_len)):
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n:
+                out[i, j] = NAN
+            elif i == n:
+                s = 0.0
+                for q in range(n):
+                    s += math.fabs(np.float64(x[q]) - np.float64(x[q + 1]))
+                p = np.float64(x[n - 1])
+                tr0 = np.float64(x[0])
+                roc = np.float64(x[n]) - tr0
+                if s <= roc or (-EPS < s < EPS):
+                    er = 1.0
+                else:
+                    er = math.fabs(roc / s)
+                sc = er * const_diff + const_max
+                sc *= sc
+                p = (np.float64(x[n]) - p) * sc + p
+                sum_roc[j] = s
+                trailing[j] = tr0
+                prev[j] = p
+                out[i, j] = p
+            else:
+                out[i, j] = _kama_step(x, i, n, j, sum_roc, trailing, prev, const_diff, const_max)
+    for i in range(nmax + 1, t_len):
+        row = out[i]
+        for j in range(n_lanes):
+            row[j] = _kama_step(x, i, ns[j], j, sum_roc, trailing, prev, const_diff, const_max)
+
+
+@register_jitable
+def _kama_step(x, i, n, j, sum_roc, trailing, prev, const_diff, const_max):
+    v = np.float64(x[i])
+    tr = np.float64(x[i - n])
+    roc = v - tr
+    s = sum_roc[j] - math.fabs(trailing[j] - tr)
+    s += math.fabs(v - np.float64(x[i - 1]))
+    sum_roc[j] = s
+    trailing[j] = tr
+    if s <= roc or (-EPS < s < EPS):
+        er = 1.0
+    else:
+        er = math.fabs(roc / s)
+    sc = er * const_diff + const_max
+    sc *= sc
+    p = prev[j]
+    p = (v - p) * sc + p
+    prev[j] = p
+    return p
+
+
+def wma_lanes(x, ns, out):
+    """Lanes of `cores.wma_core` (TA-Lib's O(1) WMA update, weights 1..n)."""
+    t_len, n_lanes = out.shape
+    period_sum = np.zeros(n_lanes)
+    period_sub = np.zeros(n_lanes)
+    trailing = np.zeros(n_lanes)
+    divider = np.empty(n_lanes)
+    for j in range(n_lanes):
+        divider[j] = (ns[j] * (ns[j] + 1)) // 2
+    nmax = _max_period(ns)
+    for i in range(min(nmax - 1, t_len)):
+        v = np.float64(x[i])
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n - 1:
+                period_sub[j] += v
+                period_sum[j] += v * (i + 1)
+                out[i, j] = NAN
+            else:
+                out[i, j] = _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider)
+    for i in range(max(nmax - 1, 0), t_len):
+        v = np.float64(x[i])
+        row = out[i]
+        for j in range(n_lanes):
+            row[j] = _wma_step(x, i, ns[j], j, v, period_sum, period_sub, trailing, divider)
+
+
+@register_jitable
+def _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider):
+    sub = period_sub[j] + v
+    sub -= trailing[j]
+    ps = period_sum[j] + v * n
+    trailing[j] = np.float64(x[i - n + 1])
+    period_sum[j] = ps - sub
+    period_sub[j] = sub
+    return ps / divider[j]
