@@ -1,0 +1,83 @@
+"""Multi-lane cores (kernels.lane_cores) through `kernels.indicators.sweep`: every lane is
+bit for bit its single-lane core (the same bytes, warm-up NaN included), float32 and
+float64, periods from the minimum (1 or 2) to longer than the series, in any order.
+
+Single-lane cores stay the TA-Lib oracle's subject (test_kernels_talib.py); parity with
+them is what carries TA-Lib parity and streaming exactness over to the sweeps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernels import indicators as K
+from tests.kernel_data import goog_ohlc
+
+LANE_NAMES = sorted(K._LANE_CORES)
+HLC = {"atr", "adx", "plus_di", "minus_di"}
+
+
+def min_period(name: str) -> int:
+    return K.SPECS[K._ALIASES.get(name, name)].min_n
+
+
+def inputs_for(name, h, l, c):
+    return (h, l, c) if name in HLC else (c,)
+
+
+def assert_bitwise_equal(swept, single, label):
+    swept = np.ascontiguousarray(swept)
+    assert swept.dtype == single.dtype, label
+    assert swept.shape == single.shape, label
+    uint = np.uint64 if single.dtype == np.float64 else np.uint32
+    diff = np.flatnonzero(swept.view(uint) != single.view(uint))
+    assert diff.size == 0, f"{label}: first differing row {diff[:1]} ({swept[diff[:1]]} vs {single[diff[:1]]})"
+
+
+# Prices with plateaus (equal consecutive values: the EMA's tie, a zero change, a zero
+# true range) and zero ranges (high == low == close).
+prices = st.lists(st.one_of(st.floats(1.0, 1000.0, allow_nan=False, allow_infinity=False), st.just(100.0)),
+                  min_size=0, max_size=60)
+spreads = st.lists(st.one_of(st.just(0.0), st.floats(0.0, 5.0, allow_nan=False)), min_size=60, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(close=prices, up=spreads, down=spreads, extra=st.lists(st.integers(1, 80), max_size=6),
+       name=st.sampled_from(LANE_NAMES), dtype=st.sampled_from([np.float32, np.float64]))
+def test_every_lane_equals_its_single_lane_core_bit_for_bit_on_random_series(close, up, down, extra, name, dtype):
+    c = np.asarray(close, dtype=np.float64)
+    h = c + np.asarray(up[: c.size])
+    l = c - np.asarray(down[: c.size])
+    lo = min_period(name)
+    # the minimum, 2, and periods around and past the series' length, unsorted, repeated
+    periods = [lo, 2, *[max(lo, p) for p in extra], max(lo, c.size + 1), max(lo, c.size), lo]
+    swept = K.sweep(name, inputs_for(name, h, l, c), periods, dtype=dtype)
+    assert len(swept) == len(periods)
+    for n, got in zip(periods, swept):
+        assert_bitwise_equal(got, getattr(K, name)(*inputs_for(name, h, l, c), n, dtype=dtype), f"{name}({n})")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", LANE_NAMES)
+def test_sweep_of_periods_1_to_100_on_goog_equals_99_single_calls_bit_for_bit(name, dtype):
+    _, h, l, c = goog_ohlc()
+    periods = list(range(min_period(name), 101))
+    swept = K.sweep(name, inputs_for(name, h, l, c), periods, dtype=dtype)
+    for n, got in zip(periods, swept):
+        assert_bitwise_equal(got, getattr(K, name)(*inputs_for(name, h, l, c), n, dtype=dtype), f"{name}({n})")
+
+
+@pytest.mark.parametrize("name", ["dema", "tema", "lsma", "rolling_std", "zscore", "hma", "returns"])
+def test_sweep_of_a_name_without_lane_core_returns_the_single_calls(name):
+    c = goog_ohlc()[3][:200]
+    for n, got in zip([2, 7, 30], K.sweep(name, c, [2, 7, 30], dtype=np.float64)):
+        assert_bitwise_equal(got, getattr(K, name)(c, n, dtype=np.float64), f"{name}({n})")
+
+
+def test_sweep_of_an_empty_series_returns_empty_arrays_per_period():
+    outs = K.sweep("ema", np.array([], dtype=np.float64), [1, 5], dtype=np.float32)
+    assert [o.shape for o in outs] == [(0,), (0,)]
+    assert all(o.dtype == np.float32 for o in outs)
