@@ -8,7 +8,8 @@ same bits as the reference's, seed 003 lesson #1; the test checks it):
 
     series     key                                   computed with
     ema        span (ema_fast and ema_slow share)    ewm_adjust_false(close, span)
-    atr        atr_window                            K.sma(true range, atr_window)
+    atr        atr_window                            K.sma(true range, atr_window), all windows
+                                                     in one K.sweep (bit for bit the same)
     vol_z      z_window                              K.zscore(volume, z_window)
     tr_z       (z_window, atr_window)                zscore_after_nan(atr * atr_window, z_window)
     cloc       -                                     (close - low) / (high - low), NaN if equal
@@ -110,7 +111,8 @@ def build_walk_inputs(open_, high, low, close, volume, individuals) -> WalkInput
 
     tr = true_range(h, l, c)
     atr_keys, _ = _rows([p.atr_window for p in sp])
-    atr = {w: K.sma(tr, w, dtype=np.float64) for w in atr_keys}
+    # every window in one pass of the multi-lane SMA (each column bit for bit K.sma(tr, w))
+    atr = dict(zip(atr_keys, K.sweep("sma", tr, atr_keys, dtype=np.float64)))
 
     vz_keys, k_vz = _rows([p.z_window for p in sp])
     vol_z = np.empty((len(vz_keys), t_len))
