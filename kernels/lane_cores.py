@@ -1,20 +1,26 @@
-"""Multi-lane variants of the indicator cores: many periods of one series in one pass.
+"""Multi-lane variants of the indicator cores: several periods or several series per pass.
 
-Each lane core advances L independent lanes per time step, lane j running period ns[j] of
-the same series `x` (1-D, length T), and writes out[t, j] into a time-major [T, L] block
-(lanes contiguous, so numba vectorises the inner lane loop). Per lane, every operation is
-the one of the single-lane core in `kernels.cores`, in the same order (no reassociation,
-fastmath off), so out[:, j] is bit for bit the single-lane core's output for period ns[j],
-warm-up NaN and seeds included (tests/kernels/test_lane_cores.py checks it).
+Each lane core advances L independent lanes per time step and writes out[t, j] into a
+time-major [T, L] block (lanes contiguous, so numba vectorises the inner lane loop). Lane j
+runs period ns[j] over column j of the inputs, which are time-major [T, Lx] too:
+
+- lanes = periods of one series: Lx == 1 (the series as a [T, 1] column), every lane reads
+  it, and what depends only on the series (a change, a true range, a directional move) is
+  computed once per row for all lanes;
+- lanes = series of one panel: Lx == L, lane j reads column j (ns all equal, or not).
+
+Per lane, every operation is the one of the single-lane core in `kernels.cores`, in the same
+order (no reassociation, fastmath off), so out[:, j] is bit for bit the single-lane core's
+output for period ns[j] over lane j's series, warm-up NaN and seeds included
+(tests/kernels/test_lane_cores.py checks it).
 
 Shape of every core: a warm-up phase over the first rows, where lanes are in different
 phases (NaN, seed sum, first value, update) and take the single core's branches, then a
-steady phase from the row where every lane updates, a branch-free loop over lanes. What
-depends only on the series (a change, a true range, a directional move) is computed once
-per row for all lanes. Lanes whose period exceeds the series stay NaN throughout.
+steady phase from the row where every lane updates, a branch-free loop over lanes. Lanes
+whose period exceeds the series stay NaN throughout.
 
-CPU only (compiled by `kernels.backends.cpu_backend.compiled`): the cuda backend already
-runs one thread per series. Per-lane state lives in small scratch arrays of length L.
+CPU only (compiled by `kernels.backends.cpu_backend.compiled_lanes`): the cuda backend
+already runs one thread per series. Per-lane state lives in small scratch arrays of length L.
 """
 
 from __future__ import annotations
@@ -29,6 +35,24 @@ EPS = 1e-14  # as kernels.cores.EPS
 
 
 @register_jitable
+def _at(x, t, j):
+    """Row t of lane j's input column (column 0 when all lanes share one series)."""
+    return np.float64(x[t, j]) if x.shape[1] > 1 else np.float64(x[t, 0])
+
+
+@register_jitable
+def _load(x, t, buf):
+    """buf[j] = lane j's input at row t (float64)."""
+    if x.shape[1] == 1:
+        v = np.float64(x[t, 0])
+        for j in range(buf.shape[0]):
+            buf[j] = v
+    else:
+        for j in range(buf.shape[0]):
+            buf[j] = np.float64(x[t, j])
+
+
+@register_jitable
 def _max_period(ns):
     m = 0
     for j in range(ns.shape[0]):
@@ -40,25 +64,26 @@ def sma_lanes(x, ns, out):
     """Lanes of `cores.sma_core`: total += x[t]; out = total/n; total -= x[t-n+1]."""
     t_len, n_lanes = out.shape
     total = np.zeros(n_lanes)
+    v = np.empty(n_lanes)
     nmax = _max_period(ns)
     for i in range(min(nmax - 1, t_len)):
-        v = np.float64(x[i])
+        _load(x, i, v)
         for j in range(n_lanes):
             n = ns[j]
+            total[j] += v[j]
             if i < n - 1:
-                total[j] += v
                 out[i, j] = NAN
             else:
-                total[j] += v
                 out[i, j] = total[j] / n
-                total[j] -= np.float64(x[i - n + 1])
+                total[j] -= _at(x, i - n + 1, j)
     for i in range(max(nmax - 1, 0), t_len):
-        v = np.float64(x[i])
+        _load(x, i, v)
+        row = out[i]
         for j in range(n_lanes):
             n = ns[j]
-            s = total[j] + v
-            out[i, j] = s / n
-            total[j] = s - np.float64(x[i - n + 1])
+            s = total[j] + v[j]
+            row[j] = s / n
+            total[j] = s - _at(x, i - n + 1, j)
 
 
 def ema_lanes(x, ns, out):
@@ -68,33 +93,46 @@ def ema_lanes(x, ns, out):
     prev = np.zeros(n_lanes)
     k = np.empty(n_lanes)
     omk = np.empty(n_lanes)
+    v = np.empty(n_lanes)
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
         omk[j] = 1.0 - k[j]
     nmax = _max_period(ns)
     for i in range(min(nmax, t_len)):
-        v = np.float64(x[i])
+        _load(x, i, v)
         for j in range(n_lanes):
             n = ns[j]
             if i < n - 1:
-                prev[j] += v
+                prev[j] += v[j]
                 out[i, j] = NAN
             elif i == n - 1:
-                prev[j] = (prev[j] + v) / n
+                prev[j] = (prev[j] + v[j]) / n
                 out[i, j] = prev[j]
             else:
                 p = prev[j]
-                p = v * k[j] + p * omk[j] if v != p else p
+                p = v[j] * k[j] + p * omk[j] if v[j] != p else p
                 prev[j] = p
                 out[i, j] = p
     for i in range(nmax, t_len):
-        v = np.float64(x[i])
+        _load(x, i, v)
         row = out[i]
         for j in range(n_lanes):
             p = prev[j]
-            p = v * k[j] + p * omk[j] if v != p else p
+            p = v[j] * k[j] + p * omk[j] if v[j] != p else p
             prev[j] = p
             row[j] = p
+
+
+@register_jitable
+def _load_change(x, t, d):
+    """d[j] = lane j's change x[t] - x[t-1] (computed once when the lanes share a series)."""
+    if x.shape[1] == 1:
+        v = np.float64(x[t, 0]) - np.float64(x[t - 1, 0])
+        for j in range(d.shape[0]):
+            d[j] = v
+    else:
+        for j in range(d.shape[0]):
+            d[j] = np.float64(x[t, j]) - np.float64(x[t - 1, j])
 
 
 def rsi_lanes(x, ns, out):
@@ -105,19 +143,19 @@ def rsi_lanes(x, ns, out):
     loss = np.zeros(n_lanes)
     inv = np.empty(n_lanes)
     omn = np.empty(n_lanes)
+    dd = np.empty(n_lanes)
     for j in range(n_lanes):
         inv[j] = 1.0 / ns[j]
         omn[j] = 1.0 - inv[j]
     nmax = _max_period(ns)
-    for i in range(min(nmax + 1, t_len)):
-        d = np.float64(x[i]) - np.float64(x[i - 1]) if i > 0 else 0.0
-        up = d if d > 0.0 else 0.0
-        down = -d if d < 0.0 else 0.0
+    for j in range(n_lanes if t_len > 0 else 0):
+        out[0, j] = NAN
+    for i in range(1, min(nmax + 1, t_len)):
+        _load_change(x, i, dd)
         for j in range(n_lanes):
             n = ns[j]
-            if i == 0:
-                out[i, j] = NAN
-            elif i <= n:
+            d = dd[j]
+            if i <= n:
                 if d < 0:
                     loss[j] -= d
                 else:
@@ -130,18 +168,21 @@ def rsi_lanes(x, ns, out):
                     s = gain[j] + loss[j]
                     out[i, j] = 100.0 * (gain[j] / s) if s != 0.0 else 0.0
             else:
+                up = d if d > 0.0 else 0.0
+                down = -d if d < 0.0 else 0.0
                 g = gain[j] * omn[j] + up * inv[j]
                 lo = loss[j] * omn[j] + down * inv[j]
                 gain[j] = g
                 loss[j] = lo
                 s = g + lo
                 out[i, j] = 100.0 * (g / s) if s != 0.0 else 0.0
-    for i in range(nmax + 1, t_len):
-        d = np.float64(x[i]) - np.float64(x[i - 1])
-        up = d if d > 0.0 else 0.0
-        down = -d if d < 0.0 else 0.0
+    for i in range(max(nmax + 1, 1), t_len):
+        _load_change(x, i, dd)
         row = out[i]
         for j in range(n_lanes):
+            d = dd[j]
+            up = d if d > 0.0 else 0.0
+            down = -d if d < 0.0 else 0.0
             g = gain[j] * omn[j] + up * inv[j]
             lo = loss[j] * omn[j] + down * inv[j]
             gain[j] = g
@@ -151,9 +192,23 @@ def rsi_lanes(x, ns, out):
 
 
 @register_jitable
-def _true_range(h, l, c, i):
-    return max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))),
-               math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
+def _true_range(h, l, c, i, j):
+    hi = np.float64(h[i, j])
+    lo = np.float64(l[i, j])
+    pc = np.float64(c[i - 1, j])
+    return max(max(hi - lo, math.fabs(hi - pc)), math.fabs(lo - pc))
+
+
+@register_jitable
+def _load_true_range(h, l, c, t, tr):
+    """tr[j] = lane j's true range at row t >= 1 (once when the lanes share a series)."""
+    if h.shape[1] == 1:
+        v = _true_range(h, l, c, t, 0)
+        for j in range(tr.shape[0]):
+            tr[j] = v
+    else:
+        for j in range(tr.shape[0]):
+            tr[j] = _true_range(h, l, c, t, j)
 
 
 def atr_lanes(h, l, c, ns, out):
@@ -162,17 +217,19 @@ def atr_lanes(h, l, c, ns, out):
     acc = np.zeros(n_lanes)
     inv = np.empty(n_lanes)
     omn = np.empty(n_lanes)
+    trs = np.empty(n_lanes)
     for j in range(n_lanes):
         inv[j] = 1.0 / ns[j]
         omn[j] = 1.0 - inv[j]
     nmax = _max_period(ns)
-    for i in range(min(nmax + 1, t_len)):
-        tr = _true_range(h, l, c, i) if i > 0 else 0.0
+    for j in range(n_lanes if t_len > 0 else 0):
+        out[0, j] = NAN
+    for i in range(1, min(nmax + 1, t_len)):
+        _load_true_range(h, l, c, i, trs)
         for j in range(n_lanes):
             n = ns[j]
-            if i == 0:
-                out[i, j] = NAN
-            elif i < n:
+            tr = trs[j]
+            if i < n:
                 acc[j] += tr
                 out[i, j] = NAN
             elif i == n:
@@ -181,21 +238,48 @@ def atr_lanes(h, l, c, ns, out):
             else:
                 acc[j] = acc[j] * omn[j] + tr * inv[j]
                 out[i, j] = acc[j]
-    for i in range(nmax + 1, t_len):
-        tr = _true_range(h, l, c, i)
+    for i in range(max(nmax + 1, 1), t_len):
+        _load_true_range(h, l, c, i, trs)
         row = out[i]
         for j in range(n_lanes):
-            a = acc[j] * omn[j] + tr * inv[j]
+            a = acc[j] * omn[j] + trs[j] * inv[j]
             acc[j] = a
             row[j] = a
+
+
+@register_jitable
+def _moves(h, l, i, j):
+    """(+DM, -DM) of lane j at row i >= 1, as in dmi_core."""
+    diff_p = np.float64(h[i, j]) - np.float64(h[i - 1, j])
+    diff_m = np.float64(l[i - 1, j]) - np.float64(l[i, j])
+    dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
+    dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
+    return dm_plus, dm_minus
+
+
+@register_jitable
+def _load_moves(h, l, c, t, dmp, dmm, tr):
+    """+DM, -DM and the true range of every lane at row t >= 1 (once for a shared series)."""
+    if h.shape[1] == 1:
+        p, m = _moves(h, l, t, 0)
+        r = _true_range(h, l, c, t, 0)
+        for j in range(tr.shape[0]):
+            dmp[j] = p
+            dmm[j] = m
+            tr[j] = r
+    else:
+        for j in range(tr.shape[0]):
+            p, m = _moves(h, l, t, j)
+            dmp[j] = p
+            dmm[j] = m
+            tr[j] = _true_range(h, l, c, t, j)
 
 
 def dmi_lanes(h, l, c, ns, which, out):
     """Lanes of `cores.dmi_core`, one output: which == 0 ADX, 1 +DI, 2 -DI.
 
-    The directional moves and the true range are computed once per row; per lane the
-    Wilder sums, DI, DX and ADX follow dmi_core's order exactly (ADX unchanged on rows
-    where TR or +DI + -DI is exactly 0)."""
+    Per lane the Wilder sums, DI, DX and ADX follow dmi_core's order exactly (ADX unchanged
+    on rows where TR or +DI + -DI is exactly 0)."""
     t_len, n_lanes = out.shape
     pdm = np.zeros(n_lanes)
     mdm = np.zeros(n_lanes)
@@ -204,32 +288,29 @@ def dmi_lanes(h, l, c, ns, which, out):
     prev_adx = np.zeros(n_lanes)
     inv = np.empty(n_lanes)
     omn = np.empty(n_lanes)
+    dmp = np.empty(n_lanes)
+    dmm = np.empty(n_lanes)
+    trs = np.empty(n_lanes)
     for j in range(n_lanes):
         inv[j] = 1.0 / ns[j]
         omn[j] = 1.0 - inv[j]
     nmax = _max_period(ns)
     steady = 2 * nmax if which == 0 else nmax  # first row where every lane emits its update
-    for i in range(min(steady, t_len)):
-        if i == 0:
-            for j in range(n_lanes):
-                out[i, j] = NAN
-            continue
-        diff_p = np.float64(h[i]) - np.float64(h[i - 1])
-        diff_m = np.float64(l[i - 1]) - np.float64(l[i])
-        tr = _true_range(h, l, c, i)
-        dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
-        dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
+    for j in range(n_lanes if t_len > 0 else 0):
+        out[0, j] = NAN
+    for i in range(1, min(steady, t_len)):
+        _load_moves(h, l, c, i, dmp, dmm, trs)
         for j in range(n_lanes):
             n = ns[j]
             if i < n:
-                mdm[j] += dm_minus
-                pdm[j] += dm_plus
-                tr_s[j] += tr
+                mdm[j] += dmm[j]
+                pdm[j] += dmp[j]
+                tr_s[j] += trs[j]
                 out[i, j] = NAN
                 continue
-            mdm[j] = mdm[j] * omn[j] + dm_minus
-            pdm[j] = pdm[j] * omn[j] + dm_plus
-            tr_s[j] = tr_s[j] * omn[j] + tr
+            mdm[j] = mdm[j] * omn[j] + dmm[j]
+            pdm[j] = pdm[j] * omn[j] + dmp[j]
+            tr_s[j] = tr_s[j] * omn[j] + trs[j]
             if which == 1:
                 out[i, j] = 100.0 * (pdm[j] / tr_s[j]) if tr_s[j] != 0.0 else 0.0
                 continue
@@ -256,41 +337,37 @@ def dmi_lanes(h, l, c, ns, which, out):
                 if have_dx:
                     prev_adx[j] = prev_adx[j] * omn[j] + dx * inv[j]
                 out[i, j] = prev_adx[j]
-    for i in range(steady, t_len):
-        diff_p = np.float64(h[i]) - np.float64(h[i - 1])
-        diff_m = np.float64(l[i - 1]) - np.float64(l[i])
-        tr = _true_range(h, l, c, i)
-        dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
-        dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
+    for i in range(max(steady, 1), t_len):
+        _load_moves(h, l, c, i, dmp, dmm, trs)
         row = out[i]
         if which == 1:
             for j in range(n_lanes):
-                mdm[j] = mdm[j] * omn[j] + dm_minus
-                ps = pdm[j] * omn[j] + dm_plus
-                ts = tr_s[j] * omn[j] + tr
+                mdm[j] = mdm[j] * omn[j] + dmm[j]
+                ps = pdm[j] * omn[j] + dmp[j]
+                ts = tr_s[j] * omn[j] + trs[j]
                 pdm[j] = ps
                 tr_s[j] = ts
                 row[j] = 100.0 * (ps / ts) if ts != 0.0 else 0.0
         elif which == 2:
             for j in range(n_lanes):
-                ms = mdm[j] * omn[j] + dm_minus
-                pdm[j] = pdm[j] * omn[j] + dm_plus
-                ts = tr_s[j] * omn[j] + tr
+                ms = mdm[j] * omn[j] + dmm[j]
+                pdm[j] = pdm[j] * omn[j] + dmp[j]
+                ts = tr_s[j] * omn[j] + trs[j]
                 mdm[j] = ms
                 tr_s[j] = ts
                 row[j] = 100.0 * (ms / ts) if ts != 0.0 else 0.0
         else:
             for j in range(n_lanes):
-                ms = mdm[j] * omn[j] + dm_minus
-                ps = pdm[j] * omn[j] + dm_plus
-                ts = tr_s[j] * omn[j] + tr
+                ms = mdm[j] * omn[j] + dmm[j]
+                ps = pdm[j] * omn[j] + dmp[j]
+                ts = tr_s[j] * omn[j] + trs[j]
                 mdm[j] = ms
                 pdm[j] = ps
                 tr_s[j] = ts
                 p = 100.0 * (ps / ts)
                 m = 100.0 * (ms / ts)
                 s = p + m
-                # dx is used only where TR and +DI + -DI are non-zero; elsewhere ADX stays
+                # dx counts only where TR and +DI + -DI are non-zero; elsewhere ADX stays
                 have_dx = (ts != 0.0) & (s != 0.0)
                 a = prev_adx[j]
                 a = a * omn[j] + (100.0 * (math.fabs(m - p) / s)) * inv[j] if have_dx else a
@@ -316,17 +393,17 @@ def kama_lanes(x, ns, out):
             elif i == n:
                 s = 0.0
                 for q in range(n):
-                    s += math.fabs(np.float64(x[q]) - np.float64(x[q + 1]))
-                p = np.float64(x[n - 1])
-                tr0 = np.float64(x[0])
-                roc = np.float64(x[n]) - tr0
+                    s += math.fabs(_at(x, q, j) - _at(x, q + 1, j))
+                p = _at(x, n - 1, j)
+                tr0 = _at(x, 0, j)
+                roc = _at(x, n, j) - tr0
                 if s <= roc or (-EPS < s < EPS):
                     er = 1.0
                 else:
                     er = math.fabs(roc / s)
                 sc = er * const_diff + const_max
                 sc *= sc
-                p = (np.float64(x[n]) - p) * sc + p
+                p = (_at(x, n, j) - p) * sc + p
                 sum_roc[j] = s
                 trailing[j] = tr0
                 prev[j] = p
@@ -341,11 +418,11 @@ def kama_lanes(x, ns, out):
 
 @register_jitable
 def _kama_step(x, i, n, j, sum_roc, trailing, prev, const_diff, const_max):
-    v = np.float64(x[i])
-    tr = np.float64(x[i - n])
+    v = _at(x, i, j)
+    tr = _at(x, i - n, j)
     roc = v - tr
     s = sum_roc[j] - math.fabs(trailing[j] - tr)
-    s += math.fabs(v - np.float64(x[i - 1]))
+    s += math.fabs(v - _at(x, i - 1, j))
     sum_roc[j] = s
     trailing[j] = tr
     if s <= roc or (-EPS < s < EPS):
@@ -367,24 +444,25 @@ def wma_lanes(x, ns, out):
     period_sub = np.zeros(n_lanes)
     trailing = np.zeros(n_lanes)
     divider = np.empty(n_lanes)
+    v = np.empty(n_lanes)
     for j in range(n_lanes):
         divider[j] = (ns[j] * (ns[j] + 1)) // 2
     nmax = _max_period(ns)
     for i in range(min(nmax - 1, t_len)):
-        v = np.float64(x[i])
+        _load(x, i, v)
         for j in range(n_lanes):
             n = ns[j]
             if i < n - 1:
-                period_sub[j] += v
-                period_sum[j] += v * (i + 1)
+                period_sub[j] += v[j]
+                period_sum[j] += v[j] * (i + 1)
                 out[i, j] = NAN
             else:
-                out[i, j] = _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider)
+                out[i, j] = _wma_step(x, i, n, j, v[j], period_sum, period_sub, trailing, divider)
     for i in range(max(nmax - 1, 0), t_len):
-        v = np.float64(x[i])
+        _load(x, i, v)
         row = out[i]
         for j in range(n_lanes):
-            row[j] = _wma_step(x, i, ns[j], j, v, period_sum, period_sub, trailing, divider)
+            row[j] = _wma_step(x, i, ns[j], j, v[j], period_sum, period_sub, trailing, divider)
 
 
 @register_jitable
@@ -392,7 +470,7 @@ def _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider):
     sub = period_sub[j] + v
     sub -= trailing[j]
     ps = period_sum[j] + v * n
-    trailing[j] = np.float64(x[i - n + 1])
+    trailing[j] = _at(x, i - n + 1, j)
     period_sum[j] = ps - sub
     period_sub[j] = sub
     return ps / divider[j]
