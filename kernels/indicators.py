@@ -208,6 +208,32 @@ def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32)
     return [block[:, j] for j in range(block.shape[1])]
 
 
+def lanes(name: str, inputs, n: int, *, dtype=np.float32) -> np.ndarray:
+    """Indicator `name` (a key of `_LANE_CORES`) over every column of time-major [T, S]
+    panels at once (cpu): column s of the result is bit for bit `name(column s, n)`.
+
+    The lane core vectorises across the columns, so a C-contiguous panel is the fast case;
+    a [series, time] batch is better served by `name(batch, n)` than by transposing it."""
+    arrays = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if name not in _LANE_CORES:
+        raise ValueError(f"lanes: no multi-lane core for {name!r}; have {sorted(_LANE_CORES)}")
+    spec = SPECS[_ALIASES.get(name, name)]
+    if len(arrays) != spec.n_inputs:
+        raise ValueError(f"lanes: {name} takes {spec.n_inputs} input panels, got {len(arrays)}")
+    if not isinstance(n, (int, np.integer)) or n < spec.min_n:
+        raise ValueError(f"{name}: period must be an integer >= {spec.min_n}, got {n!r}")
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    panels = [np.asarray(a) for a in arrays]
+    if any(a.ndim != 2 or a.shape != panels[0].shape for a in panels):
+        raise ValueError(f"lanes: expected time-major [T, S] panels of one shape, got {[a.shape for a in panels]}")
+    panels = [np.ascontiguousarray(a if a.dtype in (np.float32, np.float64) else a.astype(np.float64)) for a in panels]
+    core, extra = _LANE_CORES[name]
+    periods = np.full(panels[0].shape[1], int(n), dtype=np.int64)
+    return get_backend("cpu").run_lanes(core, panels, periods, extra, dtype)
+
+
 def _unary(name: str):
     def fn(x, n: int, *, backend: str = "cpu", dtype=np.float32):
         return _run(name, (x,), (n,), backend, dtype)[0]

@@ -83,38 +83,20 @@ def test_sweep_of_an_empty_series_returns_empty_arrays_per_period():
     assert all(o.dtype == np.float32 for o in outs)
 
 
-SERIES_LANE_NAMES = ["atr", "ema", "kama", "rsi", "sma", "wma"]
-
-
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n_series=st.sampled_from([2, 3, 65, 130]), t_len=st.integers(0, 40),
-       n=st.integers(1, 45), name=st.sampled_from(SERIES_LANE_NAMES), dtype=st.sampled_from([np.float32, np.float64]))
-def test_panel_of_series_as_lanes_equals_one_single_lane_call_per_series_bit_for_bit(seed, n_series, t_len, n, name,
-                                                                                      dtype):
-    """A 2-D [series, time] call runs the series as lanes (blocks of 64, so 65 and 130 cross
-    a block edge); each row is the 1-D call's bytes, periods past the series included."""
+@given(seed=st.integers(0, 2**32 - 1), n_series=st.sampled_from([1, 2, 3, 9]), t_len=st.integers(0, 40),
+       n=st.integers(1, 45), name=st.sampled_from(LANE_NAMES), dtype=st.sampled_from([np.float32, np.float64]))
+def test_panel_columns_as_lanes_equal_one_single_lane_call_per_column_bit_for_bit(seed, n_series, t_len, n, name,
+                                                                                 dtype):
+    """Lanes = series: a time-major [T, S] panel through `lanes`; each column is the 1-D
+    call's bytes, periods past the series and flat runs (rounded prices) included."""
     rng = np.random.default_rng(seed)
-    c = np.round(100 + np.cumsum(rng.normal(size=(n_series, t_len)), axis=1), 1)  # rounding: ties and flat runs
-    h = c + np.round(rng.random((n_series, t_len)), 1)
-    l = c - np.round(rng.random((n_series, t_len)), 1)
+    c = np.round(100 + np.cumsum(rng.normal(size=(t_len, n_series)), axis=0), 1)
+    h = c + np.round(rng.random((t_len, n_series)), 1)
+    l = c - np.round(rng.random((t_len, n_series)), 1)
     n = max(n, min_period(name))
-    panel = getattr(K, name)(*inputs_for(name, h, l, c), n, dtype=dtype)
+    panel = K.lanes(name, inputs_for(name, h, l, c), n, dtype=dtype)
+    assert panel.shape == (t_len, n_series)
     for s in range(n_series):
-        single = getattr(K, name)(*inputs_for(name, h[s], l[s], c[s]), n, dtype=dtype)
-        assert_bitwise_equal(panel[s], single, f"{name}({n}) series {s}")
-
-
-@pytest.mark.parametrize("name", SERIES_LANE_NAMES)
-def test_ragged_series_of_equal_and_unequal_lengths_as_lanes_equal_the_single_lane_core_bit_for_bit(name):
-    """Series back to back (the feature stage's layout): lengths 30, 30, 7, 0, 30, 12, 7 ->
-    the three of 30 and the two of 7 run as lanes, 12 alone; every slice is its own call."""
-    _, h, l, c = goog_ohlc()
-    lengths = [30, 30, 7, 0, 30, 12, 7]
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    cols = [a[: offsets[-1]].copy() for a in inputs_for(name, h, l, c)]
-    core = K._ALIASES.get(name, name)
-    for dtype in (np.float32, np.float64):
-        got = K.ragged(core, cols, offsets, (5,), dtype=dtype)[0]
-        for a, b in zip(offsets[:-1], offsets[1:]):
-            single = getattr(K, name)(*[x[a:b] for x in cols], 5, dtype=dtype)
-            assert_bitwise_equal(got[a:b], single, f"{name} rows {a}:{b}")
+        single = getattr(K, name)(*inputs_for(name, h[:, s], l[:, s], c[:, s]), n, dtype=dtype)
+        assert_bitwise_equal(panel[:, s], single, f"{name}({n}) column {s}")
