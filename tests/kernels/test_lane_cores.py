@@ -100,3 +100,20 @@ def test_panel_columns_as_lanes_equal_one_single_lane_call_per_column_bit_for_bi
     for s in range(n_series):
         single = getattr(K, name)(*inputs_for(name, h[:, s], l[:, s], c[:, s]), n, dtype=dtype)
         assert_bitwise_equal(panel[:, s], single, f"{name}({n}) column {s}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", LANE_NAMES)
+def test_goog_panel_of_three_series_as_lanes_equals_single_calls_bit_for_bit(name, dtype):
+    """Columns: GOOG, GOOG reversed, GOOG with a flat stretch (equal OHLC for 40 rows);
+    periods from the minimum to longer than the 300 rows."""
+    _, h, l, c = (a[:300] for a in goog_ohlc())
+    flat = [a.copy() for a in (h, l, c)]
+    for a in flat:
+        a[100:140] = c[100]
+    panels = [np.stack([a, a[::-1], f], axis=1) for a, f in zip((h, l, c), flat)]
+    for n in (min_period(name), 2, 14, 299, 300, 301):
+        got = K.lanes(name, inputs_for(name, *panels), n, dtype=dtype)
+        for s in range(3):
+            single = getattr(K, name)(*inputs_for(name, *[p[:, s] for p in panels]), n, dtype=dtype)
+            assert_bitwise_equal(got[:, s], single, f"{name}({n}) column {s}")
