@@ -168,6 +168,8 @@ _LANE_CORES = {
     "sma": ("sma_lanes", ()), "ema": ("ema_lanes", ()), "wma": ("wma_lanes", ()), "kama": ("kama_lanes", ()),
     "rsi": ("rsi_lanes", ()), "atr": ("atr_lanes", ()),
     "adx": ("dmi_lanes", (0,)), "plus_di": ("dmi_lanes", (1,)), "minus_di": ("dmi_lanes", (2,)),
+    "dema": ("dema_lanes", ()), "tema": ("tema_lanes", ()), "lsma": ("lsma_lanes", ()),
+    "rolling_std": ("moments_lanes", (0,)), "zscore": ("moments_lanes", (1,)),
 }
 
 

@@ -474,3 +474,175 @@ def _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider):
     period_sum[j] = ps - sub
     period_sub[j] = sub
     return ps / divider[j]
+
+
+@register_jitable
+def _ema_next(v, e, k, omk):
+    return v * k + e * omk if v != e else e
+
+
+def dema_lanes(x, ns, out):
+    """Lanes of `cores.dema_core`: 2*EMA - EMA(EMA), the second EMA seeded by the mean of
+    the first n EMA values (look = 2(n-1)); one loop, each lane in its own phase."""
+    t_len, n_lanes = out.shape
+    e1 = np.zeros(n_lanes)
+    e2 = np.zeros(n_lanes)
+    acc2 = np.zeros(n_lanes)
+    k = np.empty(n_lanes)
+    omk = np.empty(n_lanes)
+    v = np.empty(n_lanes)
+    for j in range(n_lanes):
+        k[j] = 2.0 / (ns[j] + 1)
+        omk[j] = 1.0 - k[j]
+    for i in range(t_len):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            look = 2 * (n - 1)
+            if i < n - 1:
+                e1[j] += v[j]
+                out[i, j] = NAN
+                continue
+            if i == n - 1:
+                e1[j] = (e1[j] + v[j]) / n
+                acc2[j] = e1[j]
+            elif i <= look:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                acc2[j] += e1[j]
+            else:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
+                out[i, j] = 2.0 * e1[j] - e2[j]
+                continue
+            if i == look:
+                e2[j] = acc2[j] / n
+                out[i, j] = 2.0 * e1[j] - e2[j]
+            else:
+                out[i, j] = NAN
+
+
+def tema_lanes(x, ns, out):
+    """Lanes of `cores.tema_core`: 3*EMA1 - 3*EMA2 + EMA3, EMA2 seeded at row 2n-2 and EMA3
+    at row 3(n-1) by the means of the first n values of their inputs."""
+    t_len, n_lanes = out.shape
+    e1 = np.zeros(n_lanes)
+    e2 = np.zeros(n_lanes)
+    e3 = np.zeros(n_lanes)
+    acc2 = np.zeros(n_lanes)
+    acc3 = np.zeros(n_lanes)
+    k = np.empty(n_lanes)
+    omk = np.empty(n_lanes)
+    v = np.empty(n_lanes)
+    for j in range(n_lanes):
+        k[j] = 2.0 / (ns[j] + 1)
+        omk[j] = 1.0 - k[j]
+    for i in range(t_len):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            look = 3 * (n - 1)
+            if i < n - 1:
+                e1[j] += v[j]
+                out[i, j] = NAN
+                continue
+            if i == n - 1:
+                e1[j] = (e1[j] + v[j]) / n
+                acc2[j] = e1[j]
+            elif i <= 2 * n - 2:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                acc2[j] += e1[j]
+            elif i <= look:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
+                acc3[j] += e2[j]
+            else:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
+                e3[j] = _ema_next(e2[j], e3[j], k[j], omk[j])
+                out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
+                continue
+            if i == 2 * n - 2:
+                e2[j] = acc2[j] / n
+                acc3[j] = e2[j]
+            if i == look:
+                e3[j] = acc3[j] / n
+                out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
+            else:
+                out[i, j] = NAN
+
+
+def lsma_lanes(x, ns, out):
+    """Lanes of `cores.lsma_core` (TA-Lib LINEARREG with the rolling Sy, Sty of the core)."""
+    t_len, n_lanes = out.shape
+    sy = np.zeros(n_lanes)
+    sty = np.zeros(n_lanes)
+    v = np.empty(n_lanes)
+    for i in range(t_len):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            if i <= n - 1:
+                sy[j] += v[j]
+                sty[j] += i * v[j]
+                if i < n - 1:
+                    out[i, j] = NAN
+                    continue
+            else:
+                oldest = _at(x, i - n, j)
+                sty[j] = sty[j] - (sy[j] - oldest) + (n - 1) * v[j]
+                sy[j] = sy[j] - oldest + v[j]
+            st = n * (n - 1) * 0.5
+            stt = n * (n - 1) * (2.0 * n - 1) / 6.0
+            divisor = n * stt - st * st
+            slope = (n * sty[j] - st * sy[j]) / divisor
+            out[i, j] = (sy[j] - slope * st) / n + slope * (n - 1)
+
+
+def moments_lanes(x, ns, zscore, out):
+    """Lanes of `cores.moments_core`: zscore == 0 the rolling standard deviation, 1 the
+    z-score, with the core's anchor re-set every n rows per lane."""
+    t_len, n_lanes = out.shape
+    s1 = np.zeros(n_lanes)
+    s2 = np.zeros(n_lanes)
+    anchor = np.empty(n_lanes)
+    next_start = np.empty(n_lanes, dtype=np.int64)
+    v = np.empty(n_lanes)
+    if t_len > 0:
+        _load(x, 0, anchor)
+    for j in range(n_lanes):
+        next_start[j] = ns[j]
+    for i in range(t_len):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n - 1:
+                d = v[j] - anchor[j]
+                s1[j] += d
+                s2[j] += d * d
+                out[i, j] = NAN
+                continue
+            start = i - n + 1
+            if start == next_start[j]:
+                next_start[j] += n
+                anchor[j] = _at(x, start, j)
+                s1[j] = 0.0
+                s2[j] = 0.0
+                for q in range(start, i):
+                    d = _at(x, q, j) - anchor[j]
+                    s1[j] += d
+                    s2[j] += d * d
+            d = v[j] - anchor[j]
+            s1[j] += d
+            s2[j] += d * d
+            inv_n = 1.0 / n
+            mean1 = s1[j] * inv_n
+            var = s2[j] * inv_n - mean1 * mean1
+            old = _at(x, start, j) - anchor[j]
+            s1[j] -= old
+            s2[j] -= old * old
+            if var < EPS:
+                out[i, j] = 0.0
+            elif zscore == 0:
+                out[i, j] = math.sqrt(var)
+            else:
+                out[i, j] = (d - mean1) / math.sqrt(var)

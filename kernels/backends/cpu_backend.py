@@ -11,13 +11,6 @@ from numba import njit
 
 from kernels import cores, lane_cores
 
-# single-lane core -> its multi-lane variant
-LANE_CORES = {
-    "sma_core": "sma_lanes", "ema_core": "ema_lanes", "wma_core": "wma_lanes", "kama_core": "kama_lanes",
-    "rsi_core": "rsi_lanes", "atr_core": "atr_lanes",
-}
-
-
 @functools.cache
 def compiled(core_name: str):
     return njit(cache=True, nogil=True)(getattr(cores, core_name))
