@@ -173,8 +173,13 @@ _LANE_CORES = {
 }
 
 
+# Public names `sweep` takes (every indicator with a period).
+SWEEP_NAMES = ("sma", "ema", "wma", "dema", "tema", "hma", "lsma", "kama", "rsi", "atr", "plus_di", "minus_di", "adx",
+               "rolling_std", "zscore", "returns")
+
+
 def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32) -> list:
-    """Indicator `name` (a public function of this module) over one series for many periods.
+    """Indicator `name` (one of SWEEP_NAMES) over one series for many periods.
 
     `inputs`: the series (one 1-D array, or the tuple (high, low, close) for atr, adx,
     plus_di, minus_di); `periods`: integers >= the indicator's minimum. Returns one array
@@ -185,26 +190,27 @@ def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32)
     backends call the single-period function once per period.
     """
     arrays = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    public = globals().get(name)
-    base = _ALIASES.get(name, name)
-    if base not in SPECS or public is None or name in ("dmi", "moments", "rocp"):
-        raise ValueError(f"sweep: unknown indicator {name!r}")
-    spec = SPECS[base]
+    if name not in SWEEP_NAMES:
+        raise ValueError(f"sweep: unknown indicator {name!r}; expected one of {sorted(SWEEP_NAMES)}")
+    public = globals()[name]
+    spec = SPECS[_ALIASES.get(name, name)]
     if len(arrays) != spec.n_inputs:
-        raise ValueError(f"sweep: {name} takes {spec.n_inputs} input series, got {len(arrays)}")
+        expected = "(high, low, close)" if spec.n_inputs == 3 else "one series"
+        raise ValueError(f"sweep: {name} takes {expected}, got {len(arrays)} input series")
     ns = np.asarray(periods)
     if ns.ndim != 1 or ns.size == 0 or ns.dtype.kind not in "iu":
-        raise ValueError(f"sweep: periods must be a non-empty list of integers, got {periods!r}")
+        raise ValueError(f"sweep: periods must be a non-empty 1-D list of integers, got {periods!r}")
     if int(ns.min()) < spec.min_n:
-        raise ValueError(f"sweep: {name} periods must be >= {spec.min_n}, got {int(ns.min())}")
+        raise ValueError(f"sweep: {name} periods must be integers >= {spec.min_n}, got {int(ns.min())}")
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    shapes = [tuple(np.shape(a)) for a in arrays]
+    if any(len(sh) != 1 for sh in shapes) or len(set(shapes)) != 1:
+        raise ValueError(f"sweep: expected 1-D series of one length, got shapes {shapes}")
     if backend != "cpu" or name not in _LANE_CORES:
         return [public(*arrays, int(n), backend=backend, dtype=dtype) for n in ns.tolist()]
-    prepared, was_1d, _ = _prepare(arrays, backend)
-    if not was_1d:
-        raise ValueError(f"sweep: expected 1-D series, got shape {tuple(np.shape(arrays[0]))}")
+    prepared, _, _ = _prepare(arrays, backend)
     core, extra = _LANE_CORES[name]
     block = get_backend("cpu").run_lanes(core, [a[0] for a in prepared], ns.astype(np.int64), extra, dtype)
     return [block[:, j] for j in range(block.shape[1])]

@@ -38,13 +38,13 @@ def assert_bitwise_equal(swept, single, label):
 
 
 # Prices with plateaus (equal consecutive values: the EMA's tie, a zero change, a zero
-# true range) and zero ranges (high == low == close).
-prices = st.lists(st.one_of(st.floats(1.0, 1000.0, allow_nan=False, allow_infinity=False), st.just(100.0)),
-                  min_size=0, max_size=60)
+# true range), zero ranges (high == low == close) and missing bars (NaN).
+prices = st.lists(st.one_of(st.floats(1.0, 1000.0, allow_nan=False, allow_infinity=False), st.just(100.0),
+                            st.just(float("nan"))), min_size=0, max_size=60)
 spreads = st.lists(st.one_of(st.just(0.0), st.floats(0.0, 5.0, allow_nan=False)), min_size=60, max_size=60)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(close=prices, up=spreads, down=spreads, extra=st.lists(st.integers(1, 80), max_size=6),
        name=st.sampled_from(LANE_NAMES), dtype=st.sampled_from([np.float32, np.float64]))
 def test_every_lane_equals_its_single_lane_core_bit_for_bit_on_random_series(close, up, down, extra, name, dtype):
