@@ -60,10 +60,12 @@ def test_every_lane_equals_its_single_lane_core_bit_for_bit_on_random_series(clo
         assert_bitwise_equal(got, getattr(K, name)(*inputs_for(name, h, l, c), n, dtype=dtype), f"{name}({n})")
 
 
+@pytest.mark.parametrize("in_dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", LANE_NAMES)
-def test_sweep_of_periods_1_to_100_on_goog_equals_99_single_calls_bit_for_bit(name, dtype):
-    _, h, l, c = goog_ohlc()
+def test_sweep_of_periods_1_to_100_on_goog_equals_99_single_calls_bit_for_bit(name, dtype, in_dtype):
+    """float32 bars (the store's) and float64 bars in, float32 and float64 out."""
+    _, h, l, c = (a.astype(in_dtype) for a in goog_ohlc())
     periods = list(range(min_period(name), 101))
     swept = K.sweep(name, inputs_for(name, h, l, c), periods, dtype=dtype)
     for n, got in zip(periods, swept):
