@@ -19,8 +19,10 @@ phases (NaN, seed sum, first value, update) and take the single core's branches,
 steady phase from the row where every lane updates, a branch-free loop over lanes. Lanes
 whose period exceeds the series stay NaN throughout.
 
-CPU only (compiled by `kernels.backends.cpu_backend.compiled_lanes`): the cuda backend
-already runs one thread per series. Per-lane state lives in small scratch arrays of length L.
+CPU only (compiled by `kernels.backends.cpu_backend.compiled_lanes` with numba's "numpy"
+error model: a quotient by zero is IEEE inf/NaN, computed for every lane and kept only where
+the single core computes it): the cuda backend already runs one thread per series. Per-lane
+state lives in small scratch arrays of length L.
 """
 
 from __future__ import annotations

@@ -18,7 +18,11 @@ def compiled(core_name: str):
 
 @functools.cache
 def compiled_lanes(core_name: str):
-    return njit(cache=True, nogil=True)(getattr(lane_cores, core_name))
+    # error_model="numpy": x/0 is IEEE inf/NaN instead of a raised ZeroDivisionError. The
+    # lane cores compute some quotients for every lane and keep them only where the single
+    # core would have computed them (a select), and the check-and-raise branch would also
+    # keep LLVM from vectorising the lane loop.
+    return njit(cache=True, nogil=True, error_model="numpy")(getattr(lane_cores, core_name))
 
 
 def run_lanes(core_name: str, inputs: list[np.ndarray], periods: np.ndarray, extra: tuple[int, ...], dtype) -> np.ndarray:

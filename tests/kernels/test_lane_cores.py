@@ -119,3 +119,17 @@ def test_goog_panel_of_three_series_as_lanes_equals_single_calls_bit_for_bit(nam
         for s in range(3):
             single = getattr(K, name)(*inputs_for(name, *[p[:, s] for p in panels]), n, dtype=dtype)
             assert_bitwise_equal(got[:, s], single, f"{name}({n}) column {s}")
+
+
+@pytest.mark.parametrize("name", LANE_NAMES)
+def test_flat_series_whose_true_range_stays_zero_sweeps_like_single_calls(name):
+    """A constant series (every change, true range and directional move 0 from the first
+    bar): the lane cores' quotients by a zero sum are selected away, as in the single core,
+    instead of raising ZeroDivisionError."""
+    c = np.full(30, 100.0)
+    periods = [min_period(name), 2, 3, 7]
+    for n, got in zip(periods, K.sweep(name, inputs_for(name, c, c, c), periods, dtype=np.float64)):
+        assert_bitwise_equal(got, getattr(K, name)(*inputs_for(name, c, c, c), n, dtype=np.float64), f"{name}({n})")
+    panel = np.full((30, 3), 100.0)
+    got = K.lanes(name, inputs_for(name, panel, panel, panel), 3, dtype=np.float64)
+    assert_bitwise_equal(got[:, 1], getattr(K, name)(*inputs_for(name, c, c, c), 3, dtype=np.float64), f"{name} panel")
