@@ -178,7 +178,7 @@ SWEEP_NAMES = ("sma", "ema", "wma", "dema", "tema", "hma", "lsma", "kama", "rsi"
                "rolling_std", "zscore", "returns")
 
 
-def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32) -> list:
+def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32, out=None) -> list:
     """Indicator `name` (one of SWEEP_NAMES) over one series for many periods.
 
     `inputs`: the series (one 1-D array, or the tuple (high, low, close) for atr, adx,
@@ -187,7 +187,10 @@ def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32)
     On the cpu backend the names of `_LANE_CORES` run all periods in one pass of a lane
     core and return the columns of one time-major [T, len(periods)] block (strided views;
     `np.ascontiguousarray` one where a contiguous copy is needed); other names and
-    backends call the single-period function once per period.
+    backends call the single-period function once per period. `out`: that block, given
+    (a C-contiguous [T, len(periods)] array of `dtype`, cpu lane cores only) to be reused
+    across calls: its pages are already mapped, so a repeated sweep skips the page faults of
+    a fresh 100-period block (hundreds of MB).
     """
     arrays = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     if name not in SWEEP_NAMES:
@@ -208,11 +211,19 @@ def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32)
     shapes = [tuple(np.shape(a)) for a in arrays]
     if any(len(sh) != 1 for sh in shapes) or len(set(shapes)) != 1:
         raise ValueError(f"sweep: expected 1-D series of one length, got shapes {shapes}")
-    if backend != "cpu" or name not in _LANE_CORES:
+    lane = backend == "cpu" and name in _LANE_CORES
+    if out is not None:
+        want = (shapes[0][0], ns.size)
+        if not lane or not isinstance(out, np.ndarray) or out.shape != want or out.dtype != dtype \
+                or not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError(f"sweep: out must be a writable C-contiguous {dtype} array of shape {want} "
+                             f"(cpu, an indicator with a lane core), got {getattr(out, 'dtype', type(out).__name__)} "
+                             f"{getattr(out, 'shape', '')}")
+    if not lane:
         return [public(*arrays, int(n), backend=backend, dtype=dtype) for n in ns.tolist()]
     prepared, _, _ = _prepare(arrays, backend)
     core, extra = _LANE_CORES[name]
-    block = get_backend("cpu").run_lanes(core, [a[0] for a in prepared], ns.astype(np.int64), extra, dtype)
+    block = get_backend("cpu").run_lanes(core, [a[0] for a in prepared], ns.astype(np.int64), extra, dtype, out)
     return [block[:, j] for j in range(block.shape[1])]
 
 
@@ -239,7 +250,7 @@ def lanes(name: str, inputs, n: int, *, dtype=np.float32) -> np.ndarray:
     panels = [np.ascontiguousarray(a if a.dtype in (np.float32, np.float64) else a.astype(np.float64)) for a in panels]
     core, extra = _LANE_CORES[name]
     periods = np.full(panels[0].shape[1], int(n), dtype=np.int64)
-    return get_backend("cpu").run_lanes(core, panels, periods, extra, dtype)
+    return get_backend("cpu").run_lanes(core, panels, periods, extra, dtype, None)
 
 
 def _unary(name: str):

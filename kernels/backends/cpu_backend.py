@@ -25,12 +25,14 @@ def compiled_lanes(core_name: str):
     return njit(cache=True, nogil=True, error_model="numpy")(getattr(lane_cores, core_name))
 
 
-def run_lanes(core_name: str, inputs: list[np.ndarray], periods: np.ndarray, extra: tuple[int, ...], dtype) -> np.ndarray:
-    """A lane core over a time-major [T, len(periods)] output block. `inputs`: 1-D series of
-    length T (lanes = periods of that series) or time-major [T, L] panels (lanes = series,
-    lane j over column j with period periods[j]; C-contiguous panels vectorise)."""
+def run_lanes(core_name: str, inputs: list[np.ndarray], periods: np.ndarray, extra: tuple[int, ...], dtype,
+              out: np.ndarray | None = None) -> np.ndarray:
+    """A lane core over a time-major [T, len(periods)] output block (`out`, or a new one).
+    `inputs`: 1-D series of length T (lanes = periods of that series) or time-major [T, L]
+    panels (lanes = series, lane j over column j with period periods[j]; C-contiguous
+    panels vectorise)."""
     t_len = inputs[0].shape[0]
-    out = np.empty((t_len, periods.shape[0]), dtype=dtype)
+    out = np.empty((t_len, periods.shape[0]), dtype=dtype) if out is None else out
     cols = [a.reshape(-1, 1) if a.ndim == 1 else a for a in inputs]
     compiled_lanes(core_name)(*cols, periods, *extra, out)
     return out

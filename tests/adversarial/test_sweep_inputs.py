@@ -38,6 +38,15 @@ REFUSED = [
      "sweep: expected 1-D series of one length, got shapes [(10, 2)]"),
     ("series_of_different_lengths", lambda: K.sweep("atr", (X, X, X[:9]), [2]),
      "sweep: expected 1-D series of one length, got shapes [(10,), (10,), (9,)]"),
+    ("out_of_the_wrong_shape", lambda: K.sweep("ema", X, [2, 3], out=np.empty((10, 3), dtype=np.float32)),
+     "sweep: out must be a writable C-contiguous float32 array of shape (10, 2) (cpu, an indicator with a lane "
+     "core), got float32 (10, 3)"),
+    ("out_of_the_wrong_dtype", lambda: K.sweep("ema", X, [2, 3], out=np.empty((10, 2))),
+     "sweep: out must be a writable C-contiguous float32 array of shape (10, 2) (cpu, an indicator with a lane "
+     "core), got float64 (10, 2)"),
+    ("out_for_an_indicator_without_lane_core", lambda: K.sweep("hma", X, [4], out=np.empty((10, 1), np.float32)),
+     "sweep: out must be a writable C-contiguous float32 array of shape (10, 1) (cpu, an indicator with a lane "
+     "core), got float32 (10, 1)"),
     ("lanes_without_lane_core", lambda: K.lanes("hma", PANEL, 4),
      "lanes: no multi-lane core for 'hma'; have ['adx', 'atr', 'dema', 'ema', 'kama', 'lsma', 'minus_di', "
      "'plus_di', 'rolling_std', 'rsi', 'sma', 'tema', 'wma', 'zscore']"),

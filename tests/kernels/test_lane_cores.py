@@ -133,3 +133,15 @@ def test_flat_series_whose_true_range_stays_zero_sweeps_like_single_calls(name):
     panel = np.full((30, 3), 100.0)
     got = K.lanes(name, inputs_for(name, panel, panel, panel), 3, dtype=np.float64)
     assert_bitwise_equal(got[:, 1], getattr(K, name)(*inputs_for(name, c, c, c), 3, dtype=np.float64), f"{name} panel")
+
+
+def test_sweep_into_a_reused_block_overwrites_it_with_the_same_bytes():
+    """`out=`: the second sweep writes into the first one's block (no new allocation) and
+    every period's column is again the single call's bytes."""
+    c = goog_ohlc()[3][:500]
+    block = np.full((500, 3), 7.0, dtype=np.float32)
+    first = K.sweep("rsi", c, [2, 14, 600], dtype=np.float32, out=block)
+    assert all(np.shares_memory(col, block) for col in first)
+    again = K.sweep("rsi", c[::-1].copy(), [2, 14, 600], dtype=np.float32, out=block)
+    for n, got in zip([2, 14, 600], again):
+        assert_bitwise_equal(got, K.rsi(c[::-1].copy(), n, dtype=np.float32), f"rsi({n})")
