@@ -2,7 +2,8 @@
 loop of 99 single calls in TA-Lib and in ta-lib-takt (issue 28's goal).
 
 Ours: `kernels.indicators.sweep(name, inputs, periods)` (one pass of the multi-lane core,
-outputs as one time-major [T, 99] block), float32 (the project's precision) and float64.
+outputs as one time-major [T, 99] block), float32 (the project's precision) and float64,
+into a fresh block and into a reused one (`out=`: no page faults).
 TA-Lib: the project's `talib`, 99 calls, float64. ta-lib-takt: a drop-in `talib` (so never in
 the project's venv): the script makes a throwaway venv under /tmp (`--takt-venv`) with
 `pip install ta-lib-takt` (or `--takt-wheel PATH`) and runs its loop in a worker process
@@ -124,12 +125,17 @@ def main() -> int:
     h, l, c = series(args.rows)
     takt = None if args.no_takt else Takt(takt_python(Path(args.takt_venv), args.takt_wheel))
     rows = []
+    # reused output blocks (sweep(out=)): what a repeated sweep costs without fresh pages
+    block32 = np.zeros((args.rows, len(PERIODS)), dtype=np.float32)
+    block64 = np.zeros((args.rows, len(PERIODS)), dtype=np.float64)
     for name in NAMES:
         inputs = (c,) if name in ("ema", "rsi") else (h, l, c)
         fn = getattr(talib, TALIB_FN[name])
         sides = {
             "f32": lambda: K.sweep(name, inputs, PERIODS, dtype=np.float32),
             "f64": lambda: K.sweep(name, inputs, PERIODS, dtype=np.float64),
+            "f32_out": lambda: K.sweep(name, inputs, PERIODS, dtype=np.float32, out=block32),
+            "f64_out": lambda: K.sweep(name, inputs, PERIODS, dtype=np.float64, out=block64),
             "talib": lambda: [fn(*inputs, p) for p in PERIODS],
         }
         times: dict[str, list[float]] = {k: [] for k in (*sides, "takt")}
@@ -144,10 +150,12 @@ def main() -> int:
                     times["takt"].append(s)
         ref = "takt" if takt is not None else "talib"
         med = {k: float(np.median(v)) for k, v in times.items() if v}
-        ratio = {k: float(np.median(np.array(times[k]) / np.array(times[ref]))) for k in ("f32", "f64", "talib")}
+        ratio = {k: float(np.median(np.array(times[k]) / np.array(times[ref])))
+                 for k in ("f32", "f64", "f32_out", "f64_out", "talib")}
         rows.append((name, med, ratio))
         print(f"{name}: " + "  ".join(f"{k} {v * 1e3:.0f} ms" for k, v in med.items())
-              + f"  | ratio to {ref}: f32 {ratio['f32']:.2f} f64 {ratio['f64']:.2f} TA-Lib {ratio['talib']:.2f}",
+              + f"  | ratio to {ref}: f32 {ratio['f32']:.2f} f64 {ratio['f64']:.2f} f32(out=) {ratio['f32_out']:.2f} "
+              f"f64(out=) {ratio['f64_out']:.2f} TA-Lib {ratio['talib']:.2f}",
               flush=True)
     if takt is not None:
         takt.close()
@@ -160,12 +168,14 @@ def main() -> int:
         + (f", ta-lib-takt {takt.version} (own venv)" if takt is not None else "")
         + ". Medians over rounds, interleaved; ratios are medians of per-round ratios to " + ref + "'s loop of 99 calls.",
         "",
-        f"| indicator | sweep f32 ms | sweep f64 ms | TA-Lib loop ms | {'takt loop ms | ' if takt else ''}"
-        f"f32 / {ref} | f64 / {ref} | TA-Lib / {ref} |",
-        "|---|---:|---:|---:|" + ("---:|" if takt else "") + "---:|---:|---:|",
-        *[f"| {n} | {m['f32'] * 1e3:.0f} | {m['f64'] * 1e3:.0f} | {m['talib'] * 1e3:.0f} | "
-          + (f"{m['takt'] * 1e3:.0f} | " if takt else "")
-          + f"{r['f32']:.2f} | {r['f64']:.2f} | {r['talib']:.2f} |" for n, m, r in rows],
+        f"| indicator | sweep f32 ms | sweep f64 ms | f32 out= ms | f64 out= ms | TA-Lib loop ms | "
+        f"{'takt loop ms | ' if takt else ''}f32 / {ref} | f64 / {ref} | f32 out= / {ref} | f64 out= / {ref} | "
+        f"TA-Lib / {ref} |",
+        "|---|---:|---:|---:|---:|---:|" + ("---:|" if takt else "") + "---:|---:|---:|---:|---:|",
+        *[f"| {n} | {m['f32'] * 1e3:.0f} | {m['f64'] * 1e3:.0f} | {m['f32_out'] * 1e3:.0f} | {m['f64_out'] * 1e3:.0f} | "
+          f"{m['talib'] * 1e3:.0f} | " + (f"{m['takt'] * 1e3:.0f} | " if takt else "")
+          + f"{r['f32']:.2f} | {r['f64']:.2f} | {r['f32_out']:.2f} | {r['f64_out']:.2f} | {r['talib']:.2f} |"
+          for n, m, r in rows],
         "",
     ]
     emit(lines, args.record)
