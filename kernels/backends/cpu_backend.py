@@ -11,6 +11,7 @@ from numba import njit
 
 from kernels import cores, lane_cores
 
+
 @functools.cache
 def compiled(core_name: str):
     return njit(cache=True, nogil=True)(getattr(cores, core_name))
@@ -40,10 +41,7 @@ def run_lanes(core_name: str, inputs: list[np.ndarray], periods: np.ndarray, ext
 
 def run_ragged(spec, inputs: list[np.ndarray], offsets: np.ndarray, params: tuple[int, ...], dtype) -> list[np.ndarray]:
     """Many series stored back to back (series k is rows offsets[k]:offsets[k+1]): the core
-    runs on each slice and writes its slice of the outputs in place (no copies).
-
-    Not as lanes: on this layout the gathers or transposes a lane core needs cost more than
-    the loop-carried latency they save (measured; see kernels.lane_cores)."""
+    runs on each slice and writes its slice of the outputs in place (no copies)."""
     core = compiled(spec.core)
     total = inputs[0].shape[0]
     outs = [np.empty(total, dtype=dtype) for _ in range(spec.n_outputs)]
