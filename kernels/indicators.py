@@ -163,6 +163,96 @@ def ragged(name: str, inputs, offsets, params: tuple[int, ...], *, backend: str 
     return outs
 
 
+# Public names with a multi-lane core (kernels.lane_cores): (core, its extra parameters).
+_LANE_CORES = {
+    "sma": ("sma_lanes", ()), "ema": ("ema_lanes", ()), "wma": ("wma_lanes", ()), "kama": ("kama_lanes", ()),
+    "rsi": ("rsi_lanes", ()), "atr": ("atr_lanes", ()),
+    "adx": ("dmi_lanes", (0,)), "plus_di": ("dmi_lanes", (1,)), "minus_di": ("dmi_lanes", (2,)),
+    "dema": ("dema_lanes", ()), "tema": ("tema_lanes", ()), "lsma": ("lsma_lanes", ()),
+    "rolling_std": ("moments_lanes", (0,)), "zscore": ("moments_lanes", (1,)),
+}
+
+
+# Public names `sweep` takes (every indicator with a period).
+SWEEP_NAMES = ("sma", "ema", "wma", "dema", "tema", "hma", "lsma", "kama", "rsi", "atr", "plus_di", "minus_di", "adx",
+               "rolling_std", "zscore", "returns")
+
+
+def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32, out=None) -> list:
+    """Indicator `name` (one of SWEEP_NAMES) over one series for many periods.
+
+    `inputs`: the series (one 1-D array, or the tuple (high, low, close) for atr, adx,
+    plus_di, minus_di); `periods`: integers >= the indicator's minimum. Returns one array
+    per period, in the order given, each equal bit for bit to `name(*inputs, n)`.
+    On the cpu backend the names of `_LANE_CORES` run all periods in one pass of a lane
+    core and return the columns of one time-major [T, len(periods)] block (strided views;
+    `np.ascontiguousarray` one where a contiguous copy is needed); other names and
+    backends call the single-period function once per period. `out`: that block, given
+    (a C-contiguous [T, len(periods)] array of `dtype`, cpu lane cores only) to be reused
+    across calls: its pages are already mapped, so a repeated sweep skips the page faults of
+    a fresh 100-period block (hundreds of MB).
+    """
+    arrays = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if name not in SWEEP_NAMES:
+        raise ValueError(f"sweep: unknown indicator {name!r}; expected one of {sorted(SWEEP_NAMES)}")
+    public = globals()[name]
+    spec = SPECS[_ALIASES.get(name, name)]
+    if len(arrays) != spec.n_inputs:
+        expected = "(high, low, close)" if spec.n_inputs == 3 else "one series"
+        raise ValueError(f"sweep: {name} takes {expected}, got {len(arrays)} input series")
+    ns = np.asarray(periods)
+    if ns.ndim != 1 or ns.size == 0 or ns.dtype.kind not in "iu":
+        raise ValueError(f"sweep: periods must be a non-empty 1-D list of integers, got {periods!r}")
+    if int(ns.min()) < spec.min_n:
+        raise ValueError(f"sweep: {name} periods must be integers >= {spec.min_n}, got {int(ns.min())}")
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    shapes = [tuple(np.shape(a)) for a in arrays]
+    if any(len(sh) != 1 for sh in shapes) or len(set(shapes)) != 1:
+        raise ValueError(f"sweep: expected 1-D series of one length, got shapes {shapes}")
+    lane = backend == "cpu" and name in _LANE_CORES
+    if out is not None:
+        want = (shapes[0][0], ns.size)
+        if not lane or not isinstance(out, np.ndarray) or out.shape != want or out.dtype != dtype \
+                or not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError(f"sweep: out must be a writable C-contiguous {dtype} array of shape {want} "
+                             f"(cpu, an indicator with a lane core), got {getattr(out, 'dtype', type(out).__name__)} "
+                             f"{getattr(out, 'shape', '')}")
+    if not lane:
+        return [public(*arrays, int(n), backend=backend, dtype=dtype) for n in ns.tolist()]
+    prepared, _, _ = _prepare(arrays, backend)
+    core, extra = _LANE_CORES[name]
+    block = get_backend("cpu").run_lanes(core, [a[0] for a in prepared], ns.astype(np.int64), extra, dtype, out)
+    return [block[:, j] for j in range(block.shape[1])]
+
+
+def lanes(name: str, inputs, n: int, *, dtype=np.float32) -> np.ndarray:
+    """Indicator `name` (a key of `_LANE_CORES`) over every column of time-major [T, S]
+    panels at once (cpu): column s of the result is bit for bit `name(column s, n)`.
+
+    The lane core vectorises across the columns, so a C-contiguous panel is the fast case;
+    a [series, time] batch is better served by `name(batch, n)` than by transposing it."""
+    arrays = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if name not in _LANE_CORES:
+        raise ValueError(f"lanes: no multi-lane core for {name!r}; have {sorted(_LANE_CORES)}")
+    spec = SPECS[_ALIASES.get(name, name)]
+    if len(arrays) != spec.n_inputs:
+        raise ValueError(f"lanes: {name} takes {spec.n_inputs} input panels, got {len(arrays)}")
+    if not isinstance(n, (int, np.integer)) or n < spec.min_n:
+        raise ValueError(f"{name}: period must be an integer >= {spec.min_n}, got {n!r}")
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    panels = [np.asarray(a) for a in arrays]
+    if any(a.ndim != 2 or a.shape != panels[0].shape for a in panels):
+        raise ValueError(f"lanes: expected time-major [T, S] panels of one shape, got {[a.shape for a in panels]}")
+    panels = [np.ascontiguousarray(a if a.dtype in (np.float32, np.float64) else a.astype(np.float64)) for a in panels]
+    core, extra = _LANE_CORES[name]
+    periods = np.full(panels[0].shape[1], int(n), dtype=np.int64)
+    return get_backend("cpu").run_lanes(core, panels, periods, extra, dtype, None)
+
+
 def _unary(name: str):
     def fn(x, n: int, *, backend: str = "cpu", dtype=np.float32):
         return _run(name, (x,), (n,), backend, dtype)[0]

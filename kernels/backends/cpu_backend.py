@@ -1,4 +1,6 @@
-"""cpu backend: the cores compiled with numba.njit (cached on disk), one call per series."""
+"""cpu backend: the cores compiled with numba.njit (cached on disk), one call per series;
+`run_lanes` runs a multi-lane core of `kernels.lane_cores` (`kernels.indicators.sweep`).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +9,34 @@ import functools
 import numpy as np
 from numba import njit
 
-from kernels import cores
+from kernels import cores, lane_cores
 
 
 @functools.cache
 def compiled(core_name: str):
     return njit(cache=True, nogil=True)(getattr(cores, core_name))
+
+
+@functools.cache
+def compiled_lanes(core_name: str):
+    # error_model="numpy": x/0 is IEEE inf/NaN instead of a raised ZeroDivisionError. The
+    # lane cores compute some quotients for every lane and keep them only where the single
+    # core would have computed them (a select), and the check-and-raise branch would also
+    # keep LLVM from vectorising the lane loop.
+    return njit(cache=True, nogil=True, error_model="numpy")(getattr(lane_cores, core_name))
+
+
+def run_lanes(core_name: str, inputs: list[np.ndarray], periods: np.ndarray, extra: tuple[int, ...], dtype,
+              out: np.ndarray | None = None) -> np.ndarray:
+    """A lane core over a time-major [T, len(periods)] output block (`out`, or a new one).
+    `inputs`: 1-D series of length T (lanes = periods of that series) or time-major [T, L]
+    panels (lanes = series, lane j over column j with period periods[j]; C-contiguous
+    panels vectorise)."""
+    t_len = inputs[0].shape[0]
+    out = np.empty((t_len, periods.shape[0]), dtype=dtype) if out is None else out
+    cols = [a.reshape(-1, 1) if a.ndim == 1 else a for a in inputs]
+    compiled_lanes(core_name)(*cols, periods, *extra, out)
+    return out
 
 
 def run_ragged(spec, inputs: list[np.ndarray], offsets: np.ndarray, params: tuple[int, ...], dtype) -> list[np.ndarray]:

@@ -8,8 +8,9 @@ same bits as the reference's, seed 003 lesson #1; the test checks it):
 
     series     key                                   computed with
     ema        span (ema_fast and ema_slow share)    ewm_adjust_false(close, span)
-    atr        atr_window                            K.sma(true range, atr_window)
-    vol_z      z_window                              K.zscore(volume, z_window)
+    atr        atr_window                            K.sma(true range, atr_window), all windows
+                                                     in one K.sweep (bit for bit the same)
+    vol_z      z_window                              K.zscore(volume, z_window), one K.sweep
     tr_z       (z_window, atr_window)                zscore_after_nan(atr * atr_window, z_window)
     cloc       -                                     (close - low) / (high - low), NaN if equal
     stop       (atr_window, atr_stop_mult)           trade_walk.stop_line
@@ -110,12 +111,13 @@ def build_walk_inputs(open_, high, low, close, volume, individuals) -> WalkInput
 
     tr = true_range(h, l, c)
     atr_keys, _ = _rows([p.atr_window for p in sp])
-    atr = {w: K.sma(tr, w, dtype=np.float64) for w in atr_keys}
+    # every window in one pass of the multi-lane SMA (each column bit for bit K.sma(tr, w))
+    atr = dict(zip(atr_keys, K.sweep("sma", tr, atr_keys, dtype=np.float64)))
 
     vz_keys, k_vz = _rows([p.z_window for p in sp])
     vol_z = np.empty((len(vz_keys), t_len))
-    for r, z in enumerate(vz_keys):
-        vol_z[r] = K.zscore(v, z, dtype=np.float64)
+    for r, col in enumerate(K.sweep("zscore", v, vz_keys, dtype=np.float64)):  # bit for bit K.zscore(v, z)
+        vol_z[r] = col
 
     trz_keys, k_trz = _rows([(p.z_window, p.atr_window) for p in sp])
     tr_z = np.empty((len(trz_keys), t_len))

@@ -1,0 +1,654 @@
+"""Multi-lane variants of the indicator cores: several periods or several series per pass.
+
+Each lane core advances L independent lanes per time step and writes out[t, j] into a
+time-major [T, L] block (lanes contiguous, so numba vectorises the inner lane loop). Lane j
+runs period ns[j] over column j of the inputs, which are time-major [T, Lx] too:
+
+- lanes = periods of one series: Lx == 1 (the series as a [T, 1] column), every lane reads
+  it, and what depends only on the series (a change, a true range, a directional move) is
+  computed once per row for all lanes;
+- lanes = series of one panel: Lx == L, lane j reads column j (ns all equal, or not).
+  Fast when the panel is time-major in memory already: for series stored back to back
+  (the feature stage's ragged layout) or [series, time], the transposes or strided reads
+  cost more than the loop-carried latency the lanes save (measured, 500 x 6,500 rows), so
+  `kernels.indicators.ragged` and 2-D calls keep one single-lane call per series.
+
+Per lane, every operation is the one of the single-lane core in `kernels.cores`, in the same
+order (no reassociation, fastmath off), so out[:, j] is bit for bit the single-lane core's
+output for period ns[j] over lane j's series, warm-up NaN and seeds included
+(tests/kernels/test_lane_cores.py checks it).
+
+Shape of every core: a warm-up phase over the first rows, where lanes are in different
+phases (NaN, seed sum, first value, update) and take the single core's branches, then a
+steady phase from the row where every lane updates, a branch-free loop over lanes. Lanes
+whose period exceeds the series stay NaN throughout.
+
+CPU only (compiled by `kernels.backends.cpu_backend.compiled_lanes` with numba's "numpy"
+error model: a quotient by zero is IEEE inf/NaN, computed for every lane and kept only where
+the single core computes it): the cuda backend already runs one thread per series. Per-lane
+state lives in small scratch arrays of length L.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+NAN = float("nan")
+EPS = 1e-14  # as kernels.cores.EPS
+
+
+@register_jitable
+def _at(x, t, j):
+    """Row t of lane j's input column (column 0 when all lanes share one series)."""
+    return np.float64(x[t, j]) if x.shape[1] > 1 else np.float64(x[t, 0])
+
+
+@register_jitable
+def _load(x, t, buf):
+    """buf[j] = lane j's input at row t (float64)."""
+    if x.shape[1] == 1:
+        v = np.float64(x[t, 0])
+        for j in range(buf.shape[0]):
+            buf[j] = v
+    else:
+        for j in range(buf.shape[0]):
+            buf[j] = np.float64(x[t, j])
+
+
+@register_jitable
+def _max_period(ns):
+    m = 0
+    for j in range(ns.shape[0]):
+        m = max(m, ns[j])
+    return m
+
+
+def sma_lanes(x, ns, out):
+    """Lanes of `cores.sma_core`: total += x[t]; out = total/n; total -= x[t-n+1]."""
+    t_len, n_lanes = out.shape
+    total = np.zeros(n_lanes)
+    v = np.empty(n_lanes)
+    nmax = _max_period(ns)
+    for i in range(min(nmax - 1, t_len)):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            total[j] += v[j]
+            if i < n - 1:
+                out[i, j] = NAN
+            else:
+                out[i, j] = total[j] / n
+                total[j] -= _at(x, i - n + 1, j)
+    for i in range(max(nmax - 1, 0), t_len):
+        _load(x, i, v)
+        row = out[i]
+        for j in range(n_lanes):
+            n = ns[j]
+            s = total[j] + v[j]
+            row[j] = s / n
+            total[j] = s - _at(x, i - n + 1, j)
+
+
+def ema_lanes(x, ns, out):
+    """Lanes of `cores.ema_core`: SMA seed of the first n values, then e = v*k + e*(1-k),
+    e kept where v == e."""
+    t_len, n_lanes = out.shape
+    prev = np.zeros(n_lanes)
+    k = np.empty(n_lanes)
+    omk = np.empty(n_lanes)
+    v = np.empty(n_lanes)
+    for j in range(n_lanes):
+        k[j] = 2.0 / (ns[j] + 1)
+        omk[j] = 1.0 - k[j]
+    nmax = _max_period(ns)
+    for i in range(min(nmax, t_len)):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n - 1:
+                prev[j] += v[j]
+                out[i, j] = NAN
+            elif i == n - 1:
+                prev[j] = (prev[j] + v[j]) / n
+                out[i, j] = prev[j]
+            else:
+                p = prev[j]
+                p = v[j] * k[j] + p * omk[j] if v[j] != p else p
+                prev[j] = p
+                out[i, j] = p
+    for i in range(nmax, t_len):
+        _load(x, i, v)
+        row = out[i]
+        for j in range(n_lanes):
+            p = prev[j]
+            p = v[j] * k[j] + p * omk[j] if v[j] != p else p
+            prev[j] = p
+            row[j] = p
+
+
+@register_jitable
+def _load_change(x, t, d):
+    """d[j] = lane j's change x[t] - x[t-1] (computed once when the lanes share a series)."""
+    if x.shape[1] == 1:
+        v = np.float64(x[t, 0]) - np.float64(x[t - 1, 0])
+        for j in range(d.shape[0]):
+            d[j] = v
+    else:
+        for j in range(d.shape[0]):
+            d[j] = np.float64(x[t, j]) - np.float64(x[t - 1, j])
+
+
+def rsi_lanes(x, ns, out):
+    """Lanes of `cores.rsi_core`: simple-mean seeds of the first n changes, then Wilder
+    updates avg = avg*(1 - 1/n) + change*(1/n); RSI = 100*gain/(gain+loss), 0 at 0/0."""
+    t_len, n_lanes = out.shape
+    gain = np.zeros(n_lanes)
+    loss = np.zeros(n_lanes)
+    inv = np.empty(n_lanes)
+    omn = np.empty(n_lanes)
+    dd = np.empty(n_lanes)
+    for j in range(n_lanes):
+        inv[j] = 1.0 / ns[j]
+        omn[j] = 1.0 - inv[j]
+    nmax = _max_period(ns)
+    for j in range(n_lanes if t_len > 0 else 0):
+        out[0, j] = NAN
+    for i in range(1, min(nmax + 1, t_len)):
+        _load_change(x, i, dd)
+        for j in range(n_lanes):
+            n = ns[j]
+            d = dd[j]
+            if i <= n:
+                if d < 0:
+                    loss[j] -= d
+                else:
+                    gain[j] += d
+                if i < n:
+                    out[i, j] = NAN
+                else:
+                    loss[j] /= n
+                    gain[j] /= n
+                    s = gain[j] + loss[j]
+                    out[i, j] = 100.0 * (gain[j] / s) if s != 0.0 else 0.0
+            else:
+                up = d if d > 0.0 else 0.0
+                down = -d if d < 0.0 else 0.0
+                g = gain[j] * omn[j] + up * inv[j]
+                lo = loss[j] * omn[j] + down * inv[j]
+                gain[j] = g
+                loss[j] = lo
+                s = g + lo
+                out[i, j] = 100.0 * (g / s) if s != 0.0 else 0.0
+    for i in range(max(nmax + 1, 1), t_len):
+        _load_change(x, i, dd)
+        row = out[i]
+        for j in range(n_lanes):
+            d = dd[j]
+            up = d if d > 0.0 else 0.0
+            down = -d if d < 0.0 else 0.0
+            g = gain[j] * omn[j] + up * inv[j]
+            lo = loss[j] * omn[j] + down * inv[j]
+            gain[j] = g
+            loss[j] = lo
+            s = g + lo
+            row[j] = 100.0 * (g / s) if s != 0.0 else 0.0
+
+
+@register_jitable
+def _true_range(h, l, c, i, j):
+    hi = np.float64(h[i, j])
+    lo = np.float64(l[i, j])
+    pc = np.float64(c[i - 1, j])
+    return max(max(hi - lo, math.fabs(hi - pc)), math.fabs(lo - pc))
+
+
+@register_jitable
+def _load_true_range(h, l, c, t, tr):
+    """tr[j] = lane j's true range at row t >= 1 (once when the lanes share a series)."""
+    if h.shape[1] == 1:
+        v = _true_range(h, l, c, t, 0)
+        for j in range(tr.shape[0]):
+            tr[j] = v
+    else:
+        for j in range(tr.shape[0]):
+            tr[j] = _true_range(h, l, c, t, j)
+
+
+def atr_lanes(h, l, c, ns, out):
+    """Lanes of `cores.atr_core`: ATR[n] = mean(TR[1..n]), then ATR*(1 - 1/n) + TR*(1/n)."""
+    t_len, n_lanes = out.shape
+    acc = np.zeros(n_lanes)
+    inv = np.empty(n_lanes)
+    omn = np.empty(n_lanes)
+    trs = np.empty(n_lanes)
+    for j in range(n_lanes):
+        inv[j] = 1.0 / ns[j]
+        omn[j] = 1.0 - inv[j]
+    nmax = _max_period(ns)
+    for j in range(n_lanes if t_len > 0 else 0):
+        out[0, j] = NAN
+    for i in range(1, min(nmax + 1, t_len)):
+        _load_true_range(h, l, c, i, trs)
+        for j in range(n_lanes):
+            n = ns[j]
+            tr = trs[j]
+            if i < n:
+                acc[j] += tr
+                out[i, j] = NAN
+            elif i == n:
+                acc[j] = (acc[j] + tr) / n
+                out[i, j] = acc[j]
+            else:
+                acc[j] = acc[j] * omn[j] + tr * inv[j]
+                out[i, j] = acc[j]
+    for i in range(max(nmax + 1, 1), t_len):
+        _load_true_range(h, l, c, i, trs)
+        row = out[i]
+        for j in range(n_lanes):
+            a = acc[j] * omn[j] + trs[j] * inv[j]
+            acc[j] = a
+            row[j] = a
+
+
+@register_jitable
+def _moves(h, l, i, j):
+    """(+DM, -DM) of lane j at row i >= 1, as in dmi_core."""
+    diff_p = np.float64(h[i, j]) - np.float64(h[i - 1, j])
+    diff_m = np.float64(l[i - 1, j]) - np.float64(l[i, j])
+    dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
+    dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
+    return dm_plus, dm_minus
+
+
+@register_jitable
+def _load_moves(h, l, c, t, dmp, dmm, tr):
+    """+DM, -DM and the true range of every lane at row t >= 1 (once for a shared series)."""
+    if h.shape[1] == 1:
+        p, m = _moves(h, l, t, 0)
+        r = _true_range(h, l, c, t, 0)
+        for j in range(tr.shape[0]):
+            dmp[j] = p
+            dmm[j] = m
+            tr[j] = r
+    else:
+        for j in range(tr.shape[0]):
+            p, m = _moves(h, l, t, j)
+            dmp[j] = p
+            dmm[j] = m
+            tr[j] = _true_range(h, l, c, t, j)
+
+
+def dmi_lanes(h, l, c, ns, which, out):
+    """Lanes of `cores.dmi_core`, one output: which == 0 ADX, 1 +DI, 2 -DI.
+
+    Per lane the Wilder sums, DI, DX and ADX follow dmi_core's order exactly (ADX unchanged
+    on rows where TR or +DI + -DI is exactly 0)."""
+    t_len, n_lanes = out.shape
+    pdm = np.zeros(n_lanes)
+    mdm = np.zeros(n_lanes)
+    tr_s = np.zeros(n_lanes)
+    sum_dx = np.zeros(n_lanes)
+    prev_adx = np.zeros(n_lanes)
+    inv = np.empty(n_lanes)
+    omn = np.empty(n_lanes)
+    dmp = np.empty(n_lanes)
+    dmm = np.empty(n_lanes)
+    trs = np.empty(n_lanes)
+    for j in range(n_lanes):
+        inv[j] = 1.0 / ns[j]
+        omn[j] = 1.0 - inv[j]
+    nmax = _max_period(ns)
+    steady = 2 * nmax if which == 0 else nmax  # first row where every lane emits its update
+    for j in range(n_lanes if t_len > 0 else 0):
+        out[0, j] = NAN
+    for i in range(1, min(steady, t_len)):
+        _load_moves(h, l, c, i, dmp, dmm, trs)
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n:
+                mdm[j] += dmm[j]
+                pdm[j] += dmp[j]
+                tr_s[j] += trs[j]
+                out[i, j] = NAN
+                continue
+            mdm[j] = mdm[j] * omn[j] + dmm[j]
+            pdm[j] = pdm[j] * omn[j] + dmp[j]
+            tr_s[j] = tr_s[j] * omn[j] + trs[j]
+            if which == 1:
+                out[i, j] = 100.0 * (pdm[j] / tr_s[j]) if tr_s[j] != 0.0 else 0.0
+                continue
+            if which == 2:
+                out[i, j] = 100.0 * (mdm[j] / tr_s[j]) if tr_s[j] != 0.0 else 0.0
+                continue
+            if tr_s[j] != 0.0:
+                p = 100.0 * (pdm[j] / tr_s[j])
+                m = 100.0 * (mdm[j] / tr_s[j])
+                s = p + m
+                have_dx = s != 0.0
+                dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
+            else:
+                have_dx = False
+                dx = 0.0
+            if i < 2 * n - 1:
+                sum_dx[j] += dx
+                out[i, j] = NAN
+            elif i == 2 * n - 1:
+                sum_dx[j] += dx
+                prev_adx[j] = sum_dx[j] / n
+                out[i, j] = prev_adx[j]
+            else:
+                if have_dx:
+                    prev_adx[j] = prev_adx[j] * omn[j] + dx * inv[j]
+                out[i, j] = prev_adx[j]
+    for i in range(max(steady, 1), t_len):
+        _load_moves(h, l, c, i, dmp, dmm, trs)
+        row = out[i]
+        if which == 1:
+            for j in range(n_lanes):
+                mdm[j] = mdm[j] * omn[j] + dmm[j]
+                ps = pdm[j] * omn[j] + dmp[j]
+                ts = tr_s[j] * omn[j] + trs[j]
+                pdm[j] = ps
+                tr_s[j] = ts
+                row[j] = 100.0 * (ps / ts) if ts != 0.0 else 0.0
+        elif which == 2:
+            for j in range(n_lanes):
+                ms = mdm[j] * omn[j] + dmm[j]
+                pdm[j] = pdm[j] * omn[j] + dmp[j]
+                ts = tr_s[j] * omn[j] + trs[j]
+                mdm[j] = ms
+                tr_s[j] = ts
+                row[j] = 100.0 * (ms / ts) if ts != 0.0 else 0.0
+        else:
+            for j in range(n_lanes):
+                ms = mdm[j] * omn[j] + dmm[j]
+                ps = pdm[j] * omn[j] + dmp[j]
+                ts = tr_s[j] * omn[j] + trs[j]
+                mdm[j] = ms
+                pdm[j] = ps
+                tr_s[j] = ts
+                p = 100.0 * (ps / ts)
+                m = 100.0 * (ms / ts)
+                s = p + m
+                # dx counts only where TR and +DI + -DI are non-zero; elsewhere ADX stays
+                have_dx = (ts != 0.0) & (s != 0.0)
+                a = prev_adx[j]
+                a = a * omn[j] + (100.0 * (math.fabs(m - p) / s)) * inv[j] if have_dx else a
+                prev_adx[j] = a
+                row[j] = a
+
+
+def kama_lanes(x, ns, out):
+    """Lanes of `cores.kama_core` (TA-Lib KAMA): the seed at row n as in the single core,
+    then the efficiency ratio over n rows and prev = (v - prev)*sc + prev."""
+    t_len, n_lanes = out.shape
+    const_max = 2.0 / (30.0 + 1.0)
+    const_diff = 2.0 / (2.0 + 1.0) - const_max
+    sum_roc = np.zeros(n_lanes)
+    prev = np.zeros(n_lanes)
+    trailing = np.zeros(n_lanes)
+    nmax = _max_period(ns)
+    for i in range(min(nmax + 1, t_len)):
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n:
+                out[i, j] = NAN
+            elif i == n:
+                s = 0.0
+                for q in range(n):
+                    s += math.fabs(_at(x, q, j) - _at(x, q + 1, j))
+                p = _at(x, n - 1, j)
+                tr0 = _at(x, 0, j)
+                roc = _at(x, n, j) - tr0
+                if s <= roc or (-EPS < s < EPS):
+                    er = 1.0
+                else:
+                    er = math.fabs(roc / s)
+                sc = er * const_diff + const_max
+                sc *= sc
+                p = (_at(x, n, j) - p) * sc + p
+                sum_roc[j] = s
+                trailing[j] = tr0
+                prev[j] = p
+                out[i, j] = p
+            else:
+                out[i, j] = _kama_step(x, i, n, j, sum_roc, trailing, prev, const_diff, const_max)
+    for i in range(nmax + 1, t_len):
+        row = out[i]
+        for j in range(n_lanes):
+            row[j] = _kama_step(x, i, ns[j], j, sum_roc, trailing, prev, const_diff, const_max)
+
+
+@register_jitable
+def _kama_step(x, i, n, j, sum_roc, trailing, prev, const_diff, const_max):
+    v = _at(x, i, j)
+    tr = _at(x, i - n, j)
+    roc = v - tr
+    s = sum_roc[j] - math.fabs(trailing[j] - tr)
+    s += math.fabs(v - _at(x, i - 1, j))
+    sum_roc[j] = s
+    trailing[j] = tr
+    if s <= roc or (-EPS < s < EPS):
+        er = 1.0
+    else:
+        er = math.fabs(roc / s)
+    sc = er * const_diff + const_max
+    sc *= sc
+    p = prev[j]
+    p = (v - p) * sc + p
+    prev[j] = p
+    return p
+
+
+def wma_lanes(x, ns, out):
+    """Lanes of `cores.wma_core` (TA-Lib's O(1) WMA update, weights 1..n)."""
+    t_len, n_lanes = out.shape
+    period_sum = np.zeros(n_lanes)
+    period_sub = np.zeros(n_lanes)
+    trailing = np.zeros(n_lanes)
+    divider = np.empty(n_lanes)
+    v = np.empty(n_lanes)
+    for j in range(n_lanes):
+        divider[j] = (ns[j] * (ns[j] + 1)) // 2
+    nmax = _max_period(ns)
+    for i in range(min(nmax - 1, t_len)):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n - 1:
+                period_sub[j] += v[j]
+                period_sum[j] += v[j] * (i + 1)
+                out[i, j] = NAN
+            else:
+                out[i, j] = _wma_step(x, i, n, j, v[j], period_sum, period_sub, trailing, divider)
+    for i in range(max(nmax - 1, 0), t_len):
+        _load(x, i, v)
+        row = out[i]
+        for j in range(n_lanes):
+            row[j] = _wma_step(x, i, ns[j], j, v[j], period_sum, period_sub, trailing, divider)
+
+
+@register_jitable
+def _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider):
+    sub = period_sub[j] + v
+    sub -= trailing[j]
+    ps = period_sum[j] + v * n
+    trailing[j] = _at(x, i - n + 1, j)
+    period_sum[j] = ps - sub
+    period_sub[j] = sub
+    return ps / divider[j]
+
+
+@register_jitable
+def _ema_next(v, e, k, omk):
+    return v * k + e * omk if v != e else e
+
+
+def dema_lanes(x, ns, out):
+    """Lanes of `cores.dema_core`: 2*EMA - EMA(EMA), the second EMA seeded by the mean of
+    the first n EMA values (look = 2(n-1)); one loop, each lane in its own phase."""
+    t_len, n_lanes = out.shape
+    e1 = np.zeros(n_lanes)
+    e2 = np.zeros(n_lanes)
+    acc2 = np.zeros(n_lanes)
+    k = np.empty(n_lanes)
+    omk = np.empty(n_lanes)
+    v = np.empty(n_lanes)
+    for j in range(n_lanes):
+        k[j] = 2.0 / (ns[j] + 1)
+        omk[j] = 1.0 - k[j]
+    for i in range(t_len):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            look = 2 * (n - 1)
+            if i < n - 1:
+                e1[j] += v[j]
+                out[i, j] = NAN
+                continue
+            if i == n - 1:
+                e1[j] = (e1[j] + v[j]) / n
+                acc2[j] = e1[j]
+            elif i <= look:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                acc2[j] += e1[j]
+            else:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
+                out[i, j] = 2.0 * e1[j] - e2[j]
+                continue
+            if i == look:
+                e2[j] = acc2[j] / n
+                out[i, j] = 2.0 * e1[j] - e2[j]
+            else:
+                out[i, j] = NAN
+
+
+def tema_lanes(x, ns, out):
+    """Lanes of `cores.tema_core`: 3*EMA1 - 3*EMA2 + EMA3, EMA2 seeded at row 2n-2 and EMA3
+    at row 3(n-1) by the means of the first n values of their inputs."""
+    t_len, n_lanes = out.shape
+    e1 = np.zeros(n_lanes)
+    e2 = np.zeros(n_lanes)
+    e3 = np.zeros(n_lanes)
+    acc2 = np.zeros(n_lanes)
+    acc3 = np.zeros(n_lanes)
+    k = np.empty(n_lanes)
+    omk = np.empty(n_lanes)
+    v = np.empty(n_lanes)
+    for j in range(n_lanes):
+        k[j] = 2.0 / (ns[j] + 1)
+        omk[j] = 1.0 - k[j]
+    for i in range(t_len):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            look = 3 * (n - 1)
+            if i < n - 1:
+                e1[j] += v[j]
+                out[i, j] = NAN
+                continue
+            if i == n - 1:
+                e1[j] = (e1[j] + v[j]) / n
+                acc2[j] = e1[j]
+            elif i <= 2 * n - 2:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                acc2[j] += e1[j]
+            elif i <= look:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
+                acc3[j] += e2[j]
+            else:
+                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
+                e3[j] = _ema_next(e2[j], e3[j], k[j], omk[j])
+                out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
+                continue
+            if i == 2 * n - 2:
+                e2[j] = acc2[j] / n
+                acc3[j] = e2[j]
+            if i == look:
+                e3[j] = acc3[j] / n
+                out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
+            else:
+                out[i, j] = NAN
+
+
+def lsma_lanes(x, ns, out):
+    """Lanes of `cores.lsma_core` (TA-Lib LINEARREG with the rolling Sy, Sty of the core)."""
+    t_len, n_lanes = out.shape
+    sy = np.zeros(n_lanes)
+    sty = np.zeros(n_lanes)
+    v = np.empty(n_lanes)
+    for i in range(t_len):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            if i <= n - 1:
+                sy[j] += v[j]
+                sty[j] += i * v[j]
+                if i < n - 1:
+                    out[i, j] = NAN
+                    continue
+            else:
+                oldest = _at(x, i - n, j)
+                sty[j] = sty[j] - (sy[j] - oldest) + (n - 1) * v[j]
+                sy[j] = sy[j] - oldest + v[j]
+            st = n * (n - 1) * 0.5
+            stt = n * (n - 1) * (2.0 * n - 1) / 6.0
+            divisor = n * stt - st * st
+            slope = (n * sty[j] - st * sy[j]) / divisor
+            out[i, j] = (sy[j] - slope * st) / n + slope * (n - 1)
+
+
+def moments_lanes(x, ns, zscore, out):
+    """Lanes of `cores.moments_core`: zscore == 0 the rolling standard deviation, 1 the
+    z-score, with the core's anchor re-set every n rows per lane."""
+    t_len, n_lanes = out.shape
+    s1 = np.zeros(n_lanes)
+    s2 = np.zeros(n_lanes)
+    anchor = np.empty(n_lanes)
+    next_start = np.empty(n_lanes, dtype=np.int64)
+    v = np.empty(n_lanes)
+    if t_len > 0:
+        _load(x, 0, anchor)
+    for j in range(n_lanes):
+        next_start[j] = ns[j]
+    for i in range(t_len):
+        _load(x, i, v)
+        for j in range(n_lanes):
+            n = ns[j]
+            if i < n - 1:
+                d = v[j] - anchor[j]
+                s1[j] += d
+                s2[j] += d * d
+                out[i, j] = NAN
+                continue
+            start = i - n + 1
+            if start == next_start[j]:
+                next_start[j] += n
+                anchor[j] = _at(x, start, j)
+                s1[j] = 0.0
+                s2[j] = 0.0
+                for q in range(start, i):
+                    d = _at(x, q, j) - anchor[j]
+                    s1[j] += d
+                    s2[j] += d * d
+            d = v[j] - anchor[j]
+            s1[j] += d
+            s2[j] += d * d
+            inv_n = 1.0 / n
+            mean1 = s1[j] * inv_n
+            var = s2[j] * inv_n - mean1 * mean1
+            old = _at(x, start, j) - anchor[j]
+            s1[j] -= old
+            s2[j] -= old * old
+            if var < EPS:
+                out[i, j] = 0.0
+            elif zscore == 0:
+                out[i, j] = math.sqrt(var)
+            else:
+                out[i, j] = (d - mean1) / math.sqrt(var)
