@@ -81,8 +81,8 @@ def main() -> int:
                 tags={ASSET_PARTITION_RANGE_START_TAG: "2001", ASSET_PARTITION_RANGE_END_TAG: str(args.last_year)})
             out = {}
             for h in settings.labels.horizons:
-                metrics = [json.loads((settings.reports_dir / "meta" / f"h{h}_{y}.json").read_text())
-                           for y in test_years if (settings.reports_dir / "meta" / f"h{h}_{y}.json").exists()]
+                metrics = [json.loads((settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json").read_text())
+                           for y in test_years if (settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json").exists()]
                 auc = np.array([m["auc"] for m in metrics if m.get("auc") is not None])
                 brier = np.array([m["brier"] for m in metrics])
                 ic = np.array([m["ic"] for m in metrics if m.get("ic") is not None])

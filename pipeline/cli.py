@@ -21,7 +21,9 @@ import argparse
 import sys
 
 from config.errors import InputDataError
+from config.experiments import experiment_tags
 from config.settings import SYMBOL_PATTERN, SettingsError, load_settings
+from pipeline.experiments import add_experiment_commands, take_experiment_flag, use_experiment
 from pipeline.stage_commands import add_stage_commands
 
 
@@ -85,9 +87,9 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     cfg = derived_settings(overrides, "grid-search")
     settings = load_settings(cfg)
     res = materialize(ALL_ASSETS, selection=["market_data", "trade_log", "grid_search"], instance=get_instance(), resources=build_resources(str(cfg)), raise_on_error=False,
-                      run_config=console_run_config())
+                      run_config=console_run_config(), tags=experiment_tags(settings))
     raise_if_failed(res, "grid_search_job")
-    report_path = settings.reports_dir / "grid_search" / "top10.json"
+    report_path = settings.stage_reports_dir("grid_search") / "top10.json"
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(report_path, args.out)
@@ -224,7 +226,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     cfg = derived_settings(overrides, "atc-scan") if overrides else config_path()
     settings = load_settings(cfg)
     res = materialize(ALL_ASSETS, selection=["atc_scan"], instance=get_instance(), resources=build_resources(str(cfg)),
-                      raise_on_error=False, run_config=console_run_config())
+                      raise_on_error=False, run_config=console_run_config(), tags=experiment_tags(settings))
     raise_if_failed(res, "atc_scan")
     table = DeltaStore(settings.data_dir).read("atc_scan")
     if args.out:
@@ -299,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline.cli", description="tradelab pipeline commands")
     ap.add_argument("--verbose", action="store_true", help="show Dagster's events of the runs on the console "
                     "(anywhere on the line; otherwise a failed run's events go to DAGSTER_HOME/logs/<run id>.log)")
+    ap.add_argument("--experiment", metavar="NAME", help="the named experiment of the command's models, reports and "
+                    "runs (anywhere on the line; default: settings `experiment`, else `default`)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp = sub.add_parser("symbols", help="register, list or remove the symbols partitions")
     sp.add_argument("action", choices=["sync", "list", "remove"])
@@ -350,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--dry-run", action="store_true", help="report what would be deleted, delete nothing")
     pr.set_defaults(func=_prune_runs)
     add_stage_commands(sub)
+    add_experiment_commands(sub)
     return ap
 
 
@@ -377,10 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     prepare_process()
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in argv
-    args = build_parser().parse_args([a for a in argv if a != "--verbose"])
+    try:
+        argv, experiment = take_experiment_flag([a for a in argv if a != "--verbose"])
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(argv)
     quiet_dagster(not verbose)
     fd2 = None if verbose else Fd2ToFile()
     try:
+        use_experiment(experiment, args.cmd)
         _print_runtime_line()
         return args.func(args)
     except BrokenPipeError:  # `... | head`: the reader has what it wanted

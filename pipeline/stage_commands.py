@@ -102,32 +102,55 @@ def parse_years(text: str | None, settings) -> list[int]:
 def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: str, per_year: bool = False) -> None:
     """Materialize year-partitioned `selection` for `years`: one run over the range, or one
     run per year in order (per_year: walk-forward stages whose year Y reads Y-1's output)."""
-    from dagster import materialize
     from tqdm import tqdm
 
+    from config.experiments import experiment_tags
     from pipeline.chain import year_range_tags
-    from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
 
     instance = get_instance()
+    job = stage_job(cfg, selection, desc)
+    tags = experiment_tags(load_settings(cfg))
     batches = [[y] for y in years] if per_year else [years]
     for batch in tqdm(batches, desc=desc, unit="run" if not per_year else "year", disable=len(batches) == 1):
-        res = materialize(ALL_ASSETS, selection=selection, instance=instance, resources=build_resources(str(cfg)),
-                          tags=year_range_tags(batch), raise_on_error=False,
-                          run_config=console_run_config())
+        res = job.execute_in_process(instance=instance, tags={**year_range_tags(batch), **tags}, raise_on_error=False,
+                                     run_config=console_run_config())
         raise_if_failed(res, f"{desc} {batch[0]}..{batch[-1]}")
 
 
+def stage_job(cfg: Path, selection: list[str], command: str):
+    """The year-partitioned `selection` as a job named after the command (`train_meta_job`,
+    `evaluate_job`, ...: the UI names the run, not `__ephemeral_asset_job__`), with the
+    resources of the settings file `cfg`."""
+    from dagster import Definitions, define_asset_job
+
+    from config.partitions import years_partitions
+    from pipeline.definitions import ALL_ASSETS, build_resources
+
+    name = command.replace("-", "_") + "_job"
+    job = define_asset_job(name, selection=selection, partitions_def=years_partitions,
+                           description=f"`pipeline.cli {command}`: {', '.join(selection)} of the selected years")
+    return Definitions(assets=ALL_ASSETS, jobs=[job], resources=build_resources(str(cfg))).resolve_job_def(name)
+
+
 def _cfg_and_settings(overrides: dict, name: str):
+    """The settings file of the command (derived when flags change settings) and its
+    settings; their experiment is frozen (config.experiments: a changed model setting under
+    a name with results stops here with one line)."""
+    from config.experiments import freeze_experiment
+
     cfg = derived_settings(overrides, name) if overrides else config_path()
-    return cfg, load_settings(cfg)
+    settings = load_settings(cfg)
+    freeze_experiment(settings)
+    return cfg, settings
 
 
 def cmd_build_features(args: argparse.Namespace) -> int:
     from dagster import Definitions
 
+    from config.experiments import experiment_tags
     from domain.sources import make_source
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
@@ -148,7 +171,8 @@ def cmd_build_features(args: argparse.Namespace) -> int:
     job = Definitions(assets=ALL_ASSETS, jobs=[historical_build_and_train],
                       resources=build_resources(str(cfg))).resolve_job_def("historical_build_and_train")
     print(f"build-features: {len(symbols)} symbols x {years[0]}..{years[-1]} ({cfg.name})", file=sys.stderr)
-    summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "cli"}, log_level="WARNING")
+    summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "cli", **experiment_tags(settings)},
+                            log_level="WARNING")
     for name, s in summary.items():
         print(f"{name:<14}{s.partitions:>8} partitions {s.rows:>10} rows {s.seconds:>8.2f} s")
     print(f"data: {settings.data_dir}")
@@ -184,7 +208,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
     hs = settings.meta.horizons or settings.labels.horizons
     for y in years:
         for h in hs:
-            path = settings.reports_dir / "meta" / f"h{h}_{y}.json"
+            path = settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json"
             if path.exists():
                 m = json.loads(path.read_text())
                 fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731  (no labelled rows yet)
@@ -197,7 +221,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     cfg, settings = _cfg_and_settings({"backtest": {"horizon": args.horizon}} if args.horizon else {}, "backtest")
     years = parse_years(args.years, settings)
     _materialize_years(cfg, ["backtest"], years, "backtest")
-    out = settings.reports_dir / "backtest"
+    out = settings.stage_reports_dir("backtest")
     overall = json.loads((out / "overall.json").read_text())
     if args.log:
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)
@@ -211,7 +235,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     cfg, settings = _cfg_and_settings({}, "evaluate")
     years = parse_years(args.years, settings)
     _materialize_years(cfg, ["evaluation"], years, "evaluate")
-    overall = json.loads((settings.reports_dir / "eval" / "overall.json").read_text())
+    overall = json.loads((settings.stage_reports_dir("evaluation") / "overall.json").read_text())
     for h in settings.labels.horizons:
         m = overall[f"h{h}"]
         print(f"h{h}: AUC {m['auc']} PR-AUC {m['pr_auc']} Brier {m['brier']} IC {m['ic']} n {m['n']} "
@@ -299,6 +323,7 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     import polars as pl
     from dagster import materialize
 
+    from config.experiments import experiment_tags
     from config.partitions import SYMBOLS
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
@@ -321,9 +346,9 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     print(f"strategy-search: {args.symbol}, {s.generations} generations x {s.population} ({cfg.name})", file=sys.stderr)
     res = materialize(ALL_ASSETS, selection=["strategy_search"], partition_key=args.symbol, instance=instance,
                       resources=build_resources(str(cfg)), raise_on_error=False,
-                      run_config=console_run_config())
+                      run_config=console_run_config(), tags=experiment_tags(settings))
     raise_if_failed(res, f"strategy_search {args.symbol}")
-    path = settings.reports_dir / "strategy_search" / f"front_{args.symbol}.json"
+    path = settings.stage_reports_dir("strategy_search") / f"front_{args.symbol}.json"
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, args.out)

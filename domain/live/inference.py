@@ -315,15 +315,21 @@ class InferenceSession:
                          "rejected_states": 0}
 
     # -- tables --------------------------------------------------------------------------
+    def store_of(self, asset: str) -> DeltaStore:
+        """The store holding `asset`: the experiment's own tables (lstm_model) or the shared ones."""
+        root = self.settings.table_root(asset)
+        return self.store if root == self.settings.data_dir else DeltaStore(root)
+
     def version(self, asset: str) -> int | None:
         """The asset's table version (None: no table): re-read only when the commit file
         after the version last seen exists (one or two stats on a warm call)."""
-        log = self.store.asset_dir(asset) / "_delta_log"
+        store = self.store_of(asset)
+        log = store.asset_dir(asset) / "_delta_log"
         known = self._versions.get(asset)
         if (known is not None and (log / f"{known:020d}.json").is_file()
                 and not (log / f"{known + 1:020d}.json").is_file()):
             return known
-        version = self.store.version(asset) if self.store.exists(asset) else None
+        version = store.version(asset) if store.exists(asset) else None
         self._versions[asset] = version
         return version
 
@@ -459,7 +465,7 @@ class InferenceSession:
         version = self.version(asset)
         hit = cache.get(year)
         if hit is None or hit[0] != version:
-            rows = (self.store.scan(asset, version=version).filter(pl.col("year") == year).collect()
+            rows = (self.store_of(asset).scan(asset, version=version).filter(pl.col("year") == year).collect()
                     if version is not None else None)
             hit = (version, build(rows) if rows is not None and rows.height else {})
             cache[year] = hit
