@@ -11,8 +11,8 @@ LSTM, the CV splits, the halo). Two experiments with the same hash build the sam
 
 `freeze_experiment(settings)` records `reports/<name>/experiment.json` (the name, the hash
 and those settings) on the first run of the experiment, and refuses (ExperimentFrozen, one
-line) a run whose hash differs once the experiment has results (any file under its reports
-or models folder besides the manifest). The first writer wins: the manifest is created with
+line) a run whose hash differs once the experiment has results (a file under its models
+folder or the reports of a model-dependent stage). The first writer wins: the manifest is created with
 a hard link of a complete temporary file, which fails when another process created it first.
 """
 
@@ -25,7 +25,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from config.settings import Settings, SettingsError
+from config.settings import EXPERIMENT_TABLES, Settings, SettingsError
 
 MANIFEST = "experiment.json"
 EXPERIMENT_TAG = "tradelab/experiment"
@@ -70,12 +70,11 @@ def read_manifest(folder: Path) -> dict | None:
 
 
 def has_results(settings: Settings) -> bool:
-    """Whether the experiment wrote anything: a file under its reports (the manifest aside)
-    or models folder."""
-    for folder in (settings.reports_dir, settings.models_dir):
-        if folder.is_dir() and any(p.is_file() and p.name != MANIFEST for p in folder.rglob("*")):
-            return True
-    return False
+    """Whether the experiment has results of its models: a file under its models folder or
+    under the report folder of a model-dependent stage (EXPERIMENT_TABLES, paper_trades).
+    Sidecars of the shared stages (raw_bars .. specialists) are no results."""
+    folders = [settings.models_dir, *(settings.reports_dir / s for s in (*EXPERIMENT_TABLES, "paper_trades"))]
+    return any(f.is_dir() and any(p.is_file() for p in f.rglob("*")) for f in folders)
 
 
 def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:

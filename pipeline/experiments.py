@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from config.settings import CONFIG_ENV, EXPERIMENT_PATTERN
+from config.settings import CONFIG_ENV, EXPERIMENT_PATTERN, LEGACY_REPORT_DIRS, STAGE_DIRS
 
 # Commands that launch Dagster runs (and so write under the experiment).
 RUN_COMMANDS = {"build-features", "train-lstm", "train-meta", "backtest", "evaluate", "build-all", "live-paper-trade",
@@ -47,6 +47,9 @@ def take_experiment_flag(argv: list[str]) -> tuple[list[str], str | None]:
             if not EXPERIMENT_PATTERN.match(name):
                 raise ValueError(f"--experiment {name!r}: not an experiment name; expected 1-64 letters, digits, "
                                  "'.', '_' or '-', starting with a letter or digit")
+            if name in STAGE_DIRS or name in LEGACY_REPORT_DIRS:
+                raise ValueError(f"--experiment {name!r}: the name of a stage's report folder; expected another "
+                                 "experiment name")
             continue
         out.append(arg)
     return out, name

@@ -100,7 +100,7 @@ def test_a_features_model_records_and_uses_the_feature_columns(features_store):
     else:  # the logistic coefficients of the features are not all zero
         coef = side["folds"][0]["coef"]
         assert any(abs(coef[f]) > 0 for f in FEATURE_NAMES)
-    report = json.loads((s.reports_dir / "meta" / f"h7_{LEARNED_YEAR}.json").read_text())
+    report = json.loads((s.stage_reports_dir("meta_model") / f"h7_{LEARNED_YEAR}.json").read_text())
     assert report["n"] > 200 and 0 <= report["auc"] <= 1
 
 

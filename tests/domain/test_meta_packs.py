@@ -96,7 +96,7 @@ def test_a_plugin_pack_in_meta_inputs_trains_scores_and_infers_live(plugin_store
     store = DeltaStore(s.data_dir)
     feats = store.read("features")
     assert feats["my_bb_pct_b20"].is_null().sum() == 0  # every partition rebuilt: no missing values
-    assert store.read("predictions").filter(pl.col("date").dt.year() == LEARNED_YEAR)["p_h7"].is_not_nan().mean() > 0.9
+    assert DeltaStore(s.experiment_data_dir).read("predictions").filter(pl.col("date").dt.year() == LEARNED_YEAR)["p_h7"].is_not_nan().mean() > 0.9
     day = dt.date(LEARNED_YEAR, 12, 1)
     one = InferenceSession(plugin_store).infer_one("BBB", day)
     stored = feats.filter((pl.col("symbol") == "BBB") & (pl.col("date") == one["date"]))["my_bb_pct_b20"].item()
