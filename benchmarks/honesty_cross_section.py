@@ -200,7 +200,7 @@ def main() -> int:
                 t = time.perf_counter()
                 run_cfg = {**base, "meta": {"inputs": inputs, "model": model, "seed": seed or 0}}
                 cfg.write_text(json.dumps(run_cfg))  # a rewritten file is read again (load_settings)
-                for d in (settings.models_dir, settings.stage_reports_dir("evaluation"), settings.stage_reports_dir("meta_model")):
+                for d in (settings.models_dir, settings.reports_dir):  # the experiment anew: its settings change
                     shutil.rmtree(d, ignore_errors=True)
                 run_years(["meta_model", "predictions", "evaluation"], args.first_test_year, args.last_year)
                 results[label][seed] = eval_figures(settings.reports_dir, test_years, horizons)

@@ -28,7 +28,7 @@ def _materialize(cfg, instance, selection):
 
 
 def _scan(cfg, asset):
-    return DeltaStore(read_settings(cfg).data_dir).scan(asset)
+    return DeltaStore(read_settings(cfg).table_root(asset)).scan(asset)
 
 
 def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equity_png(learned_copy, instance):

@@ -75,6 +75,7 @@ def plugin_store(learned_copy, monkeypatch):
     cfg = yaml.safe_load(learned_copy.read_text())
     cfg["features"] = {"plugins": ["my_research.features"]}
     cfg["meta"] = {"inputs": ["specialists", "my_research"], "model": "lightgbm"}
+    cfg["experiment"] = "my-research"  # other model settings: another experiment
     learned_copy.write_text(yaml.safe_dump(cfg))
     with instance_for_test() as inst:
         register_symbols(inst, LEARNED_SYMBOLS)
