@@ -127,7 +127,7 @@ def _paper_trade_demo(settings: Settings, instance) -> list[str]:
     built = ", ".join(f"{name} {s.partitions}" for name, s in summary.items())
     return [f"live              {bars.rows if bars else 0} bars of the current year in ({built} partitions), "
             f"latest bar {day}",
-            f"paper trading     {orders.height} order(s) for {day}; log {settings.stage_reports_dir("paper_trades") / "orders.jsonl"}"]
+            f"paper trading     {orders.height} order(s) for {day}; log {settings.stage_reports_dir('paper_trades') / 'orders.jsonl'}"]
 
 
 def _grid_search_demo(settings: Settings, defs, instance) -> str:

@@ -56,7 +56,7 @@ def store_copy(learned_store, tmp_path):
     src = read_settings(learned_store)
     root = tmp_path / "store"
     shutil.copytree(src.data_dir, root / "data")
-    shutil.copytree(src.models_dir, root / "models")
+    shutil.copytree(src.models_dir, root / "models" / src.experiment)
     data = yaml.safe_load(learned_store.read_text())
     data["paths"] = {"data": str(root / "data"), "reports": str(root / "reports"), "models": str(root / "models")}
     cfg = root / "settings.yaml"
