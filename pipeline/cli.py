@@ -63,13 +63,12 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     import yaml
-    from dagster import materialize
 
-    from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.jobs import grid_search_job
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
-    from pipeline.stage_commands import derived_settings
+    from pipeline.stage_commands import derived_settings, resolved_job
 
     gs = {k: v for k, v in {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}.items()
           if v is not None}  # only the flags given override the settings
@@ -86,8 +85,9 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     overrides = {"grid_search": gs, **({"device": args.backend} if args.backend != "auto" else {})}
     cfg = derived_settings(overrides, "grid-search")
     settings = load_settings(cfg)
-    res = materialize(ALL_ASSETS, selection=["market_data", "trade_log", "grid_search"], instance=get_instance(), resources=build_resources(str(cfg)), raise_on_error=False,
-                      run_config=console_run_config(), tags=experiment_tags(settings))
+    res = resolved_job(cfg, grid_search_job).execute_in_process(instance=get_instance(), raise_on_error=False,
+                                                                run_config=console_run_config(),
+                                                                tags=experiment_tags(settings))
     raise_if_failed(res, "grid_search_job")
     report_path = settings.stage_reports_dir("grid_search") / "top10.json"
     if args.out:
@@ -209,24 +209,22 @@ def _grid_data(args: argparse.Namespace) -> int:
 
 
 def _atc_scan(args: argparse.Namespace) -> int:
-    """Materialize `atc_scan` (flags become derived settings), then print the stored table."""
-    from dagster import materialize
-
+    """Materialize `atc_scan` (job atc_scan_job; flags become derived settings), then print the stored table."""
     from config.settings import config_path
     from domain.atc_scan import STATES
-    from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.jobs import atc_scan_job
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
-    from pipeline.stage_commands import derived_settings
+    from pipeline.stage_commands import derived_settings, resolved_job
     from resources.delta_store import DeltaStore
 
     atc = {k: v for k, v in {"scan_bars": args.bars, "robustness": args.robustness, "length": args.length}.items() if v}
     overrides = {**({"atc": atc} if atc else {}), **({"device": args.backend} if args.backend != "auto" else {})}
     cfg = derived_settings(overrides, "atc-scan") if overrides else config_path()
     settings = load_settings(cfg)
-    res = materialize(ALL_ASSETS, selection=["atc_scan"], instance=get_instance(), resources=build_resources(str(cfg)),
-                      raise_on_error=False, run_config=console_run_config(), tags=experiment_tags(settings))
+    res = resolved_job(cfg, atc_scan_job).execute_in_process(instance=get_instance(), raise_on_error=False,
+                                                             run_config=console_run_config(), tags=experiment_tags(settings))
     raise_if_failed(res, "atc_scan")
     table = DeltaStore(settings.data_dir).read("atc_scan")
     if args.out:

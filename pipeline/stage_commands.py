@@ -11,8 +11,11 @@
     strategy-search  the strategy_search asset of one symbol: NSGA-II over seller-exhaustion parameter sets
     infer            infer_one / infer_batch on the stored data (prints JSON)
 
-Each command runs `dagster.materialize` (in process, on DAGSTER_HOME's instance, so the UI
-shows the runs) over pipeline.definitions.ALL_ASSETS with a selection and partition tags.
+Each command runs a named job in process, on DAGSTER_HOME's instance (the UI shows the runs
+under the job's name, never `__ephemeral_asset_job__`): a job of pipeline.jobs, or for
+train-lstm, train-meta, backtest and evaluate the selected stages as a job named after the
+command (`train_meta_job`, ...), with partition tags and the experiment's run tags
+(config.experiments: `tradelab/experiment`, `tradelab/settings_hash`).
 Flags that change settings (--raw, --epochs, --horizon, ...) write a derived settings file
 of the invocation alone (`derived_settings`: a private temporary file, its relative paths made
 absolute) and run with it; the file in force is never modified.
@@ -120,19 +123,27 @@ def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: 
         raise_if_failed(res, f"{desc} {batch[0]}..{batch[-1]}")
 
 
+def resolved_job(cfg: Path, job):
+    """`job` (a job of pipeline.jobs) resolved with the resources of the settings file `cfg`:
+    a command's run carries the job's name in the UI."""
+    from dagster import Definitions
+
+    from pipeline.definitions import ALL_ASSETS, build_resources
+
+    return Definitions(assets=ALL_ASSETS, jobs=[job], resources=build_resources(str(cfg))).resolve_job_def(job.name)
+
+
 def stage_job(cfg: Path, selection: list[str], command: str):
     """The year-partitioned `selection` as a job named after the command (`train_meta_job`,
     `evaluate_job`, ...: the UI names the run, not `__ephemeral_asset_job__`), with the
     resources of the settings file `cfg`."""
-    from dagster import Definitions, define_asset_job
+    from dagster import define_asset_job
 
     from config.partitions import years_partitions
-    from pipeline.definitions import ALL_ASSETS, build_resources
 
-    name = command.replace("-", "_") + "_job"
-    job = define_asset_job(name, selection=selection, partitions_def=years_partitions,
+    job = define_asset_job(command.replace("-", "_") + "_job", selection=selection, partitions_def=years_partitions,
                            description=f"`pipeline.cli {command}`: {', '.join(selection)} of the selected years")
-    return Definitions(assets=ALL_ASSETS, jobs=[job], resources=build_resources(str(cfg))).resolve_job_def(name)
+    return resolved_job(cfg, job)
 
 
 def _cfg_and_settings(overrides: dict, name: str):
@@ -321,12 +332,11 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     `strategy_search` asset of partition SYMBOL, materialized through Dagster; the flags
     become derived settings (`strategy_search.*`)."""
     import polars as pl
-    from dagster import materialize
 
     from config.experiments import experiment_tags
     from config.partitions import SYMBOLS
-    from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.jobs import strategy_search_job
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
     from resources.delta_store import DeltaStore
@@ -344,9 +354,9 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
         instance.add_dynamic_partitions(SYMBOLS, [args.symbol])  # stored bars of an unregistered symbol
     s = settings.strategy_search
     print(f"strategy-search: {args.symbol}, {s.generations} generations x {s.population} ({cfg.name})", file=sys.stderr)
-    res = materialize(ALL_ASSETS, selection=["strategy_search"], partition_key=args.symbol, instance=instance,
-                      resources=build_resources(str(cfg)), raise_on_error=False,
-                      run_config=console_run_config(), tags=experiment_tags(settings))
+    res = resolved_job(cfg, strategy_search_job).execute_in_process(
+        partition_key=args.symbol, instance=instance, raise_on_error=False, run_config=console_run_config(),
+        tags=experiment_tags(settings))
     raise_if_failed(res, f"strategy_search {args.symbol}")
     path = settings.stage_reports_dir("strategy_search") / f"front_{args.symbol}.json"
     if args.out:

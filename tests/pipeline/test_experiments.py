@@ -42,6 +42,7 @@ def test_two_experiments_differing_in_calibration_keep_their_models_reports_and_
     for cfg, name in ((learned_copy, "isotonic"), (cfg_b, "sigmoid")):
         for command in ("train-meta", "evaluate", "backtest"):
             assert _cli(monkeypatch, cfg, [command, "--years", year, "--experiment", name]) == 0, (command, name)
+    assert _cli(monkeypatch, learned_copy, ["atc-scan", "--experiment", "isotonic"]) == 0
     capsys.readouterr()
 
     a = read_settings(learned_copy).model_copy(update={"experiment": "isotonic"})
@@ -61,9 +62,9 @@ def test_two_experiments_differing_in_calibration_keep_their_models_reports_and_
                                                                          "evaluation", "backtest"}
 
     runs = DagsterInstance.get().get_runs()
-    assert {r.job_name for r in runs} == {"train_meta_job", "evaluate_job", "backtest_job"}
+    assert {r.job_name for r in runs} == {"train_meta_job", "evaluate_job", "backtest_job", "atc_scan_job"}
     assert sorted((r.tags["tradelab/experiment"], r.tags["tradelab/settings_hash"]) for r in runs) == sorted(
-        [("isotonic", settings_hash(a))] * 3 + [("sigmoid", settings_hash(b))] * 3)
+        [("isotonic", settings_hash(a))] * 4 + [("sigmoid", settings_hash(b))] * 3)
 
     assert _cli(monkeypatch, learned_copy, ["compare", "isotonic", "sigmoid", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -82,7 +83,7 @@ def test_two_experiments_differing_in_calibration_keep_their_models_reports_and_
 
     # sigmoid calibration under the isotonic experiment's name: refused, nothing run
     assert _cli(monkeypatch, cfg_b, ["evaluate", "--years", year, "--experiment", "isotonic"]) == 2
-    assert len(DagsterInstance.get().get_runs()) == 6
+    assert len(DagsterInstance.get().get_runs()) == 7
 
 
 def _report(folder: Path, name: str, payload: dict) -> None:
