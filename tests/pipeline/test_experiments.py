@@ -58,8 +58,8 @@ def test_two_experiments_differing_in_calibration_keep_their_models_reports_and_
     pa, pb = (DeltaStore(s.experiment_data_dir).read("predictions", [LEARNED_YEAR])["p_h7"] for s in (a, b))
     assert pa.len() == pb.len() > 0 and not pa.equals(pb)  # the second experiment's table did not replace the first's
     # one folder per stage, named as the assets are; no eval/cv/meta pairs
-    assert {p.name for p in a.reports_dir.iterdir() if p.is_dir()} <= {"regime", "meta_model", "predictions",
-                                                                         "evaluation", "backtest"}
+    assert {p.name for p in a.reports_dir.iterdir() if p.is_dir()} == {"regime", "meta_model", "predictions",
+                                                                         "evaluation", "backtest", "atc_scan"}
 
     runs = DagsterInstance.get().get_runs()
     assert {r.job_name for r in runs} == {"train_meta_job", "evaluate_job", "backtest_job", "atc_scan_job"}
@@ -142,3 +142,16 @@ def test_migrate_reports_moves_the_layout_before_experiments_and_overwrites_noth
     assert sorted(p.name for p in old_reports.iterdir()) == ["default", "meta"]
     assert "moved 6 item(s) into experiment 'default'; 1 left in place" in capsys.readouterr().out
     assert not os.path.exists(old_reports / "eval")
+
+
+def test_vacuum_reaches_the_tables_of_every_experiment(tmp_path):
+    from pipeline.maintenance import vacuum_tables
+    from resources.delta_store import DeltaStore
+
+    frame = pl.DataFrame({"year": [2003], "horizon": [7], "auc": [0.6]})
+    for root in (tmp_path / "data", tmp_path / "data" / "experiments" / "tree"):
+        store = DeltaStore(root)
+        store.write_year("evaluation", 2003, frame)
+        store.write_year("evaluation", 2003, frame.with_columns(pl.lit(0.7).alias("auc")))  # the first file replaced
+    removed = vacuum_tables(tmp_path / "data", retention_hours=0)
+    assert removed == {"evaluation": 1, "experiments/tree/evaluation": 1}
