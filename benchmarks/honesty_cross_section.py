@@ -35,7 +35,7 @@ per configuration (meta.inputs x meta.model x meta.seed) meta_model, predictions
 evaluation for the test years (walk-forward: the model of year Y is trained on labels known
 before Y, from --train-from on). Nothing is tuned on this data: every setting is the
 project's default except the ones named here. The cross-sectional figures come from
-`reports/eval/<Y>.json` (domain.evaluation: days with at least evaluation.min_symbols_per_day
+`reports/<experiment>/evaluation/<Y>.json` (domain.evaluation: days with at least evaluation.min_symbols_per_day
 symbols, default 5 of the 20). The logistic meta model is deterministic (lbfgs on unshuffled
 purged folds; `meta.seed` changes nothing), so it runs once; lightgbm and hist_gbm run once
 per --seeds entry (`meta.seed`).

@@ -29,7 +29,7 @@ Contract (tests/domain/test_inference.py):
   symbol's whole stored history; kernels/streaming.py). Features equal
   `compute_features` over the whole history bit for bit; the stored `features` rows come
   from a halo of `halo.years` years and agree with them within float32 tolerance.
-* Walk-forward: the meta models of year(now) (`models/meta_h{H}_{Y}.joblib`, trained
+* Walk-forward: the meta models of year(now) (`models/<experiment>/meta_h{H}_{Y}.joblib`, trained
   before Y). A `now` inside year Y whose last bar is in Y therefore uses the same models
   as the batch predictions of that bar. No model of that year: NaN, model_year None (no
   fallback to an older model: the caller sees that the year's models are missing).
@@ -71,7 +71,7 @@ symbol for years Y-2..Y up to that date, as a single-year `regime` run would tag
 (the tagger only uses trailing windows). Values are cached per session.
 
 LSTM: when a meta model's features include the LSTM score, it is scored live on the
-latest sequence when the LSTM of year(bar date) exists (`models/lstm_h{H}_{Y}.pt` + JSON,
+latest sequence when the LSTM of year(bar date) exists (`models/<experiment>/lstm_h{H}_{Y}.pt` + JSON,
 H = lstm.horizon): the model is loaded once per year (`domain.learning.lstm.load_lstm`,
 reloaded when a file changes), the window is the symbol's last `seq_len` rows of the
 stored `features` table up to and including the bar (the live job builds it before
