@@ -155,3 +155,22 @@ def test_vacuum_reaches_the_tables_of_every_experiment(tmp_path):
         store.write_year("evaluation", 2003, frame.with_columns(pl.lit(0.7).alias("auc")))  # the first file replaced
     removed = vacuum_tables(tmp_path / "data", retention_hours=0)
     assert removed == {"evaluation": 1, "experiments/tree/evaluation": 1}
+
+
+def test_the_daemons_runs_carry_the_experiment_of_the_settings(instance, monkeypatch, make_settings):
+    import datetime as dt
+
+    from dagster import build_schedule_context
+
+    from config.experiments import settings_hash
+    from config.partitions import SYMBOLS
+    from config.settings import read_settings
+    from pipeline.schedules import nightly_rebuild
+
+    cfg = make_settings(experiment="momentum", years={"start": 2000, "end": None})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    when = dt.datetime(2024, 3, 5, 2, 0, tzinfo=dt.timezone.utc)
+    request = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert (request.tags["tradelab/experiment"], request.tags["tradelab/settings_hash"]) == (
+        "momentum", settings_hash(read_settings(cfg)))
