@@ -39,7 +39,7 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
     bt = settings.backtest
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "backtest", args=bt.model_dump()) as obs:
-        report = build_backtest(predictions, raw_bars, years, bt, settings.reports_dir / "backtest", log=context.log)
+        report = build_backtest(predictions, raw_bars, years, bt, settings.stage_reports_dir("backtest"), log=context.log)
         headline = report.headline()
         obs.extra["overall"] = headline
         obs.record(report.table)

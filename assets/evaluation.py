@@ -35,7 +35,7 @@ def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "evaluation") as obs:
         table, preview, images = build_evaluation(predictions, labels, settings.labels.horizons, years,
-                                                  settings.reports_dir / "eval",
+                                                  settings.stage_reports_dir("evaluation"),
                                                   settings.evaluation.min_symbols_per_day)
         obs.record(table)
     from domain.figures import evaluation_figures, rounded_tree

@@ -37,7 +37,7 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
         table, previews = build_meta_models(specialists, labels, regime, lstm_model, years, settings, log=context.log,
                                             features=features)
         obs.record(table)
-    plots = [settings.reports_dir / "meta" / f"calibration_h{h}_{y}.png" for y in years
+    plots = [settings.stage_reports_dir("meta_model") / f"calibration_h{h}_{y}.png" for y in years
              for h in (settings.meta.horizons or settings.labels.horizons)]
     images = [f"![{p.stem}](data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()})" for p in plots if p.exists()]
     from domain.figures import rounded_tree

@@ -52,7 +52,7 @@ def strategy_search(context: AssetExecutionContext, raw_bars: pl.LazyFrame, proj
     cfg = settings.strategy_search
     symbol = context.partition_key
     with observe(context, settings.reports_dir, "strategy_search", args=cfg.model_dump()) as obs:
-        run = search_symbol(raw_bars, symbol, cfg, settings.reports_dir / "strategy_search")
+        run = search_symbol(raw_bars, symbol, cfg, settings.stage_reports_dir("strategy_search"))
         obs.record(run.result.front)
         obs.extra.update({"bars": run.bars, "trials": run.result.trials.height, "evaluations": run.result.evaluations})
     res = run.result

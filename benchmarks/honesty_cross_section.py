@@ -35,7 +35,7 @@ per configuration (meta.inputs x meta.model x meta.seed) meta_model, predictions
 evaluation for the test years (walk-forward: the model of year Y is trained on labels known
 before Y, from --train-from on). Nothing is tuned on this data: every setting is the
 project's default except the ones named here. The cross-sectional figures come from
-`reports/eval/<Y>.json` (domain.evaluation: days with at least evaluation.min_symbols_per_day
+`reports/<experiment>/evaluation/<Y>.json` (domain.evaluation: days with at least evaluation.min_symbols_per_day
 symbols, default 5 of the 20). The logistic meta model is deterministic (lbfgs on unshuffled
 purged folds; `meta.seed` changes nothing), so it runs once; lightgbm and hist_gbm run once
 per --seeds entry (`meta.seed`).
@@ -107,10 +107,10 @@ def degeneracy(store, symbols: list[str], years: list[int]) -> list[dict]:
 
 
 def eval_figures(reports: Path, years: list[int], horizons: list[int]) -> dict:
-    """{scope: {h: {rank_ic, icir, long_short_sharpe, days_used}}} from reports/eval/."""
+    """{scope: {h: {rank_ic, icir, long_short_sharpe, days_used}}} from reports/<experiment>/evaluation/."""
     out = {}
     for scope in [str(y) for y in years] + ["overall"]:
-        path = reports / "eval" / f"{scope}.json"
+        path = reports / "evaluation" / f"{scope}.json"
         if not path.exists():
             continue
         rep = json.loads(path.read_text())
@@ -200,7 +200,7 @@ def main() -> int:
                 t = time.perf_counter()
                 run_cfg = {**base, "meta": {"inputs": inputs, "model": model, "seed": seed or 0}}
                 cfg.write_text(json.dumps(run_cfg))  # a rewritten file is read again (load_settings)
-                for d in (settings.models_dir, settings.reports_dir / "eval", settings.reports_dir / "meta"):
+                for d in (settings.models_dir, settings.reports_dir):  # the experiment anew: its settings change
                     shutil.rmtree(d, ignore_errors=True)
                 run_years(["meta_model", "predictions", "evaluation"], args.first_test_year, args.last_year)
                 results[label][seed] = eval_figures(settings.reports_dir, test_years, horizons)

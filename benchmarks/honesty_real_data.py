@@ -53,7 +53,10 @@ def main() -> int:
         _, settings, instance = configured_instance(tmp, base)
         from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-        from pipeline.definitions import defs
+        from dagster import Definitions
+
+        from config.settings import read_settings
+        from pipeline.definitions import ALL_ASSETS, build_resources, defs
         from pipeline.runs import run_rectangle
 
         years = list(range(1999, args.last_year + 1))
@@ -64,11 +67,9 @@ def main() -> int:
         per_seed = []  # per seed: {h: (n, auc[], brier[], ic[], base_brier)}
         for seed in seeds:
             if seed is not None:  # the LSTM of this seed for every year, before the meta models
-                import shutil
-
                 seed_cfg = tmp / f"settings_seed{seed}.yaml"  # settings are cached per file: one file per seed
-                seed_cfg.write_text(json.dumps({**base, "lstm": {**base["lstm"], "seed": seed}}))
-                shutil.rmtree(settings.data_dir / "lstm_model", ignore_errors=True)
+                # each seed is its own experiment (its LSTM, meta models, predictions and reports)
+                seed_cfg.write_text(json.dumps({**base, "experiment": f"seed{seed}", "lstm": {**base["lstm"], "seed": seed}}))
                 from dagster import materialize
 
                 from pipeline.definitions import ALL_ASSETS, build_resources
@@ -76,13 +77,16 @@ def main() -> int:
                 for y in range(args.lstm_from, args.last_year + 1):  # walk-forward, in order
                     assert materialize(ALL_ASSETS, selection=["lstm_model"], instance=instance, run_config=quiet,
                                        resources=build_resources(str(seed_cfg)), partition_key=str(y)).success
-            defs.resolve_job_def("yearly_stages").execute_in_process(
+            run_settings = settings if seed is None else read_settings(seed_cfg)
+            run_defs = defs if seed is None else Definitions(assets=ALL_ASSETS, jobs=defs.jobs, executor=defs.executor,
+                                                             resources=build_resources(str(seed_cfg)))
+            run_defs.resolve_job_def("yearly_stages").execute_in_process(
                 instance=instance, run_config=quiet,
                 tags={ASSET_PARTITION_RANGE_START_TAG: "2001", ASSET_PARTITION_RANGE_END_TAG: str(args.last_year)})
             out = {}
             for h in settings.labels.horizons:
-                metrics = [json.loads((settings.reports_dir / "meta" / f"h{h}_{y}.json").read_text())
-                           for y in test_years if (settings.reports_dir / "meta" / f"h{h}_{y}.json").exists()]
+                metrics = [json.loads((run_settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json").read_text())
+                           for y in test_years if (run_settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json").exists()]
                 auc = np.array([m["auc"] for m in metrics if m.get("auc") is not None])
                 brier = np.array([m["brier"] for m in metrics])
                 ic = np.array([m["ic"] for m in metrics if m.get("ic") is not None])
@@ -90,7 +94,7 @@ def main() -> int:
                 out[h] = (len(metrics), auc, brier, ic, np.mean(rate * (1 - rate)))
             lstm_used = [h for h in settings.labels.horizons
                          if any("lstm_score" in json.loads(p.read_text())["features"]
-                                for p in (settings.models_dir).glob(f"meta_h{h}_*.json"))]
+                                for p in (run_settings.models_dir).glob(f"meta_h{h}_*.json"))]
             per_seed.append((seed, out, lstm_used))
         rows = [(h, *per_seed[0][1][h]) for h in settings.labels.horizons]
     lines = [f"### Honesty on real data: meta model out of sample (GOOG, SP500, NASDAQ) ({dt.date.today()})", "",

@@ -32,6 +32,18 @@ DEFAULT_CONFIG = PROJECT_ROOT / "dagster_project.yaml"
 CONFIG_ENV = "PIPELINE_CONFIG"
 
 SYMBOL_PATTERN = re.compile(r"^[A-Z0-9._-]{1,16}$")
+EXPERIMENT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# Report folders are named as the assets are (reports/<experiment>/<stage>/); a stage's
+# per-materialization sidecars (domain.observe) go to its `runs/` subfolder.
+STAGE_DIRS = ("raw_bars", "features", "labels", "specialists", "regime", "cv_report", "meta_model", "predictions",
+              "backtest", "evaluation", "paper_trades", "lstm_model", "atc_scan", "market_data", "trade_log",
+              "grid_search", "strategy_search")
+# Report folders of the layout before experiments whose name was not the asset's
+# (pipeline migrate-reports moves them); no experiment may take a stage's or these names.
+LEGACY_REPORT_DIRS = {"eval": "evaluation", "cv": "cv_report", "meta": "meta_model", "paper": "paper_trades"}
+# The tables that depend on an experiment's models (pipeline.experiments): stored per
+# experiment under paths.data/experiments/<experiment>/; every other table is shared.
+EXPERIMENT_TABLES = ("lstm_model", "cv_report", "meta_model", "predictions", "backtest", "evaluation")
 
 
 class SettingsError(ValueError):
@@ -405,6 +417,9 @@ class StrategySearchSettings(_Model):
 
 
 class Settings(_Model):
+    # The named experiment its models and reports belong to: reports/<experiment>/<stage>/,
+    # models/<experiment>/ (pipeline.experiments; CLI --experiment NAME)
+    experiment: str = "default"
     paths: Paths = Paths()
     years: Years = Years()
     universe: Universe = Universe()
@@ -432,6 +447,16 @@ class Settings(_Model):
     # Where the file was read from; relative paths resolve against its folder.
     root: Path = Field(PROJECT_ROOT, exclude=True)
 
+    @field_validator("experiment")
+    @classmethod
+    def _experiment_name(cls, v: str) -> str:
+        if not EXPERIMENT_PATTERN.match(v):
+            raise ValueError(f"{v!r} is not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
+                             "starting with a letter or digit")
+        if v in STAGE_DIRS or v in LEGACY_REPORT_DIRS:
+            raise ValueError(f"{v!r} is the name of a stage's report folder; expected another experiment name")
+        return v
+
     @model_validator(mode="after")
     def _consistent(self) -> "Settings":
         pairs = [("backtest.horizon", self.backtest.horizon), ("lstm.horizon", self.lstm.horizon)]
@@ -458,12 +483,40 @@ class Settings(_Model):
         return self.resolve(self.paths.data)
 
     @property
-    def reports_dir(self) -> Path:
+    def reports_root(self) -> Path:
+        """paths.reports: the folder holding one folder per experiment."""
         return self.resolve(self.paths.reports)
 
     @property
-    def models_dir(self) -> Path:
+    def models_root(self) -> Path:
+        """paths.models: the folder holding one folder per experiment."""
         return self.resolve(self.paths.models)
+
+    @property
+    def reports_dir(self) -> Path:
+        """The experiment's reports: paths.reports/<experiment>/ (one folder per stage below)."""
+        return self.reports_root / self.experiment
+
+    @property
+    def models_dir(self) -> Path:
+        """The experiment's models: paths.models/<experiment>/."""
+        return self.models_root / self.experiment
+
+    @property
+    def experiment_data_dir(self) -> Path:
+        """The folder of the experiment's own tables (EXPERIMENT_TABLES): paths.data/experiments/<experiment>/."""
+        return self.data_dir / "experiments" / self.experiment
+
+    def table_root(self, asset: str) -> Path:
+        """The DeltaStore root that holds `asset`'s table: the experiment's folder for
+        EXPERIMENT_TABLES, paths.data for the shared ones."""
+        return self.experiment_data_dir if asset in EXPERIMENT_TABLES else self.data_dir
+
+    def stage_reports_dir(self, stage: str) -> Path:
+        """The reports of one stage, named as its asset: reports/<experiment>/<stage>/."""
+        if stage not in STAGE_DIRS:
+            raise ValueError(f"{stage!r} is not a stage; expected one of {', '.join(STAGE_DIRS)}")
+        return self.reports_dir / stage
 
     def demo_years(self) -> list[int]:
         return self.demo.years or self.years.all()

@@ -9,7 +9,7 @@ One run computes the whole stored span once (the weights carry from one year int
 then stores the daily rows of each requested year Y: date, net_return, gross_return,
 turnover, cost, equity (equity of the whole span, 1.0 before its first day), positions,
 gross_exposure (sum of |w| held) and max_abs_weight (largest |w| among the symbols traded that day).
-Reports (reports/backtest/): `year_<Y>.json` (the year's statistics: CAGR, Sharpe, max drawdown,
+Reports (reports/<experiment>/backtest/): `year_<Y>.json` (the year's statistics: CAGR, Sharpe, max drawdown,
 turnover, ...), `overall.json` (the whole span), `equity.png`, and `daily.jsonl`, the day log
 written by an asynchronous batched writer between numba chunks (never inside the loop).
 """

@@ -14,7 +14,7 @@ H-day return), and the turnover of the top and bottom decile portfolios. Only da
 least `evaluation.min_symbols_per_day` symbols having a prediction and a realised return
 count; the report says how many days were left out, and when all were, says so (`note`)
 and gives null figures. Scopes: each requested year Y, and `overall` (every stored
-prediction year). Reports under reports/eval/: `<Y>.json`, `overall.json` (with the daily
+prediction year). Reports under reports/<experiment>/evaluation/: `<Y>.json`, `overall.json` (with the daily
 series), PNGs `reliability_h{H}_<scope>.png`, `ic_h{H}_<scope>.png` (cumulative IC),
 `long_short_h{H}_<scope>.png`, `deciles_h{H}_<scope>.png`.
 The stored table (year partition): one row per horizon with the headline metrics.

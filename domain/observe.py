@@ -2,8 +2,8 @@
 
 `observe(context, reports_dir, stage)` wraps a stage's work. On exit it records on the
 output: rows, bytes (in memory), seconds, peak RSS MB, dtypes, partitions; and writes
-`reports/<stage>/<partition>.json` with git_sha, cmd, args, timings, rss_mb, rows and
-partition. Sidecars are written atomically, like the data.
+`reports/<experiment>/<stage>/runs/<partition>.json` (runs/: apart from the stage's own
+reports) with git_sha, cmd, args, timings, rss_mb, rows and partition. Sidecars are written atomically, like the data.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
 
 
 def write_sidecar(reports_dir: Path, stage: str, partition: str, **fields: Any) -> Path:
-    """reports/<stage>/<partition>.json with the repro fields every report carries."""
+    """reports/<experiment>/<stage>/runs/<partition>.json with the repro fields every report carries."""
     payload = {
         "stage": stage,
         "partition": partition,
@@ -79,7 +79,7 @@ def write_sidecar(reports_dir: Path, stage: str, partition: str, **fields: Any) 
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **fields,
     }
-    return write_json_atomic(reports_dir / stage / f"{safe_name(partition)}.json", payload)
+    return write_json_atomic(reports_dir / stage / "runs" / f"{safe_name(partition)}.json", payload)
 
 
 def safe_name(label: str) -> str:

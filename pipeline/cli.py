@@ -21,7 +21,9 @@ import argparse
 import sys
 
 from config.errors import InputDataError
+from config.experiments import experiment_tags
 from config.settings import SYMBOL_PATTERN, SettingsError, load_settings
+from pipeline.experiments import add_experiment_commands, take_experiment_flag, use_experiment
 from pipeline.stage_commands import add_stage_commands
 
 
@@ -61,13 +63,12 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     import yaml
-    from dagster import materialize
 
-    from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.jobs import grid_search_job
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
-    from pipeline.stage_commands import derived_settings
+    from pipeline.stage_commands import derived_settings, resolved_job
 
     gs = {k: v for k, v in {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}.items()
           if v is not None}  # only the flags given override the settings
@@ -84,10 +85,11 @@ def _grid_search_assets(args: argparse.Namespace) -> int:
     overrides = {"grid_search": gs, **({"device": args.backend} if args.backend != "auto" else {})}
     cfg = derived_settings(overrides, "grid-search")
     settings = load_settings(cfg)
-    res = materialize(ALL_ASSETS, selection=["market_data", "trade_log", "grid_search"], instance=get_instance(), resources=build_resources(str(cfg)), raise_on_error=False,
-                      run_config=console_run_config())
+    res = resolved_job(cfg, grid_search_job).execute_in_process(instance=get_instance(), raise_on_error=False,
+                                                                run_config=console_run_config(),
+                                                                tags=experiment_tags(settings))
     raise_if_failed(res, "grid_search_job")
-    report_path = settings.reports_dir / "grid_search" / "top10.json"
+    report_path = settings.stage_reports_dir("grid_search") / "top10.json"
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(report_path, args.out)
@@ -207,24 +209,22 @@ def _grid_data(args: argparse.Namespace) -> int:
 
 
 def _atc_scan(args: argparse.Namespace) -> int:
-    """Materialize `atc_scan` (flags become derived settings), then print the stored table."""
-    from dagster import materialize
-
+    """Materialize `atc_scan` (job atc_scan_job; flags become derived settings), then print the stored table."""
     from config.settings import config_path
     from domain.atc_scan import STATES
-    from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.jobs import atc_scan_job
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
-    from pipeline.stage_commands import derived_settings
+    from pipeline.stage_commands import derived_settings, resolved_job
     from resources.delta_store import DeltaStore
 
     atc = {k: v for k, v in {"scan_bars": args.bars, "robustness": args.robustness, "length": args.length}.items() if v}
     overrides = {**({"atc": atc} if atc else {}), **({"device": args.backend} if args.backend != "auto" else {})}
     cfg = derived_settings(overrides, "atc-scan") if overrides else config_path()
     settings = load_settings(cfg)
-    res = materialize(ALL_ASSETS, selection=["atc_scan"], instance=get_instance(), resources=build_resources(str(cfg)),
-                      raise_on_error=False, run_config=console_run_config())
+    res = resolved_job(cfg, atc_scan_job).execute_in_process(instance=get_instance(), raise_on_error=False,
+                                                             run_config=console_run_config(), tags=experiment_tags(settings))
     raise_if_failed(res, "atc_scan")
     table = DeltaStore(settings.data_dir).read("atc_scan")
     if args.out:
@@ -299,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline.cli", description="tradelab pipeline commands")
     ap.add_argument("--verbose", action="store_true", help="show Dagster's events of the runs on the console "
                     "(anywhere on the line; otherwise a failed run's events go to DAGSTER_HOME/logs/<run id>.log)")
+    ap.add_argument("--experiment", metavar="NAME", help="the named experiment of the command's models, reports and "
+                    "runs (anywhere on the line; default: settings `experiment`, else `default`)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp = sub.add_parser("symbols", help="register, list or remove the symbols partitions")
     sp.add_argument("action", choices=["sync", "list", "remove"])
@@ -350,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--dry-run", action="store_true", help="report what would be deleted, delete nothing")
     pr.set_defaults(func=_prune_runs)
     add_stage_commands(sub)
+    add_experiment_commands(sub)
     return ap
 
 
@@ -377,11 +380,17 @@ def main(argv: list[str] | None = None) -> int:
     prepare_process()
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in argv
-    args = build_parser().parse_args([a for a in argv if a != "--verbose"])
+    try:
+        argv, experiment = take_experiment_flag([a for a in argv if a != "--verbose"])
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(argv)
     quiet_dagster(not verbose)
     FAILED_CHECKS.clear()  # the results block counts this command's failed checks
     fd2 = None if verbose else Fd2ToFile()
     try:
+        use_experiment(experiment, args.cmd)
         _print_runtime_line()
         return args.func(args)
     except BrokenPipeError:  # `... | head`: the reader has what it wanted

@@ -50,7 +50,7 @@ def build_resources(settings_path: str | None = None) -> dict:
     return {
         "project": ProjectResource(config_path=str(settings_path or config_path())),
         "compute": ComputeResource(device=settings.device, threads_per_worker=settings.threads_per_worker),
-        "io_manager": DeltaTableIOManager(base_dir=str(settings.data_dir)),
+        "io_manager": DeltaTableIOManager(base_dir=str(settings.data_dir), experiment_dir=str(settings.experiment_data_dir)),
     }
 
 

@@ -26,7 +26,7 @@ def _headline(settings: Settings, years: list[int]) -> list[str]:
     from pipeline.results import results_lines
 
     lines = results_lines(settings, years, stages=("evaluation", "backtest"))
-    gs = settings.reports_dir / "grid_search" / "top10.json"
+    gs = settings.stage_reports_dir("grid_search") / "top10.json"
     if gs.exists():
         g = json.loads(gs.read_text())
         rows = [r for r in g.get("overfitting", {}).get("in_out_of_sample", []) if r["source"] == "in_sample_top"]
@@ -47,7 +47,7 @@ def _cv_summary(settings: Settings, year: int) -> str:
 
     parts, symbols = [], "n/a"
     for h in settings.labels.horizons:
-        path = settings.reports_dir / "cv" / f"h{h}" / f"{year}.json"
+        path = settings.stage_reports_dir("cv_report") / f"h{h}" / f"{year}.json"
         if not path.exists():
             continue
         report = json.loads(path.read_text())
@@ -66,7 +66,7 @@ def _meta_summary(settings: Settings, year: int) -> str:
 
     parts = []
     for h in settings.labels.horizons:
-        path = settings.reports_dir / "meta" / f"h{h}_{year}.json"
+        path = settings.stage_reports_dir("meta_model") / f"h{h}_{year}.json"
         if path.exists():
             m = json.loads(path.read_text())
             auc = f"{m['auc']:.3f}" if m.get("auc") is not None else "n/a"
@@ -93,13 +93,13 @@ def _paper_trade_demo(settings: Settings, instance) -> list[str]:
 
     summary, res = run_live(instance)
     orders = res.output_for_node("paper_trades")
-    runs = [json.loads(x) for x in (settings.reports_dir / "paper" / "orders.jsonl").read_text().splitlines()]
+    runs = [json.loads(x) for x in (settings.stage_reports_dir("paper_trades") / "orders.jsonl").read_text().splitlines()]
     day = next((r["now"][:10] for r in reversed(runs) if "orders" in r), "?")
     bars = summary.get("raw_bars")
     built = ", ".join(f"{name} {s.partitions}" for name, s in summary.items())
     return [f"live              {bars.rows if bars else 0} bars of the current year in ({built} partitions), "
             f"latest bar {day}",
-            f"paper trading     {orders.height} order(s) for {day}; log {settings.reports_dir / 'paper' / 'orders.jsonl'}"]
+            f"paper trading     {orders.height} order(s) for {day}; log {settings.stage_reports_dir('paper_trades') / 'orders.jsonl'}"]
 
 
 def _grid_search_demo(settings: Settings, defs, instance) -> str:
@@ -116,7 +116,7 @@ def _grid_search_demo(settings: Settings, defs, instance) -> str:
         generate_grid_data(market.parent, days=3)
     job = defs.resolve_job_def("grid_search_job")
     job.execute_in_process(instance=instance, run_config=console_run_config())
-    report = json.loads((settings.reports_dir / "grid_search" / "top10.json").read_text())
+    report = json.loads((settings.stage_reports_dir("grid_search") / "top10.json").read_text())
     w = report["top"][0]
     return (f"grid search       {report['combinations']:,} combinations x {report['trades']:,} trades in "
             f"{report['seconds']:.2f} s; winner: volatility>={w['volatility']:g} ratio>={w['ratio']:g} "

@@ -27,7 +27,8 @@ def run_live(instance, now: str | None = None, log_level: str = "WARNING", setti
     paper_trades result)."""
     from dagster import Definitions
 
-    from config.settings import config_path
+    from config.experiments import experiment_tags
+    from config.settings import config_path, load_settings
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.jobs import historical_build_and_train, live_paper_trade
     from pipeline.run_report import console_run_config
@@ -40,10 +41,11 @@ def run_live(instance, now: str | None = None, log_level: str = "WARNING", setti
     if not symbols:
         raise ValueError("live-paper-trade: no symbols registered: run `python -m pipeline.cli symbols sync` first")
     year = latest_year((dt.datetime.fromisoformat(now) if now else dt.datetime.now()).year)
+    tags = experiment_tags(load_settings(settings_path))
     summary = run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, symbols, [year],
-                            tags={LIVE_TAG: "1"}, log_level=log_level)
+                            tags={LIVE_TAG: "1", **tags}, log_level=log_level)
     config = {**console_run_config("INFO"), **({"ops": {"paper_trades": {"config": {"now": now}}}} if now else {})}
     result = defs.resolve_job_def("live_paper_trade").execute_in_process(instance=instance, run_config=config,
-                                                                          raise_on_error=False)
+                                                                          raise_on_error=False, tags=tags)
     raise_if_failed(result, "live_paper_trade")
     return summary, result

@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dagster import (
     DefaultScheduleStatus,
@@ -45,10 +46,15 @@ def vacuum_tables(data_dir, retention_hours: int) -> dict[str, int]:
     retention (168 h) its check is switched off: the setting is the user's decision."""
     from resources.delta_store import MIN_RETENTION_HOURS, DeltaStore
 
-    store = DeltaStore(data_dir)
     enforce = retention_hours >= MIN_RETENTION_HOURS
-    return {asset: len(store.vacuum(asset, retention_hours=retention_hours, enforce_retention_duration=enforce))
-            for asset in store.assets()}
+    removed: dict[str, int] = {}
+    # the shared tables, then each experiment's own (data/experiments/<name>/<asset>)
+    for root in [Path(data_dir), *sorted(p for p in (Path(data_dir) / "experiments").glob("*") if p.is_dir())]:
+        store, prefix = DeltaStore(root), "" if root == Path(data_dir) else f"experiments/{root.name}/"
+        for asset in store.assets():
+            removed[prefix + asset] = len(store.vacuum(asset, retention_hours=retention_hours,
+                                                       enforce_retention_duration=enforce))
+    return removed
 
 
 @op(description="DeltaStore.vacuum on every table under paths.data (retention: storage.vacuum_retention_hours)")

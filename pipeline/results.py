@@ -25,14 +25,6 @@ from pathlib import Path
 from config.settings import Settings
 
 STAGES = ("meta_model", "evaluation", "backtest")
-# the report folder of each stage under settings.reports_dir: the one place that names them
-REPORT_DIRS = {"meta_model": "meta", "evaluation": "eval", "backtest": "backtest"}
-
-
-def report_dir(settings: Settings, stage: str) -> Path:
-    return settings.reports_dir / REPORT_DIRS[stage]
-
-
 class Unreadable(str):
     """Why a report could not be read: one line naming the file and what was expected."""
 
@@ -94,7 +86,7 @@ def _meta_lines(settings: Settings, years: list[int]) -> list[str]:
     range of the years' AUCs)."""
     lines = []
     for h in settings.meta.horizons or settings.labels.horizons:
-        read = [_read(report_dir(settings, "meta_model") / f"h{h}_{y}.json") for y in years]
+        read = [_read(settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json") for y in years]
         bad = [r for r in read if isinstance(r, Unreadable)]
         if bad:
             lines += _unreadable(f"meta h{h}", bad[0], "train-meta")
@@ -113,7 +105,7 @@ def _meta_lines(settings: Settings, years: list[int]) -> list[str]:
 
 
 def _evaluation_lines(settings: Settings, years: list[int]) -> list[str]:
-    report = _read(report_dir(settings, "evaluation") / "overall.json")
+    report = _read(settings.stage_reports_dir("evaluation") / "overall.json")
     if report is None:
         return [f"{'evaluation':<18}n/a (no report: run evaluate)"]
     if isinstance(report, Unreadable):
@@ -132,7 +124,7 @@ def _evaluation_lines(settings: Settings, years: list[int]) -> list[str]:
 
 
 def _backtest_lines(settings: Settings) -> list[str]:
-    b = _read(report_dir(settings, "backtest") / "overall.json")
+    b = _read(settings.stage_reports_dir("backtest") / "overall.json")
     if b is None:
         return [f"{'backtest':<18}n/a (no report: run backtest)"]
     if isinstance(b, Unreadable):
@@ -144,12 +136,12 @@ def _backtest_lines(settings: Settings) -> list[str]:
 
 def _figure_paths(settings: Settings, stages) -> list[str]:
     paths = []
-    if "meta_model" in stages and any(report_dir(settings, "meta_model").glob("calibration_h*.png")):
-        paths.append(str(report_dir(settings, "meta_model") / "calibration_h*_<year>.png"))
-    if "evaluation" in stages and any(report_dir(settings, "evaluation").glob("*_overall.png")):
-        paths.append(str(report_dir(settings, "evaluation") / "{reliability,ic,long_short,deciles}_h*_overall.png"))
-    if "backtest" in stages and (report_dir(settings, "backtest") / "equity.png").exists():
-        paths.append(str(report_dir(settings, "backtest") / "equity.png"))
+    if "meta_model" in stages and any(settings.stage_reports_dir("meta_model").glob("calibration_h*.png")):
+        paths.append(str(settings.stage_reports_dir("meta_model") / "calibration_h*_<year>.png"))
+    if "evaluation" in stages and any(settings.stage_reports_dir("evaluation").glob("*_overall.png")):
+        paths.append(str(settings.stage_reports_dir("evaluation") / "{reliability,ic,long_short,deciles}_h*_overall.png"))
+    if "backtest" in stages and (settings.stage_reports_dir("backtest") / "equity.png").exists():
+        paths.append(str(settings.stage_reports_dir("backtest") / "equity.png"))
     return paths
 
 

@@ -69,6 +69,8 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
     from dagster import Definitions, materialize
     from tqdm import tqdm
 
+    from config.experiments import experiment_tags
+    from config.settings import load_settings
     from pipeline.definitions import ALL_ASSETS, build_resources, defs
 
     if settings_path is not None:
@@ -77,7 +79,7 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
 
     run_config = console_run_config(log_level)
     yearly = sorted(yearly_years or years)
-    tags = tags or {}
+    tags = {**experiment_tags(load_settings(settings_path)), **(tags or {})}
     steps = [("historical_build_and_train", years)]
     if min(yearly) > min(years):  # the meta models of `yearly` train on earlier rows: tag their regimes too
         steps.append(("regime", years))

@@ -18,6 +18,7 @@ from dagster import (
     schedule,
 )
 
+from config.experiments import experiment_tags
 from config.partitions import SYMBOLS, make_key, range_tags
 from config.settings import load_settings
 from pipeline.chain import LIVE_TAG
@@ -46,7 +47,8 @@ def nightly_rebuild(context: ScheduleEvaluationContext):
     years = [year - 1, year] if when.month == 1 and year - 1 >= load_settings().years.start else [year]
     return RunRequest(
         run_key=f"nightly:{when:%Y-%m-%d}",
-        tags=range_tags(make_key(symbols[0], years[0]), make_key(symbols[-1], years[-1])),
+        tags={**range_tags(make_key(symbols[0], years[0]), make_key(symbols[-1], years[-1])),
+              **experiment_tags(load_settings())},
     )
 
 
@@ -69,7 +71,8 @@ def live_after_close(context: ScheduleEvaluationContext):
         return SkipReason("no symbols registered: run `python -m pipeline.cli symbols sync` or enable the sensor")
     year = latest_year(when.year)
     return RunRequest(run_key=f"live:{when:%Y-%m-%d}",
-                      tags={**range_tags(make_key(symbols[0], year), make_key(symbols[-1], year)), LIVE_TAG: "1"})
+                      tags={**range_tags(make_key(symbols[0], year), make_key(symbols[-1], year)), LIVE_TAG: "1",
+                            **experiment_tags(load_settings())})
 
 
 def exchange_calendar():

@@ -33,6 +33,7 @@ from dagster import (
 )
 
 from config.errors import InputDataError
+from config.experiments import EXPERIMENT_TAG, HASH_TAG, experiment_tags
 from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions, years_partitions
 from config.settings import load_settings
 from pipeline.chain import LIVE_TAG, follow_ups, run_years, year_range_tags
@@ -60,7 +61,8 @@ def symbols_run_request(block: list[str], first_year: int, last_year: int, finge
     digest = hashlib.sha1(json.dumps({s: fingerprints[s] for s in block}, sort_keys=True).encode()).hexdigest()[:16]
     return RunRequest(
         run_key=f"symbols:{block[0]}..{block[-1]}:{len(block)}:{digest}",
-        tags=range_tags(make_key(block[0], first_year), make_key(block[-1], last_year)),
+        tags={**range_tags(make_key(block[0], first_year), make_key(block[-1], last_year)),
+              **experiment_tags(load_settings())},
     )
 
 
@@ -150,6 +152,8 @@ def build_chain_sensor(context: RunStatusSensorContext):
     retry_tag = {RETRIED_TAG: ",".join(map(str, retried))} if retried else {}
     requests = [RunRequest(run_key=f"chain:{run.run_id}:{step.job}", job_name=step.job,
                            tags={**step.tags, "tradelab/after": run.run_id, CHAIN_TAG: "1",
+                                 # the follow-ups belong to the build's experiment
+                                 **{k: v for k, v in run.tags.items() if k in (EXPERIMENT_TAG, HASH_TAG)},
                                  **(retry_tag if step.job == "yearly_stages" else {})}) for step in steps.values()]
     return requests or SkipReason(f"{run.job_name} run {run.run_id} covered no years")
 

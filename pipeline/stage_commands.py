@@ -11,8 +11,11 @@
     strategy-search  the strategy_search asset of one symbol: NSGA-II over seller-exhaustion parameter sets
     infer            infer_one / infer_batch on the stored data (prints JSON)
 
-Each command runs `dagster.materialize` (in process, on DAGSTER_HOME's instance, so the UI
-shows the runs) over pipeline.definitions.ALL_ASSETS with a selection and partition tags.
+Each command runs a named job in process, on DAGSTER_HOME's instance (the UI shows the runs
+under the job's name, never `__ephemeral_asset_job__`): a job of pipeline.jobs, or for
+train-lstm, train-meta, backtest and evaluate the selected stages as a job named after the
+command (`train_meta_job`, ...), with partition tags and the experiment's run tags
+(config.experiments: `tradelab/experiment`, `tradelab/settings_hash`).
 Flags that change settings (--raw, --epochs, --horizon, ...) write a derived settings file
 of the invocation alone (`derived_settings`: a private temporary file, its relative paths made
 absolute) and run with it; the file in force is never modified.
@@ -103,23 +106,23 @@ def _materialize_years(cfg: Path, selection: list[str], years: list[int], desc: 
     """Materialize year-partitioned `selection` for `years`: one run over the range, or one
     run per year in order (per_year: walk-forward stages whose year Y reads Y-1's output);
     a progress line per finished year and step (pipeline.progress)."""
-    from dagster import materialize
     from tqdm import tqdm
 
+    from config.experiments import experiment_tags
     from pipeline.chain import year_range_tags
-    from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
     from pipeline.progress import RunProgress
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
 
     instance = get_instance()
+    job = stage_job(cfg, selection, desc)
+    tags = experiment_tags(load_settings(cfg))
     batches = [[y] for y in years] if per_year else [years]
     with RunProgress(instance) as progress:
         for batch in tqdm(batches, desc=desc, unit="run" if not per_year else "year", disable=len(batches) == 1):
-            res = materialize(ALL_ASSETS, selection=selection, instance=instance, resources=build_resources(str(cfg)),
-                              tags={**year_range_tags(batch), **progress.tags}, raise_on_error=False,
-                              run_config=console_run_config())
+            res = job.execute_in_process(instance=instance, tags={**year_range_tags(batch), **tags, **progress.tags},
+                                         raise_on_error=False, run_config=console_run_config())
             progress.poll()  # this run's last lines before its warnings or its error
             raise_if_failed(res, f"{desc} {batch[0]}..{batch[-1]}")
 
@@ -134,14 +137,45 @@ def print_results(settings, years: list[int], stages=None, symbols: int | None =
     print(f"  {failed_checks_line()}")
 
 
+def resolved_job(cfg: Path, job):
+    """`job` (a job of pipeline.jobs) resolved with the resources of the settings file `cfg`:
+    a command's run carries the job's name in the UI."""
+    from dagster import Definitions
+
+    from pipeline.definitions import ALL_ASSETS, build_resources
+
+    return Definitions(assets=ALL_ASSETS, jobs=[job], resources=build_resources(str(cfg))).resolve_job_def(job.name)
+
+
+def stage_job(cfg: Path, selection: list[str], command: str):
+    """The year-partitioned `selection` as a job named after the command (`train_meta_job`,
+    `evaluate_job`, ...: the UI names the run, not `__ephemeral_asset_job__`), with the
+    resources of the settings file `cfg`."""
+    from dagster import define_asset_job
+
+    from config.partitions import years_partitions
+
+    job = define_asset_job(command.replace("-", "_") + "_job", selection=selection, partitions_def=years_partitions,
+                           description=f"`pipeline.cli {command}`: {', '.join(selection)} of the selected years")
+    return resolved_job(cfg, job)
+
+
 def _cfg_and_settings(overrides: dict, name: str):
+    """The settings file of the command (derived when flags change settings) and its
+    settings; their experiment is frozen (config.experiments: a changed model setting under
+    a name with results stops here with one line)."""
+    from config.experiments import freeze_experiment
+
     cfg = derived_settings(overrides, name) if overrides else config_path()
-    return cfg, load_settings(cfg)
+    settings = load_settings(cfg)
+    freeze_experiment(settings)
+    return cfg, settings
 
 
 def cmd_build_features(args: argparse.Namespace) -> int:
     from dagster import Definitions
 
+    from config.experiments import experiment_tags
     from domain.sources import make_source
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
@@ -164,7 +198,8 @@ def cmd_build_features(args: argparse.Namespace) -> int:
                       resources=build_resources(str(cfg))).resolve_job_def("historical_build_and_train")
     print(f"build-features: {len(symbols)} symbols x {years[0]}..{years[-1]} ({cfg.name})", file=sys.stderr)
     with RunProgress(instance) as progress:
-        summary = run_rectangle(job, instance, symbols, years, tags={"tradelab/origin": "cli", **progress.tags},
+        summary = run_rectangle(job, instance, symbols, years,
+                                tags={"tradelab/origin": "cli", **experiment_tags(settings), **progress.tags},
                                 log_level="WARNING")
     for name, s in summary.items():
         print(f"{name:<14}{s.partitions:>8} partitions {s.rows:>10} rows {s.seconds:>8.2f} s")
@@ -201,7 +236,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
     hs = settings.meta.horizons or settings.labels.horizons
     for y in years:
         for h in hs:
-            path = settings.reports_dir / "meta" / f"h{h}_{y}.json"
+            path = settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json"
             if path.exists():
                 m = json.loads(path.read_text())
                 fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731  (no labelled rows yet)
@@ -212,14 +247,13 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
-    from pipeline.results import report_dir
 
     cfg, settings = _cfg_and_settings({"backtest": {"horizon": args.horizon}} if args.horizon else {}, "backtest")
     years = parse_years(args.years, settings)
     _materialize_years(cfg, ["backtest"], years, "backtest")
     if args.log:
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(report_dir(settings, "backtest") / "daily.jsonl", args.log)
+        shutil.copyfile(settings.stage_reports_dir("backtest") / "daily.jsonl", args.log)
     print_results(settings, years, ("backtest",))
     return 0
 
@@ -314,11 +348,11 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     `strategy_search` asset of partition SYMBOL, materialized through Dagster; the flags
     become derived settings (`strategy_search.*`)."""
     import polars as pl
-    from dagster import materialize
 
+    from config.experiments import experiment_tags
     from config.partitions import SYMBOLS
-    from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.instance import get_instance
+    from pipeline.jobs import strategy_search_job
     from pipeline.run_report import console_run_config
     from pipeline.runs import raise_if_failed
     from resources.delta_store import DeltaStore
@@ -336,11 +370,11 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
         instance.add_dynamic_partitions(SYMBOLS, [args.symbol])  # stored bars of an unregistered symbol
     s = settings.strategy_search
     print(f"strategy-search: {args.symbol}, {s.generations} generations x {s.population} ({cfg.name})", file=sys.stderr)
-    res = materialize(ALL_ASSETS, selection=["strategy_search"], partition_key=args.symbol, instance=instance,
-                      resources=build_resources(str(cfg)), raise_on_error=False,
-                      run_config=console_run_config())
+    res = resolved_job(cfg, strategy_search_job).execute_in_process(
+        partition_key=args.symbol, instance=instance, raise_on_error=False, run_config=console_run_config(),
+        tags=experiment_tags(settings))
     raise_if_failed(res, f"strategy_search {args.symbol}")
-    path = settings.reports_dir / "strategy_search" / f"front_{args.symbol}.json"
+    path = settings.stage_reports_dir("strategy_search") / f"front_{args.symbol}.json"
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, args.out)

@@ -49,6 +49,7 @@ from config.partitions import (
     EVERY_PARTITION,
     split_key,
 )
+from config.settings import EXPERIMENT_TABLES
 from resources.delta_store import YEAR, DeltaStore
 
 
@@ -84,11 +85,20 @@ def _every_partition(store: DeltaStore, asset: str, context: InputContext) -> pl
 
 
 class DeltaTableIOManager(ConfigurableIOManager):
+    """`base_dir`: the shared tables; `experiment_dir` (when set): the tables of
+    config.settings.EXPERIMENT_TABLES, which belong to one experiment."""
+
     base_dir: str
+    experiment_dir: str | None = None
 
     @property
     def store(self) -> DeltaStore:
         return DeltaStore(self.base_dir)
+
+    def store_of(self, asset: str) -> DeltaStore:
+        if self.experiment_dir and asset in EXPERIMENT_TABLES:
+            return DeltaStore(self.experiment_dir)
+        return self.store
 
     def handle_output(self, context: OutputContext, obj: pl.DataFrame | pl.LazyFrame | None) -> None:
         if obj is None:
@@ -97,7 +107,8 @@ class DeltaTableIOManager(ConfigurableIOManager):
             obj = obj.collect()
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"{_asset_name(context)}: expected a polars DataFrame, got {type(obj).__name__}")
-        asset, store = _asset_name(context), self.store
+        asset = _asset_name(context)
+        store = self.store_of(asset)
         t0 = time.perf_counter()
         if not context.has_asset_partitions:
             commit = store.write_unpartitioned(asset, obj)
@@ -120,7 +131,8 @@ class DeltaTableIOManager(ConfigurableIOManager):
         )
 
     def load_input(self, context: InputContext) -> pl.DataFrame | pl.LazyFrame:
-        asset, store = _asset_name(context), self.store
+        asset = _asset_name(context)
+        store = self.store_of(asset)
         lazy = context.dagster_type.typing_type is pl.LazyFrame
         if not context.has_asset_partitions:
             return store.scan(asset) if lazy else store.read(asset)

@@ -133,6 +133,6 @@ def grid_search_stage(market_data, trade_log, settings, backend: str, obs=None) 
             result.overfitting = overfitting_report(trades, results, grid, result.top, min_trades=gs.min_trades)
         if obs is not None:
             obs.extra.update({"pbo": result.overfitting["pbo"]["pbo"], "dsr": result.overfitting["deflated_sharpe"]["dsr"]})
-    paths = write_reports(result, settings.reports_dir / "grid_search", grid, trades, results)
+    paths = write_reports(result, settings.stage_reports_dir("grid_search"), grid, trades, results)
     table = pl.DataFrame(result.top) if result.top else pl.DataFrame()
     return GridSearchStage(result, table, paths)

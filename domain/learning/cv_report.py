@@ -5,7 +5,7 @@ PurgedKFold over the rows sorted by date, label intervals [date, date H rows ahe
 embargo `cv.embargo_days`; on each fold, Platt and isotonic calibrators are fitted on the
 training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
 loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
-labels. Reports: `reports/cv/h{H}/{Y}.json`; the table of fold metrics is the output.
+labels. Reports: `reports/<experiment>/cv_report/h{H}/{Y}.json`; the table of fold metrics is the output.
 
 A horizon whose label has one class in the rows known by Y (a universe that only rose over
 H rows) has nothing to calibrate: it is skipped with one warning line naming the stage,
@@ -89,7 +89,7 @@ def summarize(rows: list[dict]) -> dict:
 def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], settings,
                     log=None) -> tuple[pl.DataFrame, dict]:
     """The cross-validation of every specialist per horizon for each year of `years`
-    (walk-forward: labels known by the end of the year). Writes `reports/cv/h{H}/{Y}.json`;
+    (walk-forward: labels known by the end of the year). Writes `reports/<experiment>/cv_report/h{H}/{Y}.json`;
     returns the table of fold metrics (with `year`) and the summaries keyed `{Y}/h{H}`.
     `log.warning` is told of a horizon skipped for a one-class label."""
     horizons = settings.labels.horizons
@@ -101,7 +101,7 @@ def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list
                               workers=settings.build.worker_count(), year=year, log=log)
             report = {"year": year, "horizon": h, "symbols": frame["symbol"].n_unique(), "n_splits": settings.cv.n_splits,
                       "embargo_days": settings.cv.embargo_days, "summary": summarize(rows), "folds": rows}
-            write_json_atomic(settings.reports_dir / "cv" / f"h{h}" / f"{year}.json", report)
+            write_json_atomic(settings.stage_reports_dir("cv_report") / f"h{h}" / f"{year}.json", report)
             summary[f"{year}/h{h}"] = report["summary"]
             tables.append(pl.DataFrame(rows).with_columns(pl.lit(year).alias("year")) if rows else None)
         year_done(log, "cv_report", year)

@@ -5,7 +5,7 @@ end before a validation block of `lstm.val_days` calendar days that closes at th
 Y; early stopping watches that block (purged: its rows' labels also end before Y, and no
 training label reaches into it). It then scores the rows of Y, so every stored
 `spec_lstm_score` comes from a model that never saw those rows. Sequences stay within one
-symbol (kernels.learn.lstm). Weights: `models/lstm_h{H}_{Y}.pt` + JSON (the weights' sha256,
+symbol (kernels.learn.lstm). Weights: `models/<experiment>/lstm_h{H}_{Y}.pt` + JSON (the weights' sha256,
 standardizer, architecture, history, window, `table_versions` of its input tables). Runs in `lstm_job` (training on a CPU is slow: see
 benchmarks/RESULTS.md).
 
@@ -36,7 +36,7 @@ TRAINED_ON = ("features", "labels")  # the tables recorded in the JSON sidecar
 
 
 def lstm_path(models_dir, horizon: int, year: int) -> Path:
-    """`models/lstm_h{H}_{Y}.pt` (the JSON sidecar has the same stem)."""
+    """`models/<experiment>/lstm_h{H}_{Y}.pt` (the JSON sidecar has the same stem)."""
     return Path(models_dir) / f"lstm_h{horizon}_{year}.pt"
 
 
@@ -81,7 +81,7 @@ def fit_and_score(frame: pl.DataFrame, year: int, horizon: int, cfg, device: str
 
 def train_years(features: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], settings, device: str,
                 log=None) -> pl.DataFrame:
-    """The LSTM of each year of `years` (walk-forward), saved as `models/lstm_h{H}_{Y}.pt` +
+    """The LSTM of each year of `years` (walk-forward), saved as `models/<experiment>/lstm_h{H}_{Y}.pt` +
     JSON; returns the out-of-sample scores of the rows of those years. `log.info` is told
     each model's best epoch and throughput."""
     cfg = settings.lstm

@@ -16,11 +16,11 @@ Rows missing any feature are left out (a feature's warm-up too). Model (`meta.mo
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
 (kernels.learn.meta), its calibration folds purged on the label intervals. The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
-inference rebuild the matrix from them. Saved as `models/meta_h{H}_{Y}.joblib` + JSON
+inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.joblib` + JSON
 (the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
 window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
-out-of-sample metrics under `reports/meta/`.
+out-of-sample metrics under `reports/<experiment>/meta_model/`.
 """
 
 from pathlib import Path
@@ -186,15 +186,16 @@ def _fold_jobs(settings) -> int | None:
 def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
                       years: list[int], settings, log=None, features: pl.LazyFrame | None = None) -> tuple[pl.DataFrame, dict]:
     """The meta model of each year of `years` per horizon (walk-forward), saved under
-    `models/meta_h{H}_{Y}.*`, with its calibration PNG and out-of-sample metrics under
-    `reports/meta/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
+    `models/<experiment>/meta_h{H}_{Y}.*`, with its calibration PNG and out-of-sample metrics under
+    `reports/<experiment>/meta_model/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
     `log` (info/warning) is told about skipped horizons and unused LSTM scores. `features`
     (the stored table) is read only when settings `meta.inputs` asks for its columns."""
     from domain.feature_packs import feature_selection
 
     horizons = settings.meta.horizons or settings.labels.horizons
     columns = feature_columns(settings.meta.inputs, feature_selection(settings))
-    versions = DeltaStore(settings.data_dir).versions(TRAINED_ON + (("features",) if columns else ()))
+    versions = {a: DeltaStore(settings.table_root(a)).versions([a])[a]
+                for a in TRAINED_ON + (("features",) if columns else ())}
     fold_jobs = _fold_jobs(settings)
     rows, previews = [], {}
     for year in years:
@@ -218,9 +219,9 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
             sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
             write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})
             if len(y) and len(np.unique(y)) == 2:
-                calibration_png(y, p, settings.reports_dir / "meta" / f"calibration_h{h}_{year}.png",
+                calibration_png(y, p, settings.stage_reports_dir("meta_model") / f"calibration_h{h}_{year}.png",
                                 title=f"meta h{h}, out of sample {year}")
-            write_json_atomic(settings.reports_dir / "meta" / f"h{h}_{year}.json",
+            write_json_atomic(settings.stage_reports_dir("meta_model") / f"h{h}_{year}.json",
                               {"year": year, "horizon": h, "symbols": test["symbol"].n_unique(),
                                "train_symbols": train["symbol"].n_unique(), **metrics})
             rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})

@@ -29,7 +29,7 @@ Contract (tests/domain/test_inference.py):
   symbol's whole stored history; kernels/streaming.py). Features equal
   `compute_features` over the whole history bit for bit; the stored `features` rows come
   from a halo of `halo.years` years and agree with them within float32 tolerance.
-* Walk-forward: the meta models of year(now) (`models/meta_h{H}_{Y}.joblib`, trained
+* Walk-forward: the meta models of year(now) (`models/<experiment>/meta_h{H}_{Y}.joblib`, trained
   before Y). A `now` inside year Y whose last bar is in Y therefore uses the same models
   as the batch predictions of that bar. No model of that year: NaN, model_year None (no
   fallback to an older model: the caller sees that the year's models are missing).
@@ -71,7 +71,7 @@ symbol for years Y-2..Y up to that date, as a single-year `regime` run would tag
 (the tagger only uses trailing windows). Values are cached per session.
 
 LSTM: when a meta model's features include the LSTM score, it is scored live on the
-latest sequence when the LSTM of year(bar date) exists (`models/lstm_h{H}_{Y}.pt` + JSON,
+latest sequence when the LSTM of year(bar date) exists (`models/<experiment>/lstm_h{H}_{Y}.pt` + JSON,
 H = lstm.horizon): the model is loaded once per year (`domain.learning.lstm.load_lstm`,
 reloaded when a file changes), the window is the symbol's last `seq_len` rows of the
 stored `features` table up to and including the bar (the live job builds it before
@@ -315,15 +315,21 @@ class InferenceSession:
                          "rejected_states": 0}
 
     # -- tables --------------------------------------------------------------------------
+    def store_of(self, asset: str) -> DeltaStore:
+        """The store holding `asset`: the experiment's own tables (lstm_model) or the shared ones."""
+        root = self.settings.table_root(asset)
+        return self.store if root == self.settings.data_dir else DeltaStore(root)
+
     def version(self, asset: str) -> int | None:
         """The asset's table version (None: no table): re-read only when the commit file
         after the version last seen exists (one or two stats on a warm call)."""
-        log = self.store.asset_dir(asset) / "_delta_log"
+        store = self.store_of(asset)
+        log = store.asset_dir(asset) / "_delta_log"
         known = self._versions.get(asset)
         if (known is not None and (log / f"{known:020d}.json").is_file()
                 and not (log / f"{known + 1:020d}.json").is_file()):
             return known
-        version = self.store.version(asset) if self.store.exists(asset) else None
+        version = store.version(asset) if store.exists(asset) else None
         self._versions[asset] = version
         return version
 
@@ -459,7 +465,7 @@ class InferenceSession:
         version = self.version(asset)
         hit = cache.get(year)
         if hit is None or hit[0] != version:
-            rows = (self.store.scan(asset, version=version).filter(pl.col("year") == year).collect()
+            rows = (self.store_of(asset).scan(asset, version=version).filter(pl.col("year") == year).collect()
                     if version is not None else None)
             hit = (version, build(rows) if rows is not None and rows.height else {})
             cache[year] = hit

@@ -11,7 +11,7 @@ One run, for the day `now` (config; default: the last stored bar):
 4. Orders: target - drifted, for |delta| >= MIN_TRADE, for the symbols with a bar that day
    (a held symbol without one stays frozen, as in the backtest); the new book is written
    (one Delta commit), then the run record (with the `session` traded) and every order go
-   to reports/paper/orders.jsonl through the asynchronous writer.
+   to reports/<experiment>/paper_trades/orders.jsonl through the asynchronous writer.
 The stored value (the Delta table data/paper_trades) is the run's order table.
 
 Once per session (idempotent by date). The session of a run is the date of the newest bar at
@@ -173,11 +173,11 @@ def trade_day(settings, symbols: list[str], now: dt.datetime, run_id: str) -> Pa
     """One paper-trading run for the day `now` (module docstring, steps 1-4): the live
     inference of `symbols`, the orders against the stored book; under `book_lock` the new
     book is written, then the orders and the run record are logged to
-    reports/paper/orders.jsonl. A session already traded (or older than the last traded
+    reports/<experiment>/paper_trades/orders.jsonl. A session already traded (or older than the last traded
     one) is refused: PaperDay(no orders, the stored book, the one-line reason), nothing written."""
     store = DeltaStore(settings.data_dir)
     h = settings.backtest.horizon
-    log_path = settings.reports_dir / "paper" / "orders.jsonl"
+    log_path = settings.stage_reports_dir("paper_trades") / "orders.jsonl"
     closes = last_closes(store, symbols, now)
     session = f"{closes['date'].max():%Y-%m-%d}" if closes.height else None
 

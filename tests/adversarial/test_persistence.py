@@ -141,7 +141,7 @@ def test_a_paper_run_for_a_session_already_traded_is_refused_and_writes_nothing(
 
     s = read_settings(learned_copy)
     assert trade_day(s, LEARNED_SYMBOLS, dt.datetime.fromisoformat(first), "first").refused is None
-    log_path = s.reports_dir / "paper" / "orders.jsonl"
+    log_path = s.stage_reports_dir("paper_trades") / "orders.jsonl"
     log, book = log_path.read_bytes(), DeltaStore(s.data_dir).read("paper_positions")
     again = trade_day(s, LEARNED_SYMBOLS, dt.datetime.fromisoformat(second), "second")
     assert again.refused == (f"paper_trades: {line} (run first, {log_path}); nothing ordered, "

@@ -11,10 +11,10 @@ from config.settings import read_settings
 from pipeline.results import results_lines
 
 REPORTS_MET = [
-    ("evaluation_report_cut_short", "evaluation", "eval/overall.json", '{"scope": "overall", "h3": {"auc": 0.5',
+    ("evaluation_report_cut_short", "evaluation", "evaluation/overall.json", '{"scope": "overall", "h3": {"auc": 0.5',
      "evaluation        n/a: {path}: line 1 column 39: Expecting ',' delimiter; expected a JSON report; "
      "`evaluate` rewrites it"),
-    ("evaluation_report_empty", "evaluation", "eval/overall.json", "",
+    ("evaluation_report_empty", "evaluation", "evaluation/overall.json", "",
      "evaluation        n/a: {path}: line 1 column 1: Expecting value; expected a JSON report; `evaluate` rewrites it"),
     ("backtest_report_a_list", "backtest", "backtest/overall.json", "[1, 2]",
      "backtest          n/a: {path}: a JSON list; expected a JSON object (a report); `backtest` rewrites it"),
@@ -22,7 +22,7 @@ REPORTS_MET = [
      '{"horizon": 7, "from": "2003-01-02", "to": "2003-12-31", "symbols": 3, "sharpe": "high", "cagr": null, '
      '"max_drawdown": true, "annual_turnover": 12}',
      "backtest          p_h7 2003-01-02..2003-12-31, 3 symbols: Sharpe n/a, CAGR n/a, max drawdown n/a, turnover 12x/yr"),
-    ("meta_report_not_utf8", "meta_model", "meta/h3_2003.json", b"\xff\xfe{",
+    ("meta_report_not_utf8", "meta_model", "meta_model/h3_2003.json", b"\xff\xfe{",
      "meta h3           n/a: {path}: cannot be read ('utf-8' codec can't decode byte 0xff in position 0: invalid start "
      "byte); expected a JSON report; `train-meta` rewrites it"),
 ]

@@ -257,7 +257,7 @@ def test_strategy_search_asset_writes_its_report_front_and_check(make_settings, 
     assert meta["trials"].value == 12
     evals = out.get_asset_check_evaluations()
     assert [(e.check_name, e.passed) for e in evals] == [("front_is_pareto", True)]
-    report = json.loads((read_settings(cfg).reports_dir / "strategy_search" / "front_AAA.json").read_text())
+    report = json.loads((read_settings(cfg).stage_reports_dir("strategy_search") / "front_AAA.json").read_text())
     assert report["symbol"] == "AAA" and report["from"].startswith("2000") and report["to"].startswith("2003")
     assert report["trials"] == 12 and len(report["front"]) == meta["front_size"].value
     job = defs.resolve_job_def("strategy_search_job")

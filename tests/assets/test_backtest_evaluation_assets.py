@@ -28,7 +28,7 @@ def _materialize(cfg, instance, selection):
 
 
 def _scan(cfg, asset):
-    return DeltaStore(read_settings(cfg).data_dir).scan(asset)
+    return DeltaStore(read_settings(cfg).table_root(asset)).scan(asset)
 
 
 def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equity_png(learned_copy, instance):
@@ -43,12 +43,12 @@ def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equi
     bars_days = _scan(learned_copy, "raw_bars").filter(pl.col("date").dt.year() == LEARNED_YEAR).select("date").unique().collect()
     assert daily.height == bars_days.height
     assert (daily["turnover"] >= 0).all() and (daily["cost"] >= 0).all() and daily["positions"].max() >= 1
-    report = json.loads((s.reports_dir / "backtest" / f"year_{LEARNED_YEAR}.json").read_text())
+    report = json.loads((s.stage_reports_dir("backtest") / f"year_{LEARNED_YEAR}.json").read_text())
     assert report["n_days"] == daily.height and {"cagr", "sharpe", "max_drawdown", "annual_turnover"} <= set(report)
     assert report["max_drawdown"] <= 0
-    log = [json.loads(x) for x in (s.reports_dir / "backtest" / "daily.jsonl").read_text().splitlines()]
+    log = [json.loads(x) for x in (s.stage_reports_dir("backtest") / "daily.jsonl").read_text().splitlines()]
     assert len(log) == daily.height and abs(log[-1]["equity"] - float(daily["equity"][-1])) < 1e-6  # stored as float32
-    assert (s.reports_dir / "backtest" / "equity.png").read_bytes()[:4] == b"\x89PNG"
+    assert (s.stage_reports_dir("backtest") / "equity.png").read_bytes()[:4] == b"\x89PNG"
     meta = res.asset_materializations_for_node("backtest")[0].metadata
     assert "sharpe" in meta and "per_year" in meta
 
@@ -71,14 +71,14 @@ def test_evaluation_reports_metrics_deciles_by_regime_and_reliability_per_horizo
     s = read_settings(learned_copy)
     table = _scan(learned_copy, "evaluation").collect()
     assert sorted(table["horizon"].to_list()) == [3, 7, 14]
-    report = json.loads((s.reports_dir / "eval" / f"{LEARNED_YEAR}.json").read_text())
+    report = json.loads((s.stage_reports_dir("evaluation") / f"{LEARNED_YEAR}.json").read_text())
     for h in (3, 7, 14):
         r = report[f"h{h}"]
         assert 0 <= r["auc"] <= 1 and 0 <= r["pr_auc"] <= 1 and 0 <= r["brier"] <= 1 and r["log_loss"] > 0
         assert sum(d["count"] for d in r["deciles"]) == r["n"]
         assert r["deciles_by_regime"] and set(r["deciles_by_regime"]) <= {"bear", "consolidate", "bull", "oscillate"}
-        assert (s.reports_dir / "eval" / f"reliability_h{h}_{LEARNED_YEAR}.png").read_bytes()[:4] == b"\x89PNG"
-    assert json.loads((s.reports_dir / "eval" / "overall.json").read_text())["h7"]["n"] == report["h7"]["n"]
+        assert (s.stage_reports_dir("evaluation") / f"reliability_h{h}_{LEARNED_YEAR}.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((s.stage_reports_dir("evaluation") / "overall.json").read_text())["h7"]["n"] == report["h7"]["n"]
 
 
 def test_evaluation_counts_only_predictions_whose_label_is_realised(learned_copy):
@@ -105,7 +105,7 @@ def test_evaluation_with_fewer_symbols_than_the_minimum_says_so_and_shows_the_pl
     res = _materialize(learned_copy, instance, [evaluation])  # 3 symbols < evaluation.min_symbols_per_day 5
     assert res.success
     s = read_settings(learned_copy)
-    report = json.loads((s.reports_dir / "eval" / f"{LEARNED_YEAR}.json").read_text())
+    report = json.loads((s.stage_reports_dir("evaluation") / f"{LEARNED_YEAR}.json").read_text())
     for h in (3, 7, 14):
         cs = report[f"h{h}"]["cross_section"]
         assert cs["days_used"] == 0 and cs["days_excluded"] == cs["days"] > 200 and cs["min_symbols_per_day"] == 5
@@ -132,7 +132,7 @@ def test_evaluation_signal_analysis_rank_ic_icir_long_short_and_turnover(learned
     assert res.success
     s = read_settings(learned_copy)
     for scope in (str(LEARNED_YEAR), "overall"):
-        report = json.loads((s.reports_dir / "eval" / f"{scope}.json").read_text())
+        report = json.loads((s.stage_reports_dir("evaluation") / f"{scope}.json").read_text())
         for h in (3, 7, 14):
             r = report[f"h{h}"]
             cs = r["cross_section"]
@@ -148,7 +148,7 @@ def test_evaluation_signal_analysis_rank_ic_icir_long_short_and_turnover(learned
             assert cs["long_short_sharpe"] == pytest.approx(ls.mean() / ls.std(ddof=1) * np.sqrt(252 / h))
             assert 0 <= cs["top_turnover"] <= 1 and 0 <= cs["bottom_turnover"] <= 1
             for plot in ("reliability", "ic", "long_short", "deciles"):
-                assert (s.reports_dir / "eval" / f"{plot}_h{h}_{scope}.png").read_bytes()[:4] == b"\x89PNG"
+                assert (s.stage_reports_dir("evaluation") / f"{plot}_h{h}_{scope}.png").read_bytes()[:4] == b"\x89PNG"
     meta = res.asset_materializations_for_node("evaluation")[0].metadata
     for h in (3, 7, 14):
         md = meta[f"plots_h{h}"].value

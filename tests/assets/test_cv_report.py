@@ -31,7 +31,7 @@ def test_cv_report_writes_fold_metrics_per_specialist_and_horizon(make_settings,
     assert res.success
     assert [(e.check_name, e.passed) for e in res.get_asset_check_evaluations()] == [("fold_metrics_valid", True)]
     settings = read_settings(cfg)
-    report = json.loads((settings.reports_dir / "cv" / "h7" / "2002.json").read_text())
+    report = json.loads((settings.stage_reports_dir("cv_report") / "h7" / "2002.json").read_text())
     assert report["year"] == 2002 and report["n_splits"] == 5
     specs = {r["specialist"] for r in report["folds"]}
     assert specs == {"spec_mean_reversion_score", "spec_rsi_score", "spec_atc_score", "spec_seller_exhaustion_score"}

@@ -28,7 +28,7 @@ def test_evaluation_backtest_and_cv_report_materializations_carry_numeric_headli
     reports = read_settings(learned_copy).reports_dir
 
     meta = res.asset_materializations_for_node("evaluation")[0].metadata
-    overall = json.loads((reports / "eval" / "overall.json").read_text())
+    overall = json.loads((read_settings(learned_copy).stage_reports_dir("evaluation") / "overall.json").read_text())
     for h in (3, 7, 14):
         for name, key in (("auc", "auc"), ("pr_auc", "pr_auc"), ("brier", "brier"), ("rank_ic", "rank_ic"),
                           ("icir", "icir"), ("ls_sharpe", "long_short_sharpe")):

@@ -37,7 +37,7 @@ def test_assets_write_top10_json_markdown_and_heatmap(grid_data, make_settings, 
     assert res.success
     assert {e.check_name: e.passed for e in res.get_asset_check_evaluations()} == {
         "sorted_by_ticker_time": True, "indices_inside_market_data": True, "top_sorted_unique": True}
-    reports = read_settings(cfg).reports_dir / "grid_search"
+    reports = read_settings(cfg).stage_reports_dir("grid_search")
     report = json.loads((reports / "top10.json").read_text())
     assert set(report) >= {"top", "combinations", "trades", "engine", "backend", "seconds"}
     assert report["combinations"] == 2**7 and len(report["top"]) == 10
@@ -65,7 +65,7 @@ def test_the_asset_on_a_dask_cluster_stores_the_same_top10(grid_data, make_setti
         cfg = cfg.rename(cfg.with_name(f"settings_dask_{dask['enabled']}.yaml"))  # settings are cached per file
         assert materialize([market_data, trade_log, grid_search], instance=instance,
                            resources=build_resources(str(cfg))).success
-        tops.append(json.loads((read_settings(cfg).reports_dir / "grid_search" / "top10.json").read_text()))
+        tops.append(json.loads((read_settings(cfg).stage_reports_dir("grid_search") / "top10.json").read_text()))
     assert tops[1]["top"] == tops[0]["top"] and tops[1]["dask"]["shards"] == 3
 
 

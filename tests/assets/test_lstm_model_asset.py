@@ -32,7 +32,7 @@ def test_lstm_model_of_a_year_scores_that_year_out_of_sample(make_settings, inst
     assert side["table_versions"] == {"features": store.version("features"), "labels": store.version("labels")}
     state = torch.load(s.models_dir / "lstm_h7_2002.pt")
     assert any(k.startswith("lstm.") for k in state)
-    scores = DeltaStore(s.data_dir).read("lstm_model", [2002])
+    scores = DeltaStore(s.experiment_data_dir).read("lstm_model", [2002])
     assert scores["date"].dt.year().unique().to_list() == [2002] and scores.height == 2 * 252
     finite = scores["spec_lstm_score"].drop_nans()
     assert finite.len() > 400 and finite.is_between(0, 1).all()

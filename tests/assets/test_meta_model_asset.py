@@ -35,9 +35,9 @@ def test_meta_model_of_a_year_is_trained_before_it_and_scored_on_it(make_setting
     store = DeltaStore(s.data_dir)  # the table versions it was trained on (lstm_model: no table)
     assert side["table_versions"] == {"specialists": store.version("specialists"), "labels": store.version("labels"),
                                       "regime": store.version("regime"), "lstm_model": None}
-    report = json.loads((s.reports_dir / "meta" / "h7_2003.json").read_text())
+    report = json.loads((s.stage_reports_dir("meta_model") / "h7_2003.json").read_text())
     assert report["n"] > 200 and 0 <= report["brier"] <= 1
-    assert (s.reports_dir / "meta" / "calibration_h7_2003.png").read_bytes()[:4] == b"\x89PNG"
+    assert (s.stage_reports_dir("meta_model") / "calibration_h7_2003.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_meta_model_uses_out_of_sample_lstm_scores_when_they_cover_the_training_rows(make_settings, instance):

@@ -30,7 +30,7 @@ def _run(cfg, instance, monkeypatch, now="2003-12-31"):
 def _a_day_with_a_signal(cfg) -> str:
     """The last day of the stored predictions on which some symbol's p_h7 clears the threshold."""
     s = read_settings(cfg)
-    pred = DeltaStore(s.data_dir).read("predictions", [2003])
+    pred = DeltaStore(s.experiment_data_dir).read("predictions", [2003])
     days = pred.filter(pl.col("p_h7") > s.backtest.threshold + 0.01)["date"]
     return f"{days.max():%Y-%m-%d}"
 
@@ -49,7 +49,7 @@ def test_live_paper_trade_orders_the_backtest_targets_and_a_second_run_of_the_da
     assert float(book["weight"].abs().sum()) <= s.backtest.max_gross + 1e-12
     second = _run(learned_copy, instance, monkeypatch, now=day)
     assert second.output_for_node("paper_trades").height == 0
-    log_path = s.reports_dir / "paper" / "orders.jsonl"
+    log_path = s.stage_reports_dir("paper_trades") / "orders.jsonl"
     assert second.asset_materializations_for_node("paper_trades")[0].metadata["refused"].value == (
         f"paper_trades: the session of {day} is already traded (run {first.run_id}, {log_path}); nothing ordered, "
         "the paper book is unchanged")

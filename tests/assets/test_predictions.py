@@ -13,7 +13,7 @@ from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 
 
 def _stored(cfg, asset):
-    return DeltaStore(read_settings(cfg).data_dir).scan(asset)
+    return DeltaStore(read_settings(cfg).table_root(asset)).scan(asset)
 
 
 def test_predictions_cover_every_symbol_and_day_of_the_year_including_unlabelled_last_days(learned_store):

@@ -41,7 +41,7 @@ def test_two_symbols_two_years_in_one_run(make_settings, instance):
     assert meta["rows_written"] == 4 * 252 and meta["commit_attempts"] == 1  # the run's ONE commit
     assert meta["dtypes"]["close"] == "Float32"
 
-    sidecar = json.loads((settings.reports_dir / "raw_bars" / "AAA_2010--BBB_2011.json").read_text())
+    sidecar = json.loads((settings.stage_reports_dir("raw_bars") / "runs" / "AAA_2010--BBB_2011.json").read_text())
     for field in ("git_sha", "cmd", "args", "timings", "rss_mb", "rows", "partition"):
         assert field in sidecar
     assert sidecar["partition"] == "AAA|2010...BBB|2011" and sidecar["args"]["partitions"] == 4

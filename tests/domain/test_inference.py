@@ -38,7 +38,7 @@ def _store(cfg) -> DeltaStore:
 
 
 def _read(cfg, asset: str, year: int, symbol: str | None = None) -> pl.DataFrame:
-    return _store(cfg).read(asset, [SymbolYear(symbol, year) if symbol else year])
+    return DeltaStore(read_settings(cfg).table_root(asset)).read(asset, [SymbolYear(symbol, year) if symbol else year])
 
 
 def _row(df: pl.DataFrame, day, symbol: str | None = None) -> dict:
@@ -56,7 +56,7 @@ def store_copy(learned_store, tmp_path):
     src = read_settings(learned_store)
     root = tmp_path / "store"
     shutil.copytree(src.data_dir, root / "data")
-    shutil.copytree(src.models_dir, root / "models")
+    shutil.copytree(src.models_dir, root / "models" / src.experiment)
     data = yaml.safe_load(learned_store.read_text())
     data["paths"] = {"data": str(root / "data"), "reports": str(root / "reports"), "models": str(root / "models")}
     cfg = root / "settings.yaml"
@@ -258,7 +258,7 @@ def test_a_model_that_uses_the_lstm_score_gets_the_stored_one_of_that_day(store_
     day = dt.datetime(2003, 5, 6)
     lstm = pl.DataFrame({"date": [day, day], "symbol": ["AAA", "BBB"], "spec_lstm_score": [0.75, 0.25]}).with_columns(
         pl.col("date").cast(pl.Datetime("ns")), pl.col("spec_lstm_score").cast(pl.Float32))
-    store = _store(store_copy)
+    store = DeltaStore(read_settings(store_copy).table_root("lstm_model"))  # the experiment's own table
     assert not store.exists("lstm_model")
     store.write_year("lstm_model", LEARNED_YEAR, lstm)
 
@@ -341,7 +341,7 @@ def test_the_lstm_score_is_scored_live_and_equals_the_batch_score_of_the_same_ba
     # live, not read back: a changed stored table does not move the score ...
     symbol, day = PAIRS[1]
     changed = stored.with_columns(pl.lit(0.5, dtype=pl.Float32).alias("spec_lstm_score"))
-    _store(store_copy).write_year("lstm_model", LEARNED_YEAR, changed)
+    DeltaStore(read_settings(store_copy).table_root("lstm_model")).write_year("lstm_model", LEARNED_YEAR, changed)
     assert InferenceSession(store_copy).lstm_score(symbol, np.datetime64(day, "ns")) == live[(symbol, day)]
     # ... a window that is not full is NaN, as in the batch ...
     saved = load_lstm(settings.models_dir, settings.lstm.horizon, LEARNED_YEAR)

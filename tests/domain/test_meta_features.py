@@ -32,7 +32,7 @@ from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
 def _scan(cfg, asset):
     from resources.delta_store import DeltaStore
 
-    return DeltaStore(read_settings(cfg).data_dir).scan(asset)
+    return DeltaStore(read_settings(cfg).table_root(asset)).scan(asset)
 
 
 def test_the_setting_defaults_to_specialists_and_names_the_allowed_values():
@@ -77,6 +77,7 @@ def features_store(request, learned_store, tmp_path_factory):
     cfg = yaml.safe_load(learned_store.read_text())
     cfg["paths"] = {k: str(dst / k) for k in ("data", "reports", "models")}
     cfg["meta"] = {"inputs": "features+specialists", "model": request.param}
+    cfg["experiment"] = f"features-{request.param}"  # other model settings: another experiment
     path = dst / "settings.yaml"
     path.write_text(yaml.safe_dump(cfg))
     with instance_for_test() as inst:
@@ -100,7 +101,7 @@ def test_a_features_model_records_and_uses_the_feature_columns(features_store):
     else:  # the logistic coefficients of the features are not all zero
         coef = side["folds"][0]["coef"]
         assert any(abs(coef[f]) > 0 for f in FEATURE_NAMES)
-    report = json.loads((s.reports_dir / "meta" / f"h7_{LEARNED_YEAR}.json").read_text())
+    report = json.loads((s.stage_reports_dir("meta_model") / f"h7_{LEARNED_YEAR}.json").read_text())
     assert report["n"] > 200 and 0 <= report["auc"] <= 1
 
 

@@ -70,6 +70,7 @@ def plugin_store(learned_copy, monkeypatch):
     cfg = yaml.safe_load(learned_copy.read_text())
     cfg["features"] = {"plugins": ["my_research.features"]}
     cfg["meta"] = {"inputs": ["specialists", "my_research"], "model": "lightgbm"}
+    cfg["experiment"] = "my-research"  # other model settings: another experiment
     learned_copy.write_text(yaml.safe_dump(cfg))
     with instance_for_test() as inst:
         register_symbols(inst, LEARNED_SYMBOLS)
@@ -91,7 +92,7 @@ def test_a_plugin_pack_in_meta_inputs_trains_scores_and_infers_live(plugin_store
     store = DeltaStore(s.data_dir)
     feats = store.read("features")
     assert feats["my_bb_pct_b20"].is_null().sum() == 0  # every partition rebuilt: no missing values
-    assert store.read("predictions").filter(pl.col("date").dt.year() == LEARNED_YEAR)["p_h7"].is_not_nan().mean() > 0.9
+    assert DeltaStore(s.experiment_data_dir).read("predictions").filter(pl.col("date").dt.year() == LEARNED_YEAR)["p_h7"].is_not_nan().mean() > 0.9
     day = dt.date(LEARNED_YEAR, 12, 1)
     one = InferenceSession(plugin_store).infer_one("BBB", day)
     stored = feats.filter((pl.col("symbol") == "BBB") & (pl.col("date") == one["date"]))["my_bb_pct_b20"].item()

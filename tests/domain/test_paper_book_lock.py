@@ -51,7 +51,7 @@ with book_lock(sys.argv[1]):
 
 def _a_day_with_a_signal(cfg) -> str:
     s = read_settings(cfg)
-    pred = DeltaStore(s.data_dir).read("predictions", [2003])
+    pred = DeltaStore(s.experiment_data_dir).read("predictions", [2003])
     return f"{pred.filter(pl.col('p_h7') > s.backtest.threshold + 0.01)['date'].max():%Y-%m-%d}"
 
 
@@ -72,7 +72,7 @@ def test_two_processes_at_the_book_together_log_each_order_once_and_the_second_i
     assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in outs]
     results = sorted((json.loads(o.splitlines()[-1]) for o, _ in outs), key=lambda r: r["refused"] is not None)
 
-    log_path = s.reports_dir / "paper" / "orders.jsonl"
+    log_path = s.stage_reports_dir("paper_trades") / "orders.jsonl"
     log = [json.loads(x) for x in log_path.read_text().splitlines()]
     runs, orders = [r for r in log if "orders" in r], [r for r in log if "side" in r]
     assert len(orders) == len({(o["symbol"], o["date"]) for o in orders}) >= 1, orders  # each order once

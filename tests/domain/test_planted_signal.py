@@ -79,7 +79,7 @@ def _build(cfg: Path, instance) -> None:
 def _scan(cfg: Path, asset: str) -> pl.LazyFrame:
     from config.settings import read_settings
 
-    return pl.scan_parquet(str(read_settings(cfg).data_dir / asset / "**" / "*.parquet"), hive_partitioning=True)
+    return pl.scan_parquet(str(read_settings(cfg).table_root(asset) / asset / "**" / "*.parquet"), hive_partitioning=True)
 
 
 def _report(cfg: Path, *parts: str) -> dict:
@@ -117,11 +117,11 @@ def test_a_planted_linear_signal_is_recovered_out_of_sample_end_to_end(linear_st
     """features -> specialists -> purged CV -> meta -> predictions -> evaluation, through
     Dagster: the meta model of 2003 (trained on 2000-2002) scores 2003 with AUC >= 0.55 and a
     cross-sectional rank IC >= 0.05; the purged CV of the rsi specialist sees it too."""
-    ev = _report(linear_store, "eval", f"{OOS_YEAR}.json")[f"h{H}"]
+    ev = _report(linear_store, "evaluation", f"{OOS_YEAR}.json")[f"h{H}"]
     outcome = _scan(linear_store, "predictions").join(
         _scan(linear_store, "labels").select("symbol", "date", f"label_ret_h{H}"), on=["symbol", "date"]).collect()
     ic_daily, days = cross_sectional_ic(outcome, f"p_h{H}", f"label_ret_h{H}")
-    cv = _report(linear_store, "cv", f"h{H}", f"{OOS_YEAR}.json")["summary"]["spec_rsi_score"]
+    cv = _report(linear_store, "cv_report", f"h{H}", f"{OOS_YEAR}.json")["summary"]["spec_rsi_score"]
     print(f"\nplanted linear s={STRENGTH}: eval {OOS_YEAR} AUC {ev['auc']:.3f} pooled IC {ev['ic']:.3f} "
           f"n {ev['n']}; cross-sectional IC {ic_daily:.3f} over {days} days; cv rsi {json.dumps(cv)}")
     assert ev["n"] > 1000
@@ -137,7 +137,7 @@ NONLINEAR_STRENGTH = 0.5
 def nonlinear_reports(tmp_path_factory):
     """The nonlinear planted universe built once; the meta model of 2003 trained twice on it,
     logistic and hist_gbm (reports and models apart, the data shared). Their out-of-sample
-    reports (reports/meta/h7_2003.json), by model."""
+    reports (reports/<experiment>/meta_model/h7_2003.json), by model."""
     from assets.meta_model import meta_model
 
     root = tmp_path_factory.mktemp("planted_nonlinear")
@@ -147,7 +147,7 @@ def nonlinear_reports(tmp_path_factory):
         _build(cfgs["logistic"], instance)
         for m, cfg in cfgs.items():
             assert _yearly(cfg, instance, [meta_model], str(OOS_YEAR)).success
-            out[m] = _report(cfg, "meta", f"h{H}_{OOS_YEAR}.json")
+            out[m] = _report(cfg, "meta_model", f"h{H}_{OOS_YEAR}.json")
     return out
 
 
@@ -227,7 +227,7 @@ def test_canary_labels_permuted_within_each_year_leave_nothing_to_find(linear_st
     p, y, year = _walk_forward(spec.lazy(), permuted.lazy(), reg.lazy(), [2001, 2002, OOS_YEAR])
     per_year = {int(g): _auc(y[year == g], p[year == g]) for g in np.unique(year)}
     auc = float(sum(per_year[g] * (year == g).sum() for g in per_year) / len(y))
-    auc_true = _report(linear_store, "meta", f"h{H}_{OOS_YEAR}.json")["auc"]
+    auc_true = _report(linear_store, "meta_model", f"h{H}_{OOS_YEAR}.json")["auc"]
     print(f"\ncanary 1: permuted labels AUC {auc:.3f} (n {len(y)}; by year "
           f"{ {g: round(a, 3) for g, a in per_year.items()} }, pooled {_auc(y, p):.3f}); true labels AUC {auc_true:.3f}")
     assert len(y) > 4000

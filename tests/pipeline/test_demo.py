@@ -34,8 +34,8 @@ def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
     live = next(line for line in out.stdout.splitlines() if line.startswith("live "))
     assert "bars of the current year in (raw_bars 3, features 3, labels 3, specialists 3 partitions)" in live
     assert live.endswith("latest bar 2004-12-31")  # the live job built 2004's bars, then traded on the newest
-    reports = tmp_path / "reports"
-    for path in ("eval/overall.json", "backtest/overall.json", "grid_search/top10.json", "paper/orders.jsonl"):
+    reports = tmp_path / "reports" / "default"
+    for path in ("evaluation/overall.json", "backtest/overall.json", "grid_search/top10.json", "paper_trades/orders.jsonl"):
         assert (reports / path).is_file(), path
     assert json.loads((reports / "backtest" / "overall.json").read_text())["from"].startswith("2000")
     assert DeltaStore(tmp_path / "data").read("atc_scan").height > 0

@@ -35,7 +35,7 @@ def test_live_paper_trade_builds_the_new_bars_before_it_trades(learned_copy, ins
         "raw_bars": 3, "features": 3, "labels": 3, "specialists": 3}
     assert summary["raw_bars"].rows > 0  # January 2004's bars of the three symbols
     assert result.success and isinstance(result.output_for_node("paper_trades"), pl.DataFrame)
-    log = (read_settings(learned_copy).reports_dir / "paper" / "orders.jsonl").read_text().splitlines()
+    log = (read_settings(learned_copy).stage_reports_dir("paper_trades") / "orders.jsonl").read_text().splitlines()
     assert '"now": "2004-01-16 00:00:00"' in log[-1]  # the day traded on is the newest bar, just built
 
 

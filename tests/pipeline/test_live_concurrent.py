@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _a_day_with_a_signal(cfg) -> str:
     """The last day of 2003 on which some symbol's stored p_h7 clears the threshold: a day with orders."""
     s = read_settings(cfg)
-    pred = DeltaStore(s.data_dir).read("predictions", [2003])
+    pred = DeltaStore(s.experiment_data_dir).read("predictions", [2003])
     return f"{pred.filter(pl.col('p_h7') > s.backtest.threshold + 0.01)['date'].max():%Y-%m-%d}"
 
 
@@ -36,7 +36,7 @@ def test_two_live_paper_trade_processes_for_one_day_log_each_order_once(learned_
     outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in outs]
 
-    log_path = s.reports_dir / "paper" / "orders.jsonl"
+    log_path = s.stage_reports_dir("paper_trades") / "orders.jsonl"
     log = [json.loads(x) for x in log_path.read_text().splitlines()]
     runs = [r for r in log if "session" in r]
     orders = [r for r in log if "side" in r]

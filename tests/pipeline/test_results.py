@@ -26,14 +26,14 @@ def test_results_lines_round_every_figure_and_a_one_class_horizon_reads_n_a(make
     h = {"auc": 0.531234567, "pr_auc": 0.55219, "brier": 0.24871234, "ic": 0.0412, "rank_ic": 0.031234567,
          "icir": 0.23456789, "long_short_sharpe": 1.23456789}
     none = dict.fromkeys(h)
-    _write(reports / "eval" / "overall.json", {"scope": "overall", "symbols": 23, "years": [2014, 2015, 2016, 2017, 2018],
+    _write(reports / "evaluation" / "overall.json", {"scope": "overall", "symbols": 23, "years": [2014, 2015, 2016, 2017, 2018],
                                                "h3": h, "h7": h, "h14": none})
     _write(reports / "backtest" / "overall.json", {"horizon": 7, "from": "2014-01-02", "to": "2018-12-31", "symbols": 23,
                                                    "sharpe": 0.8412345, "cagr": 0.0623456, "max_drawdown": -0.1234567,
                                                    "annual_turnover": 45.4321})
     (reports / "backtest" / "equity.png").write_bytes(b"\x89PNG")
     for y, auc in ((2017, 0.52), (2018, 0.54)):
-        _write(reports / "meta" / f"h7_{y}.json", {"year": y, "horizon": 7, "auc": auc, "brier": 0.25, "symbols": 23})
+        _write(reports / "meta_model" / f"h7_{y}.json", {"year": y, "horizon": 7, "auc": auc, "brier": 0.25, "symbols": 23})
     assert results_block(settings, [2017, 2018], symbols=23).splitlines() == [
         "results (23 symbols x 2 years, 2017-2018)",
         "  meta h3           n/a (no meta model report of 2017-2018)",

@@ -53,7 +53,7 @@ def test_partition_range_runs_as_one_single_run_backfill(shell_env):
     assert {SymbolYear("GOOG", y) for y in (2011, 2012, 2013)} <= set(store.partitions("raw_bars"))
     commit = store.table("raw_bars").history(1)[0]
     assert sorted(json.loads(commit["pipeline.keys"])) == [f"GOOG|{y}" for y in (2011, 2012, 2013)]  # one commit for the run
-    sidecar = json.loads((tmp / "reports" / "raw_bars" / "GOOG_2011--GOOG_2013.json").read_text())
+    sidecar = json.loads((tmp / "reports" / "default" / "raw_bars" / "runs" / "GOOG_2011--GOOG_2013.json").read_text())
     assert sidecar["args"]["partitions"] == 3  # one step wrote all three years
 
 

@@ -23,10 +23,10 @@ def test_smoke_script_runs_every_stage_command_and_leaves_the_artifacts(tmp_path
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     assert "smoke: ok" in out.stdout
     reports = tmp_path / "reports"
-    log = (reports / "backtest.jsonl").read_text().splitlines()
+    log = (reports / "default" / "backtest.jsonl").read_text().splitlines()
     assert len(log) >= 250 and {"date", "net", "equity"} <= set(json.loads(log[0]))
-    assert (tmp_path / "models" / "meta_h7_2003.joblib").is_file()
-    assert not (tmp_path / "models" / "meta_h3_2003.joblib").exists()  # train-meta --horizon 7
-    assert json.loads((reports / "eval" / "overall.json").read_text())["h7"]["n"] > 500
-    orders = [json.loads(x) for x in (reports / "paper" / "orders.jsonl").read_text().splitlines()]
+    assert (tmp_path / "models" / "default" / "meta_h7_2003.joblib").is_file()
+    assert not (tmp_path / "models" / "default" / "meta_h3_2003.joblib").exists()  # train-meta --horizon 7
+    assert json.loads((reports / "default" / "evaluation" / "overall.json").read_text())["h7"]["n"] > 500
+    orders = [json.loads(x) for x in (reports / "default" / "paper_trades" / "orders.jsonl").read_text().splitlines()]
     assert orders[0]["now"].startswith("2003-12-31")

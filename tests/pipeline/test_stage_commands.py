@@ -23,8 +23,8 @@ def test_derived_settings_are_a_private_temp_file_that_keeps_the_relative_paths_
     assert path.suffix == ".yaml" and path.stat().st_mode & 0o777 == 0o600  # may hold a storage password
     derived, original = read_settings(path), read_settings(cfg)
     assert derived.meta.horizons == [7]
-    assert (derived.data_dir, derived.reports_dir, derived.models_dir) == (cfg.parent / "data", cfg.parent / "reports",
-                                                                           cfg.parent / "models")
+    assert (derived.data_dir, derived.reports_root, derived.models_root) == (cfg.parent / "data", cfg.parent / "reports",
+                                                                             cfg.parent / "models")
     assert derived.resolve(derived.universe.folder.path) == cfg.parent / "user_data"
     assert derived.resolve(derived.grid_search.trade_log) == original.resolve(original.grid_search.trade_log)
     assert cfg.read_text() == before  # the file in force is never modified

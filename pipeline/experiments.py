@@ -1,0 +1,132 @@
+"""CLI side of named experiments (config.experiments): `--experiment NAME`, `experiments`,
+`compare A B [C ...]` and `migrate-reports`.
+
+- `--experiment NAME` (anywhere on the line, like --verbose) runs the command on a derived
+  settings file (pipeline.stage_commands.derived_settings) with `experiment: NAME`, made the
+  file in force ($PIPELINE_CONFIG) for the command and the processes it starts. Before a
+  command that launches runs, the experiment is frozen (config.experiments.freeze_experiment):
+  a changed model setting under a name that has results is refused with one line (exit 2).
+- `experiments` lists the experiments under paths.reports: settings hash, created, years and
+  symbols of their evaluation (`--json`).
+- `compare A B ...` puts the headline figures of the experiments side by side
+  (domain.experiment_compare); `--json` for machines.
+- `migrate-reports` moves a store of the layout before experiments (reports/eval, reports/cv,
+  reports/meta, reports/paper, reports/<stage>, models/*, the model-dependent tables under
+  paths.data) into the settings' experiment; nothing existing is overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from config.settings import CONFIG_ENV, EXPERIMENT_PATTERN, LEGACY_REPORT_DIRS, STAGE_DIRS
+
+# Commands that launch Dagster runs (and so write under the experiment).
+RUN_COMMANDS = {"build-features", "train-lstm", "train-meta", "backtest", "evaluate", "build-all", "live-paper-trade",
+                "strategy-search", "demo", "grid-search", "atc-scan"}
+
+
+def take_experiment_flag(argv: list[str]) -> tuple[list[str], str | None]:
+    """(argv without `--experiment NAME` / `--experiment=NAME`, NAME or None); ValueError
+    (one line) for a missing or malformed name."""
+    out, name = [], None
+    it = iter(range(len(argv)))
+    for i in it:
+        arg = argv[i]
+        if arg == "--experiment" or arg.startswith("--experiment="):
+            if arg == "--experiment":
+                if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+                    raise ValueError("--experiment: a name is missing; expected e.g. --experiment baseline")
+                name = argv[i + 1]
+                next(it)
+            else:
+                name = arg.split("=", 1)[1]
+            if not EXPERIMENT_PATTERN.match(name):
+                raise ValueError(f"--experiment {name!r}: not an experiment name; expected 1-64 letters, digits, "
+                                 "'.', '_' or '-', starting with a letter or digit")
+            if name in STAGE_DIRS or name in LEGACY_REPORT_DIRS:
+                raise ValueError(f"--experiment {name!r}: the name of a stage's report folder; expected another "
+                                 "experiment name")
+            continue
+        out.append(arg)
+    return out, name
+
+
+def use_experiment(name: str | None, command: str) -> None:
+    """Make `name` the experiment of this command (a derived settings file in force for it
+    and its child processes), then freeze the experiment when the command launches runs."""
+    from config.experiments import freeze_experiment
+    from config.settings import load_settings
+
+    if name is not None:
+        from pipeline.stage_commands import derived_settings
+
+        os.environ[CONFIG_ENV] = str(derived_settings({"experiment": name}, "experiment"))
+    if command in RUN_COMMANDS:
+        freeze_experiment(load_settings())
+
+
+def cmd_experiments(args: argparse.Namespace) -> int:
+    from config.settings import load_settings
+    from domain.experiment_compare import list_experiments
+
+    settings = load_settings()
+    rows = list_experiments(settings.reports_root)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no experiment under {settings.reports_root} yet (run a command with --experiment NAME)")
+        return 0
+    print(f"{'experiment':<20}{'settings':<14}{'created':<22}{'years':<12}{'symbols':>8}")
+    for r in rows:
+        years = f"{r['years'][0]}..{r['years'][-1]}" if r["years"] else "-"
+        print(f"{r['experiment']:<20}{r['settings_hash'] or '-':<14}{r['created_at'] or '-':<22}{years:<12}"
+              f"{r['symbols'] if r['symbols'] is not None else '-':>8}")
+    print(f"reports: {settings.reports_root}/<experiment>/<stage>/")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from config.settings import load_settings
+    from domain.experiment_compare import compare, format_table
+
+    if len(args.names) < 2:
+        raise ValueError(f"compare: {len(args.names)} experiment named; expected two or more, e.g. compare baseline momentum")
+    settings = load_settings()
+    result = compare(settings.reports_root, args.names)
+    print(json.dumps(result, indent=2) if args.json else format_table(result))
+    return 0
+
+
+def cmd_migrate_reports(args: argparse.Namespace) -> int:
+    from config.settings import load_settings
+    from domain.experiment_migrate import migrate_layout
+
+    settings = load_settings()
+    moved, kept = migrate_layout(settings, dry_run=args.dry_run)
+    verb = "would move" if args.dry_run else "moved"
+    for src, dst in moved:
+        print(f"{verb} {src} -> {dst}")
+    for src, dst in kept:
+        print(f"warning: kept {src}: {dst} exists already", file=sys.stderr)
+    print(f"{verb} {len(moved)} item(s) into experiment {settings.experiment!r}; {len(kept)} left in place")
+    return 0
+
+
+def add_experiment_commands(sub) -> None:
+    ex = sub.add_parser("experiments", help="the named experiments: settings hash, created, years, symbols")
+    ex.add_argument("--json", action="store_true")
+    ex.set_defaults(func=cmd_experiments)
+    cp = sub.add_parser("compare", help="the headline figures of experiments side by side, with differences "
+                        "and t-statistics over years")
+    cp.add_argument("names", nargs="+", help="two or more experiment names; the first is the baseline")
+    cp.add_argument("--json", action="store_true")
+    cp.set_defaults(func=cmd_compare)
+    mr = sub.add_parser("migrate-reports", help="move reports/models/tables of the layout before experiments into "
+                        "the settings' experiment (default: `default`)")
+    mr.add_argument("--dry-run", action="store_true", help="list what would move, move nothing")
+    mr.set_defaults(func=cmd_migrate_reports)

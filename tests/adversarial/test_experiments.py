@@ -1,0 +1,99 @@
+"""Named experiments, bad input (issue 25 item 1 and 3): each row is one CLI command in a real
+process with a bad experiment name, a comparison of experiments that do not exist, or changed
+model settings under a name that has results; it prints exactly one line and exits 2, and
+nothing stored is changed (the frozen experiment's manifest and models stay as they were)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+
+def settings(tmp_path: Path, **extra) -> Path:
+    conf = tmp_path / "conf"
+    conf.mkdir(exist_ok=True)
+    data = {"paths": {k: str(tmp_path / k) for k in ("data", "reports", "models")},
+            "years": {"start": 2001, "end": 2001},
+            "universe": {"source": "synthetic", "synthetic": {"symbols": ["AAA"], "seed": 3, "end_date": "2001-12-31"}},
+            **extra}
+    path = conf / "settings.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def cli(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PIPELINE_CONFIG": str(tmp_path / "conf" / "settings.yaml"),
+           "DAGSTER_HOME": str(tmp_path / "home"), "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _experiment_with_results(tmp_path: Path, name: str) -> None:
+    """Experiment `name` frozen with the default (logistic) settings, a model file its result."""
+    from config.experiments import freeze_experiment
+    from config.settings import read_settings
+
+    s = read_settings(settings(tmp_path, experiment=name))
+    freeze_experiment(s)
+    s.models_dir.mkdir(parents=True)
+    (s.models_dir / "meta_h7_2001.joblib").write_bytes(b"model")
+
+
+def _nothing(tmp_path: Path) -> None:
+    settings(tmp_path)
+
+
+def _baseline(tmp_path: Path) -> None:
+    _experiment_with_results(tmp_path, "baseline")
+    settings(tmp_path)  # back to the default experiment
+
+
+def _baseline_then_tree_model(tmp_path: Path) -> None:
+    _experiment_with_results(tmp_path, "baseline")
+    settings(tmp_path, meta={"model": "hist_gbm"})
+
+
+# (id, setup(tmp_path), argv, the exact line on stderr ({tmp}: tmp_path; {hash}: baseline's), exit code)
+ROWS = [
+    ("experiment_name_with_a_space", _nothing, ["experiments", "--experiment", "my run"],
+     "error: --experiment 'my run': not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
+     "starting with a letter or digit", 2),
+    ("experiment_flag_without_a_name", _nothing, ["evaluate", "--experiment"],
+     "error: --experiment: a name is missing; expected e.g. --experiment baseline", 2),
+    ("experiment_named_as_a_stage_folder", _nothing, ["--experiment", "evaluation", "evaluate"],
+     "error: --experiment 'evaluation': the name of a stage's report folder; expected another experiment name", 2),
+    ("compare_an_unknown_experiment", _baseline, ["compare", "baseline", "momentum"],
+     "error: compare: no experiment 'momentum' under {tmp}/reports (known: baseline); "
+     "expected the name of a run's --experiment", 2),
+    ("compare_one_experiment", _baseline, ["compare", "baseline"],
+     "error: compare: 1 experiment named; expected two or more, e.g. compare baseline momentum", 2),
+    ("compare_an_experiment_with_itself", _baseline, ["compare", "baseline", "baseline"],
+     "error: compare: an experiment is named twice in baseline baseline; expected distinct names", 2),
+    ("changed_model_setting_under_a_name_with_results", _baseline_then_tree_model,
+     ["evaluate", "--experiment", "baseline"],
+     "error: {tmp}/reports/baseline/experiment.json: experiment 'baseline' has results built with settings {hash}, "
+     "these are {new} (meta.model \"logistic\" -> \"hist_gbm\"); use another --experiment name, or move "
+     "{tmp}/reports/baseline and {tmp}/models/baseline away to rebuild it", 2),
+]
+
+
+@pytest.mark.parametrize("setup, argv, line, code", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_bad_experiment_input_is_one_line_and_changes_nothing(tmp_path, setup, argv, line, code):
+    from config.experiments import settings_hash
+    from config.settings import read_settings
+
+    setup(tmp_path)
+    manifest = tmp_path / "reports" / "baseline" / "experiment.json"
+    before = manifest.read_text() if manifest.exists() else None
+    out = cli(tmp_path, argv)
+    hashes = {"hash": settings_hash(read_settings(tmp_path / "conf" / "settings.yaml").model_copy(
+        update={"meta": read_settings(tmp_path / "conf" / "settings.yaml").meta.model_copy(update={"model": "logistic"})})),
+        "new": settings_hash(read_settings(tmp_path / "conf" / "settings.yaml"))}
+    lines = [x for x in out.stderr.strip().splitlines() if not x.startswith("tradelab: device ")]
+    assert (lines, out.returncode) == ([line.format(tmp=tmp_path, **hashes)], code), out.stderr
+    assert (manifest.read_text() if manifest.exists() else None) == before  # nothing stored changed

@@ -1,0 +1,176 @@
+"""Named experiments end to end (issue 25 items 1, 3, 6): two experiments that differ in one
+setting keep their own models, reports and model-dependent tables; every run a command
+launches is a named job tagged with the experiment and its settings hash; `compare` puts
+their figures side by side; `experiments` lists them; `migrate-reports` moves a store of the
+layout before experiments."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from tests.conftest import LEARNED_YEAR
+
+
+def _cli(monkeypatch, cfg: Path, argv: list[str]) -> int:
+    """`pipeline.cli argv` in this process, with `cfg` the settings in force (a command's
+    --experiment makes a derived file the one in force: set again before every command)."""
+    from pipeline.cli import main
+
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    return main(argv)
+
+
+def test_two_experiments_differing_in_calibration_keep_their_models_reports_and_tables(learned_copy, monkeypatch,
+                                                                                        capsys, tmp_path):
+    from dagster import DagsterInstance
+
+    from config.experiments import settings_hash
+    from config.settings import read_settings
+    from resources.delta_store import DeltaStore
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    cfg_b = learned_copy.parent / "settings_sigmoid.yaml"
+    cfg_b.write_text(yaml.safe_dump({**yaml.safe_load(learned_copy.read_text()), "meta": {"calibration": "sigmoid"}}))
+    year = str(LEARNED_YEAR)
+    assert _cli(monkeypatch, learned_copy, ["symbols", "sync"]) == 0  # a new DAGSTER_HOME: the yearly stages read these
+    for cfg, name in ((learned_copy, "isotonic"), (cfg_b, "sigmoid")):
+        for command in ("train-meta", "evaluate", "backtest"):
+            assert _cli(monkeypatch, cfg, [command, "--years", year, "--experiment", name]) == 0, (command, name)
+    assert _cli(monkeypatch, learned_copy, ["atc-scan", "--experiment", "isotonic"]) == 0
+    capsys.readouterr()
+
+    a = read_settings(learned_copy).model_copy(update={"experiment": "isotonic"})
+    b = read_settings(cfg_b).model_copy(update={"experiment": "sigmoid"})
+    for s in (a, b):  # each keeps its own, under its own folders
+        assert (s.models_dir / f"meta_h7_{year}.joblib").is_file()
+        assert (s.stage_reports_dir("meta_model") / f"h7_{year}.json").is_file()
+        assert json.loads((s.stage_reports_dir("evaluation") / "overall.json").read_text())["h7"]["n"] > 0
+        assert (s.stage_reports_dir("backtest") / "overall.json").is_file()
+        assert json.loads((s.reports_dir / "experiment.json").read_text())["settings_hash"] == settings_hash(s)
+    assert settings_hash(a) != settings_hash(b)
+    assert (a.models_dir / f"meta_h7_{year}.joblib").read_bytes() != (b.models_dir / f"meta_h7_{year}.joblib").read_bytes()
+    pa, pb = (DeltaStore(s.experiment_data_dir).read("predictions", [LEARNED_YEAR])["p_h7"] for s in (a, b))
+    assert pa.len() == pb.len() > 0 and not pa.equals(pb)  # the second experiment's table did not replace the first's
+    # one folder per stage, named as the assets are; no eval/cv/meta pairs
+    assert {p.name for p in a.reports_dir.iterdir() if p.is_dir()} == {"regime", "meta_model", "predictions",
+                                                                         "evaluation", "backtest", "atc_scan"}
+
+    runs = DagsterInstance.get().get_runs()
+    assert {r.job_name for r in runs} == {"train_meta_job", "evaluate_job", "backtest_job", "atc_scan_job"}
+    assert sorted((r.tags["tradelab/experiment"], r.tags["tradelab/settings_hash"]) for r in runs) == sorted(
+        [("isotonic", settings_hash(a))] * 4 + [("sigmoid", settings_hash(b))] * 3)
+
+    assert _cli(monkeypatch, learned_copy, ["compare", "isotonic", "sigmoid", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    auc = next(r for r in result["rows"] if r["figure"] == "h7 auc")
+    ev_a, ev_b = (json.loads((s.stage_reports_dir("evaluation") / "overall.json").read_text())["h7"]["auc"] for s in (a, b))
+    assert auc["values"] == {"isotonic": ev_a, "sigmoid": ev_b}
+    assert auc["diff"]["sigmoid"] == ev_b - ev_a
+    assert _cli(monkeypatch, learned_copy, ["compare", "isotonic", "sigmoid"]) == 0
+    table = capsys.readouterr().out
+    assert f"{ev_a:.3f}" in next(line for line in table.splitlines() if line.startswith("h7 auc"))
+    assert "backtest sharpe" in table
+
+    assert _cli(monkeypatch, learned_copy, ["experiments", "--json"]) == 0
+    listed = {e["experiment"]: e for e in json.loads(capsys.readouterr().out)}
+    assert listed["isotonic"]["settings_hash"] == settings_hash(a) and listed["sigmoid"]["years"] == [LEARNED_YEAR]
+
+    # sigmoid calibration under the isotonic experiment's name: refused, nothing run
+    assert _cli(monkeypatch, cfg_b, ["evaluate", "--years", year, "--experiment", "isotonic"]) == 2
+    assert len(DagsterInstance.get().get_runs()) == 7
+
+
+def _report(folder: Path, name: str, payload: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(payload))
+
+
+def test_compare_gives_the_difference_and_a_t_statistic_over_the_common_years(tmp_path):
+    from config.experiments import MANIFEST
+    from domain.experiment_compare import compare, format_table
+
+    yearly = {"base": [0.50, 0.52, 0.51], "alt": [0.51, 0.54, 0.54]}  # differences 0.01, 0.02, 0.03
+    for name, aucs in yearly.items():
+        _report(tmp_path / name, MANIFEST, {"experiment": name, "settings_hash": name * 2})
+        for y, v in zip((2001, 2002, 2003), aucs):
+            _report(tmp_path / name / "evaluation", f"{y}.json", {"h7": {"auc": v}})
+        _report(tmp_path / name / "evaluation", "overall.json", {"symbols": 4, "h7": {"auc": sum(aucs) / 3}})
+    result = compare(tmp_path, ["base", "alt"])
+    row = next(r for r in result["rows"] if r["figure"] == "h7 auc")
+    assert round(row["diff"]["alt"], 12) == 0.02
+    assert round(row["t"]["alt"], 4) == 3.4641 and row["years"]["alt"] == 3  # 0.02 / (0.01 / sqrt(3))
+    backtest = next(r for r in result["rows"] if r["figure"] == "backtest sharpe")
+    assert backtest["values"] == {"base": None, "alt": None} and backtest["t"]["alt"] is None  # no backtest: n/a
+    line = next(x for x in format_table(result).splitlines() if x.startswith("h7 auc"))
+    assert line.split() == ["h7", "auc", "0.510", "0.530", "+0.020", "3.46", "(3)"]
+
+
+def test_migrate_reports_moves_the_layout_before_experiments_and_overwrites_nothing(tmp_path, monkeypatch, capsys):
+    from config.settings import read_settings
+
+    cfg = tmp_path / "settings.yaml"
+    cfg.write_text(yaml.safe_dump({"paths": {"data": "data", "reports": "reports", "models": "models"}}))
+    old_reports, models, data = tmp_path / "reports", tmp_path / "models", tmp_path / "data"
+    _report(old_reports / "eval", "overall.json", {"h7": {"auc": 0.55}})
+    _report(old_reports / "evaluation", "2003.json", {"stage": "evaluation", "git_sha": "abc"})  # a sidecar
+    _report(old_reports / "cv" / "h7", "2003.json", {"folds": []})
+    _report(old_reports / "backtest", "overall.json", {"sharpe": 1.0})
+    _report(old_reports / "meta", "h7_2003.json", {"auc": 0.6})
+    models.mkdir()
+    (models / "meta_h7_2003.joblib").write_bytes(b"model")
+    (data / "predictions" / "_delta_log").mkdir(parents=True)
+    (data / "raw_bars" / "_delta_log").mkdir(parents=True)
+    s = read_settings(cfg)
+    _report(s.stage_reports_dir("meta_model"), "h7_2003.json", {"auc": 0.7})  # already there: kept
+
+    assert _cli(monkeypatch, cfg, ["migrate-reports"]) == 0
+    exp = old_reports / "default"
+    assert json.loads((exp / "evaluation" / "overall.json").read_text()) == {"h7": {"auc": 0.55}}
+    assert json.loads((exp / "evaluation" / "runs" / "2003.json").read_text())["git_sha"] == "abc"
+    assert (exp / "cv_report" / "h7" / "2003.json").is_file() and (exp / "backtest" / "overall.json").is_file()
+    assert json.loads((exp / "meta_model" / "h7_2003.json").read_text()) == {"auc": 0.7}  # not overwritten
+    assert json.loads((old_reports / "meta" / "h7_2003.json").read_text()) == {"auc": 0.6}  # left in place
+    assert (models / "default" / "meta_h7_2003.joblib").read_bytes() == b"model"
+    assert (data / "experiments" / "default" / "predictions" / "_delta_log").is_dir()
+    assert (data / "raw_bars" / "_delta_log").is_dir()  # shared tables stay
+    assert sorted(p.name for p in old_reports.iterdir()) == ["default", "meta"]
+    assert "moved 6 item(s) into experiment 'default'; 1 left in place" in capsys.readouterr().out
+    assert not os.path.exists(old_reports / "eval")
+
+
+def test_vacuum_reaches_the_tables_of_every_experiment(tmp_path):
+    from pipeline.maintenance import vacuum_tables
+    from resources.delta_store import DeltaStore
+
+    frame = pl.DataFrame({"year": [2003], "horizon": [7], "auc": [0.6]})
+    for root in (tmp_path / "data", tmp_path / "data" / "experiments" / "tree"):
+        store = DeltaStore(root)
+        store.write_year("evaluation", 2003, frame)
+        store.write_year("evaluation", 2003, frame.with_columns(pl.lit(0.7).alias("auc")))  # the first file replaced
+    removed = vacuum_tables(tmp_path / "data", retention_hours=0)
+    assert removed == {"evaluation": 1, "experiments/tree/evaluation": 1}
+
+
+def test_the_daemons_runs_carry_the_experiment_of_the_settings(instance, monkeypatch, make_settings):
+    import datetime as dt
+
+    from dagster import build_schedule_context
+
+    from config.experiments import settings_hash
+    from config.partitions import SYMBOLS
+    from config.settings import read_settings
+    from pipeline.schedules import nightly_rebuild
+
+    cfg = make_settings(experiment="momentum", years={"start": 2000, "end": None})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    when = dt.datetime(2024, 3, 5, 2, 0, tzinfo=dt.timezone.utc)
+    request = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert (request.tags["tradelab/experiment"], request.tags["tradelab/settings_hash"]) == (
+        "momentum", settings_hash(read_settings(cfg)))
