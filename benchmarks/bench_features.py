@@ -46,6 +46,19 @@ def _universe(args):
     return bars, keys
 
 
+def reset_peak_rss() -> float:
+    """Reset this process's VmHWM to its current RSS (Linux: `5` into /proc/self/clear_refs);
+    returns the current RSS in MB."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
 def _packs(args) -> list[str]:
     return args.packs.split(",")
 
@@ -58,6 +71,7 @@ def phase_stage(args) -> dict:
     selection = select(tuple(_packs(args)))
     bars, keys = _universe(args)
     build_features(bars.head(20_000), keys[:1], selection=selection)  # JIT/cache warm-up outside the timing
+    rss_before = reset_peak_rss()  # the peak below is the build's, not the data generation's
     t0 = time.perf_counter()
     feats, _, stats = build_features(bars, keys, workers=args.workers, chunk_rows=args.chunk_rows, executor=args.executor,
                                      selection=selection)
@@ -65,7 +79,8 @@ def phase_stage(args) -> dict:
     labs = build_labels(bars, keys, {3: 0.0, 7: 0.0, 14: 0.0})
     t2 = time.perf_counter()
     return {"rows": feats.height, "features_s": t1 - t0, "labels_s": t2 - t1, "seconds": t2 - t0,
-            "rows_per_s": feats.height / (t2 - t0), "peak_rss_mb": peak_rss_mb(), "workers": stats.workers,
+            "rows_per_s": feats.height / (t2 - t0), "peak_rss_mb": peak_rss_mb(), "rss_before_mb": rss_before,
+            "features_mb": feats.estimated_size() / 2**20, "workers": stats.workers,
             "chunks": stats.chunks, "chunk_input_mb": stats.max_chunk_input_mb,
             "worker_rss_growth_mb": stats.max_worker_rss_growth_mb, "label_rows": labs.height}
 
@@ -225,7 +240,9 @@ def main() -> int:
     lines.append("")
     if "stage" in results:
         s = results["stage"]
-        lines.append(f"Stage code: features {s['features_s']:.2f} s, labels {s['labels_s']:.2f} s. Largest chunk "
+        lines.append(f"Stage code: features {s['features_s']:.2f} s, labels {s['labels_s']:.2f} s; RSS before the "
+                     f"build {s['rss_before_mb']:,.0f} MB (the bars generated; peak reset there), peak during it "
+                     f"{s['peak_rss_mb']:,.0f} MB, the features frame {s['features_mb']:,.0f} MB. Largest chunk "
                      f"{s['chunk_input_mb']:.1f} MB of input."
                      + (f" Largest process worker's peak RSS growth after warm-up: {s['worker_rss_growth_mb']:.1f} MB "
                         f"({s['worker_rss_growth_mb'] / max(s['chunk_input_mb'], 1e-9):.2f}x its chunk)."
