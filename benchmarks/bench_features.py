@@ -6,11 +6,18 @@ Phases, each in a fresh process:
            largest worker's RSS growth against its chunk's input bytes
   seed     the seed's baseline for the same work (seed 000 section 2): per symbol, pandas
            round trip, rolling_mean/rsi numba kernels (2 features) + labels; rows/s
+  raw      raw_bars of the universe materialized (one run), for a later `dagster` phase
   dagster  through Dagster, one single-run backfill for features + labels after raw_bars
-           is materialized: rows/s end to end, with the split between our code, the writes
-           and Dagster's per-partition bookkeeping
+           is materialized (in this process, unless a `raw` phase ran before it: then this
+           process runs only features + labels, so its peak RSS is theirs): rows/s end to
+           end, with the split between our code, the writes and Dagster's per-partition
+           bookkeeping
 
-Usage: python benchmarks/bench_features.py [--symbols 500] [--years 2000-2025] [--record]
+`--packs core,alpha158` selects the feature packs (settings `features.packs`; default core)
+for the `stage` and `dagster` phases.
+
+Usage: python benchmarks/bench_features.py [--symbols 500] [--years 2000-2025] [--packs core]
+    [--phases stage,seed,dagster] [--record]
 """
 
 from __future__ import annotations
@@ -39,19 +46,41 @@ def _universe(args):
     return bars, keys
 
 
+def reset_peak_rss() -> float:
+    """Reset this process's VmHWM to its current RSS (Linux: `5` into /proc/self/clear_refs);
+    returns the current RSS in MB."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def _packs(args) -> list[str]:
+    return args.packs.split(",")
+
+
 def phase_stage(args) -> dict:
     from domain.features import build_features
     from domain.labels import build_labels
+    from kernels.registry.packs import select
 
+    selection = select(tuple(_packs(args)))
     bars, keys = _universe(args)
-    build_features(bars.head(20_000), keys[:1])  # JIT/cache warm-up outside the timing
+    build_features(bars.head(20_000), keys[:1], selection=selection)  # JIT/cache warm-up outside the timing
+    rss_before = reset_peak_rss()  # the peak below is the build's, not the data generation's
     t0 = time.perf_counter()
-    feats, _, stats = build_features(bars, keys, workers=args.workers, chunk_rows=args.chunk_rows, executor=args.executor)
+    feats, _, stats = build_features(bars, keys, workers=args.workers, chunk_rows=args.chunk_rows, executor=args.executor,
+                                     selection=selection)
     t1 = time.perf_counter()
     labs = build_labels(bars, keys, {3: 0.0, 7: 0.0, 14: 0.0})
     t2 = time.perf_counter()
     return {"rows": feats.height, "features_s": t1 - t0, "labels_s": t2 - t1, "seconds": t2 - t0,
-            "rows_per_s": feats.height / (t2 - t0), "peak_rss_mb": peak_rss_mb(), "workers": stats.workers,
+            "rows_per_s": feats.height / (t2 - t0), "peak_rss_mb": peak_rss_mb(), "rss_before_mb": rss_before,
+            "features_mb": feats.estimated_size() / 2**20, "workers": stats.workers,
             "chunks": stats.chunks, "chunk_input_mb": stats.max_chunk_input_mb,
             "worker_rss_growth_mb": stats.max_worker_rss_growth_mb, "label_rows": labs.height}
 
@@ -107,16 +136,38 @@ def phase_seed(args) -> dict:
     return {"rows": rows, "seconds": sec, "rows_per_s": rows / sec, "peak_rss_mb": peak_rss_mb()}
 
 
+RAW_DONE = "raw_bars.done"  # in --tmp: the `raw` phase materialized raw_bars there
+
+
+def _instance(args):
+    return synthetic_instance(Path(args.tmp), args.symbols, args.y0, args.y1, features={"packs": _packs(args)})
+
+
+def _materialize_raw(args, instance) -> None:
+    from pipeline.definitions import ALL_ASSETS, defs
+    from pipeline.runs import run_rectangle
+
+    raw_job = defs.resolve_job_def("historical_build_and_train").get_subset(asset_selection={ALL_ASSETS[0].key})
+    run_rectangle(raw_job, instance, names(args.symbols), list(range(args.y0, args.y1 + 1)), log_level="WARNING")
+
+
+def phase_raw(args) -> dict:
+    t0 = time.perf_counter()
+    _materialize_raw(args, _instance(args))
+    (Path(args.tmp) / RAW_DONE).touch()
+    return {"seconds": time.perf_counter() - t0, "peak_rss_mb": peak_rss_mb()}
+
+
 def phase_dagster(args) -> dict:
-    instance = synthetic_instance(Path(args.tmp), args.symbols, args.y0, args.y1)
+    instance = _instance(args)
     from dagster import materialize
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-    from pipeline.definitions import ALL_ASSETS, build_resources, defs
-    from pipeline.runs import run_rectangle
-    syms, years = names(args.symbols), list(range(args.y0, args.y1 + 1))
-    raw_job = defs.resolve_job_def("historical_build_and_train").get_subset(asset_selection={ALL_ASSETS[0].key})
-    run_rectangle(raw_job, instance, syms, years, log_level="WARNING")
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    syms = names(args.symbols)
+    raw_in_process = not (Path(args.tmp) / RAW_DONE).exists()
+    if raw_in_process:
+        _materialize_raw(args, instance)
     tags = {ASSET_PARTITION_RANGE_START_TAG: f"{syms[0]}|{args.y0}", ASSET_PARTITION_RANGE_END_TAG: f"{syms[-1]}|{args.y1}"}
     selection = [a for a in ALL_ASSETS if a.key.to_user_string() in ("features", "labels")]
     t0 = time.perf_counter()
@@ -130,11 +181,15 @@ def phase_dagster(args) -> dict:
     rows = meta["features"]["rows"]
     ours = sum(m["seconds"] for m in meta.values())
     writes = sum(m["write_seconds"] for m in meta.values())
-    return {"rows": rows, "partitions": 2 * len(syms) * len(years), "seconds": sec, "rows_per_s": rows / sec,
-            "our_code_s": ours, "write_s": writes, "bookkeeping_s": sec - ours - writes, "peak_rss_mb": peak_rss_mb()}
+    return {"rows": rows, "partitions": 2 * len(syms) * (args.y1 - args.y0 + 1), "seconds": sec, "rows_per_s": rows / sec,
+            "our_code_s": ours, "write_s": writes, "bookkeeping_s": sec - ours - writes, "peak_rss_mb": peak_rss_mb(),
+            "raw_in_process": raw_in_process, "features_s": meta["features"]["seconds"],
+            "features_write_s": meta["features"]["write_seconds"],
+            "features_rss_before_write_mb": meta["features"]["peak_rss_mb"],
+            "features_bytes": meta["features"]["bytes"], "columns": len(meta["features"]["dtypes"]) - 2}
 
 
-PHASES = {"stage": phase_stage, "seed": phase_seed, "dagster": phase_dagster}
+PHASES = {"stage": phase_stage, "seed": phase_seed, "raw": phase_raw, "dagster": phase_dagster}
 
 
 def main() -> int:
@@ -144,6 +199,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--chunk-rows", type=int, default=131_072)
     ap.add_argument("--executor", choices=["thread", "process"], default="thread")
+    ap.add_argument("--packs", default="core", help="features.packs, comma-separated")
     ap.add_argument("--phases", default="stage,seed,dagster")
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--tmp")
@@ -156,28 +212,37 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         results = run_phases(__file__, args.phases.split(","),
                              ["--tmp", tmp, "--symbols", str(args.symbols), "--years", args.years, "--workers",
-                              str(args.workers), "--chunk-rows", str(args.chunk_rows), "--executor", args.executor])
+                              str(args.workers), "--chunk-rows", str(args.chunk_rows), "--executor", args.executor,
+                              "--packs", args.packs])
     cmd = (f"python benchmarks/bench_features.py --symbols {args.symbols} --years {args.years} "
-           f"--workers {args.workers} --executor {args.executor}")
+           f"--workers {args.workers} --executor {args.executor}"
+           + (f" --packs {args.packs}" if args.packs != "core" else "")
+           + (f" --phases {args.phases}" if args.phases != "stage,seed,dagster" else ""))
+    what = "19 features" if args.packs == "core" else f"packs {args.packs}"
     lines = [f"### Features + labels rebuild: {args.symbols} symbols x {args.y1 - args.y0 + 1} years ({dt.date.today()})", "",
              f"Machine: {machine()}. Command: `{cmd}`.", "",
              "| path | rows | seconds | rows/s | peak RSS MB |", "|---|---:|---:|---:|---:|"]
     if "stage" in results:
         s = results["stage"]
-        lines.append(f"| stage code: 19 features ({args.executor} pool of {s['workers']} over {s['chunks']} chunks) + 6 labels | {s['rows']:,} | "
+        lines.append(f"| stage code: {what} ({args.executor} pool of {s['workers']} over {s['chunks']} chunks) + 6 labels | {s['rows']:,} | "
                      f"{s['seconds']:.2f} | {s['rows_per_s']:,.0f} | {s['peak_rss_mb']:.0f} |")
     if "seed" in results:
         b = results["seed"]
         lines.append(f"| seed baseline: 2 features + labels per symbol via pandas | {b['rows']:,} | {b['seconds']:.2f} | "
                      f"{b['rows_per_s']:,.0f} | {b['peak_rss_mb']:.0f} |")
+    if "raw" in results:
+        r = results["raw"]
+        lines.append(f"| raw_bars materialized first (another process) | - | {r['seconds']:.2f} | - | {r['peak_rss_mb']:.0f} |")
     if "dagster" in results:
         d = results["dagster"]
-        lines.append(f"| through Dagster: features + labels, one run ({d['partitions']:,} partition events) | {d['rows']:,} | "
+        lines.append(f"| through Dagster: {what} features + labels, one run ({d['partitions']:,} partition events) | {d['rows']:,} | "
                      f"{d['seconds']:.2f} | {d['rows_per_s']:,.0f} | {d['peak_rss_mb']:.0f} |")
     lines.append("")
     if "stage" in results:
         s = results["stage"]
-        lines.append(f"Stage code: features {s['features_s']:.2f} s, labels {s['labels_s']:.2f} s. Largest chunk "
+        lines.append(f"Stage code: features {s['features_s']:.2f} s, labels {s['labels_s']:.2f} s; RSS before the "
+                     f"build {s['rss_before_mb']:,.0f} MB (the bars generated; peak reset there), peak during it "
+                     f"{s['peak_rss_mb']:,.0f} MB, the features frame {s['features_mb']:,.0f} MB. Largest chunk "
                      f"{s['chunk_input_mb']:.1f} MB of input."
                      + (f" Largest process worker's peak RSS growth after warm-up: {s['worker_rss_growth_mb']:.1f} MB "
                         f"({s['worker_rss_growth_mb'] / max(s['chunk_input_mb'], 1e-9):.2f}x its chunk)."
@@ -187,7 +252,13 @@ def main() -> int:
                          "(with 19 features instead of 2).")
     if "dagster" in results:
         d = results["dagster"]
-        lines.append(f"Inside the Dagster run: our code {d['our_code_s']:.1f} s, Parquet writes {d['write_s']:.1f} s, "
+        lines.append(f"Inside the Dagster run: the `features` step {d['features_s']:.1f} s of its code + "
+                     f"{d['features_write_s']:.1f} s of writes ({d['columns']} feature columns, the frame "
+                     f"{d['features_bytes'] / 2**20:,.0f} MB; peak RSS {d['features_rss_before_write_mb']:,.0f} MB "
+                     "when the step's code returned, before the write); peak RSS of the process "
+                     + ("(raw_bars materialized in it first)" if d["raw_in_process"] else
+                        "(features + labels only: raw_bars came from the `raw` phase)") + f" {d['peak_rss_mb']:.0f} MB. "
+                     f"Our code {d['our_code_s']:.1f} s, Parquet writes {d['write_s']:.1f} s, "
                      f"Dagster bookkeeping {d['bookkeeping_s']:.1f} s ({1e3 * d['bookkeeping_s'] / d['partitions']:.1f} ms "
                      "per partition event in the SQLite event log).")
     lines.append("")

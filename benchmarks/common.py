@@ -58,12 +58,14 @@ def configured_instance(tmp: Path, settings: dict):
     return cfg, loaded, instance
 
 
-def synthetic_instance(tmp: Path, n_symbols: int, y0: int, y1: int):
-    """`configured_instance` for n synthetic symbols and years y0..y1; returns the instance."""
+def synthetic_instance(tmp: Path, n_symbols: int, y0: int, y1: int, **more):
+    """`configured_instance` for n synthetic symbols and years y0..y1 (`more`: further
+    top-level settings sections, e.g. features={"packs": [...]}); returns the instance."""
     return configured_instance(tmp, {
         "paths": {"data": str(tmp / "data"), "reports": str(tmp / "reports"), "models": str(tmp / "models")},
         "years": {"start": y0, "end": y1},
         "universe": {"source": "synthetic", "synthetic": {"symbols": symbol_names(n_symbols), "seed": 7, "end_date": f"{y1}-12-31"}},
+        **more,
     })[2]
 
 

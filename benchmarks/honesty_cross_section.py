@@ -40,7 +40,23 @@ symbols, default 5 of the 20). The logistic meta model is deterministic (lbfgs o
 purged folds; `meta.seed` changes nothing), so it runs once; lightgbm and hist_gbm run once
 per --seeds entry (`meta.seed`).
 
-Usage: python benchmarks/honesty_cross_section.py [--first-test-year 2000] [--last-year 2022] [--horizons 7]
+Configurations (`--configs`, comma-separated `INPUTS:MODEL[:PACKS]`): INPUTS is `meta.inputs`,
+`specialists`, `features+specialists`, or `+`-joined names that become a list
+(`specialists+alpha158` -> [specialists, alpha158]); MODEL is `meta.model`; PACKS (optional,
+`+`-joined) are `features.packs`, a dotted name among them a `features.plugins` module. The
+store is built once with the union of every configuration's packs (the specialists and
+labels do not depend on them), so `specialists:logistic,specialists+alpha158:lightgbm:core+alpha158`
+compares the default model with LightGBM on Alpha158 on the same rows.
+
+Markets (`--market`): `sp500` (the file above) or `planted`: the synthetic market with a
+planted signal (`universe.synthetic.planted`, README "Planted signal": `--planted-strength`,
+`--planted-kind`, horizon 7), `--symbols` synthetic symbols (seed 7) from --train-from to
+--last-year, through the same chain. On `sp500` the full `alpha158` pack has no usable row
+(its 10 volume correlations are NaN with a constant volume): use the plugin pack
+`alpha158_close` (benchmarks/alpha158_close.py), the other 148 columns.
+
+Usage: python benchmarks/honesty_cross_section.py [--market sp500|planted] [--symbols 30]
+    [--first-test-year 2000] [--last-year 2022] [--horizons 7]
     [--configs specialists:logistic,features+specialists:logistic] [--seeds 0,1,2] [--record]
 """
 
@@ -56,17 +72,41 @@ import tempfile
 import time
 from pathlib import Path
 
+import os
+
 import numpy as np
 import polars as pl
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# plugin modules (benchmarks.alpha158_close) import in the subprocesses the pipeline spawns too
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
-from benchmarks.common import configured_instance, emit, machine  # noqa: E402
+from benchmarks.common import configured_instance, emit, machine, symbol_names  # noqa: E402
 
 DATA_FILE = ("datasets", "data", "sp500_dataset.csv.gz")
 SEEDED_MODELS = ("lightgbm", "hist_gbm")
-METRICS = ("rank_ic", "icir", "long_short_sharpe")
+METRICS = ("auc", "rank_ic", "icir", "long_short_sharpe")
+LITERAL_INPUTS = ("specialists", "features+specialists")
+
+
+def parse_config(text: str) -> tuple[str, str | list[str], str, list[str], list[str]]:
+    """`INPUTS:MODEL[:PACKS]` -> (label, meta.inputs, meta.model, features.packs, features.plugins);
+    a dotted name in PACKS is a plugin module."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise SystemExit(f"--configs: {text!r} is not INPUTS:MODEL[:PACKS]")
+    inputs = parts[0] if parts[0] in LITERAL_INPUTS else parts[0].split("+")
+    names = parts[2].split("+") if len(parts) == 3 else ["core"]
+    packs = [n for n in names if "." not in n]
+    return (f"{parts[0]}, {parts[1]}", inputs, parts[1], packs or ["core"], [n for n in names if "." in n])
+
+
+def union(lists) -> list[str]:
+    out: list[str] = []
+    for names in lists:
+        out += [n for n in names if n not in out]
+    return out
 
 
 def sp500_csv() -> Path:
@@ -133,11 +173,15 @@ def _ms(x: np.ndarray, spec: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--market", choices=["sp500", "planted"], default="sp500")
+    ap.add_argument("--symbols", type=int, default=30, help="planted: synthetic symbols")
+    ap.add_argument("--planted-strength", type=float, default=0.1, help="planted: universe.synthetic.planted.strength")
+    ap.add_argument("--planted-kind", choices=["linear", "nonlinear"], default="linear")
     ap.add_argument("--train-from", type=int, default=1990, help="first year of bars (the file starts in 1990)")
     ap.add_argument("--first-test-year", type=int, default=2000)
     ap.add_argument("--last-year", type=int, default=2022)
     ap.add_argument("--configs", default="specialists:logistic,features+specialists:logistic",
-                    help="comma-separated meta.inputs:meta.model pairs")
+                    help="comma-separated INPUTS:MODEL[:PACKS] (meta.inputs, meta.model, features.packs)")
     ap.add_argument("--seeds", default="0,1,2", help="meta.seed values for lightgbm / hist_gbm")
     ap.add_argument("--horizons", default="7", help="labels.horizons (thresholds 0); 7 = backtest.horizon")
     ap.add_argument("--volume", type=float, default=1e6, help="the constant volume of every bar")
@@ -145,24 +189,35 @@ def main() -> int:
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    configs = [tuple(c.split(":")) for c in args.configs.split(",")]
+    configs = [parse_config(c) for c in args.configs.split(",")]
+    features = {"packs": union(c[3] for c in configs), "plugins": union(c[4] for c in configs)}
     seeds = [int(s) for s in args.seeds.split(",")]
     horizons = [int(h) for h in args.horizons.split(",")]
     head = 7 if 7 in horizons else horizons[0]
     years = list(range(args.train_from, args.last_year + 1))
     test_years = list(range(args.first_test_year, args.last_year + 1))
-    bars = sp500_bars(args.volume).filter(pl.col("date").dt.year().is_between(args.train_from, args.last_year))
-    symbols = sorted(bars["symbol"].unique().to_list())
+    if args.market == "sp500":
+        bars = sp500_bars(args.volume).filter(pl.col("date").dt.year().is_between(args.train_from, args.last_year))
+        symbols = sorted(bars["symbol"].unique().to_list())
+    else:
+        bars, symbols = None, symbol_names(args.symbols)
     timings: dict[str, float] = {}
     results: dict[str, dict] = {}  # config label -> {seed: eval figures}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "user_data").mkdir()
-        bars.write_parquet(tmp / "user_data" / "sp500.parquet")
+        if bars is not None:
+            (tmp / "user_data").mkdir()
+            bars.write_parquet(tmp / "user_data" / "sp500.parquet")
+            universe = {"source": "folder", "folder": {"path": str(tmp / "user_data")}}
+        else:
+            universe = {"source": "synthetic", "synthetic": {
+                "symbols": symbols, "seed": 7, "end_date": f"{args.last_year}-12-31",
+                "planted": {"strength": args.planted_strength, "kind": args.planted_kind, "horizon": 7}}}
         base = {
             "paths": {"data": str(tmp / "data"), "reports": str(tmp / "reports"), "models": str(tmp / "models")},
             "years": {"start": args.train_from, "end": args.last_year},
-            "universe": {"source": "folder", "folder": {"path": str(tmp / "user_data")}},
+            "universe": universe,
+            "features": features,
             "labels": {"horizons": horizons, "thresholds": {h: 0.0 for h in horizons}},
             "backtest": {"horizon": head},
             "lstm": {"horizon": head},
@@ -193,8 +248,7 @@ def main() -> int:
         timings["build (raw_bars, features, labels, specialists, regime)"] = time.perf_counter() - t
         degenerate = degeneracy(DeltaStore(settings.data_dir), symbols, years)
 
-        for inputs, model in configs:
-            label = f"{inputs}, {model}"
+        for label, inputs, model, _, _ in configs:
             results[label] = {}
             for seed in (seeds if model in SEEDED_MODELS else [None]):
                 t = time.perf_counter()
@@ -212,36 +266,49 @@ def main() -> int:
         Path(args.json).write_text(json.dumps({"results": {k: {str(s): v for s, v in r.items()} for k, r in results.items()},
                                                "degeneracy": degenerate, "timings": timings}, indent=1))
 
-    cmd = (f"python benchmarks/honesty_cross_section.py --first-test-year {args.first_test_year} --last-year "
-           f"{args.last_year} --configs {args.configs}" + (f" --seeds {args.seeds}" if any(
-               m in SEEDED_MODELS for _, m in configs) else "") + (f" --horizons {args.horizons}"
-                                                                   if horizons != [7] else "") + " --record")
-    lines = [f"### Honesty on real data, cross-sectional: 20 S&P 500 stocks from skfolio ({dt.date.today()})", "",
+    planted = args.market == "planted"
+    cmd = ("python benchmarks/honesty_cross_section.py" + (
+        f" --market planted --symbols {args.symbols} --planted-strength {args.planted_strength} --planted-kind "
+        f"{args.planted_kind}" if planted else "") + (f" --train-from {args.train_from}" if args.train_from != 1990
+                                                       else "")
+        + f" --first-test-year {args.first_test_year} --last-year {args.last_year} --configs {args.configs}"
+        + (f" --seeds {args.seeds}" if any(c[2] in SEEDED_MODELS for c in configs) else "")
+        + (f" --horizons {args.horizons}" if horizons != [7] else "") + " --record")
+    title = (f"Planted market: {len(symbols)} synthetic symbols, {args.planted_kind} signal of strength "
+             f"{args.planted_strength}" if planted else "Honesty on real data, cross-sectional: 20 S&P 500 stocks "
+             "from skfolio")
+    data = (f"Symbols: {len(symbols)} ({symbols[0]}..{symbols[-1]}), the synthetic market (seed 7) with "
+            f"`universe.synthetic.planted` {{strength: {args.planted_strength}, kind: {args.planted_kind}, horizon: 7}}, "
+            f"{args.train_from}-{args.last_year} ({len(years)} years)" if planted else
+            f"`pip install --no-deps skfolio` first. Symbols: {len(symbols)}, {', '.join(symbols)} (adjusted closes "
+            f"{args.train_from}-{args.last_year}, {len(years)} years; open = high = low = close, constant volume)")
+    lines = [f"### {title} ({dt.date.today()})", "",
              f"Machine: {machine()}. Command: `{cmd}` ({total / 60:.1f} min wall, {cpu / 60:.1f} min CPU of this "
-             f"process; `pip install --no-deps skfolio` "
-             f"first). Symbols: {', '.join(symbols)} (adjusted closes {args.train_from}-{args.last_year}; open = "
-             f"high = low = close, constant volume). Test years {args.first_test_year}-{args.last_year}, walk-forward: "
+             f"process). Settings: `features: {json.dumps(features)}` for the build of every configuration. "
+             f"{data}. Test years {args.first_test_year}-{args.last_year} ({len(test_years)}), walk-forward: "
              f"the model of year Y is trained on labels known before Y, from {args.train_from} on. Per test year the "
-             "daily cross-sectional rank IC (mean over the year's days), ICIR (mean / sd of the daily IC) and the "
-             "long-short top-minus-bottom decile Sharpe (k = 2 of 20 symbols a side, each day's value an H-day "
+             "AUC of the meta model's probability against the label, the daily cross-sectional rank IC (mean over "
+             "the year's days), ICIR (mean / sd of the daily IC) and the long-short top-minus-bottom decile Sharpe "
+             f"(k = {max(1, len(symbols) // 10)} of {len(symbols)} symbols a side, each day's value an H-day "
              "return, annualized with 252 / H); `evaluation.min_symbols_per_day` 5. Spread = mean +- sd over the "
              "test years; `overall` = the figures over every test day pooled. Defaults everywhere else; nothing "
              "tuned on this data.", ""]
     lines += [f"Per test year, horizon {head} (the first seed of a seeded model):", "",
-              "| year | " + " | ".join(f"{lab}: rank IC / ICIR / L-S Sharpe" for lab in results) + " |",
+              "| year | " + " | ".join(f"{lab}: AUC / rank IC / ICIR / L-S Sharpe" for lab in results) + " |",
               "|---|" + "---:|" * len(results)]
     for y in [str(y) for y in test_years] + ["overall"]:
         cells = []
         for lab, per_seed in results.items():
             r = per_seed[next(iter(per_seed))].get(y, {}).get(head)
             cells.append("n/a" if r is None else
-                         f"{_f(r['rank_ic'], '+.3f')} / {_f(r['icir'], '+.3f')} / {_f(r['long_short_sharpe'], '+.2f')}")
+                         f"{_f(r['auc'], '.3f')} / {_f(r['rank_ic'], '+.3f')} / {_f(r['icir'], '+.3f')} / "
+                         f"{_f(r['long_short_sharpe'], '+.2f')}")
         lines.append(f"| {y if y != 'overall' else '**overall**'} | " + " | ".join(cells) + " |")
     lines += ["", "Over the test years, every horizon (mean +- sd over years; for a seeded model, per seed the "
               "mean over years, then mean +- sd across seeds in the last columns):", "",
-              "| configuration | horizon | years | rank IC | ICIR | L-S Sharpe | overall rank IC / ICIR / L-S Sharpe "
-              "| seeds | rank IC over seeds | L-S Sharpe over seeds |",
-              "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+              "| configuration | horizon | years | AUC | rank IC | ICIR | L-S Sharpe | overall AUC / rank IC / ICIR / "
+              "L-S Sharpe | seeds | rank IC over seeds | L-S Sharpe over seeds |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for lab, per_seed in results.items():
         first = per_seed[next(iter(per_seed))]
         for h in horizons:
@@ -257,18 +324,20 @@ def main() -> int:
                            for m in METRICS}
                 seed_cells = (f"{','.join(str(s) for s in per_seed)} | {_ms(by_seed['rank_ic'], '+.4f')} | "
                               f"{_ms(by_seed['long_short_sharpe'], '+.3f')}")
-            lines.append(f"| {lab} | {h} | {n} | {_ms(col['rank_ic'], '+.3f')} | {_ms(col['icir'], '+.3f')} | "
-                         f"{_ms(col['long_short_sharpe'], '+.2f')} | {_f(o.get('rank_ic'), '+.4f')} / "
+            lines.append(f"| {lab} | {h} | {n} | {_ms(col['auc'], '.3f')} | {_ms(col['rank_ic'], '+.3f')} | "
+                         f"{_ms(col['icir'], '+.3f')} | {_ms(col['long_short_sharpe'], '+.2f')} | "
+                         f"{_f(o.get('auc'), '.3f')} / {_f(o.get('rank_ic'), '+.4f')} / "
                          f"{_f(o.get('icir'), '+.3f')} / {_f(o.get('long_short_sharpe'), '+.2f')} | {seed_cells} |")
-    lines += ["", "Degraded inputs, measured on the stored tables (rows with a value, all symbols and years): "
-              + "; ".join(f"`{d['column']}` constant (std {d['std']:.3g}, {d['distinct']} distinct value"
-                          f"{'s' if d['distinct'] != 1 else ''})" for d in degenerate
-                          if d["distinct"] <= 1 or d["constant_symbols"] == d["symbols"])
-              + ". With open = high = low = close, `f_atr14`, `f_vol_pct` and `f_vol_ratio` are close-to-close "
-                "volatilities (true range = |C - C[-1]|), `f_plus_di14` equals `f_rsi14`, `f_minus_di14` is "
-                "100 - `f_rsi14` and `f_adx14` the Wilder average of |2 RSI14 - 100| (see the script's "
-                "docstring); the other features and specialists read the close only.", "",
-              "Time: " + "; ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ".", ""]
+    flat = [d for d in degenerate if d["distinct"] <= 1 or d["constant_symbols"] == d["symbols"]]
+    lines += ["", "Constant inputs, measured on the stored tables (rows with a value, all symbols and years; a "
+              "column constant within every symbol counts): "
+              + (", ".join(f"`{d['column']}`" + (f" ({d['std']:.3g})" if d["distinct"] > 1 else "") for d in flat)
+                 or "none") + f" ({len(flat)} of {len(degenerate)} columns)"
+              + (". With open = high = low = close, `f_atr14`, `f_vol_pct` and `f_vol_ratio` are close-to-close "
+                 "volatilities (true range = |C - C[-1]|), `f_plus_di14` equals `f_rsi14`, `f_minus_di14` is "
+                 "100 - `f_rsi14` and `f_adx14` the Wilder average of |2 RSI14 - 100| (see the script's "
+                 "docstring); the other features and specialists read the close only." if not planted else "."),
+              "", "Time: " + "; ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ".", ""]
     emit(lines, args.record)
     return 0
 

@@ -6,6 +6,11 @@ A frame holding many symbols is cut at symbol boundaries into chunks of about
 the GIL); `executor="process"` sends each chunk's columns to worker processes as NumPy
 arrays (for work that holds the GIL). With one worker or one chunk everything runs here.
 
+Memory: each chunk's result is copied into one preallocated array per output column as
+soon as it is taken, and dropped, so the outputs are held once (plus the chunks in flight),
+not twice (every chunk's results and then their concatenation): at 3.3M rows x 177 float32
+columns that is 2.3 GB less at the peak.
+
 Process workers pin BLAS/OpenMP threads to 1, warm up (numba loads its compiled code)
 and then report their peak RSS growth over that baseline, so the stage can show memory
 per worker against the chunk's input bytes.
@@ -84,10 +89,12 @@ def map_symbol_chunks(
     executor: str = "thread",
     **kwargs,
 ) -> tuple[dict[str, np.ndarray], ChunkStats]:
-    """Apply `fn(arrays, offsets, **kwargs)` to symbol chunks of `frame`; concatenate results.
+    """Apply `fn(arrays, offsets, **kwargs)` to symbol chunks of `frame`; its results, one
+    array per column over all of `frame`'s rows in frame order (as if concatenated).
 
     `fn` receives the chunk's columns and the offsets of its symbols within the chunk, and
-    returns a dict of arrays of the chunk's length.
+    returns a dict of arrays of the chunk's length. The outputs are preallocated and filled
+    chunk by chunk (see the module doc: memory).
     """
     offsets = symbol_offsets(frame["symbol"])
     chunks = plan_chunks(offsets, chunk_rows)
@@ -99,19 +106,33 @@ def map_symbol_chunks(
         arrays = {c: v[a:b] for c, v in cols.items()}
         stats.max_chunk_input_mb = max(stats.max_chunk_input_mb, sum(v.nbytes for v in arrays.values()) / 2**20)
         jobs.append((arrays, offsets[lo : hi + 1] - a))
+    out: dict[str, np.ndarray] = {}
+
+    def place(i: int, result: dict[str, np.ndarray]) -> None:
+        """Chunk i's result into its rows of the output arrays (the first chunk fixes the
+        columns and dtypes; an array of another length than its chunk raises)."""
+        if not out:
+            out.update({k: np.empty(int(offsets[-1]), dtype=np.asarray(v).dtype) for k, v in result.items()})
+        lo, hi = chunks[i]
+        for k, buf in out.items():
+            buf[offsets[lo] : offsets[hi]] = result[k]
+
     if stats.workers == 1:
-        results = [(fn(arrays, offs, **kwargs), 0.0) for arrays, offs in jobs]
+        for i, (arrays, offs) in enumerate(jobs):
+            place(i, fn(arrays, offs, **kwargs))
     elif executor == "thread":
         with ThreadPoolExecutor(max_workers=stats.workers) as pool:
-            results = [(r, 0.0) for r in pool.map(lambda job: fn(job[0], job[1], **kwargs), jobs)]
+            # map yields in order and drops each future as it yields: a result lives until placed
+            for i, r in enumerate(pool.map(lambda job: fn(job[0], job[1], **kwargs), jobs)):
+                place(i, r)
     elif executor == "process":
         with ProcessPoolExecutor(max_workers=stats.workers, initializer=_worker_init, initargs=(fn, kwargs)) as pool:
             futures = [pool.submit(_run_chunk, fn, arrays, offs, kwargs) for arrays, offs in jobs]
-            results = [f.result() for f in futures]
-        stats.max_worker_rss_growth_mb = max(g for _, g in results)
+            for i in range(len(futures)):
+                result, growth = futures[i].result()
+                futures[i] = None  # the future holds the result: release it once placed
+                place(i, result)
+                stats.max_worker_rss_growth_mb = max(stats.max_worker_rss_growth_mb, growth)
     else:
         raise ValueError(f"executor must be 'thread' or 'process', got {executor!r}")
-    if not results:
-        return {}, stats
-    keys = results[0][0].keys()
-    return {k: np.concatenate([r[k] for r, _ in results]) for k in keys}, stats
+    return out, stats

@@ -37,3 +37,39 @@ def test_sp500_bars_through_the_folder_source(tmp_path):
     one = raw.filter(pl.col("symbol") == "AAPL")
     panel = Panel.from_columns({c: one[c].to_numpy().astype(np.float32) for c in ("open", "high", "low", "close", "volume")})
     assert np.all(seller_exhaustion_score(panel) == 0)
+
+
+def test_a_configuration_names_the_inputs_the_model_and_the_packs():
+    from benchmarks.honesty_cross_section import parse_config
+
+    assert parse_config("specialists:logistic") == ("specialists, logistic", "specialists", "logistic", ["core"], [])
+    assert parse_config("features+specialists:hist_gbm")[1] == "features+specialists"
+    assert parse_config("specialists+alpha158:lightgbm:core+alpha158") == (
+        "specialists+alpha158, lightgbm", ["specialists", "alpha158"], "lightgbm", ["core", "alpha158"], [])
+    assert parse_config("specialists+alpha158_close:lightgbm:core+benchmarks.alpha158_close")[3:] == (
+        ["core"], ["benchmarks.alpha158_close"])
+    with pytest.raises(SystemExit, match="is not INPUTS:MODEL"):
+        parse_config("specialists")
+
+
+def test_on_close_only_bars_alpha158_close_has_a_value_where_alpha158s_volume_correlations_have_none():
+    """open = high = low = close and a constant volume (the S&P 500 file): Alpha158's 10
+    CORR/CORD columns are NaN on every row, so the meta model (complete rows only) has no row
+    to train on; the plugin pack alpha158_close keeps the other 148, finite after warm-up."""
+    from kernels.registry.features import compute_features
+    from kernels.registry.packs import select
+
+    n = 300
+    close = (50 * np.exp(np.cumsum(np.random.default_rng(1).normal(0, 0.02, n)))).astype(np.float32)
+    arrays = {c: close for c in ("open", "high", "low", "close", "vwap")} | {"volume": np.full(n, 1e6, np.float32)}
+    offsets = np.array([0, n])
+    full = select(("alpha158",))
+    out = compute_features(arrays, offsets, backend="cpu", dtype=np.float32, entries=full.features)
+    no_value = [c for c in full.feature_columns if np.isnan(out[c]).all()]
+    assert no_value == [f"a158_{k}{d}" for k in ("CORR", "CORD") for d in (5, 10, 20, 30, 60)]
+    close_only = select(("core",), ("benchmarks.alpha158_close",))
+    cols = [c for c in close_only.feature_columns if c.startswith("a158_")]
+    assert len(cols) == 148 and not set(cols) & set(no_value)
+    out = compute_features(arrays, offsets, backend="cpu", dtype=np.float32, entries=close_only.features)
+    warm = close_only.warmups()
+    assert all(np.isfinite(out[c][warm[c]:]).all() for c in cols)
