@@ -136,6 +136,11 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     train = frame_train.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     X, y, names = _matrix(train, horizon, features)
     ok = complete_rows(X)
+    if not ok.any():
+        empty = [n for n, col in zip(names, X.T) if not np.isfinite(col).any()]
+        raise ValueError(f"meta_model h{horizon}: none of the {len(y)} training rows has a value in every input column; "
+                         f"column(s) without any value: {empty[:12]}{' ...' if len(empty) > 12 else ''}; expected "
+                         "meta.inputs whose columns the data can fill (close-only bars leave volume features empty)")
     train, X, y = train.filter(pl.Series(ok)), X[ok], y[ok].astype(np.int8)
     t0 = train["date"].to_numpy().astype("datetime64[D]")
     t1 = train[f"t1_h{horizon}"].to_numpy().astype("datetime64[D]")

@@ -99,3 +99,24 @@ def test_a_plugin_pack_in_meta_inputs_trains_scores_and_infers_live(plugin_store
     assert one["features"]["meta_inputs"]["my_bb_pct_b20"] == pytest.approx(stored, rel=1e-6)
     assert set(SPECIALIST_COLUMNS) | {"spec_momentum10_score"} <= set(one["features"])
     assert np.isfinite(one["h7"])
+
+
+def test_inputs_with_a_column_the_data_never_fills_are_one_line_naming_it_not_a_fold_error():
+    """Close-only bars leave alpha158's volume correlations without any value: no training
+    row is complete, and the stage says which columns, instead of a splitter's traceback."""
+    from domain.learning.meta import fit_year
+
+    n = 300
+    rng = np.random.default_rng(0)
+    dates = pl.date_range(dt.date(2001, 1, 1), dt.date(2001, 1, 1) + dt.timedelta(days=n - 1), eager=True)
+    frame = pl.DataFrame({
+        "symbol": ["AAA"] * n, "date": dates, "t1_h7": dates + dt.timedelta(days=7),
+        **{c: rng.uniform(-1, 1, n).astype(np.float32) for c in SPECIALIST_COLUMNS},
+        "label_bin_h7": rng.integers(0, 2, n).astype(np.int8), "label_ret_h7": rng.normal(0, 0.01, n),
+        "a158_CORR5": np.full(n, np.nan, np.float32), "a158_KMID": rng.normal(0, 0.01, n).astype(np.float32),
+    })
+    with pytest.raises(ValueError) as err:
+        fit_year(frame, frame, 7, n_splits=3, embargo_days=7, features=["a158_CORR5", "a158_KMID"])
+    assert str(err.value) == (
+        "meta_model h7: none of the 300 training rows has a value in every input column; column(s) without any value: "
+        "['a158_CORR5']; expected meta.inputs whose columns the data can fill (close-only bars leave volume features empty)")
