@@ -383,9 +383,18 @@ def test_materialize_one_partition_from_the_ui(driver, ui, artifacts):
     with _evidence_on_failure(driver, artifacts, "materialize"):
         driver.get(ui["base"] + "/assets/raw_bars")
         _dismiss_community_dialog(driver)
-        # the asset page's launch button ("Materialize…" for a partitioned asset)
-        _click(wait, lambda d: _by_text(d, "//button", "Materialize", prefix=True), "no Materialize button")
-        wait.until(_launch_dialog, "the launch dialog did not open")
+        # the asset page's launch button ("Materialize…" for a partitioned asset); a click that
+        # lands before the page is live on a loaded machine opens nothing, so it is repeated
+        # (every 5 s) until the dialog shows
+        def launch_dialog_opened(d):
+            if dialog := _launch_dialog(d):
+                return dialog
+            if button := _by_text(d, "//button", "Materialize", prefix=True):
+                button.click()
+            return False
+
+        WebDriverWait(driver, PAGE_S, poll_frequency=5, ignored_exceptions=_RETRY).until(
+            launch_dialog_opened, "no Materialize button, or the launch dialog did not open")
 
         # symbol: the dynamic-partition picker, a popover menu of the registered symbols
         picker = ".//*[@aria-haspopup][contains(., 'Select a partition')]"
