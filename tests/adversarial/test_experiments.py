@@ -5,32 +5,11 @@ nothing stored is changed (the frozen experiment's manifest and models stay as t
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-
-def settings(tmp_path: Path, **extra) -> Path:
-    conf = tmp_path / "conf"
-    conf.mkdir(exist_ok=True)
-    data = {"paths": {k: str(tmp_path / k) for k in ("data", "reports", "models")},
-            "years": {"start": 2001, "end": 2001},
-            "universe": {"source": "synthetic", "synthetic": {"symbols": ["AAA"], "seed": 3, "end_date": "2001-12-31"}},
-            **extra}
-    path = conf / "settings.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-def cli(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PIPELINE_CONFIG": str(tmp_path / "conf" / "settings.yaml"),
-           "DAGSTER_HOME": str(tmp_path / "home"), "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], env=env, capture_output=True, text=True,
-                          timeout=300)
+from tests.adversarial.test_cli_errors import cli, settings  # real processes, tmp_path's settings
 
 
 def _experiment_with_results(tmp_path: Path, name: str) -> None:
