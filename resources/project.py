@@ -14,7 +14,8 @@ class ProjectResource(ConfigurableResource):
 
     Every step of every run requires it, so it logs the runtime line at start
     (resources.compute.runtime_line: device, backend, threads, versions) and freezes the
-    settings' experiment (config.experiments.freeze_experiment)."""
+    settings' experiment (config.experiments.freeze_experiment) and gives the run the
+    experiment's tags when it has none (a run launched from the UI or the shell)."""
 
     config_path: str | None = None
 
@@ -26,9 +27,25 @@ class ProjectResource(ConfigurableResource):
         log = context.log if context.log is not None else logging.getLogger(__name__)
         # a run launched from the UI or a sensor is judged as a CLI command is: an experiment
         # with results refuses other model settings (config.experiments)
-        freeze_experiment(self.settings())
-        policy = self.settings().device
+        settings = self.settings()
+        freeze_experiment(settings)
+        _tag_run(context, settings)
+        policy = settings.device
         log.info(runtime_line(select_device(policy, log=log), policy))
 
     def settings(self) -> Settings:
         return load_settings(self.config_path or config_path())
+
+
+def _tag_run(context: InitResourceContext, settings: Settings) -> None:
+    """Give a run launched outside the CLI (the UI, `dagster asset materialize`, a sensor)
+    the experiment's run tags the CLI's runs carry, so the Runs page filters every run by
+    experiment; tags a run already has are left as they are."""
+    from config.experiments import experiment_tags
+
+    run, instance = context.dagster_run, context.instance
+    if run is None or instance is None:
+        return
+    missing = {k: v for k, v in experiment_tags(settings).items() if k not in run.tags}
+    if missing:
+        instance.add_run_tags(run.run_id, missing)

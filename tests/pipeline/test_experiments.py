@@ -174,3 +174,26 @@ def test_the_daemons_runs_carry_the_experiment_of_the_settings(instance, monkeyp
     request = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
     assert (request.tags["tradelab/experiment"], request.tags["tradelab/settings_hash"]) == (
         "momentum", settings_hash(read_settings(cfg)))
+
+
+def test_a_run_launched_outside_the_cli_gets_the_experiments_tags_and_keeps_its_own(instance, make_settings):
+    """A run the UI or `dagster asset materialize` launches carries no tag of ours: the
+    project resource gives it the settings' experiment tags when it starts, so the Runs page
+    filters every run by experiment; a tag the run already has is kept."""
+    from assets.raw_bars import raw_bars
+    from config.experiments import settings_hash
+    from config.settings import read_settings
+    from tests.conftest import run_assets
+
+    cfg = make_settings(experiment="momentum")
+    result = run_assets([raw_bars], cfg, instance, ["AAA"], [2000])
+    tags = instance.get_run_by_id(result.run_id).tags
+    assert (tags["tradelab/experiment"], tags["tradelab/settings_hash"]) == ("momentum", settings_hash(read_settings(cfg)))
+
+    from dagster import materialize
+
+    from pipeline.definitions import build_resources
+
+    own = materialize([raw_bars], partition_key="AAA|2000", instance=instance, resources=build_resources(str(cfg)),
+                      tags={"tradelab/experiment": "momentum", "tradelab/settings_hash": "given"})
+    assert instance.get_run_by_id(own.run_id).tags["tradelab/settings_hash"] == "given"
