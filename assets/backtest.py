@@ -47,6 +47,7 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
 
     yield Output(report.table, metadata={
         **{k: MetadataValue.float(v) for k, v in backtest_figures(headline).items()},
+        "experiment": MetadataValue.text(settings.experiment),  # which experiment each plotted point is
         "n_days": MetadataValue.int(int(headline.get("n_days") or 0)),
         "per_year": MetadataValue.json(rounded_tree({str(y): {k: v[k] for k in headline} for y, v in report.per_year.items()})),
         **({"equity_png": MetadataValue.path(str(report.equity_png)),

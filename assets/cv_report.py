@@ -35,6 +35,7 @@ def cv_report(context: AssetExecutionContext, specialists: pl.LazyFrame, labels:
 
     yield Output(table, metadata={
         **{k: MetadataValue.float(v) for k, v in cv_figures(summary, settings.labels.horizons).items()},
+        "experiment": MetadataValue.text(settings.experiment),  # which experiment each plotted point is
         "summary": MetadataValue.json(rounded_tree(json.loads(json.dumps(summary, default=str))))})
     passed, meta = fold_metrics_valid(table, settings.cv.n_splits)
     yield AssetCheckResult(check_name="fold_metrics_valid", passed=passed, metadata=meta)

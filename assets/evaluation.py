@@ -41,7 +41,8 @@ def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels
     from domain.figures import evaluation_figures, rounded_tree
 
     metadata = {**{k: MetadataValue.float(v) for k, v in evaluation_figures(preview["overall"], settings.labels.horizons).items()},
-                "metrics": MetadataValue.json(rounded_tree(preview))}
+                "metrics": MetadataValue.json(rounded_tree(preview)),
+                "experiment": MetadataValue.text(settings.experiment)}  # which experiment each plotted point is
     for key, plots in images.items():
         note = preview["overall"][key]["cross_section"].get("note")
         parts = [f"_{note}_"] if note else []

@@ -44,6 +44,9 @@ def test_evaluation_backtest_and_cv_report_materializations_carry_numeric_headli
                       ("turnover", "annual_turnover")):
         assert type(meta[name].value) is float and meta[name].value == rounded(bt[key]), name
 
+    experiment = read_settings(learned_copy).experiment
+    assert {res.asset_materializations_for_node(a)[0].metadata["experiment"].value
+            for a in ("evaluation", "backtest", "cv_report")} == {experiment}  # each plotted point names its experiment
     meta = res.asset_materializations_for_node("cv_report")[0].metadata
     for h in (3, 7, 14):
         assert 0 <= meta[f"h{h}_best_auc"].value <= 1 and 0 <= meta[f"h{h}_best_brier"].value <= 1
