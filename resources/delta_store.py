@@ -93,7 +93,7 @@ from pathlib import Path
 
 import polars as pl
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
-from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from deltalake.exceptions import CommitFailedError, DeltaError, SchemaMismatchError, TableNotFoundError
 
 from config.partitions import SymbolYear
 from config.settings import SYMBOL_PATTERN
@@ -182,7 +182,10 @@ def _parse_key(text: str) -> Key:
 
 
 def _is_conflict(exc: BaseException) -> bool:
-    if isinstance(exc, CommitFailedError):
+    # A schema mismatch at write time is a concurrent writer's schema merge landing between
+    # this attempt's conform (_conform_schema) and its write: a schema change of our own is
+    # refused before the write, so the retry conforms again on the new snapshot.
+    if isinstance(exc, (CommitFailedError, SchemaMismatchError)):
         return True
     text = str(exc).lower()
     return isinstance(exc, DeltaError) and ("concurrent" in text or "conflict" in text or "version already exists" in text)
