@@ -72,15 +72,19 @@ def vacuum_job():
     vacuum()
 
 
-@schedule(
-    name="weekly_vacuum",
-    job=vacuum_job,
-    cron_schedule="0 3 * * 0",
-    default_status=DefaultScheduleStatus.RUNNING if load_settings().automation.vacuum_schedule
-    else DefaultScheduleStatus.STOPPED,
-)
-def weekly_vacuum(context: ScheduleEvaluationContext):
-    return RunRequest(run_key=f"vacuum:{context.scheduled_execution_time:%Y-%m-%d}")
+def _dated_schedule(name: str, job, cron: str, on: bool, key: str):
+    """A schedule of `job` at `cron`, running by default when the setting `on` says so; its
+    run key is `key` and the scheduled date, so a repeated tick launches nothing twice."""
+    @schedule(name=name, job=job, cron_schedule=cron,
+              default_status=DefaultScheduleStatus.RUNNING if on else DefaultScheduleStatus.STOPPED)
+    def _tick(context: ScheduleEvaluationContext):
+        return RunRequest(run_key=f"{key}:{context.scheduled_execution_time:%Y-%m-%d}")
+
+    return _tick
+
+
+weekly_vacuum = _dated_schedule("weekly_vacuum", vacuum_job, "0 3 * * 0", load_settings().automation.vacuum_schedule,
+                                "vacuum")
 
 
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
@@ -163,12 +167,5 @@ def prune_runs_job():
     prune_old_runs()
 
 
-@schedule(
-    name="daily_prune_runs",
-    job=prune_runs_job,
-    cron_schedule="0 4 * * *",
-    default_status=DefaultScheduleStatus.RUNNING if load_settings().automation.prune_schedule
-    else DefaultScheduleStatus.STOPPED,
-)
-def daily_prune_runs(context: ScheduleEvaluationContext):
-    return RunRequest(run_key=f"prune-runs:{context.scheduled_execution_time:%Y-%m-%d}")
+daily_prune_runs = _dated_schedule("daily_prune_runs", prune_runs_job, "0 4 * * *",
+                                   load_settings().automation.prune_schedule, "prune-runs")
