@@ -319,12 +319,36 @@ class ExecutorDask(DaskCluster):
     gpu_resources: bool = False        # GPU steps ask Dask for resource GPU=1 (workers started with --resources GPU=n)
 
 
+K8S_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$"
+
+
+class ExecutorK8s(_Model):
+    """`executor.k8s`: dagster-k8s's k8s_job_executor, one pod per step (pipeline.executors).
+
+    Every pod mounts `volume_claim` (a ReadWriteMany claim holding the data, models and
+    reports folders) at `mount_path`, and reads the instance's PostgreSQL settings
+    (`DAGSTER_PG_*`) from `env_secrets`."""
+    image: str | None = None           # the steps' image; null: the run's own image (K8sRunLauncher's job_image)
+    namespace: str = "dagster"
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
+    service_account: str | None = None
+    env_config_maps: list[str] = []    # e.g. the config map that sets PIPELINE_CONFIG
+    env_secrets: list[str] = ["dagster-postgres"]
+    volume_claim: str | None = None    # PersistentVolumeClaim of the shared folders; null: none mounted
+    mount_path: str = "/srv/tradelab"  # where the claim is mounted: paths.* must lie under it
+    cpu: str = Field("1", pattern=K8S_QUANTITY)        # each step's CPU request
+    memory: str = Field("4Gi", pattern=K8S_QUANTITY)   # each step's memory request and limit
+    gpus_per_gpu_step: int = Field(1, ge=0)  # nvidia.com/gpu limit of the steps in the `gpu` pool
+    max_concurrent: int | None = Field(None, ge=1)  # step pods at once (null: no limit)
+
+
 class ExecutorSettings(_Model):
     """How Dagster runs the steps of a run (pipeline.executors)."""
-    kind: Literal["in_process", "multiprocess", "dask"] = "in_process"
+    kind: Literal["in_process", "multiprocess", "dask", "k8s"] = "in_process"
     max_concurrent: int | None = Field(None, ge=1)  # multiprocess: parallel step processes (null = CPU count)
     gpus: int | None = Field(None, ge=1)             # size of the `gpu` concurrency pool; null = GPUs found (at least 1)
     dask: ExecutorDask = ExecutorDask()
+    k8s: ExecutorK8s = ExecutorK8s()
 
 
 class Storage(_Model):

@@ -4,6 +4,8 @@
     multiprocess   a process per step, at most `max_concurrent` at once (the default)
     dask           dagster-dask: each step is a task on a Dask cluster: an existing scheduler
                    (`executor.dask.scheduler`) or a LocalCluster started for the run
+    k8s            dagster-k8s: each step in its own Kubernetes pod (`executor.k8s`): the run
+                   launcher (K8sRunLauncher, deploy/dagster.k8s.yaml) starts the run's pod
 
 Steps that may use a GPU (GPU_ASSETS) belong to the Dagster concurrency pool `gpu`, whose
 limit is the number of GPUs (`executor.gpus`, else the GPUs found, at least 1): two such
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from dagster import in_process_executor, multiprocess_executor
 
-from config.settings import ExecutorDask, Settings
+from config.settings import ExecutorDask, ExecutorK8s, Settings
 from resources.compute import GPU_POOL
 
 GPU_ASSETS = ("lstm_model", "atc_scan", "grid_search")  # declared with pool=GPU_POOL, op_tags=gpu_step_tags()
@@ -31,6 +33,12 @@ def build_executor(settings: Settings):
         return in_process_executor
     if ex.kind == "multiprocess":
         return multiprocess_executor.configured({"max_concurrent": ex.max_concurrent or 0}, name="multiprocess")
+    if ex.kind == "k8s":
+        try:
+            from dagster_k8s import k8s_job_executor
+        except ImportError:
+            raise ImportError("executor.kind is k8s but dagster-k8s is not installed: pip install -e '.[k8s]'") from None
+        return k8s_job_executor.configured(k8s_executor_config(ex.k8s), name="k8s")
     try:
         from dagster_dask import dask_executor
     except ImportError:
@@ -48,6 +56,38 @@ def local_cluster_kwargs(d: ExecutorDask) -> dict:
     return {"n_workers": d.workers, "threads_per_worker": d.threads_per_worker, "host": d.host,
             "dashboard_address": dashboard,
             "scheduler_kwargs": {"dashboard": dashboard is not None, "dashboard_address": dashboard or f"{d.host}:0"}}
+
+
+def k8s_executor_config(k: ExecutorK8s) -> dict:
+    """dagster-k8s `k8s_job_executor`'s config for `executor.k8s`: every step pod mounts the
+    shared claim, reads the secrets and config maps, and requests `cpu`/`memory`; the steps of
+    the `gpu` pool (GPU_ASSETS) also get the limit `nvidia.com/gpu`, so Kubernetes puts them on
+    GPU nodes. Nothing here talks to a cluster."""
+    resources = {"requests": {"cpu": k.cpu, "memory": k.memory}, "limits": {"memory": k.memory}}
+    container: dict = {"resources": resources}
+    pod_spec: dict = {}
+    if k.volume_claim:
+        container["volume_mounts"] = [{"name": "tradelab-shared", "mount_path": k.mount_path}]
+        pod_spec["volumes"] = [{"name": "tradelab-shared", "persistent_volume_claim": {"claim_name": k.volume_claim}}]
+    config: dict = {
+        "job_namespace": k.namespace,
+        "image_pull_policy": k.image_pull_policy,
+        "env_config_maps": list(k.env_config_maps),
+        "env_secrets": list(k.env_secrets),
+        "step_k8s_config": {"container_config": container, "pod_spec_config": pod_spec},
+    }
+    if k.image:
+        config["job_image"] = k.image
+    if k.service_account:
+        config["service_account_name"] = k.service_account
+    if k.max_concurrent:
+        config["max_concurrent"] = k.max_concurrent
+    if k.gpus_per_gpu_step:
+        gpu = {"requests": dict(resources["requests"]),
+               "limits": {**resources["limits"], "nvidia.com/gpu": str(k.gpus_per_gpu_step)}}
+        config["per_step_k8s_config"] = {
+            step: {"container_config": {**container, "resources": gpu}} for step in GPU_ASSETS}
+    return config
 
 
 def gpu_count() -> int:

@@ -112,3 +112,99 @@ def test_the_dask_executors_local_cluster_listens_only_on_its_host_without_a_das
     assert len(opened) >= 4  # scheduler, its HTTP routes, nanny, worker
     assert {ip for ip, _ in opened} == ips
     assert 8787 not in {port for _, port in opened}
+
+
+K8S = {"kind": "k8s", "k8s": {"image": "registry.example.com/tradelab:1", "namespace": "research",
+                              "volume_claim": "tradelab-shared", "cpu": "2", "memory": "6Gi",
+                              "env_config_maps": ["tradelab-env"], "max_concurrent": 8}}
+
+
+def _step_job(settings, step: str):
+    """The Kubernetes Job dagster-k8s would submit for `step`, built from the executor's
+    resolved config the way its step handler builds it (no cluster is contacted)."""
+    from dagster_k8s.container_context import K8sContainerContext
+    from dagster_k8s.job import UserDefinedDagsterK8sConfig, construct_dagster_k8s_job
+
+    resolved = build_executor(settings).config_schema.resolve_config({})
+    assert resolved.success, resolved.errors
+    cfg = resolved.value["config"]
+    context = K8sContainerContext(
+        image_pull_policy=cfg.get("image_pull_policy"), env_config_maps=cfg.get("env_config_maps"),
+        env_secrets=cfg.get("env_secrets"), namespace=cfg.get("job_namespace"),
+        run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(cfg.get("step_k8s_config", {})),
+    ).merge(K8sContainerContext(
+        run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(cfg.get("per_step_k8s_config", {}).get(step, {}))))
+    # the launcher's part of a step pod (DAGSTER_HOME, the instance config map), as deployed
+    launcher = yaml.safe_load((REPO / "deploy" / "dagster.k8s.yaml").read_text())["run_launcher"]["config"]
+    from types import SimpleNamespace
+
+    job_config = context.get_k8s_job_config(cfg.get("job_image"), SimpleNamespace(
+        job_image=launcher["job_image"], dagster_home=launcher["dagster_home"],
+        instance_config_map=launcher["instance_config_map"], postgres_password_secret=None))
+    job = construct_dagster_k8s_job(job_config=job_config, args=["dagster", "api", "execute_step"],
+                                    job_name=f"dagster-step-{step}", pod_name=f"dagster-step-{step}",
+                                    component="step_worker",
+                                    user_defined_k8s_config=context.run_k8s_config, labels={})
+    return cfg, job
+
+
+def test_k8s_executor_config_from_settings_validates_against_dagster_k8s_without_a_cluster(make_settings):
+    pytest.importorskip("dagster_k8s", reason="the k8s extra: pip install -e '.[k8s]'")
+    settings = read_settings(make_settings(executor=K8S))
+    assert build_executor(settings).name == "k8s"
+    cfg, job = _step_job(settings, "features")
+    assert (cfg["job_namespace"], cfg["max_concurrent"], cfg["env_secrets"]) == ("research", 8, ["dagster-postgres"])
+    pod = job.spec.template.spec
+    (container,) = pod.containers
+    assert container.image == "registry.example.com/tradelab:1"
+    assert container.resources.requests == {"cpu": "2", "memory": "6Gi"}
+    assert "nvidia.com/gpu" not in (container.resources.limits or {})
+    assert [(m.name, m.mount_path) for m in container.volume_mounts] == [("tradelab-shared", "/srv/tradelab")]
+    assert pod.volumes[0].persistent_volume_claim.claim_name == "tradelab-shared"
+    assert {e.config_map_ref.name for e in container.env_from if e.config_map_ref} == {"tradelab-env"}
+
+
+@pytest.mark.parametrize("step", GPU_ASSETS)
+def test_k8s_steps_of_the_gpu_pool_ask_for_a_gpu_and_keep_the_shared_volume(make_settings, step):
+    pytest.importorskip("dagster_k8s", reason="the k8s extra: pip install -e '.[k8s]'")
+    _, job = _step_job(read_settings(make_settings(executor=K8S)), step)
+    (container,) = job.spec.template.spec.containers
+    assert container.resources.limits == {"memory": "6Gi", "nvidia.com/gpu": "1"}
+    assert [m.mount_path for m in container.volume_mounts] == ["/srv/tradelab"]
+
+
+@pytest.mark.parametrize("field,value", [("memory", "4 GB"), ("cpu", "two"), ("gpus_per_gpu_step", -1)])
+def test_k8s_settings_refuse_quantities_kubernetes_would_reject(make_settings, field, value):
+    from config.settings import SettingsError
+
+    with pytest.raises(SettingsError, match=rf"executor\.k8s\.{field}: "):
+        read_settings(make_settings(executor={"kind": "k8s", "k8s": {field: value}}))
+
+
+def test_the_k8s_instance_template_validates_against_the_run_launchers_schema():
+    pytest.importorskip("dagster_k8s", reason="the k8s extra: pip install -e '.[k8s]'")
+    from dagster._config import process_config
+    from dagster._config.field import resolve_to_config_type
+    from dagster_k8s import K8sRunLauncher
+
+    launcher = yaml.safe_load((REPO / "deploy" / "dagster.k8s.yaml").read_text())["run_launcher"]
+    assert (launcher["module"], launcher["class"]) == ("dagster_k8s", "K8sRunLauncher")
+    result = process_config(resolve_to_config_type(K8sRunLauncher.config_type()), launcher["config"])
+    assert result.success, result.errors
+
+
+def test_definitions_load_with_the_k8s_executor_and_every_job_accepts_an_empty_run_config(make_settings):
+    """The code location as a k8s run pod loads it: every job's run config (the executor's
+    included) validates; dagster-k8s is only asked to check its config, not to start pods."""
+    pytest.importorskip("dagster_k8s", reason="the k8s extra: pip install -e '.[k8s]'")
+    code = ("from dagster import validate_run_config\n"
+            "from pipeline.definitions import defs\n"
+            "jobs = [j for j in defs.resolve_all_job_defs() if not j.name.startswith('__')]\n"
+            "names = {j.executor_def.name for j in jobs if j.executor_def}\n"
+            "[validate_run_config(j, {}) for j in jobs]\n"
+            "print(len(jobs), sorted(names))\n")
+    env = {**os.environ, "PIPELINE_CONFIG": str(make_settings(executor=K8S)), "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    count, names = out.stdout.split(" ", 1)
+    assert int(count) > 5 and "k8s" in names
