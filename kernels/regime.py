@@ -48,7 +48,3 @@ def tag_regime(close, *, short: int = 20, long: int = 50, volw: int = 20, vol_lo
     tag = np.where(spread > band, BULL, np.where(spread < -band, BEAR, np.where(vol > vol_ref, OSCILLATE, CONSOLIDATE)))
     ready = ~(np.isnan(spread) | np.isnan(vol) | np.isnan(vol_ref))
     return np.where(ready, tag, NO_TAG).astype(np.int8)
-
-
-def warmup_days(short: int = 20, long: int = 50, volw: int = 20, vol_lookback: int = 252) -> int:
-    return max(long, volw + vol_lookback)

@@ -42,7 +42,6 @@ def gpu_step_tags() -> dict:
 
     ex = load_settings().executor
     return {DASK_RESOURCES_TAG: {"GPU": 1}} if ex.kind == "dask" and ex.dask.gpu_resources else {}
-BACKEND_FOR = {"cpu": "cpu", "cuda": "cuda", "rocm": "torch"}
 
 
 @dataclass(frozen=True)

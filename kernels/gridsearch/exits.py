@@ -252,13 +252,6 @@ def resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_un
     return results, exit_rows
 
 
-def crossings_cuda(start, end, entry, prices, targets, stops):
-    """Device arrays in (CuPy or numba), device arrays (CuPy) out: `kernels.gridsearch.cuda.crossings`."""
-    from kernels.gridsearch.cuda import crossings
-
-    return crossings(start, end, entry, prices, targets, stops)
-
-
 def crossings_torch(start, end, entry, prices, targets, stops, chunk_rows: int = 1 << 24):
     """torch: paths padded per chunk of trades, running max/min, first index past each level."""
     import torch
