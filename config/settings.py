@@ -301,7 +301,7 @@ class CV(_Model):
 class LSTMSettings(_Model):
     horizon: int = Field(7, ge=1, description='label horizon it predicts')
     seq_len: int = Field(32, ge=2, description='rows per sequence (within one symbol)')
-    hidden: int = Field(32, ge=1, description="LSTM width (the seed's 128 on a GPU)")
+    hidden: int = Field(32, ge=1, description="LSTM width (128 suits a GPU)")
     layers: int = Field(2, ge=1, description='LSTM layers')
     epochs: int = Field(3, ge=1, description='epochs per year')
     batch_size: int = Field(256, ge=1, description='sequences per step')
@@ -407,7 +407,7 @@ class BacktestSettings(_Model):
         "long only: a symbol's raw weight is `p - threshold` above it"
     ))  # long only above this probability
     long_short: bool = Field(False, description=(
-        "`true`: raw weight `(p - 0.5) * 2` (the seed's mapping)"
+        "`true`: raw weight `(p - 0.5) * 2` (long and short, symmetric around 0.5)"
     ))               # True: w ~ (p - 0.5) * 2, the seed's mapping
     max_weight: float = Field(0.25, gt=0.0, le=1.0, description="cap on each symbol's absolute weight")
     max_gross: float = Field(1.0, gt=0.0, le=10.0, description='cap on the sum of absolute weights')
@@ -531,7 +531,7 @@ class GridParams(_Model):
 
 class SmartSearch(_Model):
     sampler: Literal["tpe", "nsga2", "random"] = Field("tpe", description=(
-        "`tpe` (multivariate TPE), `nsga2` (the seed's genetic option) or `random`"
+        "`tpe` (multivariate TPE), `nsga2` (a genetic algorithm) or `random`"
     ))
     trials: int = Field(1000, ge=1, description='trials to run')
     batch: int = Field(64, ge=1, description='trials asked at once and scored in one kernel call')

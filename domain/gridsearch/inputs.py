@@ -1,4 +1,4 @@
-"""The grid search's inputs in the seed's formats (seed 001), parsed and indexed.
+"""The grid search's inputs (market-data CSV folder, trade-log CSV), parsed and indexed.
 
 Market data: a folder of `Raw_Market_data_MM-DD-YYYY.csv` with header
 `Ticker,Price,Val,Avg,Atr14,Atr28,Rsi,Volume,Adx28,Adx14,Adx7,Volatility Percent,

@@ -1,4 +1,4 @@
-"""The CLI's failure path, as a user meets it (issue 23 item 8): each row is one command in a
+"""The CLI's failure path, as a user meets it: each row is one command in a
 real process, with bad input or a broken environment, and the exact line it must print
 first (after the runtime line and the command's own status line) with its exit code: 2 when
 the user's input caused it, 1 for the environment (disk full, read-only), naming the path.

@@ -1,4 +1,4 @@
-"""Smart search (seed 001, option 3): the candidate kernel against plain loops, and the
+"""Smart search (Optuna beyond the exhaustive grid): the candidate kernel against plain loops, and the
 Optuna search (TPE, NSGA-II, pruning over shuffled day blocks, shared storage) on data
 with a planted optimum."""
 
