@@ -79,3 +79,13 @@ def test_readme_layout_names_no_module_that_does_not_exist():
                 if not (base / name).is_file() and not (REPO / package / name).is_file():
                     gone.append(f"{package}: {name}")
     assert not gone, f"README.md 'Layout (every module)' names modules that do not exist: {gone}"
+
+
+def test_no_test_imports_the_benchmarks():
+    """benchmarks/ are scripts: tests run them as processes (tests/pipeline/test_benchmark_scripts.py)
+    and never import from them, so a benchmark can change without touching a test."""
+    import re
+
+    importing = [str(p.relative_to(REPO)) for p in sorted(TESTS.rglob("*.py"))
+                 if re.search(r"^\s*(from benchmarks[. ]|import benchmarks\b)", p.read_text(), flags=re.M)]
+    assert not importing, f"these tests import from benchmarks/: {importing}"
