@@ -167,7 +167,7 @@ def test_a_full_disk_on_a_rebuild_exits_1_and_keeps_what_was_stored(tmp_path):
 
 
 def test_train_meta_on_a_universe_that_only_rose_warns_once_per_skipped_horizon_and_finishes(tmp_path):
-    """Issue 23 item 15 as the user sees it: h7 and h14 only rose, so their meta models are
+    """A horizon with one label class, as the user sees it: h7 and h14 only rose, so their meta models are
     skipped, each with one `warning:` line naming the stage, year and horizon; h3 is trained."""
     from tests.assets.test_one_class_horizon import _rising_folder
 

@@ -19,7 +19,7 @@ from tests.kernel_data import goog_ohlc
 
 
 def seed_build_features(df: pd.DataFrame, p: SellerParams) -> pd.DataFrame:
-    """Seed 003's indicator definitions written with pandas, the reference."""
+    """The seller-exhaustion indicator definitions written with pandas, the reference."""
     d = df.copy()
     d["ema_f"] = d["close"].ewm(span=p.ema_fast, adjust=False).mean()
     d["ema_s"] = d["close"].ewm(span=p.ema_slow, adjust=False).mean()
