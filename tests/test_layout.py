@@ -89,3 +89,14 @@ def test_no_test_imports_the_benchmarks():
     importing = [str(p.relative_to(REPO)) for p in sorted(TESTS.rglob("*.py"))
                  if re.search(r"^\s*(from benchmarks[. ]|import benchmarks\b)", p.read_text(), flags=re.M)]
     assert not importing, f"these tests import from benchmarks/: {importing}"
+
+
+def test_every_repository_path_the_readme_names_exists():
+    import re
+
+    text = (REPO / "README.md").read_text()
+    named = set(re.findall(r"(?<![\w./<-])((?:kernels|config|resources|domain|assets|pipeline|tests|scripts|benchmarks|"
+                           r"deploy|configs|\.ci)/[\w./-]*[\w/])", text))
+    written_by_runs = {"benchmarks/out/"}  # created by `make gpu-check`, not in the repository
+    gone = sorted(p for p in named - written_by_runs if not (REPO / p).exists())
+    assert len(named) > 50 and not gone, f"README.md names paths that do not exist: {gone}"
