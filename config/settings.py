@@ -108,15 +108,15 @@ class PlantedSignal(_Model):
         "the planted daily drift per unit of signal, in the symbol's daily volatilities (>= 0); `0` plants "
         'nothing: the market is then byte for byte the one without the key. The shipped '
         '`dagster_project.yaml` sets a modest `0.1` so that `make demo` has something to find'
-    ))      # daily drift per unit signal, in daily volatilities
+    ))
     kind: Literal["linear", "nonlinear"] = Field("linear", description=(
         '`linear`: reversal on the RSI(14) score (any model can use it); `nonlinear`: momentum inside a band '
         'of the score, reversal outside it (only a non-linear model can use it, e.g. `meta.model: hist_gbm`)'
-    ))  # linear: reversal on RSI(14); nonlinear: band-dependent sign
+    ))
     horizon: int = Field(7, ge=1, le=252, description=(
         "trading days after day t whose returns day t's signal moves (one of `labels.horizons` to line up "
         'with a label)'
-    ))            # trading days over which a day's signal moves returns
+    ))
 
 
 class SyntheticSource(_Model):
@@ -169,11 +169,11 @@ class Ingest(_Model):
     are a warning (check exchange_sessions), or refused with `strict`."""
     calendar: str = Field("XNYS", description=(
         'the `exchange_calendars` calendar whose sessions the bar dates must be'
-    ))  # an exchange_calendars name (XNYS, XLON, XTKS, ...)
+    ))
     strict: bool = Field(False, description=(
         'refuse a file with a date that is not a session (CLI `--strict`); otherwise the check '
         '`exchange_sessions` warns'
-    ))    # refuse a file with a date that is not a session (CLI --strict)
+    ))
     # intraday rows (several times on one date): refused ("none"), or built into daily bars
     resample: Literal["none", "daily"] = Field("none", description=(
         '`daily`: build daily OHLCV bars from intraday rows (first open, max high, min low, last close, '
@@ -259,14 +259,14 @@ class ATC(_Model):
         "the script's Lambda: returns in the equity curves are scaled by exp(lam/1000 * (bar - cutout)), bar "
         '= 0-based index in the series ATC runs over (the whole history for the specialist, the scanned bars '
         'for `atc_scan`); 0 to 1'
-    ))  # return weight growth: exp(lam/1000 * (bar - cutout))
+    ))
     decay: float = Field(0.03, ge=0.0, le=10.0, description=(
         "the script's Decay, in percent: every equity curve is multiplied by 1 - decay/100 each bar; 0 to 10"
-    ))  # equity decay, percent per bar
+    ))
     cutout: int = Field(0, ge=0, description=(
         "the script's CutOut: bars before the equity curves start; ATC and its family signals are NaN there; "
         '>= 0 and < `atc.scan_bars`'
-    ))  # bars before the equities start (ATC is NaN there)
+    ))
     scan_bars: int = Field(2000, ge=50, description='`atc_scan` reads the last N bars of each symbol')
     chunk_symbols: int = Field(512, ge=1, description='symbols per batched chunk (bounds memory)')
     cache: bool = Field(False, description=(
@@ -356,7 +356,7 @@ class MetaSettings(_Model):
     ))
     horizons: list[int] | None = Field(None, description=(
         'the horizons to train (`train-meta --horizon 7`); `null` = every `labels.horizons`'
-    ))  # null = every labels.horizons
+    ))
     # specialists: the specialist scores, the LSTM score when present, the regime one-hot;
     # features+specialists: those and the feature registry's columns (the `features` table);
     # a list of names: `specialists` and selected pack names (core, alpha158, plugin packs),
@@ -402,35 +402,35 @@ class BacktestSettings(_Model):
     """Portfolio backtest of the meta model's probabilities (backtest, live_paper_trade)."""
     horizon: int = Field(7, ge=1, description=(
         'the `p_h{H}` that drives the weights; one of `labels.horizons`'
-    ))          # which p_h{H} drives the weights
+    ))
     threshold: float = Field(0.5, ge=0.0, le=1.0, description=(
         "long only: a symbol's raw weight is `p - threshold` above it"
-    ))  # long only above this probability
+    ))
     long_short: bool = Field(False, description=(
         "`true`: raw weight `(p - 0.5) * 2` (long and short, symmetric around 0.5)"
-    ))               # True: w ~ (p - 0.5) * 2, the seed's mapping
+    ))
     max_weight: float = Field(0.25, gt=0.0, le=1.0, description="cap on each symbol's absolute weight")
     max_gross: float = Field(1.0, gt=0.0, le=10.0, description='cap on the sum of absolute weights')
     fee_bps: float = Field(1.0, ge=0.0, description='fee per unit of turnover, basis points')
     slippage_bps: float = Field(2.0, ge=0.0, description='slippage per unit of turnover, basis points')
     chunk_days: int = Field(256, ge=1, description=(
         'days per numba call between log flushes (results do not depend on it)'
-    ))     # days per numba call between log flushes
+    ))
 
 
 class DaskCluster(_Model):
     """A Dask cluster: an existing scheduler, or a LocalCluster of `workers` processes."""
     scheduler: str | None = Field(None, description=(
         'an existing scheduler address (`tcp://host:8786`); `null` = a LocalCluster started for each run'
-    ))       # an existing scheduler address, e.g. tcp://10.0.0.5:8786
+    ))
     workers: int = Field(2, ge=1, description=(
         'LocalCluster workers when no scheduler is given (`grid_search.dask`: one thread each; with `gpu`: '
         'one per GPU, at most this many)'
-    ))      # LocalCluster workers when no scheduler is given
+    ))
     host: str = Field("127.0.0.1", description=(
         'the interface every socket of the LocalCluster listens on (scheduler, workers, HTTP routes; '
         '`0.0.0.0`: every interface)'
-    ))            # the interface a LocalCluster's sockets listen on (0.0.0.0: every interface)
+    ))
 
 
 class ExecutorDask(DaskCluster):
@@ -438,11 +438,11 @@ class ExecutorDask(DaskCluster):
     threads_per_worker: int = Field(1, ge=1, description='LocalCluster threads per worker')
     dashboard_port: int | None = Field(None, ge=1, le=65535, description=(
         'serve the Dask dashboard on host:port; `null` = no dashboard'
-    ))  # LocalCluster dashboard on host:port; null: none
+    ))
     gpu_resources: bool = Field(False, description=(
         'GPU steps request the Dask resource `GPU=1`, so they land on workers started with `--resources '
         'GPU=n`'
-    ))        # GPU steps ask Dask for resource GPU=1 (workers started with --resources GPU=n)
+    ))
 
 
 class ExecutorSettings(_Model):
@@ -452,11 +452,11 @@ class ExecutorSettings(_Model):
     ))
     max_concurrent: int | None = Field(None, ge=1, description=(
         'multiprocess: parallel step processes; `null` = the CPU count'
-    ))  # multiprocess: parallel step processes (null = CPU count)
+    ))
     gpus: int | None = Field(None, ge=1, description=(
         'limit of the `gpu` concurrency pool (steps that may use a GPU: lstm_model, atc_scan, grid_search); '
         '`null` = the GPUs found when the instance is first opened, at least 1'
-    ))             # size of the `gpu` concurrency pool; null = GPUs found (at least 1)
+    ))
     dask: ExecutorDask = Field(ExecutorDask(), description='the Dask cluster of the `dask` executor')
 
 
@@ -486,7 +486,7 @@ class Automation(_Model):
         'start `live_after_close` on: at 22:30 New York time on sessions of the XNYS calendar it builds the '
         "current year of every registered symbol (the day's bars in), and `build_chain_sensor` then runs "
         '`live_paper_trade`'
-    ))  # start live_after_close (22:30 New York on exchange sessions) with the daemon
+    ))
     # A build run in flight longer than this is stale: the chain sensor marks it failed
     # instead of waiting on it (a run whose local process is gone is stale at once).
     max_run_hours: float = Field(12.0, gt=0, description=(
@@ -501,7 +501,7 @@ class Automation(_Model):
     ))
     prune_schedule: bool = Field(False, description=(
         'start `daily_prune_runs` on: `prune_runs_job` every day at 04:00'
-    ))  # start daily_prune_runs (04:00) with the daemon
+    ))
 
 
 class GridParams(_Model):
@@ -553,14 +553,14 @@ class DaskSettings(DaskCluster):
     gpu: bool = Field(False, description=(
         '`dask_cuda.LocalCUDACluster` (needs `dask-cuda` and `rmm`): an RMM pool per worker, numba and CuPy '
         'on RMM'
-    ))                        # dask_cuda.LocalCUDACluster: RMM pool per worker (needs dask-cuda, rmm)
+    ))
     shards: int | None = Field(None, ge=1, description=(
         "shards of the (target, stop_loss) pairs; null = the cluster's worker threads"
-    ))   # (target, stop_loss) pair shards; null = the cluster's worker threads
+    ))
     scatter: Literal["broadcast", "rows"] = Field("broadcast", description=(
         "`broadcast`: the inputs go once to every worker; `rows`: each shard's block of result rows goes once "
         'to one worker (3.5x less to send on the 10M grid)'
-    ))  # inputs to every worker, or each shard's result rows to one
+    ))
 
 
 class GridSearch(_Model):
@@ -591,28 +591,28 @@ class StrategySearchSettings(_Model):
     """NSGA-II over seller-exhaustion parameter sets (`strategy_search`, CLI `strategy-search`)."""
     population: int = Field(64, ge=2, description=(
         'trials per generation (the NSGA-II population, at least 2)'
-    ))       # trials per generation (NSGA-II population size)
+    ))
     generations: int = Field(10, ge=1, description=(
         'generations; trials in all = population x generations'
-    ))      # generations; trials in all = population x generations
+    ))
     min_trades: int = Field(5, ge=0, description=(
         'constraint: a parameter set reaches the front only with at least this many trades'
-    ))        # constraint: a parameter set reaches the front with at least this many trades
+    ))
     seed: int = Field(0, ge=0, description=(
         'sampler seed: same bars and seed, same front'
-    ))              # sampler seed (same bars and seed, same front)
+    ))
     engine: Literal["auto", "cpu", "cuda"] = Field("auto", description=(
         'population backtest engine: `cpu`, `cuda`, or `auto` (cuda on a real GPU, else cpu)'
-    ))  # population backtest engine (auto: cuda on a real GPU)
+    ))
     fee_bp: float = Field(5.0, ge=0.0, description=(
         'fee per side, basis points (a market fact, not searched)'
-    ))      # fee per side, basis points (a market fact, not searched)
+    ))
     slippage_bp: float = Field(5.0, ge=0.0, description=(
         'slippage per side, basis points'
-    ))  # slippage per side, basis points
+    ))
     front_rows: int = Field(20, ge=1, le=1000, description=(
         "rows of the front shown in the asset's metadata table (the JSON has them all)"
-    ))  # rows of the front shown in the asset's metadata table
+    ))
 
 
 class Settings(_Model):
