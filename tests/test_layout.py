@@ -100,3 +100,50 @@ def test_every_repository_path_the_readme_names_exists():
     written_by_runs = {"benchmarks/out/"}  # created by `make gpu-check`, not in the repository
     gone = sorted(p for p in named - written_by_runs if not (REPO / p).exists())
     assert len(named) > 50 and not gone, f"README.md names paths that do not exist: {gone}"
+
+
+def _where_bullets() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("### Where does X go", 1)[1].split("\n## ", 1)[0]
+    bullets, current = [], None
+    for line in section.splitlines():
+        if line.startswith("- **"):
+            current = line
+            bullets.append(current)
+        elif current is not None and line.startswith("  "):
+            bullets[-1] += "\n" + line
+    return bullets
+
+
+def test_where_does_x_go_names_files_and_names_that_exist():
+    """README "Where does X go": each bullet's code names (SPECS, STREAM_CORES, ALL_ASSETS,
+    make_source, ...) are defined or used in a file that bullet names, so the newcomer's list
+    fails here when a restructuring moves them."""
+    import re
+
+    bullets = _where_bullets()
+    assert [re.match(r"- \*\*(An? [\w ]+?)\*\*", b).group(1) for b in bullets] == [
+        "An indicator", "A feature or specialist", "A stage", "A data source", "A backend"]
+    missing = []
+    for bullet in bullets:
+        spans = re.findall(r"`([^`]+)`", bullet)
+        files = []
+        for span in spans:
+            path = REPO / span
+            if span.endswith(".py") and path.is_file():
+                files.append(path)
+            elif span.endswith("/") and path.is_dir():
+                files += sorted(path.rglob("*.py"))
+            elif re.fullmatch(r"(kernels|config|resources|domain|assets|pipeline)(\.\w+)+", span):
+                parts = span.split(".")
+                for i in range(len(parts), 0, -1):
+                    if (REPO.joinpath(*parts[:i]).with_suffix(".py")).is_file():
+                        files.append(REPO.joinpath(*parts[:i]).with_suffix(".py"))
+                        break
+        source = "\n".join(f.read_text() for f in files)
+        for span in spans:
+            name = re.sub(r"\(.*\)$", "", span).split(".")[-1]
+            is_code_name = re.fullmatch(r"[A-Za-z_]\w*", name) and (re.search(r"[A-Z]", name) or "_" in name)
+            if is_code_name and not re.search(rf"\b{re.escape(name)}\b", source):
+                missing.append(f"{name} (bullet {bullet[4:30]!r})")
+    assert not missing, f"README 'Where does X go' names what its files do not hold: {missing}"
