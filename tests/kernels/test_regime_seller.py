@@ -1,4 +1,4 @@
-"""Seller exhaustion against the seed's pandas definition; the regime tagger is causal."""
+"""Seller exhaustion against its pandas definition; the regime tagger is causal."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_regime_of_day_t_does_not_change_when_later_days_are_appended():
 
 
 def test_centred_windows_would_have_leaked():
-    """The seed's np.convolve(mode='same') reads the future: its tags change when days are added."""
+    """A centred np.convolve(mode='same') reads the future: its tags change when days are added."""
     _, _, _, close = goog_ohlc()
     def seed_trend(x):
         return np.sign(np.convolve(x, np.ones(20) / 20, mode="same") - np.convolve(x, np.ones(50) / 50, mode="same"))
