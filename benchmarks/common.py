@@ -261,7 +261,7 @@ class Report:
             Path(json_path).write_text(json.dumps(
                 {"title": self.title, "date": str(self.date), "command": self.command, "machine": self.machine,
                  "load": {"start": self.load_start, "end": load()}, "figures": self.figures,
-                 "results": [dict(zip(("goal", "target", "figure", "met"), r)) for r in self.results]},
+                 "results": [dict(zip(("goal", "target", "figure", "met"), r, strict=True)) for r in self.results]},
                 indent=2, default=str) + "\n")
         if record:
             append_log(text)
