@@ -1,6 +1,7 @@
 """Every command README.md shows is one the project has: each `python -m pipeline.cli ...`
 (or `tradelab ...`) line of a code block or an inline code span parses with the CLI's real
-argument parser (nothing runs), and every `make TARGET` shown is a target of the Makefile."""
+argument parser (nothing runs), every `make TARGET` shown is a target of the Makefile, and every
+`dagster asset|job` line names assets and jobs of the code location."""
 
 from __future__ import annotations
 
@@ -98,3 +99,21 @@ def test_every_make_target_the_readme_shows_exists():
     assert {"demo", "test", "ui", "gpu-check"} <= shown
     defined = set(re.findall(r"^([a-z][\w-]*):", (REPO / "Makefile").read_text(), flags=re.M))
     assert shown <= defined, f"README.md shows make targets the Makefile lacks: {sorted(shown - defined)}"
+
+
+def test_every_dagster_command_the_readme_shows_names_assets_and_jobs_of_the_code_location():
+    """`dagster asset materialize -m pipeline.definitions --select A,B` and `dagster job execute
+    -j JOB` lines: the assets and jobs exist in pipeline.definitions (nothing runs)."""
+    from pipeline.definitions import defs
+
+    lines = [line for line in _code_lines(README_TEXT) if re.search(r"\bdagster (asset|job) ", line)
+             and "-m pipeline.definitions" in line]
+    assert len(lines) >= 3
+    assets = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    for line in lines:
+        words = shlex.split(line.split("#", 1)[0])
+        if "--select" in words:
+            selected = set(words[words.index("--select") + 1].split(","))
+            assert selected <= assets, f"README.md: {line.strip()!r} selects unknown assets {sorted(selected - assets)}"
+        if "-j" in words:
+            defs.resolve_job_def(words[words.index("-j") + 1])  # raises for an unknown job
