@@ -117,3 +117,13 @@ def test_every_dagster_command_the_readme_shows_names_assets_and_jobs_of_the_cod
             assert selected <= assets, f"README.md: {line.strip()!r} selects unknown assets {sorted(selected - assets)}"
         if "-j" in words:
             defs.resolve_job_def(words[words.index("-j") + 1])  # raises for an unknown job
+
+
+def test_the_readme_jobs_table_lists_the_jobs_of_the_code_location():
+    from pipeline.definitions import defs
+
+    section = README_TEXT.split("## Jobs: the whole graph as a chain", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"^\| `(\w+)`", section, flags=re.M)
+    assert len(shown) >= 8
+    for job in shown:
+        defs.resolve_job_def(job)  # raises for an unknown job
