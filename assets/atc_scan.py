@@ -1,4 +1,4 @@
-"""The ATC scanner (seeds 002/004): the current Adaptive Trend Classification state of every
+"""The ATC scanner (the Pine script's Adaptive Trend Classification): the current Adaptive Trend Classification state of every
 
 The Dagster objects only (asset, checks, config); the stage's contract and logic are in
 `domain.atc_scan`, whose docstring states them.

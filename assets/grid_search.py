@@ -1,4 +1,4 @@
-"""Stage `grid_search` (and its inputs `market_data`, `trade_log`): the seed-001 grid search.
+"""Stage `grid_search` (and its inputs `market_data`, `trade_log`): the trade-log grid search.
 
 The Dagster objects only (asset, checks, config); the stage's contract and logic are in
 `domain.gridsearch.stage`, whose docstring states them.
@@ -26,7 +26,7 @@ from resources.project import ProjectResource
                                    description="rows sorted by ticker, then strictly by time within a ticker "
                                                "(the offsets and trade indices rely on it)")])
 def market_data(context: AssetExecutionContext, project: ProjectResource):
-    """Second-by-second market data of the configured tickers, from the seed-001 CSV folder,
+    """Second-by-second market data of the configured tickers, from the folder of `Raw_Market_data_MM-DD-YYYY.csv` files,
     sorted by ticker then datetime (one contiguous price array with per-ticker offsets)."""
     from domain.checks import sorted_by_ticker_time
     from domain.gridsearch.inputs import market_files, read_market_data

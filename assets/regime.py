@@ -5,7 +5,7 @@ day and the day before, compounded) or, with `regime.index_symbol` set, that sym
 Partition Y reads raw_bars of every symbol for years Y-2..Y (config.partitions.REGIME_HALO_YEARS:
 the tagger's windows span about 272 days, kernels.regime) and stores the days of Y: 1 bull,
 -1 bear, 0 consolidate, 2 oscillate, null during the warm-up of the first years. The check
-reads every stored year: no class under 5% or over 80% (the seed's "not degenerate").
+reads every stored year: no class under 5% or over 80% (a tagger that is "not degenerate").
 """
 
 import polars as pl

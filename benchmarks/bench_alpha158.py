@@ -1,4 +1,4 @@
-"""Benchmark: Alpha158 on the alpha158 cores against pyqlib's expression engine (issue 24).
+"""Benchmark: Alpha158 on the alpha158 cores against pyqlib's expression engine.
 
 Goals: >= 40x Qlib's rows/s on one core; 500 symbols x 26 years (~3.3M rows) <= 30 s on
 2 cores.
@@ -20,14 +20,14 @@ Phases, each in a fresh process (`--phase`, run by `main`):
          including the 158 x rows x 4 bytes of output).
 
 Usage: python benchmarks/bench_alpha158.py [--qlib-symbols 20] [--qlib-rows 1000] [--repeat 3]
-           [--symbols 500] [--years 26] [--workers 2] [--chunk 25] [--skip-qlib] [--skip-big]
+           [--symbols 500] [--years 26] [--workers 2] [--chunk 25] [--skip-qlib] [--skip-big] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -38,6 +38,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import Report, parser  # noqa: E402
+
 FIELDS = ("open", "high", "low", "close", "volume", "vwap")
 
 
@@ -129,11 +133,10 @@ def phase_big(args) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--phase", choices=["qlib", "big"])
+    p = parser(__doc__, repeat=3)
+    p.add_argument("--phase", choices=["qlib", "big"], help="run one phase in this process (used internally)")
     p.add_argument("--qlib-symbols", type=int, default=20)
     p.add_argument("--qlib-rows", type=int, default=1000)
-    p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--symbols", type=int, default=500)
     p.add_argument("--years", type=int, default=26)
     p.add_argument("--workers", type=int, default=2)
@@ -145,22 +148,32 @@ def main() -> None:
         result = phase_qlib(args) if args.phase == "qlib" else phase_big(args)
         print(json.dumps(result))
         return
+    report = Report("Alpha158 against Qlib's expression engine", args)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     phases = [ph for ph, skip in (("qlib", args.skip_qlib), ("big", args.skip_big)) if not skip]
+    passed = [a for a in shlex.split(report.command)[2:] if not a.startswith("--skip")]  # without --record / --json
     for phase in phases:
-        cmd = [sys.executable, __file__, "--phase", phase] + [a for a in sys.argv[1:] if not a.startswith("--skip")]
+        cmd = [sys.executable, __file__, "--phase", phase, *passed]
         line = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1]
         r = json.loads(line)
+        report.figure(phase, r)
         if phase == "qlib":
-            print(f"qlib: {r['rows']:,} rows ({args.qlib_symbols} x {args.qlib_rows})  Qlib {r['qlib_seconds']:.2f} s "
-                  f"({r['qlib_rows_per_s']:,.0f} rows/s; cpu {r['qlib_cpu_seconds']:.2f} s)  ours {r['ours_seconds']:.4f} s "
-                  f"({r['ours_rows_per_s']:,.0f} rows/s; cpu {r['ours_cpu_seconds']:.4f} s)  ratio {r['ratio']:.1f}x "
-                  f"(cpu {r['ratio_cpu']:.1f}x)  columns equal {r['columns_equal']}/158  "
-                  f"(pyqlib {r['qlib']}, pandas {r['pandas']})")
+            report.note(f"pyqlib {r['qlib']}, pandas {r['pandas']}; {args.qlib_symbols} symbols x {args.qlib_rows} rows.")
+            report.table(["engine", "rows", "wall s", "rows/s", "CPU s"], [
+                ["Qlib D.features (kernels=1)", f"{r['rows']:,}", f"{r['qlib_seconds']:.2f}", f"{r['qlib_rows_per_s']:,.0f}",
+                 f"{r['qlib_cpu_seconds']:.2f}"],
+                ["ours, compute_alpha158 (one thread)", f"{r['rows']:,}", f"{r['ours_seconds']:.4f}", f"{r['ours_rows_per_s']:,.0f}",
+                 f"{r['ours_cpu_seconds']:.4f}"]])
+            report.note(f"Ratio ours / Qlib: {r['ratio']:.1f}x wall, {r['ratio_cpu']:.1f}x CPU; columns equal to Qlib's: "
+                        f"{r['columns_equal']}/158.")
+            report.result("Alpha158 vs Qlib's expression engine", ">= 40x Qlib",
+                          f"{r['ratio_cpu']:.1f}x at {args.qlib_rows:,} rows per symbol (CPU time, same run); "
+                          f"{r['columns_equal']}/158 columns equal", "yes" if r["ratio_cpu"] >= 40 else "no")
         else:
-            print(f"big: {r['symbols']} symbols, {r['rows']:,} rows, {r['workers']} threads: {r['seconds']:.2f} s "
-                  f"({r['rows_per_s']:,.0f} rows/s), peak RSS {r['peak_rss_mb']:,.0f} MB "
-                  f"(output {r['output_mb']:,.0f} MB)")
+            report.table(["symbols", "rows", "threads", "seconds", "rows/s", "peak RSS MB", "output MB"],
+                         [[r["symbols"], f"{r['rows']:,}", r["workers"], f"{r['seconds']:.2f}", f"{r['rows_per_s']:,.0f}",
+                           f"{r['peak_rss_mb']:,.0f}", f"{r['output_mb']:,.0f}"]])
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Benchmark: the daily portfolio backtest (kernels.backtest.portfolio) against its NumPy
-reference and the seed's loop, on the same panel in the same run.
+reference and a plain per-day loop (the first sketch of this backtest), on the same panel in
+the same run.
 
 Data: T days x N symbols (default 6,500 x 500: ~26 years of a 500-name universe), float32
 log-normal closes with 2% missing bars, uniform probabilities with 10% missing.
@@ -11,20 +12,18 @@ Engines (each timed after a warm-up call, so numba compilation is not counted; b
                   waits for), "with close" until close() returns (every line on disk)
   numpy           kernels.backtest.reference.run_portfolio_reference (Python loop over days,
                   NumPy over symbols): the parity oracle
-  seed            seed 000 section 8 verbatim: a Python loop over days calling a small njit
-                  rebalance per day and writing one dict per day to the seed's AsyncWriter
-                  (close() included). It does less (no costs, drift, caps or gaps; its "pnl" is
-                  dot(w, prices)), so the ratio flatters the seed.
+  seed            the first sketch, verbatim: a Python loop over days calling a small njit
+                  rebalance per day and writing one dict per day to its AsyncWriter (close()
+                  included). It does less (no costs, drift, caps or gaps; its "pnl" is
+                  dot(w, prices)), so the ratio flatters it.
 
 Throughput is days * symbols per second. Ratios are engine time / kernel time.
 
-Usage: python benchmarks/bench_backtest.py [--days 6500] [--symbols 500] [--repeat 5] [--record]
+Usage: python benchmarks/bench_backtest.py [--days 6500] [--symbols 500] [--repeat 5] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
 import queue
 import sys
@@ -39,9 +38,9 @@ from numba import njit
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, peak_rss_mb  # noqa: E402
+from benchmarks.common import Report, parser, peak_rss_mb  # noqa: E402
 
-# ---------------------------------------------------------------- the seed's code (seed 000, section 8)
+# ---------------------------------------------------------------- the first sketch's code, verbatim
 
 
 class SeedAsyncWriter:
@@ -158,13 +157,12 @@ def best_of_logged(prices, probs, logs, repeat: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, repeat=5)
     ap.add_argument("--days", type=int, default=6500)
     ap.add_argument("--symbols", type=int, default=500)
-    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--record", action="store_true", help="append the results to benchmarks/RESULTS.md")
     args = ap.parse_args()
+    report = Report(f"backtest: daily portfolio, {args.days:,} days x {args.symbols:,} symbols", args)
     T, N = args.days, args.symbols
     prices, probs = panel(T, N, args.seed)
     cells = T * N
@@ -190,29 +188,20 @@ def main() -> None:
         }
     s = ours.stats()
     base = times["kernel"]
-    lines = [
-        f"### backtest: daily portfolio, {T:,} days x {N:,} symbols ({dt.date.today()})",
-        "",
-        f"Machine: {machine()}",
-        f"Command: `python benchmarks/bench_backtest.py --days {T} --symbols {N} --repeat {args.repeat}`",
-        (f"Warm-up (numba compile or cache load, both jitted engines): {compile_s:.2f} s; "
-         f"kernel vs numpy reference max |diff| over net/gross/turnover/cost/equity: {parity:.1e}; "
-         f"peak RSS {peak_rss_mb():.0f} MB"),
-        "",
-        "| engine | seconds (best) | days x symbols / s | time / kernel |",
-        "|---|---:|---:|---:|",
-    ]
+    report.note(f"Warm-up (numba compile or cache load, both jitted engines): {compile_s:.2f} s; "
+                f"kernel vs numpy reference max |diff| over net/gross/turnover/cost/equity: {parity:.1e}; "
+                f"peak RSS {peak_rss_mb():.0f} MB")
+    report.table(["engine", "seconds (best)", "days x symbols / s", "time / kernel"],
+                 [[name, f"{sec:.4f}", f"{cells / sec:,.0f}", f"{sec / base:.1f}x"] for name, sec in times.items()])
+    report.note(f"Book on the random panel: CAGR {s['cagr']:.3f}, Sharpe {s['sharpe']:.2f}, max drawdown "
+                f"{s['max_drawdown']:.3f}, annual turnover {s['annual_turnover']:.0f}. "
+                "The first sketch's loop does less work (no costs, drift, caps or missing bars), so its ratio flatters it.")
     for name, sec in times.items():
-        lines.append(f"| {name} | {sec:.4f} | {cells / sec:,.0f} | {sec / base:.1f}x |")
-    lines += [
-        "",
-        (f"Book on the random panel: CAGR {s['cagr']:.3f}, Sharpe {s['sharpe']:.2f}, max drawdown "
-         f"{s['max_drawdown']:.3f}, annual turnover {s['annual_turnover']:.0f}."),
-        "The seed's loop does less work (no costs, drift, caps or missing bars), so its ratio flatters it.",
-        "",
-    ]
-    emit(lines, args.record)
-
+        report.figure(f"{name} s", sec)
+    report.result(f"portfolio backtest hot loop, {T:,} days x {N:,} symbols", "faster than the NumPy reference",
+                  f"{base * 1e3:.1f} ms ({cells / base:.1e} day-symbols/s), {times['numpy'] / base:.1f}x the NumPy reference",
+                  "yes" if base < times["numpy"] else "no")
+    report.finish()
 
 if __name__ == "__main__":
     main()

@@ -1,4 +1,4 @@
-"""The partition fan-out of the feature rebuild through each Dagster executor (issue 8).
+"""The partition fan-out of the feature rebuild through each Dagster executor.
 
 One run of `historical_build_and_train`'s stages (raw_bars, features, labels, specialists)
 over a symbols x years rectangle, from the shell (`dagster asset materialize
@@ -8,13 +8,11 @@ gets a fresh store and instance. Stages are single-run backfills, so one step pe
 carries every partition: what differs is how the four steps are launched and where they run
 (the ratio to in_process is the executor's overhead on this machine).
 
-Usage: python benchmarks/bench_executors.py [--symbols 40] [--years 2000-2009] [--record]
+Usage: python benchmarks/bench_executors.py [--symbols 40] [--years 2000-2009] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
 import os
 import subprocess
@@ -26,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, symbol_names  # noqa: E402
+from benchmarks.common import Report, parser, symbol_names  # noqa: E402
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 SELECT = "raw_bars,features,labels,specialists"
@@ -56,11 +54,11 @@ def run_once(tmp: Path, kind: str, symbols: list[str], y0: int, y1: int, schedul
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--symbols", type=int, default=40)
     ap.add_argument("--years", default="2000-2009")
-    ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
+    report = Report("Executors: the feature rebuild's fan-out through Dagster", args)
     y0, y1 = (int(x) for x in args.years.split("-"))
     symbols = symbol_names(args.symbols)
     rows = []
@@ -77,16 +75,16 @@ def main() -> int:
             rows.append(run_once(tmp, "dask", symbols, y0, y1, cluster.scheduler_address))
     partitions = len(symbols) * (y1 - y0 + 1)
     base = rows[0]["seconds"]
-    lines = [f"### Executors: the feature rebuild's fan-out through Dagster ({dt.date.today()})", "",
-             f"Machine: {machine()}. Command: `python benchmarks/bench_executors.py --symbols {args.symbols} "
-             f"--years {args.years}`. One run of {SELECT} over {len(symbols)} symbols x {y1 - y0 + 1} years "
-             f"({partitions} partitions per stage) from the shell, fresh store and instance per executor; "
-             "dask = a 2-worker LocalCluster (not counted in the time).", "",
-             "| executor | seconds | / in_process |", "|---|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['kind']} | {r['seconds']:.1f} | {r['seconds'] / base:.2f}x |")
-    lines.append("")
-    emit(lines, args.record)
+    report.note(f"One run of {SELECT} over {len(symbols)} symbols x {y1 - y0 + 1} years ({partitions} partitions per "
+                "stage) from the shell, fresh store and instance per executor; dask = a 2-worker LocalCluster (not "
+                "counted in the time).")
+    report.table(["executor", "seconds", "/ in_process"],
+                 [[r["kind"], f"{r['seconds']:.1f}", f"{r['seconds'] / base:.2f}x"] for r in rows])
+    report.figure("seconds", {r["kind"]: r["seconds"] for r in rows})
+    report.result(f"executors: feature rebuild {len(symbols)} x {y1 - y0 + 1} through Dagster", "(measured)",
+                  ", ".join([f"in_process {base:.1f} s"] + [f"{r['kind']} {r['seconds'] / base:.2f}x" for r in rows[1:]]),
+                  "measured")
+    report.finish()
     return 0
 
 

@@ -21,12 +21,11 @@ torch-CPU, where the "gpu" times mean nothing; it only proves the script and the
 Writes <out>/gpu_check.json (every number, one object per section) and <out>/gpu_check.txt
 (the table, also printed last). Imports only the kernels (no Dagster, polars or cuDF).
 
-Usage: python benchmarks/bench_gpu.py [--quick] [--out benchmarks/out] [--sections grid,lstm]
+Usage: python benchmarks/bench_gpu.py [--quick] [--out benchmarks/out] [--sections grid,lstm] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import platform
@@ -44,7 +43,7 @@ from tests.gpu import assert_engine_equal, choose_simulator, real_cuda, simulate
 
 choose_simulator()  # before numba.cuda is imported: TRADELAB_GPU=0 simulator, 1 real device
 
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import Report, load, machine, parser  # noqa: E402
 
 # Sizes: full on a GPU machine, quick for the dry run (simulator: every CUDA thread is Python).
 SIZES = {
@@ -423,13 +422,14 @@ def table(report: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="tiny sizes (the dry run)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "out"))
     ap.add_argument("--sections", default=",".join(SECTIONS))
     ap.add_argument("--tests-junit", help="JUnit XML of the `pytest -m gpu` run, summarised into the JSON")
     ap.add_argument("--tests-rc", type=int, help="that run's exit status")
     args = ap.parse_args()
+    load_start = load()
     s = SIZES["quick" if args.quick else "full"]
     report = {"mode": "quick" if args.quick else "full", "date": dt.datetime.now().isoformat(timespec="seconds"),
               "machine": machine(), "python": platform.python_version(), "simulated": simulated(),
@@ -447,7 +447,31 @@ def main() -> int:
         print(f"{name}: {json.dumps(report['sections'][name], default=str)}", flush=True)
         text = write(report, Path(args.out))  # after every section: a timeout keeps what is done
     print(text)
+    if args.record or args.json:
+        harness_entry(report, args, load_start)
     return 0 if report["all_equal"] else 1
+
+
+def harness_entry(report: dict, args, load_start) -> None:
+    """The run as a benchmarks/common.py entry: one markdown table of the sections, a
+    RESULTS.md row per section (--record: appended to LOG.md; --json: written)."""
+    entry = Report(f"GPU check ({report['mode']})", args, load_start=load_start)
+    entry.note(f"device: {report['device']}" + (" (dry run: simulator, the gpu times mean nothing)" if report["simulated"] else ""))
+    rows = []
+    for name, r in report["sections"].items():
+        if "error" in r:
+            rows.append([name, "-", "-", "-", "-", "ERROR", r["error"][:80]])
+            continue
+        ratio = r["cpu_s"] / r["gpu_s"] if r.get("gpu_s") else float("nan")
+        rows.append([name, r["size"], f"{r['cpu_s']:.3f}", f"{r['gpu_s']:.3f}", f"{ratio:.3g}x", r["equal"], GOALS.get(name, "")])
+        met = {True: "yes", False: "no", None: "measured"}[r.get("goal_met")]
+        entry.result(f"GPU: {name} ({r['size']})", GOALS.get(name, "(measured)"),
+                     f"gpu {r['gpu_s']:.3f} s, cpu {r['cpu_s']:.3f} s ({ratio:.3g}x); equal: {r['equal']}",
+                     "blocked (simulator)" if report["simulated"] else met)
+    entry.table(["section", "size", "cpu s", "gpu s", "cpu/gpu", "equal", "goal"], rows)
+    entry.figure("sections", report["sections"])
+    entry.figure("device", report["device"])
+    entry.finish()
 
 
 def write(report: dict, out: Path) -> str:

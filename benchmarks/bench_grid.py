@@ -1,11 +1,11 @@
-"""Benchmark: the trade-log grid search engines against the seed's CPU approach.
+"""Benchmark: the trade-log grid search engines against a plain CPU brute force (the baseline).
 
 Data: the generator's second-by-second market data (`--days` days, 3 tickers) and
 `--trades` trades drawn on it (random entry second and holding time, entry metrics read
 from the market rows at entry; overlapping trades allowed, as in a multi-strategy log).
 
 Phases (each in a fresh process, so peak RSS is the phase's own):
-  seed      the seed's brute force written plainly in numba (per combination: loop over
+  seed      the baseline: brute force written plainly in numba (per combination: loop over
             trades, filter, walk each path), on a subset of combinations
   exits     exit resolution for every (target, stop_loss) pair, once
   brute     our brute force (numba, parallel, branch-free) over the whole default grid
@@ -13,13 +13,11 @@ Phases (each in a fresh process, so peak RSS is the phase's own):
   torch     dominance sums with torch on CPU
   scale     the big grid (>= 10M combinations) over `--scale-trades` trades: exits + cube
 
-Usage: python benchmarks/bench_grid.py [--days 100] [--trades 200000] [--scale-trades 1000000] [--record]
+Usage: python benchmarks/bench_grid.py [--days 100] [--trades 200000] [--scale-trades 1000000] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
 import sys
 import tempfile
@@ -31,7 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, peak_rss_mb, run_phases  # noqa: E402
+from benchmarks.common import Report, parser, peak_rss_mb, run_phases  # noqa: E402
 
 DEFAULT = dict(volatility=[0.0, 0.3, 0.4, 0.5, 0.6], ratio=[0.0, 0.2, 0.5, 0.7, 0.8, 0.9, 1.0], adx28=[0, 20, 30],
                adx14=[0, 20, 30], adx7=[0, 20, 30], target=[0.2, 0.3, 0.4, 0.5], stop_loss=[-0.5, -0.4, -0.3])
@@ -78,7 +76,7 @@ def _grid(spec):
 
 
 def phase_seed(args) -> dict:
-    """The seed's approach: per combination, loop over trades, filter, walk the path."""
+    """The baseline: per combination, loop over trades, filter, walk the path."""
     from numba import njit, prange
 
     @njit(parallel=True, cache=True)
@@ -192,20 +190,20 @@ def ap_default_phases() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--days", type=int, default=100)
     ap.add_argument("--trades", type=int, default=200_000)
     ap.add_argument("--scale-trades", type=int, default=1_000_000)
     ap.add_argument("--seed-combos", type=int, default=24)
-    ap.add_argument("--phases", default=ap_default_phases())
-    ap.add_argument("--phase", choices=sorted(PHASES))
-    ap.add_argument("--data")
-    ap.add_argument("--scale-data")
-    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--phases", default=ap_default_phases(), help="comma-separated phases to run")
+    ap.add_argument("--phase", choices=sorted(PHASES), help="run one phase in this process (used internally)")
+    ap.add_argument("--data", help="the phase's data (used internally)")
+    ap.add_argument("--scale-data", help="the scale phase's data (used internally)")
     args = ap.parse_args()
     if args.phase:
         print(json.dumps(PHASES[args.phase](args)))
         return 0
+    report = Report("Grid search engines", args)
     with tempfile.TemporaryDirectory() as tmp:
         data, scale = Path(tmp) / "data.npz", Path(tmp) / "scale.npz"
         info = build_data(args.days, args.trades, 1, data)
@@ -216,29 +214,36 @@ def main() -> int:
     base = results.get("seed", {}).get("checks_per_s")
     compared = [p for p in ("brute", "cube", "torch") if p in results]
     same_top = (len({tuple(results[p]["top"]) for p in compared}) == 1) if len(compared) > 1 else "not compared (one engine or none run)"
-    cmd = f"python benchmarks/bench_grid.py --days {args.days} --trades {args.trades} --scale-trades {args.scale_trades}"
-    if args.phases != ap_default_phases():
-        cmd += f" --phases {args.phases}"
-    lines = [f"### Grid search engines ({dt.date.today()})", "",
-             f"Machine: {machine()}. Command: `{cmd}`. Data: {info['market_rows']:,} market rows ({args.days} days x 3 "
-             f"tickers x 23,401 s), {info['trades']:,} trades, mean path {info['mean_path']:.0f} rows. Checks = combinations x trades.",
-             "", "| engine | combinations | seconds | checks/s | ratio to seed baseline | peak RSS MB |", "|---|---:|---:|---:|---:|---:|"]
-    names = {"seed": "seed baseline: per combination, walk every path (numba parallel)", "brute": "brute force (numba parallel, branch-free)",
+    report.note(f"Data: {info['market_rows']:,} market rows ({args.days} days x 3 tickers x 23,401 s), {info['trades']:,} "
+                f"trades, mean path {info['mean_path']:.0f} rows. Checks = combinations x trades.")
+    names = {"seed": "baseline: per combination, walk every path (numba parallel)", "brute": "brute force (numba parallel, branch-free)",
              "cube": "dominance sums (NumPy)", "torch": "dominance sums (torch, CPU)"}
+    rows = []
     for p in ("seed", "brute", "cube", "torch"):
         if p in results:
             r = results[p]
             ratio = f"{r['checks_per_s'] / base:,.0f}x" if base else "-"
-            lines.append(f"| {names[p]} | {r['combinations']:,} | {r['seconds']:.3f} | {r['checks_per_s']:.3g} | {ratio} | {r['peak_rss_mb']:.0f} |")
+            rows.append([names[p], f"{r['combinations']:,}", f"{r['seconds']:.3f}", f"{r['checks_per_s']:.3g}", ratio, f"{r['peak_rss_mb']:.0f}"])
     if "exits" in results:
         e = results["exits"]
-        lines.append(f"| exit resolution, {e['pairs']} pairs x {info['trades']:,} trades (done once) | - | {e['seconds']:.3f} | - | - | {e['peak_rss_mb']:.0f} |")
+        rows.append([f"exit resolution, {e['pairs']} pairs x {info['trades']:,} trades (done once)", "-", f"{e['seconds']:.3f}", "-", "-",
+                     f"{e['peak_rss_mb']:.0f}"])
     if "scale" in results:
         s = results["scale"]
-        lines.append(f"| scale: exits + dominance sums, {s['combinations']:,} x {s['trades']:,} trades | {s['combinations']:,} | "
-                     f"{s['seconds']:.2f} (exits {s['exit_s']:.2f}) | {s['checks_per_s']:.3g} | {s['checks_per_s'] / base:,.0f}x | {s['peak_rss_mb']:.0f} |" if base else "")
-    lines += ["", f"Same top-10 from brute force, dominance sums and torch: {same_top}.", ""]
-    emit(lines, args.record)
+        rows.append([f"scale: exits + dominance sums, {s['combinations']:,} x {s['trades']:,} trades", f"{s['combinations']:,}",
+                     f"{s['seconds']:.2f} (exits {s['exit_s']:.2f})", f"{s['checks_per_s']:.3g}",
+                     f"{s['checks_per_s'] / base:,.0f}x" if base else "-", f"{s['peak_rss_mb']:.0f}"])
+        report.result(f"grid search, {s['combinations']:,} combinations x {s['trades']:,} trades, CPU, exits included", "< 3 s",
+                      f"{s['seconds']:.2f} s (exits {s['exit_s']:.2f} s)", "yes" if s["seconds"] < 3 else "no")
+    if "brute" in results:
+        r = results["brute"]
+        report.result("grid search brute force, CPU", ">= 1e9 checks/s", f"{r['checks_per_s']:.3g} checks/s",
+                      "yes" if r["checks_per_s"] >= 1e9 else "no")
+    report.table(["engine", "combinations", "seconds", "checks/s", "ratio to the baseline", "peak RSS MB"], rows)
+    report.note(f"Same top-10 from brute force, dominance sums and torch: {same_top}.")
+    for key, res in results.items():
+        report.figure(key, {k: v for k, v in res.items() if k != "top"})
+    report.finish()
     return 0
 
 

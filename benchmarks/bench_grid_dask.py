@@ -23,13 +23,11 @@ The fastest of `--repeat` runs of each is reported. "ratio without exits" leaves
 exit resolution, the same driver-side code in both (its time varies run to run).
 
 Usage: python benchmarks/bench_grid_dask.py [--days 100] [--trades 1000000] [--workers 2]
-       [--scatter broadcast,rows] [--repeat 2] [--record]
+       [--scatter broadcast,rows] [--repeat 2] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
 import sys
 import tempfile
@@ -41,8 +39,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_grid import BIG, DEFAULT, build_data
-from benchmarks.common import emit, machine, peak_rss_mb, run_phases
+from benchmarks.bench_grid import BIG, DEFAULT, build_data  # noqa: E402
+from benchmarks.common import Report, parser, peak_rss_mb, run_phases  # noqa: E402
 
 CASES = {"cube-big": (BIG, "cube"), "brute-default": (DEFAULT, "brute")}
 
@@ -116,7 +114,7 @@ PHASES = {"single": phase_single, "dask": phase_dask}
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--days", type=int, default=100)
     ap.add_argument("--trades", type=int, default=1_000_000)
     ap.add_argument("--workers", type=int, default=2)
@@ -124,48 +122,45 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2, help="runs per case and mode; the fastest is reported")
     ap.add_argument("--cases", default="cube-big,brute-default")
     ap.add_argument("--scatter", default="broadcast,rows", help="Dask scatter modes to run (run_grid_search_dask)")
-    ap.add_argument("--phase", choices=sorted(PHASES))
-    ap.add_argument("--data")
-    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--phase", choices=sorted(PHASES), help="run one mode in this process (used internally)")
+    ap.add_argument("--data", help="the phase's data (used internally)")
     args = ap.parse_args()
     if args.phase:
         print(json.dumps(PHASES[args.phase](args)))
         return 0
+    report = Report("Grid search on a Dask LocalCluster vs one process", args)
     extra = ["--cases", args.cases, "--workers", str(args.workers), "--scatter", args.scatter,
              "--repeat", str(args.repeat)]
     extra += ["--shards", str(args.shards)] if args.shards else []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data.npz"
         t0 = time.perf_counter()
-        info = build_data(args.days, args.trades, 2, data)  # seed 2: bench_grid's scale data
+        info = build_data(args.days, args.trades, 2, data)  # random seed 2: bench_grid's scale data
         print("data", info, f"built in {time.perf_counter() - t0:.1f} s", flush=True)
         res = run_phases(__file__, ["single", "dask"], ["--data", str(data), *extra])
     one, dd = res["single"], res["dask"]
-    cmd = f"python benchmarks/bench_grid_dask.py --days {args.days} --trades {args.trades} --workers {args.workers}"
-    about = (f"Machine: {machine()}. Command: `{cmd}`. Data: {info['market_rows']:,} market rows, "
-             f"{info['trades']:,} trades, mean path {info['mean_path']:.0f} rows. Dask: LocalCluster, "
-             f"{dd['workers']} worker processes x 1 thread (cluster start {dd['cluster_start_s']:.2f} s, not counted); "
-             "one process: numba on every core.")
-    head = ("| case | combinations | one process s (exits / search) | Dask scatter mode | Dask s (exits / scatter / "
-            "search) | shards | ratio Dask / one | ratio without exits | same top-10 |")
-    lines = [f"### Grid search on a Dask LocalCluster vs one process ({dt.date.today()})", "", about, "", head,
-             "|---|---:|---:|---|---:|---:|---:|---:|---|"]
+    report.note(f"Data: {info['market_rows']:,} market rows, {info['trades']:,} trades, mean path {info['mean_path']:.0f} rows. "
+                f"Dask: LocalCluster, {dd['workers']} worker processes x 1 thread (cluster start {dd['cluster_start_s']:.2f} s, "
+                "not counted); one process: numba on every core.")
+    rows = []
     for name in args.cases.split(","):
         for mode in args.scatter.split(","):
             a, b = one[name], dd[f"{name}/{mode}"]
             ta, tb = a["timings"], b["timings"]
             same = (a["top"], a["roi"], a["trades"]) == (b["top"], b["roi"], b["trades"])
-            single = f"{a['seconds']:.2f} ({ta['exit_resolution_s']:.2f} / {ta['search_s']:.2f})"
-            dask = f"{b['seconds']:.2f} ({tb['exit_resolution_s']:.2f} / {tb['scatter_s']:.2f} / {tb['search_s']:.2f})"
             # exit resolution is the same driver code in both modes: the rest is the distribution's cost
             rest = (b["seconds"] - tb["exit_resolution_s"]) / (a["seconds"] - ta["exit_resolution_s"])
-            lines.append(f"| {name} | {a['combinations']:,} | {single} | {mode} | {dask} | {b['shards']} | "
-                         f"{b['seconds'] / a['seconds']:.2f}x | {rest:.2f}x | {same} |")
+            rows.append([name, f"{a['combinations']:,}", f"{a['seconds']:.2f} ({ta['exit_resolution_s']:.2f} / {ta['search_s']:.2f})",
+                         mode, f"{b['seconds']:.2f} ({tb['exit_resolution_s']:.2f} / {tb['scatter_s']:.2f} / {tb['search_s']:.2f})",
+                         b["shards"], f"{b['seconds'] / a['seconds']:.2f}x", f"{rest:.2f}x", same])
+            report.figure(f"{name}/{mode}", {"one_s": a["seconds"], "dask_s": b["seconds"], "same_top": same})
+    report.table(["case", "combinations", "one process s (exits / search)", "Dask scatter mode",
+                  "Dask s (exits / scatter / search)", "shards", "ratio Dask / one", "ratio without exits", "same top-10"], rows)
     workers_rss = ", ".join(f"{m:.0f}" for m in dd["worker_peak_rss_mb"])
-    rss = (f"Peak RSS MB: one process {one['peak_rss_mb']:.0f}; Dask driver {dd['peak_rss_mb']:.0f}, "
-           f"workers {workers_rss}.")
-    lines += ["", rss, ""]
-    emit(lines, args.record)
+    report.note(f"Peak RSS MB: one process {one['peak_rss_mb']:.0f}; Dask driver {dd['peak_rss_mb']:.0f}, workers {workers_rss}.")
+    report.result(f"grid search on a {dd['workers']}-worker Dask LocalCluster vs one process", "(measured)",
+                  "; ".join(f"{r[0]} {r[3]}: {r[6]}" for r in rows), "measured")
+    report.finish()
     return 0
 
 

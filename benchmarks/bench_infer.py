@@ -20,14 +20,12 @@ alone, and score_rows alone (the meta models, common to both paths). Every run c
 both paths give the same probabilities. Latencies: median and p99 over the repeats.
 
 Usage: python benchmarks/bench_infer.py [--symbols 8] [--years 2000-2005] [--warm 120]
-       [--cold 8] [--record]
-`--record` appends the figures to benchmarks/RESULTS.md.
+       [--cold 8] [--record] [--json PATH]
+`--record` appends the entry to benchmarks/LOG.md and prints the rows for benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import sys
 import tempfile
 import time
@@ -38,7 +36,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, peak_rss_mb, symbol_names, synthetic_instance  # noqa: E402
+from benchmarks.common import Report, parser, peak_rss_mb, symbol_names, synthetic_instance  # noqa: E402
 
 
 COLD_ONE = "infer_one cold, models already loaded"
@@ -144,13 +142,13 @@ class BatchPath:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--symbols", type=int, default=8)
     ap.add_argument("--years", default="2000-2005")
     ap.add_argument("--warm", type=int, default=120, help="warm calls (one new bar each), <= the days of the last year")
     ap.add_argument("--cold", type=int, default=8, help="cold repeats")
-    ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
+    report = Report("Inference path: infer_one / infer_batch (domain/live/inference.py)", args)
     y0, y1 = (int(v) for v in args.years.split("-"))
 
     with tempfile.TemporaryDirectory(prefix="bench_infer_") as tmp_name:
@@ -242,28 +240,28 @@ def main() -> int:
 
     med = {name: summary(ts)[0] for name, _, ts in rows}
     upd, spec, score = summary(update_only), summary(spec_only), summary(scoring)
-    lines = [
-        f"### Inference path: infer_one / infer_batch (domain/live/inference.py) ({dt.date.today()})",
-        "",
-        (f"Machine: {machine()}. Command: `python benchmarks/bench_infer.py --symbols {args.symbols} --years {args.years} "
-        f"--warm {args.warm} --cold {args.cold}`. Store: {args.symbols} synthetic symbols x {y0}-{y1} built through Dagster "
-        f"in {build_s:.1f} s; {history_bars} bars of history per symbol at the last day; meta models of {y1}. "
-        f"Warm: the last {n_warm} days of {y1}, one new bar per call."),
-        "",
-        "| run | symbols | repeats | median ms | p99 ms |",
-        "|---|---:|---:|---:|---:|",
-        *[f"| {name} | {n} | {len(ts)} | {summary(ts)[0]:.2f} | {summary(ts)[1]:.2f} |" for name, n, ts in rows],
-        f"| component: session.state, one new bar (store freshness check + 19 features + 4 specialists) | 1 | {len(update_only)} | {upd[0]:.3f} | {upd[1]:.3f} |",
-        f"| component: run_specialists over the whole history (numba) | 1 | {len(spec_only)} | {spec[0]:.3f} | {spec[1]:.3f} |",
-        f"| component: score_rows, one row, {len(batch.horizons)} horizons (both paths) | 1 | {len(scoring)} | {score[0]:.3f} | {score[1]:.3f} |",
-        "",
-        (f"Ratios (medians): batch path / infer_one warm = {med[BATCH_ONE] / med[WARM_ONE]:.2f}x; "
-        f"batch path all symbols / infer_batch warm = {med[BATCH_ALL] / med[WARM_BATCH]:.2f}x; "
-        f"run_specialists / streaming update = {spec[0] / upd[0]:.1f}x; "
-        f"infer_one cold (models loaded) / batch path = {med[COLD_ONE] / med[BATCH_ONE]:.1f}x. "
-        f"Same probabilities on both paths: {same}. Peak RSS {peak_rss_mb():.0f} MB."),
-    ]
-    emit(lines, args.record)
+    report.note(f"Store: {args.symbols} synthetic symbols x {y0}-{y1} built through Dagster in {build_s:.1f} s; "
+                f"{history_bars} bars of history per symbol at the last day; meta models of {y1}. "
+                f"Warm: the last {n_warm} days of {y1}, one new bar per call.")
+    report.table(["run", "symbols", "repeats", "median ms", "p99 ms"], [
+        *[[name, n, len(ts), f"{summary(ts)[0]:.2f}", f"{summary(ts)[1]:.2f}"] for name, n, ts in rows],
+        ["component: session.state, one new bar (store freshness check + 19 features + 4 specialists)", 1, len(update_only),
+         f"{upd[0]:.3f}", f"{upd[1]:.3f}"],
+        ["component: run_specialists over the whole history (numba)", 1, len(spec_only), f"{spec[0]:.3f}", f"{spec[1]:.3f}"],
+        [f"component: score_rows, one row, {len(batch.horizons)} horizons (both paths)", 1, len(scoring), f"{score[0]:.3f}",
+         f"{score[1]:.3f}"],
+    ])
+    report.note(f"Ratios (medians): batch path / infer_one warm = {med[BATCH_ONE] / med[WARM_ONE]:.2f}x; "
+                f"batch path all symbols / infer_batch warm = {med[BATCH_ALL] / med[WARM_BATCH]:.2f}x; "
+                f"run_specialists / streaming update = {spec[0] / upd[0]:.1f}x; "
+                f"infer_one cold (models loaded) / batch path = {med[COLD_ONE] / med[BATCH_ONE]:.1f}x. "
+                f"Same probabilities on both paths: {same}. Peak RSS {peak_rss_mb():.0f} MB.")
+    for name, _, ts in rows:
+        report.figure(name, {"median_ms": summary(ts)[0], "p99_ms": summary(ts)[1]})
+    warm = [ts for name, _, ts in rows if name == WARM_ONE][0]
+    report.result("inference latency, `infer_one`", "(measured)",
+                  f"warm (one new bar + meta) {summary(warm)[0]:.2f} ms median, p99 {summary(warm)[1]:.2f} ms", "measured")
+    report.finish()
     return 0 if same else 1
 
 

@@ -5,16 +5,15 @@ Phases, each in a fresh process so peak RSS belongs to that phase alone:
   dagster    raw_bars for every partition in ONE run (single-run backfill) into a fresh
              DAGSTER_HOME and data root: generation, validation, one Delta commit (zstd files per year),
              metadata and sidecar
-  baseline   the seed's approach (seed 000 section 1): a plain polars write_parquet per
-             symbol/year, no validation, no table log, no Dagster, same rows
+  baseline   the simplest ingest: a plain polars write_parquet per symbol/year, no
+             validation, no table log, no Dagster, same rows
 
-Usage: python benchmarks/bench_ingest.py [--symbols 500] [--years 2000-2025] [--record]
-`--record` appends the figures to benchmarks/RESULTS.md.
+Usage: python benchmarks/bench_ingest.py [--symbols 500] [--years 2000-2025] [--record] [--json PATH]
+`--record` appends the entry to benchmarks/LOG.md and prints the rows for benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import datetime as dt
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, peak_rss_mb, run_phases, symbol_names, synthetic_instance  # noqa: E402
+from benchmarks.common import Report, parser, peak_rss_mb, run_phases, symbol_names, synthetic_instance  # noqa: E402
 
 
 def names(n: int) -> list[str]:
@@ -83,44 +82,45 @@ PHASES = {"generator": phase_generator, "dagster": phase_dagster, "baseline": ph
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--symbols", type=int, default=500)
     ap.add_argument("--years", default="2000-2025")
-    ap.add_argument("--phase", choices=sorted(PHASES))
-    ap.add_argument("--tmp")
-    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--phase", choices=sorted(PHASES), help="run one phase in this process (used internally)")
+    ap.add_argument("--tmp", help="the phase's scratch folder (used internally)")
     args = ap.parse_args()
     args.y0, args.y1 = (int(x) for x in args.years.split("-"))
     if args.phase:
         print(json.dumps(PHASES[args.phase](args)))
         return 0
 
+    report = Report(f"Ingest: {args.symbols} symbols x {args.y1 - args.y0 + 1} years through Dagster", args)
     with tempfile.TemporaryDirectory() as tmp:
         results = run_phases(__file__, ["generator", "dagster", "baseline"],
                              ["--tmp", tmp, "--symbols", str(args.symbols), "--years", args.years],
                              env={"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"})
 
     g, d, b = results["generator"], results["dagster"], results["baseline"]
-    cmd = f"python benchmarks/bench_ingest.py --symbols {args.symbols} --years {args.years}"
-    lines = [
-        f"### Ingest: {args.symbols} symbols x {args.y1 - args.y0 + 1} years through Dagster ({dt.date.today()})",
-        "",
-        f"Machine: {machine()}. Command: `{cmd}`.",
-        "",
-        "| phase | rows | files | seconds | rows/s | peak RSS MB |",
-        "|---|---:|---:|---:|---:|---:|",
-        f"| synthetic generator alone (1 core) | {g['rows']:,} | - | {g['seconds']:.2f} | {g['rows_per_s']:,.0f} | {g['peak_rss_mb']:.0f} |",
-        f"| raw_bars via Dagster, one run ({d['partitions']:,} partitions) | {d['rows']:,} | {d['files']:,} | {d['seconds']:.2f} | {d['rows_per_s']:,.0f} | {d['peak_rss_mb']:.0f} |",
-        f"| seed baseline: generate + plain write per symbol/year | {b['rows']:,} | {b['files']:,} | {b['seconds']:.2f} | {b['rows_per_s']:,.0f} | {b['peak_rss_mb']:.0f} |",
-        "",
-        f"Ratio Dagster run / seed baseline (time): {d['seconds'] / b['seconds']:.2f}x. Inside the run: "
+    report.table(["phase", "rows", "files", "seconds", "rows/s", "peak RSS MB"], [
+        ["synthetic generator alone (1 core)", f"{g['rows']:,}", "-", f"{g['seconds']:.2f}", f"{g['rows_per_s']:,.0f}", f"{g['peak_rss_mb']:.0f}"],
+        [f"raw_bars via Dagster, one run ({d['partitions']:,} partitions)", f"{d['rows']:,}", f"{d['files']:,}", f"{d['seconds']:.2f}",
+         f"{d['rows_per_s']:,.0f}", f"{d['peak_rss_mb']:.0f}"],
+        ["baseline: generate + plain write per symbol/year", f"{b['rows']:,}", f"{b['files']:,}", f"{b['seconds']:.2f}",
+         f"{b['rows_per_s']:,.0f}", f"{b['peak_rss_mb']:.0f}"],
+    ])
+    bookkeeping = d["seconds"] - d["step_seconds"] - d["write_seconds"]
+    report.note(
+        f"Ratio Dagster run / baseline (time): {d['seconds'] / b['seconds']:.2f}x. Inside the run: "
         f"generation + validation {d['step_seconds']:.1f} s, one Delta commit of {d['files']:,} zstd files {d['write_seconds']:.1f} s, "
         f"Dagster bookkeeping (run storage, one materialization event per partition in the SQLite "
-        f"event log) {d['seconds'] - d['step_seconds'] - d['write_seconds']:.1f} s, "
-        f"{1e3 * (d['seconds'] - d['step_seconds'] - d['write_seconds']) / d['partitions']:.1f} ms per partition.",
-        "",
-    ]
-    emit(lines, args.record)
+        f"event log) {bookkeeping:.1f} s, {1e3 * bookkeeping / d['partitions']:.1f} ms per partition.")
+    for key, res in results.items():
+        report.figure(key, res)
+    report.result("synthetic generator", ">= 1M rows/s on one core", f"{g['rows_per_s'] / 1e6:.2f}M rows/s",
+                  "yes" if g["rows_per_s"] >= 1e6 else "no")
+    report.result(f"ingest: raw_bars {args.symbols} x {args.y1 - args.y0 + 1} through Dagster, one run", "(measured)",
+                  f"{d['seconds']:.1f} s, {d['seconds'] / b['seconds']:.2f}x a plain write per partition; bookkeeping "
+                  f"{1e3 * bookkeeping / d['partitions']:.1f} ms per partition", "measured")
+    report.finish()
     return 0
 
 

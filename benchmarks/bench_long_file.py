@@ -1,4 +1,5 @@
-"""Benchmark: one long CSV of many symbols in the user folder (issue 23 item 11).
+"""Benchmark: one long CSV of many symbols in the user folder. Goal: one partition in < 2 s
+and < 500 MB; one appended bar -> one run of one symbol.
 
 Generates `--rows` rows of `--symbols` symbols (one `symbol` column, daily bars; about 60
 bytes a row, so 10M rows is about 600 MB) into a temporary folder, then measures, each in a
@@ -10,14 +11,13 @@ fresh process so its peak RSS is its own:
                new_symbol_sensor computes per tick (how many symbols changed: 1)
   eager        the old way, for comparison: the whole file read into memory (pl.read_csv)
 
-Usage: python benchmarks/bench_long_file.py [--rows 2000000] [--symbols 400]
-Prints one JSON line per phase and a summary (wall and CPU seconds: on a shared machine the
-CPU figure is the steadier one); records nothing (RESULTS.md is the lead's).
+Usage: python benchmarks/bench_long_file.py [--rows 2000000] [--symbols 400] [--record] [--json PATH]
+Prints one JSON line per phase and a table (wall and CPU seconds: on a shared machine the
+CPU figure is the steadier one).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import sys
@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import machine, peak_rss_mb, run_phases, symbol_names  # noqa: E402
+from benchmarks.common import Report, parser, peak_rss_mb, run_phases, symbol_names  # noqa: E402
 
 
 def generate(folder: Path, rows: int, symbols: int) -> Path:
@@ -83,15 +83,15 @@ def _cpu_s() -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap = parser(__doc__, rows=2_000_000)
     ap.add_argument("--symbols", type=int, default=400)
-    ap.add_argument("--phase")
-    ap.add_argument("--folder")
+    ap.add_argument("--phase", help="run one phase in this process (used internally)")
+    ap.add_argument("--folder", help="the phase's folder (used internally)")
     args = ap.parse_args()
     if args.phase:
         print(json.dumps(phase(args)))
         return
+    report = Report(f"One long CSV: {args.rows:,} rows of {args.symbols:,} symbols", args)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         path = generate(folder, args.rows, args.symbols)
@@ -104,12 +104,19 @@ def main() -> None:
         with path.open("a") as fh:  # one bar appended for one symbol
             fh.write(f"{symbol_names(args.symbols)[0]},2099-01-04,1,1,1,1,1\n")
         results |= run_phases(__file__, ["fingerprints", "eager"], common)
-    print(f"\nlong file: {args.rows:,} rows, {args.symbols:,} symbols, {size_mb:.0f} MB CSV; {machine()}; "
-          f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    report.note(f"A {size_mb:.0f} MB CSV; each phase in a fresh process.")
+    report.table(["phase", "wall s", "CPU s", "peak RSS MB", "other"],
+                 [[name, f"{r['seconds']:.2f}", f"{r['cpu_s']:.2f}", f"{r['peak_rss_mb']:,.0f}",
+                   ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("seconds", "cpu_s", "peak_rss_mb")) or "-"]
+                  for name, r in results.items()])
     for name, r in results.items():
-        print(f"  {name:<13}{r['seconds']:>8.2f} s wall {r['cpu_s']:>6.2f} s CPU {r['peak_rss_mb']:>6.0f} MB peak RSS  "
-              + ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("seconds", "cpu_s", "peak_rss_mb")))
-
+        report.figure(name, r)
+    part = results["partition"]
+    met = [part["peak_rss_mb"] < 500 and "memory yes", part["seconds"] < 2 and "time yes"]
+    report.result(f"one long CSV, {args.rows:,} rows x {args.symbols:,} symbols: one partition", "< 2 s, < 500 MB",
+                  f"{part['peak_rss_mb']:,.0f} MB; {part['cpu_s']:.2f} s CPU, {part['seconds']:.2f} s wall",
+                  ", ".join(m for m in met if m) or "no")
+    report.finish()
 
 if __name__ == "__main__":
     main()

@@ -1,26 +1,24 @@
-"""Benchmark: the LSTM specialist (seed 000 section 5; kernels/learn/lstm.py).
+"""Benchmark: the LSTM specialist (kernels/learn/lstm.py).
 
 Synthetic universe: `--symbols` symbols x (`--rows` + seq_len - 1) rows x `--features` float32
 features, so that every symbol ends `--rows` full sequences (50 x 1,000 = 50,000 by default).
-The seed's model size: hidden 128, 2 layers, seq_len 64, batch 512.
+The first specification's model size: hidden 128, 2 layers, seq_len 64, batch 512.
 
-  loader     seconds per batch of the seed's per-item Dataset + default collate against
+  loader     seconds per batch of a per-item Dataset (one window per item) + default collate against
              SequenceDataset's one-gather batches (no model)
   train      train_lstm for `--steps` optimizer steps (as many epochs as that takes, no validation):
              training sequences/s (fp32 on CPU; AMP + torch.compile on a GPU)
   inference  predict_lstm over every full sequence (batch 4,096): sequences/s, end to end
              (standardise, find sequences, forward) and forward only
 
-Seed DoD: >= 50k sequences/s inference on a 7900 XTX (short seq_len). Target here on an
-H100 in bf16: 1M/s. Runs on whatever device torch sees (`--device`).
+Goals: >= 50k sequences/s inference on a 7900 XTX (short seq_len); on an H100 in bf16:
+1M/s. Runs on whatever device torch sees (`--device`).
 
-Usage: python benchmarks/bench_lstm.py [--steps 150] [--symbols 50] [--rows 1000] [--record]
+Usage: python benchmarks/bench_lstm.py [--steps 150] [--symbols 50] [--rows 1000] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import sys
 import time
 from pathlib import Path
@@ -31,7 +29,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, peak_rss_mb  # noqa: E402
+from benchmarks.common import Report, parser, peak_rss_mb  # noqa: E402
 from kernels.learn import lstm as L  # noqa: E402
 
 
@@ -49,7 +47,8 @@ def universe(n_symbols: int, rows: int, seq_len: int, n_features: int, seed: int
 
 
 class SeedSeqDS(torch.utils.data.Dataset):
-    """The seed's SeqDS (one window per item; the DataLoader stacks them)."""
+    """A per-item sequence Dataset (one window per item; the DataLoader stacks them): the
+    simple way, against which SequenceDataset's one gather per batch is measured."""
 
     def __init__(self, X, y, ends, seq_len):
         self.X, self.y, self.ends, self.seq_len = X, y, ends, seq_len
@@ -73,17 +72,17 @@ def loader_seconds(loader, batches: int) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--symbols", type=int, default=50)
-    ap.add_argument("--rows", type=int, default=1000)
+    ap.add_argument("--rows", type=int, default=1000, help="full sequences per symbol")
     ap.add_argument("--features", type=int, default=32)
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--note", default="", help="a sentence appended to the recorded section")
-    ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
+    report = Report("LSTM specialist (kernels/learn/lstm.py)", args)
     torch.manual_seed(0)
     X, y, off = universe(args.symbols, args.rows, args.seq_len, args.features)
     ends = L.make_sequences(X, off, args.seq_len)
@@ -117,31 +116,31 @@ def main() -> int:
     forward_s = time.perf_counter() - t0
     print(f"inference: {n_seq:,} sequences, {n_seq / predict_s:,.0f}/s end to end, {n_seq / forward_s:,.0f}/s forward", flush=True)
 
-    gpu_note = ("GPU figures (seed DoD: >= 50k sequences/s inference on a 7900 XTX; our target 1M/s on an H100 in bf16) "
+    gpu_note = ("GPU figures (goals: >= 50k sequences/s inference on a 7900 XTX; 1M/s on an H100 in bf16) "
                 "were NOT measured: no GPU was available to this run." if dev.type == "cpu" else
                 f"Device: {torch.cuda.get_device_name(dev)}.")
-    cmd = (f"python benchmarks/bench_lstm.py --steps {args.steps} --symbols {args.symbols} --rows {args.rows} "
-           f"--features {args.features} --seq-len {args.seq_len} --batch {args.batch}")
-    emit([
-        f"### LSTM specialist (kernels/learn/lstm.py) ({dt.date.today()})", "",
-        f"Machine: {machine()}; torch {torch.__version__}, {torch.get_num_threads()} threads. Command: `{cmd}`. "
-        f"Data: {args.symbols} symbols x {args.rows + args.seq_len - 1:,} rows x {args.features} float32 features "
-        f"({len(ends):,} full sequences). Model: the seed's LSTMSpec (hidden 128, 2 layers, dropout 0.1), seq_len "
-        f"{args.seq_len}, batch {args.batch}, AdamW.", "",
-        "| run | device, precision | amount | seconds | rate |", "|---|---|---:|---:|---:|",
-        f"| batch loading: seed SeqDS (per item + default collate) | cpu | {nb} batches | {seed_s * nb:.3f} | "
-        f"{seed_s * 1e3:.2f} ms/batch |",
-        f"| batch loading: SequenceDataset (one gather per batch) | cpu | {nb} batches | {ours_s * nb:.3f} | "
-        f"{ours_s * 1e3:.2f} ms/batch |",
-        f"| training (train_lstm, {steps} steps) | {r.device}, {r.precision} | {steps * args.batch:,} sequences | "
-        f"{sum(h['train_seconds'] for h in r.history):.1f} | {r.samples_per_s:,.0f} samples/s |",
-        f"| inference (predict_lstm, end to end, batch 4,096) | {r.device}, {r.precision} | {n_seq:,} sequences | "
-        f"{predict_s:.2f} | {n_seq / predict_s:,.0f} seq/s |",
-        f"| inference (forward only) | {r.device}, {r.precision} | {n_seq:,} sequences | {forward_s:.2f} | "
-        f"{n_seq / forward_s:,.0f} seq/s |",
-        "", f"train_lstm wall time {train_s:.1f} s (standardise + sequences + loop); peak RSS {peak_rss_mb():.0f} MB. "
-        f"{gpu_note}" + (f" {args.note}" if args.note else ""), "",
-    ], args.record)
+    report.note(f"torch {torch.__version__}, {torch.get_num_threads()} threads. Data: {args.symbols} symbols x "
+                f"{args.rows + args.seq_len - 1:,} rows x {args.features} float32 features ({len(ends):,} full sequences). "
+                f"Model: LSTMSpec (hidden 128, 2 layers, dropout 0.1), seq_len {args.seq_len}, batch {args.batch}, AdamW.")
+    train_rate, seq_rate = r.samples_per_s, n_seq / predict_s
+    report.table(["run", "device, precision", "amount", "seconds", "rate"], [
+        ["batch loading: per-item Dataset + default collate", "cpu", f"{nb} batches", f"{seed_s * nb:.3f}", f"{seed_s * 1e3:.2f} ms/batch"],
+        ["batch loading: SequenceDataset (one gather per batch)", "cpu", f"{nb} batches", f"{ours_s * nb:.3f}", f"{ours_s * 1e3:.2f} ms/batch"],
+        [f"training (train_lstm, {steps} steps)", f"{r.device}, {r.precision}", f"{steps * args.batch:,} sequences",
+         f"{sum(h['train_seconds'] for h in r.history):.1f}", f"{train_rate:,.0f} samples/s"],
+        ["inference (predict_lstm, end to end, batch 4,096)", f"{r.device}, {r.precision}", f"{n_seq:,} sequences",
+         f"{predict_s:.2f}", f"{seq_rate:,.0f} seq/s"],
+        ["inference (forward only)", f"{r.device}, {r.precision}", f"{n_seq:,} sequences", f"{forward_s:.2f}",
+         f"{n_seq / forward_s:,.0f} seq/s"],
+    ])
+    report.note(f"train_lstm wall time {train_s:.1f} s (standardise + sequences + loop); peak RSS {peak_rss_mb():.0f} MB. "
+                f"{gpu_note}" + (f" {args.note}" if args.note else ""))
+    report.figure("train_samples_per_s", train_rate)
+    report.figure("inference_seq_per_s", seq_rate)
+    report.figure("forward_seq_per_s", n_seq / forward_s)
+    report.result(f"LSTM on {r.device}, seq_len {args.seq_len}, hidden 128 x 2", "(measured)",
+                  f"training {train_rate:,.0f} samples/s, inference {seq_rate:,.0f} seq/s", "measured")
+    report.finish()
     return 0
 
 

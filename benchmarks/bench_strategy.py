@@ -7,7 +7,7 @@ seams are ordinary bars; volume repeats). Populations of 24, 128 and 512 individ
 
 Engines:
   reference  kernels.strategy.backtest_one on each individual in turn: its indicators from
-             seller_exhaustion(), then the compiled walk (the seed's approach: one
+             seller_exhaustion(), then the compiled walk (the straightforward way: one
              individual at a time, every indicator recomputed)
   cpu        backtest_population(engine="cpu"): unique indicator series once (the "bank"),
              then one walk per individual, numba prange over individuals
@@ -19,13 +19,11 @@ cloc, stop and target lines); the bank computes each unique one once.
 Every engine's trades are checked equal to the reference's. Times are the best of
 `--repeat` runs after one warm-up run (compilation excluded).
 
-Usage: python benchmarks/bench_strategy.py [--tile 10] [--repeat 3] [--sizes 24,128,512] [--record]
+Usage: python benchmarks/bench_strategy.py [--tile 10] [--repeat 3] [--sizes 24,128,512] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import sys
 import time
 from pathlib import Path
@@ -35,7 +33,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, peak_rss_mb
+from benchmarks.common import Report, parser, peak_rss_mb  # noqa: E402
 
 
 def tiled_goog(tile: int) -> tuple[np.ndarray, ...]:
@@ -83,13 +81,12 @@ def same_trades(a, b) -> bool:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, repeat=3)
     ap.add_argument("--tile", type=int, default=10)
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default="24,128,512")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
+    report = Report("Seller-exhaustion population backtest", args)
 
     from kernels.strategy import (
         PopulationResult,
@@ -117,24 +114,23 @@ def main() -> int:
         rows.append(row)
         print(row, flush=True)
 
-    cmd = "python benchmarks/bench_strategy.py " + " ".join(sys.argv[1:])
-    lines = [f"### Seller-exhaustion population backtest ({dt.date.today()})", "",
-             (f"Machine: {machine()}. Command: `{cmd}`. Data: GOOG daily tiled x{args.tile} = {n_bars:,} bars. "
-             f"Best of {args.repeat} after a warm-up. GPU: {'yes' if gpu else 'none (cuda engine not timed)'}."), "",
-             "| individuals | trades | series: reference / bank | reference s (one at a time) | bank s | cpu engine s | reference / cpu |"
-             + (" cuda engine s | reference / cuda |" if gpu else ""),
-             "|---|---|---|---|---|---|---|" + ("---|---|" if gpu else "")]
-    for r in rows:
-        line = (f"| {r['n']} | {r['trades']:,} | {9 * r['n']:,} / {r['series']:,} | {r['ref']:.3f} | {r['bank']:.3f} | {r['cpu']:.3f} "
-                f"| {r['ref'] / r['cpu']:.1f}x |")
-        if gpu:
-            line += f" {r['cuda']:.3f} | {r['ref'] / r['cuda']:.1f}x |"
-        lines.append(line)
+    report.note(f"Data: GOOG daily tiled x{args.tile} = {n_bars:,} bars. Best of {args.repeat} after a warm-up. "
+                f"GPU: {'yes' if gpu else 'none (cuda engine not timed)'}.")
+    header = ["individuals", "trades", "series: reference / bank", "reference s (one at a time)", "bank s", "cpu engine s",
+              "reference / cpu"] + (["cuda engine s", "reference / cuda"] if gpu else [])
+    report.table(header, [[r["n"], f"{r['trades']:,}", f"{9 * r['n']:,} / {r['series']:,}", f"{r['ref']:.3f}", f"{r['bank']:.3f}",
+                           f"{r['cpu']:.3f}", f"{r['ref'] / r['cpu']:.1f}x"]
+                          + ([f"{r['cuda']:.3f}", f"{r['ref'] / r['cuda']:.1f}x"] if gpu else []) for r in rows])
     same = all(r["same_cpu"] and r.get("same_cuda", True) for r in rows)
-    lines += ["", (f"Individual-bars per second (cpu engine, largest population): "
-              f"{rows[-1]['n'] * n_bars / rows[-1]['cpu']:.3g}. Same trades as the reference on every engine: {same}. "
-              f"Peak RSS {peak_rss_mb():.0f} MB."), ""]
-    emit(lines, args.record)
+    report.note(f"Individual-bars per second (cpu engine, largest population): "
+                f"{rows[-1]['n'] * n_bars / rows[-1]['cpu']:.3g}. Same trades as the reference on every engine: {same}. "
+                f"Peak RSS {peak_rss_mb():.0f} MB.")
+    report.figure("rows", rows)
+    big = rows[-1]
+    report.result(f"seller-exhaustion population backtest, GOOG x{args.tile} ({n_bars:,} bars), {big['n']} individuals, CPU",
+                  "(measured)", f"cpu engine {big['cpu']:.3f} s, {big['ref'] / big['cpu']:.1f}x the one-at-a-time reference "
+                  f"({big['ref']:.3f} s); identical trades: {same}", "measured")
+    report.finish()
     return 0 if same else 1
 
 

@@ -1,19 +1,16 @@
 """How much the Dagster history (DAGSTER_HOME/history: runs.db, the event log's index.db and
-one <run id>.db shard per run) grows per run, and what `prune-runs` gives back (issue 23,
-item 13).
+one <run id>.db shard per run) grows per run, and what `prune-runs` gives back.
 
 A fresh DAGSTER_HOME with the project's dagster.yaml; N runs of a small job: raw_bars of
 S synthetic symbols x 1 year in one run (pipeline.runs-style single-run backfill); the
 bytes of history/ before, after the runs, and after `prune_runs(older_than_days=0)` (the
 last run stays: it holds the latest materializations).
 
-    python benchmarks/event_log_growth.py [--runs 10] [--symbols 2]
+    python benchmarks/event_log_growth.py [--runs 10] [--symbols 2] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import tempfile
@@ -23,6 +20,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.common import Report, parser  # noqa: E402
 
 
 def history_bytes(home: Path) -> int:
@@ -30,10 +28,11 @@ def history_bytes(home: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--symbols", type=int, default=2)
     args = ap.parse_args(argv)
+    out = Report(f"Event-log growth: {args.runs} runs of raw_bars, {args.symbols} partitions each", args)
     tmp = Path(tempfile.mkdtemp(prefix="event_log_growth_"))
     symbols = [f"S{i:03d}" for i in range(args.symbols)]
     cfg = tmp / "settings.yaml"
@@ -69,13 +68,21 @@ def main(argv: list[str] | None = None) -> int:
     after = history_bytes(home)
     report = prune_runs(instance, 0)
     pruned = history_bytes(home)
-    print(json.dumps({
+    figures = {
         "runs": args.runs, "partitions_per_run": len(symbols), "seconds_per_run": round(seconds / args.runs, 3),
         "bytes_per_run": (after - before) // args.runs, "history_bytes_after_runs": after,
         "mb_per_minute_at_this_rate": round((after - before) / seconds * 60 / 1e6, 2),
         "runs_deleted_by_prune": len(report.deleted), "runs_kept": len(report.kept_for_assets),
         "history_bytes_after_prune": pruned, "shard_bytes_freed": report.bytes_freed,
-    }, indent=2))
+    }
+    out.table(["figure", "value"], [[k, f"{v:,}"] for k, v in figures.items()])
+    for k, v in figures.items():
+        out.figure(k, v)
+    out.result("event-log growth per run", "(measured)",
+               f"~{figures['bytes_per_run'] / 1e3:,.0f} KB per {len(symbols)}-partition `raw_bars` run "
+               f"({figures['mb_per_minute_at_this_rate']} MB a minute back to back); `prune-runs` "
+               f"{after / 1e6:.2f} -> {pruned / 1e6:.2f} MB", "measured")
+    out.finish()
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Honesty on real data, cross-sectional (issue 16): daily rank IC, ICIR and long-short
+"""Honesty on real data, cross-sectional: daily rank IC, ICIR and long-short
 decile Sharpe of the meta model, out of sample, on a real cross-section the tests never saw:
 the 20 S&P 500 stocks of 1990-2022 that ship inside the `skfolio` package
 (`skfolio.datasets.load_sp500_dataset`: daily adjusted closes, no open/high/low/volume).
@@ -53,16 +53,16 @@ planted signal (`universe.synthetic.planted`, README "Planted signal": `--plante
 `--planted-kind`, horizon 7), `--symbols` synthetic symbols (seed 7) from --train-from to
 --last-year, through the same chain. On `sp500` the full `alpha158` pack has no usable row
 (its 10 volume correlations are NaN with a constant volume): use the plugin pack
-`alpha158_close` (benchmarks/alpha158_close.py), the other 148 columns.
+`alpha158_close` (`kernels.alpha158.close_only`, a plugin module), the other 148 columns.
 
 Usage: python benchmarks/honesty_cross_section.py [--market sp500|planted] [--symbols 30]
     [--first-test-year 2000] [--last-year 2022] [--horizons 7]
-    [--configs specialists:logistic,features+specialists:logistic] [--seeds 0,1,2] [--record]
+    [--configs specialists:logistic,features+specialists:logistic] [--seeds 0,1,2] [--record] [--json PATH]
+       python benchmarks/honesty_cross_section.py --self-test   # the data path and --configs parsing, in seconds
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import importlib.util
 import json
@@ -79,10 +79,10 @@ import polars as pl
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-# plugin modules (benchmarks.alpha158_close) import in the subprocesses the pipeline spawns too
+# plugin modules (kernels.alpha158.close_only) import in the subprocesses the pipeline spawns too
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
-from benchmarks.common import configured_instance, emit, machine, symbol_names  # noqa: E402
+from benchmarks.common import configured_instance, emit, machine, parser, symbol_names  # noqa: E402
 
 DATA_FILE = ("datasets", "data", "sp500_dataset.csv.gz")
 SEEDED_MODELS = ("lightgbm", "hist_gbm")
@@ -171,8 +171,53 @@ def _ms(x: np.ndarray, spec: str) -> str:
     return f"{format(x.mean(), spec)} +- {format(sd, spec.lstrip('+'))}"
 
 
+def self_test(volume: float) -> int:
+    """What the run relies on, checked in seconds (tests/pipeline/test_benchmark_scripts.py runs
+    it): --configs parse into settings, and skfolio's S&P 500 closes become a long table that the
+    folder source accepts (skipped, with a line, where skfolio is not installed)."""
+    from config.settings import SYMBOL_PATTERN
+
+    assert parse_config("specialists:logistic") == ("specialists, logistic", "specialists", "logistic", ["core"], [])
+    assert parse_config("features+specialists:hist_gbm")[1] == "features+specialists"
+    assert parse_config("specialists+alpha158:lightgbm:core+alpha158") == (
+        "specialists+alpha158, lightgbm", ["specialists", "alpha158"], "lightgbm", ["core", "alpha158"], [])
+    assert parse_config("specialists+alpha158_close:lightgbm:core+kernels.alpha158.close_only")[3:] == (
+        ["core"], ["kernels.alpha158.close_only"])
+    try:
+        parse_config("specialists")
+    except SystemExit as err:
+        assert "is not INPUTS:MODEL" in str(err)
+    else:
+        raise AssertionError("parse_config('specialists') did not refuse a configuration without a model")
+    if importlib.util.find_spec("skfolio") is None:
+        print("self-test: --configs ok; the S&P 500 data path skipped (skfolio not installed)")
+        return 0
+    from domain.sources.folder import FolderSource
+    from kernels.panel import Panel
+    from kernels.registry.specialists import seller_exhaustion_score
+
+    bars = sp500_bars(volume)
+    symbols = sorted(bars["symbol"].unique().to_list())
+    assert len(symbols) == 20 and all(SYMBOL_PATTERN.match(s) for s in symbols)
+    assert bars["date"].dt.year().min() == 1990 and bars["date"].dt.year().max() == 2022
+    with tempfile.TemporaryDirectory() as tmp:
+        bars.filter(pl.col("date").dt.year() >= 2021).write_parquet(Path(tmp) / "sp500.parquet")
+        src = FolderSource(Path(tmp))
+        assert src.symbols() == symbols
+        raw = src.history(["AAPL", "XOM"])
+    assert raw.height == 2 * bars.filter((pl.col("symbol") == "AAPL") & (pl.col("date").dt.year() >= 2021)).height
+    assert (raw["open"] == raw["close"]).all() and (raw["high"] == raw["low"]).all()
+    # the documented degradation: no seller-exhaustion bar can exist without a range and a volume
+    one = raw.filter(pl.col("symbol") == "AAPL")
+    panel = Panel.from_columns({c: one[c].to_numpy().astype(np.float32) for c in ("open", "high", "low", "close", "volume")})
+    assert np.all(seller_exhaustion_score(panel) == 0)
+    print("self-test: --configs ok; the S&P 500 data path ok")
+    return 0
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
+    ap.add_argument("--self-test", action="store_true", help="check the data path and the --configs parsing, run nothing")
     ap.add_argument("--market", choices=["sp500", "planted"], default="sp500")
     ap.add_argument("--symbols", type=int, default=30, help="planted: synthetic symbols")
     ap.add_argument("--planted-strength", type=float, default=0.1, help="planted: universe.synthetic.planted.strength")
@@ -185,9 +230,9 @@ def main() -> int:
     ap.add_argument("--seeds", default="0,1,2", help="meta.seed values for lightgbm / hist_gbm")
     ap.add_argument("--horizons", default="7", help="labels.horizons (thresholds 0); 7 = backtest.horizon")
     ap.add_argument("--volume", type=float, default=1e6, help="the constant volume of every bar")
-    ap.add_argument("--json", help="also write every figure to this JSON file")
-    ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
+    if args.self_test:
+        return self_test(args.volume)
     t_start, cpu_start = time.perf_counter(), time.process_time()
     configs = [parse_config(c) for c in args.configs.split(",")]
     features = {"packs": union(c[3] for c in configs), "plugins": union(c[4] for c in configs)}
@@ -273,7 +318,7 @@ def main() -> int:
                                                        else "")
         + f" --first-test-year {args.first_test_year} --last-year {args.last_year} --configs {args.configs}"
         + (f" --seeds {args.seeds}" if any(c[2] in SEEDED_MODELS for c in configs) else "")
-        + (f" --horizons {args.horizons}" if horizons != [7] else "") + " --record")
+        + (f" --horizons {args.horizons}" if horizons != [7] else ""))
     title = (f"Planted market: {len(symbols)} synthetic symbols, {args.planted_kind} signal of strength "
              f"{args.planted_strength}" if planted else "Honesty on real data, cross-sectional: 20 S&P 500 stocks "
              "from skfolio")

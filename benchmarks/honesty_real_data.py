@@ -1,4 +1,4 @@
-"""Honesty on real data (issue 6): out-of-sample AUC, Brier and IC of the meta model on the
+"""Honesty on real data: out-of-sample AUC, Brier and IC of the meta model on the
 real daily series shipped in packages (GOOG 2004-2013, S&P 500 and NASDAQ 1999-2018).
 
 The whole pipeline runs through Dagster in a fresh DAGSTER_HOME: raw_bars, features,
@@ -12,12 +12,11 @@ With --seeds 0,1,2 the LSTM specialist joins (lstm_job for every year from --lst
 its out-of-sample scores, and the table adds the spread over seeds: per seed, the mean over
 test years; then the mean and the standard deviation of those means across seeds.
 
-Usage: python benchmarks/honesty_real_data.py [--first-test-year 2006] [--seeds 0,1,2] [--record]
+Usage: python benchmarks/honesty_real_data.py [--first-test-year 2006] [--seeds 0,1,2] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import sys
@@ -29,17 +28,16 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import configured_instance, emit, machine  # noqa: E402
+from benchmarks.common import configured_instance, emit, machine, parser  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--first-test-year", type=int, default=2006)
     ap.add_argument("--last-year", type=int, default=2018)
     ap.add_argument("--seeds", help="comma-separated LSTM seeds: add the LSTM and report the spread over seeds")
     ap.add_argument("--lstm-from", type=int, default=2002, help="first year the LSTM is trained for")
     ap.add_argument("--lstm-steps", type=int, default=60, help="LSTM max_steps per year (CPU budget)")
-    ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
     seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [None]
     with tempfile.TemporaryDirectory() as tmp:
@@ -124,6 +122,10 @@ def main() -> int:
         lines.append("The first table is the first seed's run.")
     lines += ["", "As measured: an AUC near 0.5 and an IC near 0 are the honest answer for daily index and "
               "single-stock prices with these specialists.", ""]
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": machine(), "horizons": {
+            str(h): {"test_years": n, "auc": auc.tolist(), "brier": brier.tolist(), "ic": ic.tolist(), "base_brier": base_brier}
+            for h, n, auc, brier, ic, base_brier in rows}}, indent=1))
     emit(lines, args.record)
     return 0
 

@@ -1,8 +1,8 @@
-"""Where a rebuild's Dagster bookkeeping goes (issue 13, part 2): timers around Dagster's own
+"""Where a rebuild's Dagster bookkeeping goes: timers around Dagster's own
 functions (no cProfile, so the figures are the unprofiled ones) during one rebuild of
 `--symbols` x `--years` through the four symbol x year assets, in a temp folder.
 
-    python benchmarks/profile_bookkeeping.py [--symbols 40] [--years 2000-2025]
+    python benchmarks/profile_bookkeeping.py [--symbols 40] [--years 2000-2025] [--record] [--json PATH]
 
 Prints the run's wall / stage / write seconds and, per timed function, its total seconds
 and calls (timers nest: e.g. `serialize_value` is inside `store_event_batch`).
@@ -10,7 +10,6 @@ and calls (timers nest: e.g. `serialize_value` is inside `store_event_batch`).
 
 from __future__ import annotations
 
-import argparse
 import collections
 import functools
 import json
@@ -24,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_orchestration import _ours_run, write_settings  # noqa: E402
-from benchmarks.common import symbol_names  # noqa: E402
+from benchmarks.common import Report, parser, symbol_names  # noqa: E402
 
 SECONDS: dict[str, float] = collections.defaultdict(float)
 CALLS: collections.Counter = collections.Counter()
@@ -46,10 +45,11 @@ def timed(owner, name: str, label: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--symbols", type=int, default=40)
     ap.add_argument("--years", default="2000-2025")
     args = ap.parse_args()
+    report = Report(f"Where the bookkeeping of a {args.symbols} x {args.years} rebuild goes", args)
     y0, y1 = (int(x) for x in args.years.split("-"))
     symbols = symbol_names(args.symbols)
     with tempfile.TemporaryDirectory(prefix="profile-bookkeeping-") as tmp:
@@ -79,9 +79,14 @@ def main() -> int:
     print(json.dumps(run))
     n = run["partitions"]
     book = run["seconds"] - run["stage_s"] - run["write_s"]
-    print(f"bookkeeping {book:.2f} s = {book / n * 1e3:.2f} ms per partition over {n:,} partitions")
-    for label in sorted(SECONDS, key=SECONDS.get, reverse=True):
-        print(f"{label:45s} {SECONDS[label]:7.3f} s {CALLS[label]:7d} calls {SECONDS[label] / n * 1e3:6.3f} ms/partition")
+    report.note(f"Run wall {run['seconds']:.2f} s = stage {run['stage_s']:.2f} s + writes {run['write_s']:.2f} s + bookkeeping "
+                f"{book:.2f} s = {book / n * 1e3:.2f} ms per partition over {n:,} partitions. Timers nest.")
+    report.table(["timed function", "seconds", "calls", "ms per partition"],
+                 [[label, f"{SECONDS[label]:.3f}", CALLS[label], f"{SECONDS[label] / n * 1e3:.3f}"]
+                  for label in sorted(SECONDS, key=SECONDS.get, reverse=True)])
+    report.figure("run", run)
+    report.figure("seconds", dict(SECONDS))
+    report.finish()
     return 0
 
 

@@ -12,12 +12,11 @@ peak RSS reset (VmHWM, `5` into /proc/self/clear_refs), then the frame is writte
 Printed: the frame's size, RSS before the write, the peak during it and its growth over
 the RSS before, in MB, and the seconds.
 
-Usage: python benchmarks/profile_features_write.py [--symbols 100] [--modes delta,delta-flat,pyarrow]
+Usage: python benchmarks/profile_features_write.py [--symbols 100] [--modes delta,delta-flat,pyarrow] [--record] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import subprocess
 import sys
@@ -27,6 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from benchmarks.common import Report, parser  # noqa: E402
 
 
 def _status_mb(key: str) -> float:
@@ -73,18 +74,23 @@ def one(symbols: int, mode: str) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--symbols", type=int, default=100)
     ap.add_argument("--modes", default="delta,delta-flat,pyarrow")
-    ap.add_argument("--mode", choices=["delta", "delta-flat", "pyarrow"])
+    ap.add_argument("--mode", choices=["delta", "delta-flat", "pyarrow"], help="run one writer in this process (used internally)")
     args = ap.parse_args()
     if args.mode:
         print(one(args.symbols, args.mode))
         return 0
+    report = Report(f"Peak RSS of writing the features of {args.symbols} symbols, by writer", args)
     for mode in args.modes.split(","):
         out = subprocess.run([sys.executable, __file__, "--symbols", str(args.symbols), "--mode", mode],
                              capture_output=True, text=True, check=True)
-        print(out.stdout.strip().splitlines()[-1], flush=True)
+        line = out.stdout.strip().splitlines()[-1]
+        print(line, flush=True)
+        report.note(f"- {line}")
+        report.figure(mode, line)
+    report.finish()
     return 0
 
 

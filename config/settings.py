@@ -55,14 +55,23 @@ class _Model(BaseModel):
 
 
 class Paths(_Model):
-    data: Path = Path("data")
-    reports: Path = Path("reports")
-    models: Path = Path("models")
+    data: Path = Field(Path("data"), description=(
+        'a Delta Lake table per asset: `data/<asset>/` (partitioned by year; see "Storage")'
+    ))
+    reports: Path = Field(Path("reports"), description=(
+        'one folder per experiment, one per stage below it, named as the asset: '
+        '`reports/<experiment>/<stage>/`; sidecars in `<stage>/runs/<partition>.json`'
+    ))
+    models: Path = Field(Path("models"), description=(
+        'trained models, one folder per experiment: `models/<experiment>/`'
+    ))
 
 
 class Years(_Model):
-    start: int = Field(2000, ge=1900, le=2100)
-    end: int | None = Field(None, ge=1900, le=2100)
+    start: int = Field(2000, ge=1900, le=2100, description='first year partition')
+    end: int | None = Field(None, ge=1900, le=2100, description=(
+        'last year partition; `null` is the current year (included)'
+    ))
 
     @model_validator(mode="after")
     def _ordered(self) -> "Years":
@@ -95,16 +104,32 @@ class PlantedSignal(_Model):
     """`universe.synthetic.planted`: a known, recoverable signal planted in the synthetic
     market (domain.sources.synthetic). strength 0 (the default) plants nothing: the market
     is then byte for byte the one without this key."""
-    strength: float = Field(0.0, ge=0.0, le=5.0)      # daily drift per unit signal, in daily volatilities
-    kind: Literal["linear", "nonlinear"] = "linear"  # linear: reversal on RSI(14); nonlinear: band-dependent sign
-    horizon: int = Field(7, ge=1, le=252)            # trading days over which a day's signal moves returns
+    strength: float = Field(0.0, ge=0.0, le=5.0, description=(
+        "the planted daily drift per unit of signal, in the symbol's daily volatilities (>= 0); `0` plants "
+        'nothing: the market is then byte for byte the one without the key. The shipped '
+        '`dagster_project.yaml` sets a modest `0.1` so that `make demo` has something to find'
+    ))
+    kind: Literal["linear", "nonlinear"] = Field("linear", description=(
+        '`linear`: reversal on the RSI(14) score (any model can use it); `nonlinear`: momentum inside a band '
+        'of the score, reversal outside it (only a non-linear model can use it, e.g. `meta.model: hist_gbm`)'
+    ))
+    horizon: int = Field(7, ge=1, le=252, description=(
+        "trading days after day t whose returns day t's signal moves (one of `labels.horizons` to line up "
+        'with a label)'
+    ))
 
 
 class SyntheticSource(_Model):
-    symbols: Union[Annotated[int, Field(ge=1, le=100_000)], list[str]] = 8
-    seed: int = Field(7, ge=0)
-    end_date: dt.date | None = None
-    planted: PlantedSignal = PlantedSignal()
+    symbols: Union[Annotated[int, Field(ge=1, le=100_000)], list[str]] = Field(8, description=(
+        'a count (names `SYN000`, `SYN001`, ...) or a list of names'
+    ))
+    seed: int = Field(7, ge=0, description='the seed: same seed, same bytes')
+    end_date: dt.date | None = Field(None, description=(
+        'last generated session (`YYYY-MM-DD`); `null` is today'
+    ))
+    planted: PlantedSignal = Field(PlantedSignal(), description=(
+        'a known signal planted in the synthetic market (see "Planted signal" below)'
+    ))
 
     @field_validator("symbols")
     @classmethod
@@ -118,31 +143,48 @@ class SyntheticSource(_Model):
 
 
 class FolderSource(_Model):
-    path: Path = Path("user_data")
+    path: Path = Field(Path("user_data"), description='a folder of CSV or Parquet files (see below)')
 
 
 class PackagedSource(_Model):
-    symbols: list[Literal["GOOG", "SP500", "NASDAQ"]] = Field(["GOOG", "SP500", "NASDAQ"], min_length=1)
+    symbols: list[Literal["GOOG", "SP500", "NASDAQ"]] = Field(["GOOG", "SP500", "NASDAQ"], min_length=1, description=(
+        'GOOG 2004-2013 (`backtesting.test`), S&P 500 and NASDAQ 1999-2018 (`arch.data`)'
+    ))
 
 
 class Universe(_Model):
-    source: Literal["synthetic", "folder", "packaged"] = "synthetic"
-    synthetic: SyntheticSource = SyntheticSource()
-    folder: FolderSource = FolderSource()
-    packaged: PackagedSource = PackagedSource()
+    source: Literal["synthetic", "folder", "packaged"] = Field("synthetic", description=(
+        '`synthetic`, `folder` or `packaged`'
+    ))
+    synthetic: SyntheticSource = Field(SyntheticSource(), description='the built-in synthetic market')
+    folder: FolderSource = Field(FolderSource(), description="the user's own files")
+    packaged: PackagedSource = Field(PackagedSource(), description=(
+        'real daily prices shipped inside installed packages'
+    ))
 
 
 class Ingest(_Model):
     """`ingest`: how daily bars are judged on the way in (domain.sources.conform and the
     raw_bars checks). A daily bar's date is an exchange session of `calendar`: other dates
     are a warning (check exchange_sessions), or refused with `strict`."""
-    calendar: str = "XNYS"  # an exchange_calendars name (XNYS, XLON, XTKS, ...)
-    strict: bool = False    # refuse a file with a date that is not a session (CLI --strict)
+    calendar: str = Field("XNYS", description=(
+        'the `exchange_calendars` calendar whose sessions the bar dates must be'
+    ))
+    strict: bool = Field(False, description=(
+        'refuse a file with a date that is not a session (CLI `--strict`); otherwise the check '
+        '`exchange_sessions` warns'
+    ))
     # intraday rows (several times on one date): refused ("none"), or built into daily bars
-    resample: Literal["none", "daily"] = "none"
+    resample: Literal["none", "daily"] = Field("none", description=(
+        '`daily`: build daily OHLCV bars from intraday rows (first open, max high, min low, last close, '
+        'summed volume); `none`: refuse them'
+    ))
     # check plausible_moves warns when a close differs from the previous one by more than this
     # factor either way (1.5: up 50% or down 33%); an unadjusted 2:1 split is a factor 2
-    max_move: float = Field(1.5, gt=1.0)
+    max_move: float = Field(1.5, gt=1.0, description=(
+        'the check `plausible_moves` warns when a close moves by more than this factor from the previous one '
+        '(unadjusted splits, spikes)'
+    ))
 
     @field_validator("calendar")
     @classmethod
@@ -155,8 +197,8 @@ class Ingest(_Model):
 
 
 class Demo(_Model):
-    symbols: list[str] | None = None
-    years: list[int] | None = None
+    symbols: list[str] | None = Field(None, description='symbols; `null` is every symbol of the source')
+    years: list[int] | None = Field(None, description='years; `null` is every configured year')
 
     @field_validator("symbols")
     @classmethod
@@ -165,8 +207,12 @@ class Demo(_Model):
 
 
 class Labels(_Model):
-    horizons: list[Annotated[int, Field(ge=1, le=252)]] = [3, 7, 14]
-    thresholds: dict[int, float] = {3: 0.0, 7: 0.0, 14: 0.0}
+    horizons: list[Annotated[int, Field(ge=1, le=252)]] = Field([3, 7, 14], description=(
+        'horizons in trading rows'
+    ))
+    thresholds: dict[int, float] = Field({3: 0.0, 7: 0.0, 14: 0.0}, description=(
+        '`label_bin_h{H}` is 1 when the H-row return exceeds this (one per horizon)'
+    ))
 
     @model_validator(mode="after")
     def _one_threshold_per_horizon(self) -> "Labels":
@@ -181,28 +227,51 @@ class Labels(_Model):
 
 
 class Halo(_Model):
-    years: int = Field(2, ge=1, le=10)
+    years: int = Field(2, ge=1, le=10, description=(
+        'upstream years before Y read by `features`; 2 keeps every feature within rtol 1e-4 of the '
+        'whole-history result (1 is not enough for ATR28-based `f_vol_ratio`)'
+    ))
 
 
 class Build(_Model):
-    workers: int | None = Field(None, ge=1, le=512)
-    chunk_rows: int = Field(131_072, ge=1_000)
-    executor: Literal["thread", "process"] = "thread"
+    workers: int | None = Field(None, ge=1, le=512, description=(
+        'worker processes over symbol chunks; `null` is one per core'
+    ))
+    chunk_rows: int = Field(131_072, ge=1_000, description=(
+        'rows per chunk (whole symbols), sized to stay in the CPU cache'
+    ))
+    executor: Literal["thread", "process"] = Field("thread", description=(
+        "`thread` (the numba kernels release the GIL: no copies) or `process` (a process pool; each chunk's "
+        'arrays are sent to the worker)'
+    ))
 
     def worker_count(self) -> int:
         return self.workers or (os.cpu_count() or 1)
 
 
 class ATC(_Model):
-    robustness: Literal["Narrow", "Medium", "Wide"] = "Medium"
-    length: int = Field(28, ge=3, le=1000)
+    robustness: Literal["Narrow", "Medium", "Wide"] = Field("Medium", description=(
+        'length offsets: `Narrow` {1,2,3,4}, `Medium` {1,2,4,6}, `Wide` {1,3,5,7}'
+    ))
+    length: int = Field(28, ge=3, le=1000, description='base MA length L of every family')
     # lam, decay, cutout as typed in the Pine script's inputs (kernels.atc scales lam/1000, decay/100)
-    lam: float = Field(0.02, ge=0.0, le=1.0)  # return weight growth: exp(lam/1000 * (bar - cutout))
-    decay: float = Field(0.03, ge=0.0, le=10.0)  # equity decay, percent per bar
-    cutout: int = Field(0, ge=0)  # bars before the equities start (ATC is NaN there)
-    scan_bars: int = Field(2000, ge=50)
-    chunk_symbols: int = Field(512, ge=1)
-    cache: bool = False
+    lam: float = Field(0.02, ge=0.0, le=1.0, description=(
+        "the script's Lambda: returns in the equity curves are scaled by exp(lam/1000 * (bar - cutout)), bar "
+        '= 0-based index in the series ATC runs over (the whole history for the specialist, the scanned bars '
+        'for `atc_scan`); 0 to 1'
+    ))
+    decay: float = Field(0.03, ge=0.0, le=10.0, description=(
+        "the script's Decay, in percent: every equity curve is multiplied by 1 - decay/100 each bar; 0 to 10"
+    ))
+    cutout: int = Field(0, ge=0, description=(
+        "the script's CutOut: bars before the equity curves start; ATC and its family signals are NaN there; "
+        '>= 0 and < `atc.scan_bars`'
+    ))
+    scan_bars: int = Field(2000, ge=50, description='`atc_scan` reads the last N bars of each symbol')
+    chunk_symbols: int = Field(512, ge=1, description='symbols per batched chunk (bounds memory)')
+    cache: bool = Field(False, description=(
+        'cache MA results by (series hash, MA type, length); hits and misses in the metadata'
+    ))
 
     @model_validator(mode="after")
     def _cutout_inside_the_scan(self) -> "ATC":
@@ -212,7 +281,9 @@ class ATC(_Model):
 
 
 class Regime(_Model):
-    index_symbol: str | None = None
+    index_symbol: str | None = Field(None, description=(
+        '`null`: an equal-weight index of the universe; a symbol (e.g. `SP500`): its close is the index'
+    ))
 
     @field_validator("index_symbol")
     @classmethod
@@ -221,21 +292,27 @@ class Regime(_Model):
 
 
 class CV(_Model):
-    n_splits: int = Field(5, ge=2, le=50)
-    embargo_days: int = Field(5, ge=0)
+    n_splits: int = Field(5, ge=2, le=50, description='folds (contiguous in time)')
+    embargo_days: int = Field(5, ge=0, description=(
+        'calendar days after each test window also removed from training'
+    ))
 
 
 class LSTMSettings(_Model):
-    horizon: int = Field(7, ge=1)
-    seq_len: int = Field(32, ge=2)
-    hidden: int = Field(32, ge=1)
-    layers: int = Field(2, ge=1)
-    epochs: int = Field(3, ge=1)
-    batch_size: int = Field(256, ge=1)
-    max_steps: int | None = Field(300, ge=1)
-    patience: int = Field(2, ge=1)
-    val_days: int = Field(91, ge=1)
-    seed: int = Field(0, ge=0)
+    horizon: int = Field(7, ge=1, description='label horizon it predicts')
+    seq_len: int = Field(32, ge=2, description='rows per sequence (within one symbol)')
+    hidden: int = Field(32, ge=1, description="LSTM width (128 suits a GPU)")
+    layers: int = Field(2, ge=1, description='LSTM layers')
+    epochs: int = Field(3, ge=1, description='epochs per year')
+    batch_size: int = Field(256, ge=1, description='sequences per step')
+    max_steps: int | None = Field(300, ge=1, description=(
+        'cap on training steps per year; `null` for full epochs'
+    ))
+    patience: int = Field(2, ge=1, description='early stopping on the validation block')
+    val_days: int = Field(91, ge=1, description='calendar days of validation before each year, purged')
+    seed: int = Field(0, ge=0, description=(
+        'seed of the weight init and batch order (the same seed gives the same model)'
+    ))
 
 
 MODULE_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -247,8 +324,16 @@ class FeatureSettings(_Model):
     modules named in `plugins` (imported by name from sys.path; domain.feature_packs
     resolves them and refuses unknown packs and unusable plugins)."""
 
-    packs: list[str] = Field(default_factory=lambda: ["core"], min_length=1)
-    plugins: list[str] = Field(default_factory=list)
+    packs: list[str] = Field(default_factory=lambda: ["core"], min_length=1, description=(
+        'built-in packs: `core` (the 19 `f_*` features and the four specialists, unchanged) and `alpha158` '
+        "(Qlib's Alpha158: 158 `a158_<QlibName>` columns from one batch call over open, high, low, close, "
+        "volume and vwap; vwap is the source's `vwap` column, else the typical price (high + low + close) / "
+        '3)'
+    ))
+    plugins: list[str] = Field(default_factory=list, description=(
+        'plugin modules (dotted names, imported from `sys.path`, e.g. via `PYTHONPATH`) whose `PACKS` are '
+        'added to the selection; see "Features: packs and plugins"'
+    ))
 
     @field_validator("packs", "plugins")
     @classmethod
@@ -262,14 +347,26 @@ class FeatureSettings(_Model):
 
 
 class MetaSettings(_Model):
-    model: Literal["logistic", "hist_gbm", "lightgbm"] = "logistic"
-    calibration: Literal["isotonic", "sigmoid"] = "isotonic"
-    horizons: list[int] | None = None  # null = every labels.horizons
+    model: Literal["logistic", "hist_gbm", "lightgbm"] = Field("logistic", description=(
+        "`logistic` (logistic regression), `hist_gbm` (scikit-learn's HistGradientBoosting trees: non-linear, "
+        'no extra) or `lightgbm` (LightGBM: in the `dev` extra, or the `lightgbm` extra alone)'
+    ))
+    calibration: Literal["isotonic", "sigmoid"] = Field("isotonic", description=(
+        '`isotonic` or `sigmoid` (Platt), fitted on purged folds'
+    ))
+    horizons: list[int] | None = Field(None, description=(
+        'the horizons to train (`train-meta --horizon 7`); `null` = every `labels.horizons`'
+    ))
     # specialists: the specialist scores, the LSTM score when present, the regime one-hot;
     # features+specialists: those and the feature registry's columns (the `features` table);
     # a list of names: `specialists` and selected pack names (core, alpha158, plugin packs),
     # each pack adding its feature columns, e.g. [specialists, alpha158]
-    inputs: Union[Literal["specialists", "features+specialists"], list[str]] = "specialists"
+    inputs: Union[Literal["specialists", "features+specialists"], list[str]] = Field("specialists", description=(
+        "the meta model's columns: `specialists` (the specialist scores, the LSTM score when present, the "
+        "regime one-hot), `features+specialists` (those and the `core` pack's `f_*` columns), or a list of "
+        '`specialists` and selected pack names, each adding its feature columns, e.g. `[specialists, '
+        'alpha158]` (`configs/alpha158_lightgbm.yaml`: LightGBM over alpha158)'
+    ))
 
     @field_validator("inputs")
     @classmethod
@@ -283,40 +380,69 @@ class MetaSettings(_Model):
         return v
     # random_state of hist_gbm / lightgbm (and of the logistic model, which does not use it:
     # lbfgs on unshuffled folds is deterministic); the same seed and data give the same model
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, description=(
+        "`random_state` of `hist_gbm` and `lightgbm` (LightGBM's GOSS row sampling, the trees' tie-breaks): "
+        'the same seed and data give the same model; the logistic model is deterministic and does not depend '
+        'on it'
+    ))
 
 
 class EvaluationSettings(_Model):
     """The evaluation of the out-of-sample predictions (evaluation)."""
     # cross-sectional figures (rank IC, long-short deciles, turnover) use only days with at
     # least this many symbols that have a prediction and a realised return
-    min_symbols_per_day: int = Field(5, ge=3)
+    min_symbols_per_day: int = Field(5, ge=3, description=(
+        'the cross-sectional figures (daily rank IC, ICIR, long-short deciles, turnover) use only days with '
+        'at least this many symbols having a prediction and a realised return; the report counts the days '
+        'left out (at least 3)'
+    ))
 
 
 class BacktestSettings(_Model):
     """Portfolio backtest of the meta model's probabilities (backtest, live_paper_trade)."""
-    horizon: int = Field(7, ge=1)          # which p_h{H} drives the weights
-    threshold: float = Field(0.5, ge=0.0, le=1.0)  # long only above this probability
-    long_short: bool = False               # True: w ~ (p - 0.5) * 2, the seed's mapping
-    max_weight: float = Field(0.25, gt=0.0, le=1.0)
-    max_gross: float = Field(1.0, gt=0.0, le=10.0)
-    fee_bps: float = Field(1.0, ge=0.0)
-    slippage_bps: float = Field(2.0, ge=0.0)
-    chunk_days: int = Field(256, ge=1)     # days per numba call between log flushes
+    horizon: int = Field(7, ge=1, description=(
+        'the `p_h{H}` that drives the weights; one of `labels.horizons`'
+    ))
+    threshold: float = Field(0.5, ge=0.0, le=1.0, description=(
+        "long only: a symbol's raw weight is `p - threshold` above it"
+    ))
+    long_short: bool = Field(False, description=(
+        "`true`: raw weight `(p - 0.5) * 2` (long and short, symmetric around 0.5)"
+    ))
+    max_weight: float = Field(0.25, gt=0.0, le=1.0, description="cap on each symbol's absolute weight")
+    max_gross: float = Field(1.0, gt=0.0, le=10.0, description='cap on the sum of absolute weights')
+    fee_bps: float = Field(1.0, ge=0.0, description='fee per unit of turnover, basis points')
+    slippage_bps: float = Field(2.0, ge=0.0, description='slippage per unit of turnover, basis points')
+    chunk_days: int = Field(256, ge=1, description=(
+        'days per numba call between log flushes (results do not depend on it)'
+    ))
 
 
 class DaskCluster(_Model):
     """A Dask cluster: an existing scheduler, or a LocalCluster of `workers` processes."""
-    scheduler: str | None = None       # an existing scheduler address, e.g. tcp://10.0.0.5:8786
-    workers: int = Field(2, ge=1)      # LocalCluster workers when no scheduler is given
-    host: str = "127.0.0.1"            # the interface a LocalCluster's sockets listen on (0.0.0.0: every interface)
+    scheduler: str | None = Field(None, description=(
+        'an existing scheduler address (`tcp://host:8786`); `null` = a LocalCluster started for each run'
+    ))
+    workers: int = Field(2, ge=1, description=(
+        'LocalCluster workers when no scheduler is given (`grid_search.dask`: one thread each; with `gpu`: '
+        'one per GPU, at most this many)'
+    ))
+    host: str = Field("127.0.0.1", description=(
+        'the interface every socket of the LocalCluster listens on (scheduler, workers, HTTP routes; '
+        '`0.0.0.0`: every interface)'
+    ))
 
 
 class ExecutorDask(DaskCluster):
     """`executor.dask`: the cluster of the dagster-dask executor."""
-    threads_per_worker: int = Field(1, ge=1)
-    dashboard_port: int | None = Field(None, ge=1, le=65535)  # LocalCluster dashboard on host:port; null: none
-    gpu_resources: bool = False        # GPU steps ask Dask for resource GPU=1 (workers started with --resources GPU=n)
+    threads_per_worker: int = Field(1, ge=1, description='LocalCluster threads per worker')
+    dashboard_port: int | None = Field(None, ge=1, le=65535, description=(
+        'serve the Dask dashboard on host:port; `null` = no dashboard'
+    ))
+    gpu_resources: bool = Field(False, description=(
+        'GPU steps request the Dask resource `GPU=1`, so they land on workers started with `--resources '
+        'GPU=n`'
+    ))
 
 
 K8S_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$"
@@ -328,27 +454,35 @@ class ExecutorK8s(_Model):
     Every pod mounts `volume_claim` (a ReadWriteMany claim holding the data, models and
     reports folders) at `mount_path`, and reads the instance's PostgreSQL settings
     (`DAGSTER_PG_*`) from `env_secrets`."""
-    image: str | None = None           # the steps' image; null: the run's own image (K8sRunLauncher's job_image)
-    namespace: str = "dagster"
-    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
-    service_account: str | None = None
-    env_config_maps: list[str] = []    # e.g. the config map that sets PIPELINE_CONFIG
-    env_secrets: list[str] = ["dagster-postgres"]
-    volume_claim: str | None = None    # PersistentVolumeClaim of the shared folders; null: none mounted
-    mount_path: str = "/srv/tradelab"  # where the claim is mounted: paths.* must lie under it
-    cpu: str = Field("1", pattern=K8S_QUANTITY)        # each step's CPU request
-    memory: str = Field("4Gi", pattern=K8S_QUANTITY)   # each step's memory request and limit
-    gpus_per_gpu_step: int = Field(1, ge=0)  # nvidia.com/gpu limit of the steps in the `gpu` pool
-    max_concurrent: int | None = Field(None, ge=1)  # step pods at once (null: no limit)
+    image: str | None = Field(None, description="the step pods' image; `null` = the run's own image (the run launcher's `job_image`)")
+    namespace: str = Field("dagster", description="the Kubernetes namespace of the step pods")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", description="the step pods' image pull policy")
+    service_account: str | None = Field(None, description="the step pods' service account; `null` = the namespace's default")
+    env_config_maps: list[str] = Field([], description="config maps whose values become environment variables of every step pod (e.g. `PIPELINE_CONFIG`)")
+    env_secrets: list[str] = Field(["dagster-postgres"], description="secrets whose values become environment variables of every step pod (the `DAGSTER_PG_*` of the instance)")
+    volume_claim: str | None = Field(None, description="a ReadWriteMany PersistentVolumeClaim holding the data, models and reports folders, mounted in every step pod; `null` = none")
+    mount_path: str = Field("/srv/tradelab", description="where `volume_claim` is mounted; `paths.*` must lie under it")
+    cpu: str = Field("1", pattern=K8S_QUANTITY, description="each step pod's CPU request (a Kubernetes quantity: `2`, `500m`)")
+    memory: str = Field("4Gi", pattern=K8S_QUANTITY, description="each step pod's memory request and limit (a Kubernetes quantity: `8Gi`)")
+    gpus_per_gpu_step: int = Field(1, ge=0, description="the `nvidia.com/gpu` limit of the steps that may use a GPU (lstm_model, atc_scan, grid_search); 0 = none")
+    max_concurrent: int | None = Field(None, ge=1, description="step pods of one run at once; `null` = no limit")
 
 
 class ExecutorSettings(_Model):
     """How Dagster runs the steps of a run (pipeline.executors)."""
-    kind: Literal["in_process", "multiprocess", "dask", "k8s"] = "in_process"
-    max_concurrent: int | None = Field(None, ge=1)  # multiprocess: parallel step processes (null = CPU count)
-    gpus: int | None = Field(None, ge=1)             # size of the `gpu` concurrency pool; null = GPUs found (at least 1)
-    dask: ExecutorDask = ExecutorDask()
-    k8s: ExecutorK8s = ExecutorK8s()
+    kind: Literal["in_process", "multiprocess", "dask", "k8s"] = Field("in_process", description=(
+        '`in_process`, `multiprocess`, `dask` (dagster-dask; the `cluster` extra) or `k8s` (a pod per '
+        'step, dagster-k8s; the `k8s` extra)'
+    ))
+    max_concurrent: int | None = Field(None, ge=1, description=(
+        'multiprocess: parallel step processes; `null` = the CPU count'
+    ))
+    gpus: int | None = Field(None, ge=1, description=(
+        'limit of the `gpu` concurrency pool (steps that may use a GPU: lstm_model, atc_scan, grid_search); '
+        '`null` = the GPUs found when the instance is first opened, at least 1'
+    ))
+    dask: ExecutorDask = Field(ExecutorDask(), description='the Dask cluster of the `dask` executor')
+    k8s: ExecutorK8s = Field(ExecutorK8s(), description='the step pods of the `k8s` executor')
 
 
 class Storage(_Model):
@@ -356,32 +490,57 @@ class Storage(_Model):
     # `vacuum` removes files that no table version within this many hours references (and
     # files of killed writers older than it); under 168 (delta-rs's minimum) versions a model
     # recorded may become unreadable sooner.
-    vacuum_retention_hours: int = Field(168, ge=0, le=24 * 3650)
+    vacuum_retention_hours: int = Field(168, ge=0, le=24 * 3650, description=(
+        '`vacuum_job` removes files that no table version within this many hours references (and files of '
+        "killed writers older than it); 168 is delta-rs's minimum: below it, versions recorded by models may "
+        'become unreadable'
+    ))
 
 
 class Automation(_Model):
-    nightly_schedule: bool = False
-    vacuum_schedule: bool = False
-    new_symbol_sensor: bool = False
-    build_chain_sensor: bool = True
-    live_schedule: bool = False  # start live_after_close (22:30 New York on exchange sessions) with the daemon
+    nightly_schedule: bool = Field(False, description='start `nightly_rebuild` on')
+    vacuum_schedule: bool = Field(False, description=(
+        'start `weekly_vacuum` on: `vacuum_job` every Sunday at 03:00'
+    ))
+    new_symbol_sensor: bool = Field(False, description='start `new_symbol_sensor` on')
+    build_chain_sensor: bool = Field(True, description=(
+        'start `build_chain_sensor` on: after a successful `historical_build_and_train` (or `lstm_job`) run '
+        'it requests `yearly_stages` for the same years and `atc_scan_job`'
+    ))
+    live_schedule: bool = Field(False, description=(
+        'start `live_after_close` on: at 22:30 New York time on sessions of the XNYS calendar it builds the '
+        "current year of every registered symbol (the day's bars in), and `build_chain_sensor` then runs "
+        '`live_paper_trade`'
+    ))
     # A build run in flight longer than this is stale: the chain sensor marks it failed
     # instead of waiting on it (a run whose local process is gone is stale at once).
-    max_run_hours: float = Field(12.0, gt=0)
+    max_run_hours: float = Field(12.0, gt=0, description=(
+        'a build run in flight longer than this, or one whose local process is gone (killed), is marked '
+        'failed by `build_chain_sensor` instead of blocking the chain; the skip reason names it'
+    ))
     # prune_runs_job / `prune-runs`: finished runs older than this many days are deleted (with
     # their events), except runs holding the latest materialization of a partition
-    run_retention_days: float = Field(90.0, ge=0)
-    prune_schedule: bool = False  # start daily_prune_runs (04:00) with the daemon
+    run_retention_days: float = Field(90.0, ge=0, description=(
+        '`prune_runs_job` and `prune-runs` delete finished runs older than this (runs holding the latest '
+        'materialization of a partition are kept)'
+    ))
+    prune_schedule: bool = Field(False, description=(
+        'start `daily_prune_runs` on: `prune_runs_job` every day at 04:00'
+    ))
 
 
 class GridParams(_Model):
-    volatility: list[float] = [0.0, 0.3, 0.4, 0.5, 0.6]
-    ratio: list[float] = [0.0, 0.2, 0.5, 0.7, 0.8, 0.9, 1.0]
-    adx28: list[float] = [0, 20, 30]
-    adx14: list[float] = [0, 20, 30]
-    adx7: list[float] = [0, 20, 30]
-    target: list[float] = [0.2, 0.3, 0.4, 0.5]
-    stop_loss: list[float] = [-0.5, -0.4, -0.3]
+    volatility: list[float] = Field([0.0, 0.3, 0.4, 0.5, 0.6], description=(
+        'keep trades with Entry Volatility Percent >= this'
+    ))
+    ratio: list[float] = Field([0.0, 0.2, 0.5, 0.7, 0.8, 0.9, 1.0], description=(
+        'keep trades with Entry Volatility Ratio >= this'
+    ))
+    adx28: list[float] = Field([0, 20, 30], description='keep trades with Entry Adx28 >= this')
+    adx14: list[float] = Field([0, 20, 30], description='keep trades with Entry Adx14 >= this')
+    adx7: list[float] = Field([0, 20, 30], description='keep trades with Entry Adx7 >= this')
+    target: list[float] = Field([0.2, 0.3, 0.4, 0.5], description='exit at this ROI percent (> 0)')
+    stop_loss: list[float] = Field([-0.5, -0.4, -0.3], description='exit at this ROI percent (< 0)')
 
     @model_validator(mode="after")
     def _valid_lists(self) -> "GridParams":
@@ -396,78 +555,140 @@ class GridParams(_Model):
 
 
 class SmartSearch(_Model):
-    sampler: Literal["tpe", "nsga2", "random"] = "tpe"
-    trials: int = Field(1000, ge=1)
-    batch: int = Field(64, ge=1)
-    pruner: Literal["hyperband", "successive_halving", "none"] = "hyperband"
-    blocks: int = Field(8, ge=2)
-    storage: str | None = None
-    study_name: str | None = None
-    seed: int = Field(0, ge=0)
+    sampler: Literal["tpe", "nsga2", "random"] = Field("tpe", description=(
+        "`tpe` (multivariate TPE), `nsga2` (a genetic algorithm) or `random`"
+    ))
+    trials: int = Field(1000, ge=1, description='trials to run')
+    batch: int = Field(64, ge=1, description='trials asked at once and scored in one kernel call')
+    pruner: Literal["hyperband", "successive_halving", "none"] = Field("hyperband", description=(
+        '`hyperband`, `successive_halving` or `none`; prunes over shuffled day blocks'
+    ))
+    blocks: int = Field(8, ge=2, description='day blocks (days shuffled: "mix the days up") for pruning')
+    storage: str | None = Field(None, description=(
+        'in memory; a journal file (`*.log`) or a database URL so several workers share one study'
+    ))
+    study_name: str | None = Field(None, description='study name (default derived from sampler and seed)')
+    seed: int = Field(0, ge=0, description='sampler seed')
 
 
 class DaskSettings(DaskCluster):
     """`grid_search.dask`: shard the grid search over a Dask cluster (domain.gridsearch.dask_grid); a
     LocalCluster's workers have one thread each (with `gpu`: at most one per GPU)."""
-    enabled: bool = False
-    gpu: bool = False                        # dask_cuda.LocalCUDACluster: RMM pool per worker (needs dask-cuda, rmm)
-    shards: int | None = Field(None, ge=1)   # (target, stop_loss) pair shards; null = the cluster's worker threads
-    scatter: Literal["broadcast", "rows"] = "broadcast"  # inputs to every worker, or each shard's result rows to one
+    enabled: bool = Field(False, description="run the search's shards on Dask")
+    gpu: bool = Field(False, description=(
+        '`dask_cuda.LocalCUDACluster` (needs `dask-cuda` and `rmm`): an RMM pool per worker, numba and CuPy '
+        'on RMM'
+    ))
+    shards: int | None = Field(None, ge=1, description=(
+        "shards of the (target, stop_loss) pairs; null = the cluster's worker threads"
+    ))
+    scatter: Literal["broadcast", "rows"] = Field("broadcast", description=(
+        "`broadcast`: the inputs go once to every worker; `rows`: each shard's block of result rows goes once "
+        'to one worker (3.5x less to send on the 10M grid)'
+    ))
 
 
 class GridSearch(_Model):
-    market_data: Path = Path("grid_data/market_data")
-    trade_log: Path = Path("grid_data/all_trade_logs.csv")
-    tickers: list[str] = ["SOXL", "IONQ", "MARA"]
-    top: int = Field(10, ge=1, le=1000)
-    min_trades: int = Field(1, ge=1)
-    engine: Literal["auto", "brute", "cube", "optuna"] = "auto"
-    overfitting: bool = True
-    params: GridParams = GridParams()
-    smart: SmartSearch = SmartSearch()
-    dask: DaskSettings = DaskSettings()
+    market_data: Path = Field(Path("grid_data/market_data"), description=(
+        'folder of `Raw_Market_data_MM-DD-YYYY.csv`'
+    ))
+    trade_log: Path = Field(Path("grid_data/all_trade_logs.csv"), description='the trade log')
+    tickers: list[str] = Field(["SOXL", "IONQ", "MARA"], description='tickers kept')
+    top: int = Field(10, ge=1, le=1000, description='how many combinations to report')
+    min_trades: int = Field(1, ge=1, description=(
+        'a combination is ranked only with at least this many trades'
+    ))
+    engine: Literal["auto", "brute", "cube", "optuna"] = Field("auto", description=(
+        '`brute` (one thread per combination), `cube` (dominance sums) or `auto` (= cube), all exact with the '
+        'same top-10; or `optuna` (smart search, below)'
+    ))
+    overfitting: bool = Field(True, description=(
+        'add in-sample vs out-of-sample ROI, PBO (CSCV) and the deflated Sharpe ratio to the report'
+    ))
+    params: GridParams = Field(GridParams(), description='the parameter lists (each non-empty)')
+    smart: SmartSearch = Field(SmartSearch(), description='smart search beyond the grid (`engine: optuna`)')
+    dask: DaskSettings = Field(DaskSettings(), description=(
+        'shard the grid search over a Dask cluster (`engine` brute/cube/auto); the same exact top-10'
+    ))
 
 
 class StrategySearchSettings(_Model):
     """NSGA-II over seller-exhaustion parameter sets (`strategy_search`, CLI `strategy-search`)."""
-    population: int = Field(64, ge=2)       # trials per generation (NSGA-II population size)
-    generations: int = Field(10, ge=1)      # generations; trials in all = population x generations
-    min_trades: int = Field(5, ge=0)        # constraint: a parameter set reaches the front with at least this many trades
-    seed: int = Field(0, ge=0)              # sampler seed (same bars and seed, same front)
-    engine: Literal["auto", "cpu", "cuda"] = "auto"  # population backtest engine (auto: cuda on a real GPU)
-    fee_bp: float = Field(5.0, ge=0.0)      # fee per side, basis points (a market fact, not searched)
-    slippage_bp: float = Field(5.0, ge=0.0)  # slippage per side, basis points
-    front_rows: int = Field(20, ge=1, le=1000)  # rows of the front shown in the asset's metadata table
+    population: int = Field(64, ge=2, description=(
+        'trials per generation (the NSGA-II population, at least 2)'
+    ))
+    generations: int = Field(10, ge=1, description=(
+        'generations; trials in all = population x generations'
+    ))
+    min_trades: int = Field(5, ge=0, description=(
+        'constraint: a parameter set reaches the front only with at least this many trades'
+    ))
+    seed: int = Field(0, ge=0, description=(
+        'sampler seed: same bars and seed, same front'
+    ))
+    engine: Literal["auto", "cpu", "cuda"] = Field("auto", description=(
+        'population backtest engine: `cpu`, `cuda`, or `auto` (cuda on a real GPU, else cpu)'
+    ))
+    fee_bp: float = Field(5.0, ge=0.0, description=(
+        'fee per side, basis points (a market fact, not searched)'
+    ))
+    slippage_bp: float = Field(5.0, ge=0.0, description=(
+        'slippage per side, basis points'
+    ))
+    front_rows: int = Field(20, ge=1, le=1000, description=(
+        "rows of the front shown in the asset's metadata table (the JSON has them all)"
+    ))
 
 
 class Settings(_Model):
     # The named experiment its models and reports belong to: reports/<experiment>/<stage>/,
     # models/<experiment>/ (pipeline.experiments; CLI --experiment NAME)
-    experiment: str = "default"
-    paths: Paths = Paths()
-    years: Years = Years()
-    universe: Universe = Universe()
-    ingest: Ingest = Ingest()
-    demo: Demo = Demo()
-    labels: Labels = Labels()
-    halo: Halo = Halo()
-    device: Literal["auto", "cpu", "cuda", "rocm"] = "auto"
-    precision: Literal["float32", "float64"] = "float32"
-    threads_per_worker: int = Field(1, ge=1, le=256)
-    build: Build = Build()
-    atc: ATC = ATC()
-    regime: Regime = Regime()
-    cv: CV = CV()
-    lstm: LSTMSettings = LSTMSettings()
-    features: FeatureSettings = FeatureSettings()
-    meta: MetaSettings = MetaSettings()
-    evaluation: EvaluationSettings = EvaluationSettings()
-    backtest: BacktestSettings = BacktestSettings()
-    executor: ExecutorSettings = ExecutorSettings()
-    storage: Storage = Storage()
-    automation: Automation = Automation()
-    grid_search: GridSearch = GridSearch()
-    strategy_search: StrategySearchSettings = StrategySearchSettings()
+    experiment: str = Field("default", description=(
+        'the named experiment (CLI `--experiment NAME`): its reports in `reports/<experiment>/<stage>/`, '
+        'models in `models/<experiment>/` (see "Experiments")'
+    ))
+    paths: Paths = Field(Paths(), description='where things are written')
+    years: Years = Field(Years(), description='the year dimension of the partitions')
+    universe: Universe = Field(Universe(), description='where raw bars come from')
+    ingest: Ingest = Field(Ingest(), description='how raw bars from files are read and checked')
+    demo: Demo = Field(Demo(), description='what `make demo` materializes')
+    labels: Labels = Field(Labels(), description='forward-return labels')
+    halo: Halo = Field(Halo(), description='history that halo stages read before year Y')
+    device: Literal["auto", "cpu", "cuda", "rocm"] = Field("auto", description=(
+        '`auto`, `cpu`, `cuda` or `rocm`; an absent device falls back to CPU with a warning'
+    ))
+    precision: Literal["float32", "float64"] = Field("float32", description=(
+        'kernel precision, `float32` or `float64` (stored features are float32)'
+    ))
+    threads_per_worker: int = Field(1, ge=1, le=256, description=(
+        'OMP/OPENBLAS/MKL/NUMEXPR threads inside worker processes'
+    ))
+    build: Build = Field(Build(), description='how per-symbol stages (features) use the CPU')
+    atc: ATC = Field(ATC(), description='Adaptive Trend Classification (specialist and `atc_scan`)')
+    regime: Regime = Field(Regime(), description='the market-regime tagger')
+    cv: CV = Field(CV(), description='purged cross-validation of the specialists (`cv_report`)')
+    lstm: LSTMSettings = Field(LSTMSettings(), description=(
+        'the LSTM specialist (`lstm_model`, job `lstm_job`)'
+    ))
+    features: FeatureSettings = Field(FeatureSettings(), description=(
+        'which feature packs fill the `features` and `specialists` tables'
+    ))
+    meta: MetaSettings = Field(MetaSettings(), description='the meta model (`meta_model`)')
+    evaluation: EvaluationSettings = Field(EvaluationSettings(), description=(
+        'the evaluation of the out-of-sample predictions (`evaluation`)'
+    ))
+    backtest: BacktestSettings = Field(BacktestSettings(), description=(
+        'the portfolio backtest of the predictions (`backtest`, `live_paper_trade`)'
+    ))
+    executor: ExecutorSettings = Field(ExecutorSettings(), description=(
+        'how Dagster runs the steps of a run (`pipeline/executors.py`)'
+    ))
+    storage: Storage = Field(Storage(), description='the Delta tables under `paths.data`')
+    automation: Automation = Field(Automation(), description='schedules and sensors')
+    grid_search: GridSearch = Field(GridSearch(), description='the trade-log grid search (a later stage)')
+    strategy_search: StrategySearchSettings = Field(StrategySearchSettings(), description=(
+        'NSGA-II over seller-exhaustion parameter sets (`strategy_search`, CLI `strategy-search`)'
+    ))
     # Where the file was read from; relative paths resolve against its folder.
     root: Path = Field(PROJECT_ROOT, exclude=True)
 

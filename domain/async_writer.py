@@ -21,7 +21,7 @@ Contract
   as a note instead of replacing it.
 - `write` after `close` raises `WriterClosedError`.
 
-Improvements on the seed's AsyncWriter (seed 000 section 8): its `close()` hangs forever when
+Improvements on the first sketch's AsyncWriter (a thread flushing batches): its `close()` hangs forever when
 the queue is empty at the stop marker (`if self.batch: self._flush(); break` only breaks when a
 batch is pending, e.g. after a multiple of batch_size records); an exception in the thread killed
 it silently (later records lost, close() returned as if all was well); NaN produced invalid JSON

@@ -1,4 +1,4 @@
-"""The ATC scanner (seeds 002/004): the current Adaptive Trend Classification state of every
+"""The ATC scanner (the Pine script's Adaptive Trend Classification): the current Adaptive Trend Classification state of every
 symbol, and the `atc_scan` asset (latest date, all symbols).
 
 Each symbol's last `bars` closes are scanned in chunks of `chunk_symbols` symbols (memory
@@ -21,7 +21,7 @@ from kernels import atc
 
 # Symbol-bars per chunk from which a GPU launch pays off. Estimated, not yet measured on a GPU
 # (none was lent): the CPU path costs about 0.2-0.4 us per symbol-bar on 2 cores (500 x 2,000:
-# kernel CPU time ~0.38 s, RESULTS.md "Issue 17: ATC scanner"; 0.6 us before), and a launch with
+# kernel CPU time ~0.35-0.38 s, benchmarks/LOG.md "ATC scanner, 0.25 s and 400 MB goals"; 0.6 us before), and a launch with
 # its transfers about 10 ms (1 MB of closes in and out plus the kernel start), so the break-even
 # is near 10 ms / 0.3 us ~ 33k symbol-bars; 50k keeps a small margin. The default chunk
 # (512 x 2,000 = 1M) goes to the GPU whenever one is present.

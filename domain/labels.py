@@ -4,7 +4,7 @@
     label_bin_h{H}[t] = 1 if label_ret_h{H}[t] > tau_H else 0; null where the return is null
 
 Where the future is not known yet (the last H rows of the known history) both are null,
-never 0: the seed's `(fut > tau).astype(int8)` turns NaN into 0, which leaks. Computed
+never 0: `(fut > tau).astype(int8)` would turn NaN into 0, which leaks. Computed
 per symbol (never across symbols). Partition SYMBOL|Y reads raw_bars of Y and Y+1; a Y+1
 not stored yet is a future not known yet (nulls), and the labels fill in when the stage runs
 again after Y+1 arrives (the nightly schedule re-runs the previous year in January).

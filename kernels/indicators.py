@@ -24,8 +24,8 @@ Semantics equal TA-Lib's (see `kernels.cores` for each formula):
     rolling_std(x, n)        STDDEV (nbdev 1)      n-1
     zscore(x, n)             (x - SMA) / STDDEV    n-1
     returns(x, n=1)          ROCP                  n
-    volatility_percent(h, l, c)  ATR14 / close * 100   14   (seed 001)
-    volatility_ratio(h, l, c)    ATR14 / ATR28         28   (seed 001)
+    volatility_percent(h, l, c)  ATR14 / close * 100   14   (trade log's Volatility Percent)
+    volatility_ratio(h, l, c)    ATR14 / ATR28         28   (trade log's Volatility Ratio)
 """
 
 from __future__ import annotations
@@ -318,13 +318,13 @@ def adx(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
 
 
 def volatility_percent(high, low, close, *, backend: str = "cpu", dtype=np.float32):
-    """ATR(14) / close * 100 (seed 001's Volatility Percent, unrounded)."""
+    """ATR(14) / close * 100 (the trade log's Volatility Percent column, unrounded)."""
     a = atr(high, low, close, 14, backend=backend, dtype=np.float64)
     return (a / close * 100.0).astype(dtype) if _kind(a) != "torch" else (a / close * 100.0).to(_torch_dtype(dtype))
 
 
 def volatility_ratio(high, low, close, *, backend: str = "cpu", dtype=np.float32):
-    """ATR(14) / ATR(28) (seed 001's Volatility Ratio, unrounded)."""
+    """ATR(14) / ATR(28) (the trade log's Volatility Ratio column, unrounded)."""
     a14 = atr(high, low, close, 14, backend=backend, dtype=np.float64)
     a28 = atr(high, low, close, 28, backend=backend, dtype=np.float64)
     ratio = a14 / a28

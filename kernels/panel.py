@@ -1,4 +1,4 @@
-"""Panel: one float32 matrix [T, F] per partition with a column registry (seed 000 §14).
+"""Panel: one float32 matrix [T, F] per partition with a column registry.
 
 Specialists read columns through `col(name)`, a view into the matrix: no per-specialist
 copy of any input. The matrix is stored column-major (Fortran order) so that each column

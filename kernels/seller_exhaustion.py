@@ -1,4 +1,4 @@
-"""Seller exhaustion (seed 003's strategy signal): arrays in, arrays out.
+"""Seller exhaustion (the seller-exhaustion strategy's signal bars): arrays in, arrays out.
 
     ema_f, ema_s  EMAs as pandas `ewm(span, adjust=False)`: e[0] = x[0], e = a*x + (1-a)*e[-1],
                   a = 2/(span+1) (seeded with the first value, not TA-Lib's SMA seed)

@@ -357,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_runtime_line() -> None:
-    """Seed 000's "env / thread defaults printed": one line on stderr before any work."""
+    """The runtime line (device, backend, thread defaults, versions): one line on stderr before any work."""
     from resources.compute import runtime_line, select_device
 
     try:

@@ -1,4 +1,4 @@
-"""The Dagster instance on PostgreSQL (issue 8), beside the embedded SQLite default.
+"""The Dagster instance on PostgreSQL, beside the embedded SQLite default.
 
 `deploy/dagster.postgres.yaml` is the template: `storage: postgres` whose connection fields
 come from the environment variables in `ENV_VARS` (`{env: DAGSTER_PG_HOST}` ...).

@@ -201,8 +201,7 @@ RUNTIME_PACKAGES = ("torch", "numba", "polars", "dagster")
 
 
 def runtime_line(device: Device, policy: str) -> str:
-    """The one line every command and run logs at start (seed 000: "env / thread defaults
-    printed"): device, backend, thread variables and the versions that decide the numerics.
+    """The one line every command and run logs at start: device, backend, thread variables and the versions that decide the numerics.
     Versions come from package metadata: nothing heavy is imported for it."""
     from resources.threads import thread_report
 

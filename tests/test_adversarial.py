@@ -216,7 +216,7 @@ def test_trade_logs_and_market_files_that_cannot_be_read_are_one_line(tmp_path):
 def test_a_bad_file_inside_a_dagster_run_is_one_line_first(tmp_path, make_settings, monkeypatch, capsys):
     """build-features over a user folder with a bad cell: the command's error is the input
     line (file, row, column, expected) with exit code 2, then where the run's log is; none
-    of Dagster's events on the console (issue 23 item 8: they go to the log file)."""
+    of Dagster's events on the console (they go to the log file)."""
     import re
 
     from pipeline.cli import main

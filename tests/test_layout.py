@@ -16,3 +16,134 @@ def test_every_test_module_sits_in_a_layer_folder():
     assert top <= CROSS_CUTTING, f"move into a layer folder: {sorted(top - CROSS_CUTTING)}"
     folders = {p.parent.name for p in TESTS.glob("*/test_*.py")}
     assert folders <= LAYERS | {"adversarial"}, folders - LAYERS - {"adversarial"}  # bad-input tables: cross-cutting
+
+
+REPO = TESTS.parent
+PACKAGES = ("kernels", "config", "resources", "domain", "assets", "pipeline")
+
+
+def _readme_layout_entries() -> dict[str, list[str]]:
+    """README.md's "Layout (every module)" block as {package: [entry text]}: an entry is a
+    line at the package's indentation (0) or an item's (2) with its deeper continuation lines."""
+    import re
+
+    text = (REPO / "README.md").read_text()
+    block = text.split("## Layout (every module)", 1)[1].split("```", 2)[1]
+    entries: dict[str, list[str]] = {}
+    package = None
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip())
+        top = re.match(r"^([a-z_]+)/", line)
+        if top:
+            package = top.group(1) if top.group(1) in PACKAGES else None
+        if package is None or not line.strip():
+            continue
+        if indent in (0, 2):
+            entries.setdefault(package, []).append(line)
+        else:
+            entries[package][-1] += "\n" + line
+    return entries
+
+
+def _names(stem: str, text: str) -> bool:
+    import re
+
+    return re.search(rf"(?<![\w./]){re.escape(stem)}(\.py)?(?!\w)", text) is not None
+
+
+def test_readme_layout_names_every_module_of_the_tree():
+    entries = _readme_layout_entries()
+    missing = []
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            rel = path.relative_to(REPO / package)
+            if path.name == "__init__.py" or "__pycache__" in rel.parts:
+                continue
+            folder = "/".join(rel.parts[:-1])
+            scope = [e for e in entries.get(package, []) if not folder or f"{folder}/" in e]
+            if not any(_names(path.stem, e) for e in scope):
+                missing.append(f"{package}/{rel}")
+    assert not missing, f"README.md 'Layout (every module)' does not name: {missing}"
+
+
+def test_readme_layout_names_no_module_that_does_not_exist():
+    import re
+
+    entries = _readme_layout_entries()
+    gone = []
+    for package, items in entries.items():
+        for entry in items:
+            folder = re.match(r"^\s*([a-z_0-9]+)/", entry)
+            base = REPO / package / folder.group(1) if folder and folder.group(1) != package else REPO / package
+            for name in re.findall(r"(?<![\w/])([a-z_0-9]+\.py)\b", entry):
+                if not (base / name).is_file() and not (REPO / package / name).is_file():
+                    gone.append(f"{package}: {name}")
+    assert not gone, f"README.md 'Layout (every module)' names modules that do not exist: {gone}"
+
+
+def test_no_test_imports_the_benchmarks():
+    """benchmarks/ are scripts: tests run them as processes (tests/pipeline/test_benchmark_scripts.py)
+    and never import from them, so a benchmark can change without touching a test."""
+    import re
+
+    importing = [str(p.relative_to(REPO)) for p in sorted(TESTS.rglob("*.py"))
+                 if re.search(r"^\s*(from benchmarks[. ]|import benchmarks\b)", p.read_text(), flags=re.M)]
+    assert not importing, f"these tests import from benchmarks/: {importing}"
+
+
+def test_every_repository_path_the_readme_names_exists():
+    import re
+
+    text = (REPO / "README.md").read_text()
+    named = set(re.findall(r"(?<![\w./<-])((?:kernels|config|resources|domain|assets|pipeline|tests|scripts|benchmarks|"
+                           r"deploy|configs|\.ci)/[\w./-]*[\w/])", text))
+    written_by_runs = {"benchmarks/out/"}  # created by `make gpu-check`, not in the repository
+    gone = sorted(p for p in named - written_by_runs if not (REPO / p).exists())
+    assert len(named) > 50 and not gone, f"README.md names paths that do not exist: {gone}"
+
+
+def _where_bullets() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("### Where does X go", 1)[1].split("\n## ", 1)[0]
+    bullets, current = [], None
+    for line in section.splitlines():
+        if line.startswith("- **"):
+            current = line
+            bullets.append(current)
+        elif current is not None and line.startswith("  "):
+            bullets[-1] += "\n" + line
+    return bullets
+
+
+def test_where_does_x_go_names_files_and_names_that_exist():
+    """README "Where does X go": each bullet's code names (SPECS, STREAM_CORES, ALL_ASSETS,
+    make_source, ...) are defined or used in a file that bullet names, so the newcomer's list
+    fails here when a restructuring moves them."""
+    import re
+
+    bullets = _where_bullets()
+    assert [re.match(r"- \*\*(An? [\w ]+?)\*\*", b).group(1) for b in bullets] == [
+        "An indicator", "A feature or specialist", "A stage", "A data source", "A backend"]
+    missing = []
+    for bullet in bullets:
+        spans = re.findall(r"`([^`]+)`", bullet)
+        files = []
+        for span in spans:
+            path = REPO / span
+            if span.endswith(".py") and path.is_file():
+                files.append(path)
+            elif span.endswith("/") and path.is_dir():
+                files += sorted(path.rglob("*.py"))
+            elif re.fullmatch(r"(kernels|config|resources|domain|assets|pipeline)(\.\w+)+", span):
+                parts = span.split(".")
+                for i in range(len(parts), 0, -1):
+                    if (REPO.joinpath(*parts[:i]).with_suffix(".py")).is_file():
+                        files.append(REPO.joinpath(*parts[:i]).with_suffix(".py"))
+                        break
+        source = "\n".join(f.read_text() for f in files)
+        for span in spans:
+            name = re.sub(r"\(.*\)$", "", span).split(".")[-1]
+            is_code_name = re.fullmatch(r"[A-Za-z_]\w*", name) and (re.search(r"[A-Z]", name) or "_" in name)
+            if is_code_name and not re.search(rf"\b{re.escape(name)}\b", source):
+                missing.append(f"{name} (bullet {bullet[4:30]!r})")
+    assert not missing, f"README 'Where does X go' names what its files do not hold: {missing}"

@@ -1,4 +1,4 @@
-"""The trade-log grid search on a Dask cluster (issue 8): orchestration, not a kernel.
+"""The trade-log grid search on a Dask cluster: orchestration, not a kernel.
 
 Where the work goes
 - Exit resolution runs once, on the driver, exactly as in `run_grid_search` (numba over

@@ -1,4 +1,4 @@
-"""The grid search's inputs in the seed's formats (seed 001), parsed and indexed.
+"""The grid search's inputs (market-data CSV folder, trade-log CSV), parsed and indexed.
 
 Market data: a folder of `Raw_Market_data_MM-DD-YYYY.csv` with header
 `Ticker,Price,Val,Avg,Atr14,Atr28,Rsi,Volume,Adx28,Adx14,Adx7,Volatility Percent,
@@ -9,7 +9,7 @@ datetime, so prices form one contiguous float32 array with per-ticker offsets. A
 not UTF-8 CSV, or a Price that is not a finite number > 0 fitting float32, is refused with
 one line naming the file, row and column (the daily bars' rules).
 
-Trade log: `all_trade_logs.csv` with at least the seed's usable columns (others ignored).
+Trade log: `all_trade_logs.csv` with at least the columns the search reads (others ignored).
 Date as YYYY-MM-DD, MM/DD/YYYY or MM-DD-YYYY. Trades of the configured tickers get int8
 codes, full datetimes, and MarketDataStartIndex (first market row of the ticker with time >=
 entry) and MarketDataEndIndex (last row with time <= exit) by searchsorted. A trade whose

@@ -147,7 +147,7 @@ def select_candidates(roi: np.ndarray, counts: np.ndarray, n: int, min_trades: i
     most n): the N trials of CSCV, chosen independently of how they did. "top": the n best
     by full-sample ROI. "spread": n evenly spaced over the full-sample ranking, the best
     included. The last two condition on the full-sample ROI (= in-sample + out-of-sample),
-    which biases PBO: on pure-noise results (40 seeds, seed-001 grid, 8 blocks) the mean PBO
+    which biases PBO: on pure-noise results (40 seeds, the default grid of `grid_search.params`, 8 blocks) the mean PBO
     was 0.50 for "random", 0.61 for "top" (in-sample and out-of-sample ROI are negatively
     related among combinations of near-equal total) and 0.32 for "spread".
     """

@@ -1,4 +1,4 @@
-"""Smart search (seed 001, option 3): Optuna instead of the full grid.
+"""Smart search (the option beyond the exhaustive grid): Optuna instead of the full grid.
 
 The grid is O(n^d); this searches the same parameters, the five filter thresholds
 (volatility, ratio, adx28, adx14, adx7: keep a trade when each entry metric >= its

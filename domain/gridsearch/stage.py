@@ -1,4 +1,4 @@
-"""Stage `grid_search` (and its inputs `market_data`, `trade_log`): the seed-001 grid search.
+"""Stage `grid_search` (and its inputs `market_data`, `trade_log`): the trade-log grid search.
 
 `run_grid_search` is the stage logic (also behind `python -m pipeline.cli grid-search`):
 exit resolution once, then an engine over every combination:

@@ -1,4 +1,5 @@
-"""Synthetic data in the two formats of seed 001's trade-log grid search.
+"""Synthetic data in the two file formats of the trade-log grid search
+(`Raw_Market_data_MM-DD-YYYY.csv`, `all_trade_logs.csv`).
 
 Deterministic: the same arguments give the same bytes. Used by the demo, the tests and
 the benchmarks.
@@ -42,7 +43,7 @@ closing second belongs to no bar) feed `kernels.indicators` (TA-Lib semantics) o
 whole run of days per ticker: Atr14, Atr28 (4 dp), Rsi(14), Adx28, Adx14, Adx7 (2 dp).
 Second s carries the values of the last completed minute (at 09:30:00..09:30:59, the
 previous day's last minute); during the warm-up at the very beginning the cells are
-empty. Then exactly as seed 001 defines them, with Python's `round`:
+empty. Then exactly as the trade log's columns are defined, with Python's `round`:
 
     Volatility Percent = round(Atr14 / Price * 100, 2)
     Volatility Ratio   = round(Atr14 / Atr28, 2)

@@ -1,4 +1,4 @@
-"""The fast inference path (seed 000 section 12): features -> specialists -> meta model ->
+"""The fast inference path: features -> specialists -> meta model ->
 P(label = 1) per horizon for one symbol at a time `now`, or a list of symbols.
 
     infer_one(symbol, now, settings=None) -> dict

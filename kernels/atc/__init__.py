@@ -62,8 +62,8 @@ Interpretation decisions (where the Pine text leaves room, the most literal read
   from zero: sign(q) * floor(|q|*100 + 0.5) / 100 in float64 (0.125 -> 0.13,
   -0.125 -> -0.13; a tie is judged on the float64 value of |q|*100). In layer 2 a NaN
   family signal is neither long nor short and Cut(NaN) = 0. The final value is not rounded.
-* KAMA (Pine style), the lines of the script's KAMA that matter (as project issue 15
-  quotes them; math.sum and math.pow as Pine v5 spells the sum and the square):
+* KAMA (Pine style), the lines of the script's KAMA that matter (as the Pine v5
+  script writes them; math.sum and math.pow as Pine v5 spells the sum and the square):
       noise  = math.sum(math.abs(source - source[1]), length)
       signal = math.abs(source - source[length])
       ratio  = noise != 0 ? signal / noise : 0

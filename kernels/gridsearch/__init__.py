@@ -1,4 +1,4 @@
-"""Trade-log grid search engines (seed 001): arrays in, arrays out.
+"""Trade-log grid search engines (entry filters x exits over a trade log): arrays in, arrays out.
 
 - `grid`: the parameter grid, its order and index arithmetic.
 - `cores`: the per-element loops, written once: the keep predicate (`passes`), the kept

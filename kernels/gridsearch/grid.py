@@ -1,6 +1,6 @@
 """The parameter grid and its order.
 
-Parameters (seed 001): filters `volatility, ratio, adx28, adx14, adx7` (keep a trade when
+Parameters: filters `volatility, ratio, adx28, adx14, adx7` (keep a trade when
 each entry metric >= its threshold) and exits `target` (> 0) and `stop_loss` (< 0), in
 percent. Combination order: volatility, ratio, adx28, adx14, adx7, target, stop_loss, each
 list in its given order, the last varying fastest; combination index c is the position in

@@ -1,4 +1,4 @@
-"""LSTM specialist (seed 000, section 5): sequences per symbol, training, inference and
+"""LSTM specialist: sequences per symbol, training, inference and
 out-of-fold scores. Arrays in, models and arrays out: no Dagster, no polars, no paths
 (saving `result.model.state_dict()` and `result.standardizer.to_dict()` is the caller's job).
 

@@ -109,7 +109,7 @@ FEATURES: tuple[Feature, ...] = (
     _kernel("f_adx14", ("adx", 14), "dmi", HLC, output=2, n=14, which=0),
     _kernel("f_std20", ("rolling_std", 20), "moments", C, n=20, mode=0),
     _kernel("f_zscore20", ("zscore", 20), "moments", C, n=20, mode=1),
-    # seed 001: Volatility Percent = ATR14 / close * 100, Volatility Ratio = ATR14 / ATR28
+    # the trade log's columns: Volatility Percent = ATR14 / close * 100, Volatility Ratio = ATR14 / ATR28
     # (array arithmetic in the feature dtype, repeated per bar by u.apply)
     Feature("f_vol_pct", lambda k: _pct(k("atr", HLC, n=14), k.column("close")), ("atr", 14),
             lambda u: u.apply(_pct, u("atr", HLC, n=14), u.column("close"))),

@@ -1,4 +1,5 @@
-"""Seller-exhaustion strategy backtest over a population of parameter sets (seed 003).
+"""Seller-exhaustion strategy backtest over a population of parameter sets (entry after a
+seller-exhaustion signal bar; stop, target and time exits).
 
 - `params`: Individual = SellerParams + BacktestParams (frozen dataclasses), exit REASONS.
 - `trade_walk`: the rules and the per-individual walk, one Python function compiled with

@@ -4,7 +4,8 @@ CPU fallback.
 `build_walk_inputs` groups the individuals by the parameters each series depends on and
 computes every unique series once, on the host, with the very functions that
 `kernels.seller_exhaustion.seller_exhaustion` calls (so every individual's signal is the
-same bits as the reference's, seed 003 lesson #1; the test checks it):
+same bits as the reference's: a signal computed another way flips bars
+at float ties; the test checks it):
 
     series     key                                   computed with
     ema        span (ema_fast and ema_slow share)    ewm_adjust_false(close, span)

@@ -1,4 +1,4 @@
-"""The CLI's failure path, as a user meets it (issue 23 item 8): each row is one command in a
+"""The CLI's failure path, as a user meets it: each row is one command in a
 real process, with bad input or a broken environment, and the exact line it must print
 first (after the runtime line and the command's own status line) with its exit code: 2 when
 the user's input caused it, 1 for the environment (disk full, read-only), naming the path.
@@ -167,7 +167,7 @@ def test_a_full_disk_on_a_rebuild_exits_1_and_keeps_what_was_stored(tmp_path):
 
 
 def test_train_meta_on_a_universe_that_only_rose_warns_once_per_skipped_horizon_and_finishes(tmp_path):
-    """Issue 23 item 15 as the user sees it: h7 and h14 only rose, so their meta models are
+    """A horizon with one label class, as the user sees it: h7 and h14 only rose, so their meta models are
     skipped, each with one `warning:` line naming the stage, year and horizon; h3 is trained."""
     from tests.assets.test_one_class_horizon import _rising_folder
 

@@ -1,4 +1,4 @@
-"""Named experiments, bad input (issue 25 item 1 and 3): each row is one CLI command in a real
+"""Named experiments, bad input: each row is one CLI command in a real
 process with a bad experiment name, a comparison of experiments that do not exist, or changed
 model settings under a name that has results; it prints exactly one line and exits 2, and
 nothing stored is changed (the frozen experiment's manifest and models stay as they were)."""

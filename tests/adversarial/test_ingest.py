@@ -1,5 +1,5 @@
 """Daily-bar files that would be stored shifted, doubled or as something else than daily
-bars: each row is one file and the exact line it must produce (issue 23, items 2 and 3)."""
+bars: each row is one file and the exact line it must produce."""
 
 from __future__ import annotations
 

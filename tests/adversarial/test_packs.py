@@ -1,4 +1,4 @@
-"""Feature packs and plugins a careless user gives (issue 24): each row is the `features`
+"""Feature packs and plugins a careless user gives: each row is the `features`
 settings, the plugin module(s) they name, and the exact line the settings must produce
 (SettingsError; exit code 2 from the CLI). Nothing is stored before the line."""
 

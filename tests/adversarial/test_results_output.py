@@ -1,4 +1,4 @@
-"""Report files the results block meets in a careless user's folder (issue 25): each row is a
+"""Report files the results block meets in a careless user's folder: each row is a
 stage, the report file under reports/, its content, and the exact line the block prints for
 it. The block never raises (the run it reports on already succeeded), names the file and
 what was expected, and leaves the file as it was."""

@@ -1,4 +1,4 @@
-"""Bad calls of `kernels.indicators.sweep` and `lanes` (issue 28): each row is the call and
+"""Bad calls of `kernels.indicators.sweep` and `lanes`: each row is the call and
 the exact one-line ValueError it must raise before any work (nothing is computed)."""
 
 from __future__ import annotations

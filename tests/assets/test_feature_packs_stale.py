@@ -1,4 +1,4 @@
-"""Issue 24 item 4: adding a pack or plugin to an existing store. The features asset's
+"""Adding a pack or plugin to an existing store. The features asset's
 code version is a hash of the selected packs, so Dagster marks the stored partitions stale;
 rebuilding one merges the new column into the Delta table (schema evolution) while the
 other partitions keep their rows and read the new column as missing; nothing is deleted."""

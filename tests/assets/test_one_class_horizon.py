@@ -1,4 +1,4 @@
-"""A horizon whose label has one class (issue 23 item 15): a tiny universe whose prices rise
+"""A horizon whose label has one class: a tiny universe whose prices rise
 over every 7 and 14 rows (a 3 % drop every 7th session, 0.8-1.2 % rises otherwise), so
 label_bin_h7 and label_bin_h14 are all 1 while h3 has both classes. cv_report and
 meta_model skip h7 and h14 with one warning line each and finish h3; predictions, backtest

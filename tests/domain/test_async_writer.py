@@ -94,7 +94,7 @@ def test_close_is_idempotent_and_joins_the_thread():
 
 @pytest.mark.parametrize("n", [0, 256, 512])
 def test_close_returns_when_nothing_is_pending_at_a_multiple_of_batch_size(n):
-    # the seed's writer hangs here: it only leaves its loop when a batch is pending
+    # the first sketch's writer hung here: it only left its loop when a batch was pending
     sink = SlowSink()
     writer = AsyncWriter(sink=sink, batch_size=256)
     writer.write_many({"i": i} for i in range(n))

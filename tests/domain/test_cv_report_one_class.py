@@ -1,4 +1,4 @@
-"""domain.learning.cv_report with one-class labels (issue 23 item 15): a horizon whose label
+"""domain.learning.cv_report with one-class labels: a horizon whose label
 has one class is skipped with one warning line; a fold whose training rows have one class
 is left out, the other folds are kept."""
 

@@ -47,7 +47,7 @@ def client():
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    """A few hundred realistic trades (the seed-001 generator) and their market prices."""
+    """A few hundred realistic trades (domain.gridsearch.synthetic) and their market prices."""
     paths = generate_grid_data(tmp_path_factory.mktemp("grid_dask"), days=2, trades_per_day=300)
     market = read_market_data(paths.market_data, TICKERS)
     frame, _ = read_trade_log(paths.trade_log, TICKERS, market)

@@ -1,4 +1,4 @@
-"""Smart search (seed 001, option 3): the candidate kernel against plain loops, and the
+"""Smart search (Optuna beyond the exhaustive grid): the candidate kernel against plain loops, and the
 Optuna search (TPE, NSGA-II, pruning over shuffled day blocks, shared storage) on data
 with a planted optimum."""
 
@@ -245,7 +245,7 @@ def test_min_trades_and_bad_arguments(case):
 
 
 def test_smart_search_on_the_seed_formats(tmp_path):
-    """Synthetic market data and trade log in the seed's CSV formats, default levels."""
+    """Synthetic market data and trade log in their CSV formats, default levels."""
     from domain.gridsearch.synthetic import generate_grid_data
 
     paths = generate_grid_data(tmp_path, days=5, trades_per_day=40, seed=5)

@@ -1,4 +1,5 @@
-"""The grid-search data generator: seed 001's market-data folder and trade log, exactly."""
+"""The grid-search data generator: the market-data folder and the trade log in their
+file formats, exactly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live path with a plugin pack (issue 24): its feature (no updater: recomputed over its
+"""The live path with a plugin pack: its feature (no updater: recomputed over its
 window) and its specialist stream next to core's, equal to the batch formulas over the
 symbol's history, and a persisted state is reused only by a session of the same packs."""
 

@@ -1,4 +1,4 @@
-"""meta.inputs naming packs (issue 24 item 5): a plugin pack added to an existing store
+"""meta.inputs naming packs: a plugin pack added to an existing store
 feeds the meta model (LightGBM), the batch predictions and live inference, without
 deleting anything stored."""
 

@@ -1,4 +1,4 @@
-"""Issue 16: a signal planted in the synthetic market is found end to end, and none that is
+"""A signal planted in the synthetic market is found end to end, and none that is
 not there.
 
 The synthetic market (domain.sources.synthetic, `universe.synthetic.planted`) can carry a

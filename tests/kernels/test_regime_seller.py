@@ -1,4 +1,4 @@
-"""Seller exhaustion against the seed's pandas definition; the regime tagger is causal."""
+"""Seller exhaustion against its pandas definition; the regime tagger is causal."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.kernel_data import goog_ohlc
 
 
 def seed_build_features(df: pd.DataFrame, p: SellerParams) -> pd.DataFrame:
-    """Seed 003's indicator definitions written with pandas, the reference."""
+    """The seller-exhaustion indicator definitions written with pandas, the reference."""
     d = df.copy()
     d["ema_f"] = d["close"].ewm(span=p.ema_fast, adjust=False).mean()
     d["ema_s"] = d["close"].ewm(span=p.ema_slow, adjust=False).mean()
@@ -59,7 +59,7 @@ def test_regime_of_day_t_does_not_change_when_later_days_are_appended():
 
 
 def test_centred_windows_would_have_leaked():
-    """The seed's np.convolve(mode='same') reads the future: its tags change when days are added."""
+    """A centred np.convolve(mode='same') reads the future: its tags change when days are added."""
     _, _, _, close = goog_ohlc()
     def seed_trend(x):
         return np.sign(np.convolve(x, np.ones(20) / 20, mode="same") - np.convolve(x, np.ones(50) / 50, mode="same"))

@@ -1,6 +1,6 @@
 """Seller-exhaustion strategy backtest over a population (kernels.strategy) and its NSGA-II
 search (domain.strategy_search): the rules on hand-checked bars, CPU/CUDA parity on real
-GOOG prices, every engine against an independent loop of the seed's original walk on S&P 500
+GOOG prices, every engine against an independent loop of the original project's walk on S&P 500
 and NASDAQ prices, shared indicator series, the CPU fallback, and the optimizer's contract.
 
 The cuda engine runs under numba's CUDA simulator here (conftest sets NUMBA_ENABLE_CUDASIM
@@ -138,7 +138,7 @@ def test_one_position_at_a_time_signals_while_in_the_position_are_ignored(engine
     (QUIET, BacktestParams(1.0, 2.0, 1, 0.0, 0.0), TIME),
 ])
 def test_signal_on_the_exit_bar_enters_at_the_next_open(engine, exit_bar, params, reason):
-    """The seed's original engine frees the position on its exit bar and examines that bar's
+    """The original seller-exhaustion engine frees the position on its exit bar and examines that bar's
     signal on its next pass: a signal on the exit bar enters at the next bar's open, whatever
     the exit (here bar 3 exits the first trade and signals; the second trade enters at bar 4)."""
     rows = HEAD + [exit_bar, (101.5, 102, 100, 101), QUIET, QUIET]
@@ -423,10 +423,10 @@ def test_search_is_deterministic_with_a_seed():
     assert not a.trials.equals(c.trials)
 
 
-# --- parity with the seed's original walk on real index prices --------------------------
+# --- parity with the original project's walk on real index prices --------------------------
 
 def original_walk(open_, high, low, close, signal, atr, bp: BacktestParams) -> list[tuple]:
-    """The seed's original backtest loop (`run_backtest` in the seller-exhaustion project's
+    """The original backtest loop (`run_backtest` in the seller-exhaustion project's
     `backtest/engine.py`, its stop / target / time exits), written here independently of
     `kernels.strategy`. Warm-up rows (ATR NaN) are dropped first. Pass i looks at row i and
     the next row: flat and row i signals -> enter at the next open; in a position -> one more
@@ -517,7 +517,7 @@ PARITY_SETS = 50  # per symbol: 100 random parameter sets in all
 
 @pytest.mark.parametrize("symbol, seed", [("SP500", 2024), ("NASDAQ", 2025)])
 def test_every_engine_equals_the_original_walk_on_real_index_prices(symbol, seed):
-    """Zero trade divergence from the seed's original engine (with our two deviations): the
+    """Zero trade divergence from the original engine (with our two deviations): the
     plain Python rules, the one-at-a-time reference, the cpu and the cuda engines all give
     the original walk's trade list, bit for bit, for random parameter sets drawn from the
     optimizer's search space on 20 years of daily index bars (1999-2018, 5031 bars)."""

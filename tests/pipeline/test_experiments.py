@@ -1,4 +1,4 @@
-"""Named experiments end to end (issue 25 items 1, 3, 6): two experiments that differ in one
+"""Named experiments end to end: two experiments that differ in one
 setting keep their own models, reports and model-dependent tables; every run a command
 launches is a named job tagged with the experiment and its settings hash; `compare` puts
 their figures side by side; `experiments` lists them; `migrate-reports` moves a store of the

@@ -1,4 +1,4 @@
-"""The Dagster instance on a real PostgreSQL server (issue 8).
+"""The Dagster instance on a real PostgreSQL server.
 
 A module-scoped fixture runs a throw-away server: initdb into a fresh temporary folder, then
 `pg_ctl start` listening on 127.0.0.1 only, on a free port, with its unix socket in that

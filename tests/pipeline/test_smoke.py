@@ -1,4 +1,4 @@
-"""scripts/smoke.sh, the seed's acceptance script adapted to these commands, on toy data."""
+"""scripts/smoke.sh, the acceptance script of the stage commands, on toy data."""
 
 from __future__ import annotations
 

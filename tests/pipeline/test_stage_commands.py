@@ -12,7 +12,7 @@ from pipeline.stage_commands import derived_settings, parse_years
 
 
 def test_derived_settings_are_a_private_temp_file_that_keeps_the_relative_paths_of_the_file_in_force(make_settings, monkeypatch):
-    """Not beside the file in force: its folder may be read-only (issue 23 item 8)."""
+    """Not beside the file in force: its folder may be read-only."""
     import tempfile
 
     cfg = make_settings(universe={"source": "folder", "folder": {"path": "user_data"}})

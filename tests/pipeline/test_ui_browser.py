@@ -1,4 +1,4 @@
-"""The web UI in a real browser (issue 8): `dagster dev` driven by headless Chromium.
+"""The web UI in a real browser: `dagster dev` driven by headless Chromium.
 
 A module-scoped fixture prepares a throw-away DAGSTER_HOME (dagster.yaml from
 `pipeline.instance.ensure_dagster_home`) and a tiny synthetic settings file (symbols AAA and

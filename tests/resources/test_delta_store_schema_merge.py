@@ -1,4 +1,4 @@
-"""Schema evolution of the `features` / `specialists` tables (issue 24 item 4): a partial
+"""Schema evolution of the `features` / `specialists` tables: a partial
 overwrite that adds columns merges them into the table (other keys read them as null), one
 that lacks stored columns keeps their stored values, dtype changes are still refused, and
 two processes writing the old and the new schema at once both land (real processes)."""

@@ -1,5 +1,6 @@
 """Plugin pack `alpha158_close`: Qlib's Alpha158 less the 10 columns that close-only bars
-leave without a value, for benchmarks/honesty_cross_section.py's real cross-section.
+leave without a value (a close-only source: open = high = low = close, constant volume, such
+as the real cross-section of benchmarks/honesty_cross_section.py).
 
 On bars with open = high = low = close and a constant volume, CORR{5,10,20,30,60}
 (Corr(close, log(volume + 1), d)) and CORD{5,10,20,30,60} (Corr of the close ratio with the
@@ -7,8 +8,8 @@ volume ratio) divide by a zero volume deviation: NaN on every row. The meta mode
 rows whose every input is finite (kernels.learn.meta.complete_rows), so the full `alpha158`
 pack leaves it no training row on such data. This pack computes the same kernels
 (kernels.alpha158.compute_alpha158, the same `a158_<QlibName>` columns and warm-ups) and
-keeps the other 148 columns. It is a benchmark device, not a shipped pack: select it with
-`features: {plugins: [benchmarks.alpha158_close]}` and
+keeps the other 148 columns. It is a plugin module, not a built-in pack: select it with
+`features: {plugins: [kernels.alpha158.close_only]}` and
 `meta: {inputs: [specialists, alpha158_close]}` (the `alpha158` pack must not be selected
 with it: the two make the same column names).
 """

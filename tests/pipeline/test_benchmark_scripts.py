@@ -1,0 +1,65 @@
+"""The benchmark scripts share one harness (benchmarks/common.py): the same flags, an entry
+that names the machine and its load, `--record` appending that entry to the log and printing
+its rows for benchmarks/RESULTS.md, `--json` writing the figures. Run as processes, tiny sizes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# the scripts on the harness (the others adopt it when they are next rewritten)
+HARNESS_SCRIPTS = ["bench_import.py", "bench_ingest.py", "bench_lstm.py", "bench_backtest.py", "bench_strategy.py",
+                   "bench_executors.py", "bench_long_file.py", "bench_grid.py", "bench_grid_dask.py", "bench_infer.py",
+                   "bench_alpha158.py", "bench_gpu.py", "event_log_growth.py", "honesty_cross_section.py",
+                   "honesty_real_data.py", "profile_bookkeeping.py", "profile_features_write.py", "ab_grid_exits.py"]
+
+
+def _run(args: list[str], tmp_path: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TRADELAB_BENCH_LOG": str(tmp_path / "LOG.md")}
+    return subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.mark.parametrize("script", HARNESS_SCRIPTS)
+def test_every_script_on_the_harness_takes_the_shared_flags(script, tmp_path):
+    run = _run([f"benchmarks/{script}", "--help"], tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "--record" in run.stdout and "--json PATH" in run.stdout
+
+
+def test_record_appends_a_dated_entry_with_machine_and_load_and_prints_the_results_row(tmp_path):
+    out = tmp_path / "figures.json"
+    run = _run(["benchmarks/bench_backtest.py", "--days", "60", "--symbols", "5", "--repeat", "1", "--record",
+                "--json", str(out)], tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    log = (tmp_path / "LOG.md").read_text()
+    assert re.search(r"^### backtest: daily portfolio, 60 days x 5 symbols \(\d{4}-\d\d-\d\d\)$", log, flags=re.M)
+    assert re.search(r"^Machine: .+, \d+ cores, \d+ GiB, .+, Python 3\.\d+\.\d+; load average [\d.]+ [\d.]+ [\d.]+ at the start",
+                     log, flags=re.M)
+    command = "python benchmarks/bench_backtest.py --days 60 --symbols 5 --repeat 1"  # without --record / --json
+    assert f"Command: `{command}`." in log
+    assert "| engine | seconds (best) | days x symbols / s | time / kernel |" in log
+    row = next(line for line in run.stdout.splitlines() if line.startswith("| portfolio backtest hot loop"))
+    assert row.count(" | ") == 6 and f"| `{command}` |" in row
+    figures = json.loads(out.read_text())
+    assert figures["command"] == command and len(figures["load"]["start"]) == 3
+    assert {"cpu", "cores", "ram_gib", "python"} <= set(figures["machine"]) and figures["figures"]["kernel s"] > 0
+
+
+def test_without_record_nothing_is_appended(tmp_path):
+    run = _run(["benchmarks/bench_backtest.py", "--days", "30", "--symbols", "3", "--repeat", "1"], tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "### backtest: daily portfolio" in run.stdout and not (tmp_path / "LOG.md").exists()
+
+
+def test_the_cross_section_benchmark_checks_its_data_path_and_configs(tmp_path):
+    run = _run(["benchmarks/honesty_cross_section.py", "--self-test"], tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("self-test: --configs ok")
