@@ -45,7 +45,8 @@ class Spec:
     A new indicator kernel is its core (kernels/cores.py, numba-compilable) and its Spec
     here: the cpu and cuda backends compile the core, the torch backend runs it as the CPU
     core unless it has a port, and the stream runs it over a window
-    (kernels.streaming.SpecWindowUpdater) unless STREAM_CORES has an updater for it."""
+    (kernels.streaming.SpecWindowUpdater) unless kernels.updaters.UPDATERS has an updater
+    for it (keyed by its SPECS name, the one streaming vocabulary)."""
 
     core: str
     n_inputs: int
