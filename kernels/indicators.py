@@ -315,7 +315,8 @@ def minus_di(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32
 
 
 def adx(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
-    return dmi(high, low, close, n, backend=backend, dtype=dtype)[2]
+    """ADX alone (the DMI core storing only its third output: which=3)."""
+    return _run("dmi", (high, low, close), (n, 3), backend, dtype)[2]
 
 
 def volatility_percent(high, low, close, *, backend: str = "cpu", dtype=np.float32):
