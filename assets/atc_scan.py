@@ -33,23 +33,23 @@ from resources.project import ProjectResource
 def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: ProjectResource, compute: ComputeResource):
     """The current Adaptive Trend Classification state of every symbol (latest date)."""
     from domain import checks
-    from domain.atc_scan import scan_summary, scan_universe
+    from domain.atc_scan import scan_store, scan_summary
     from domain.observe import observe
 
     settings = project.settings()
     a = settings.atc
     with observe(context, settings.reports_dir, "atc_scan", args=a.model_dump()) as obs:
-        bars = raw_bars.select("date", "symbol", "close").collect()
-        table, stats = scan_universe(bars, n_bars=a.scan_bars, chunk_symbols=a.chunk_symbols, device_backend=compute.backend,
-                                     robustness=a.robustness, length=a.length, lam=a.lam, decay=a.decay,
-                                     cutout=a.cutout, cache=a.cache)
+        # a chunk of symbols at a time: the whole universe is never held in memory
+        table, stats, symbols = scan_store(raw_bars, n_bars=a.scan_bars, chunk_symbols=a.chunk_symbols,
+                                           device_backend=compute.backend, robustness=a.robustness, length=a.length,
+                                           lam=a.lam, decay=a.decay, cutout=a.cutout, cache=a.cache)
         obs.record(table)
         obs.extra.update({"chunks": stats.chunks, "backends": stats.backends, "chunk_backends": stats.chunk_backends[:200],
                           "gpu_fallbacks": stats.fallbacks,
                           "ma_cache": stats.cache or "off"})
     scan_md, states = scan_summary(table)
     yield Output(table, metadata={"scan": MetadataValue.md(scan_md), "states": states})
-    expected = set(context.instance.get_dynamic_partitions(SYMBOLS)) | set(bars["symbol"].unique().to_list())
+    expected = set(context.instance.get_dynamic_partitions(SYMBOLS)) | set(symbols)
     passed, meta = checks.every_symbol_scanned(table, expected)
     yield AssetCheckResult(check_name="every_symbol_scanned", passed=passed, metadata=meta)
     passed, meta = checks.states_and_values_in_range(table)

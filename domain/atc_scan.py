@@ -9,6 +9,12 @@ more in transfers than it saves; otherwise, or when the GPU call fails, the CPU 
 whose numba kernel runs the symbols of a chunk in parallel threads (no pickling, unlike a
 process pool). MA results can be cached by (series hash, MA type, length)
 (kernels.atc.MACache: hits and misses are reported).
+
+`scan_store` is the entry point for a stored universe: it reads a lazy scan of the store
+READ_SYMBOLS symbols at a time (a filter on the symbol column that polars pushes down to
+the reader), so the process holds one chunk of bars at a time, never the whole frame; the
+table equals `scan_universe` of the whole frame, bit for bit (each symbol's values depend
+on its own closes only).
 """
 
 from dataclasses import dataclass, field
@@ -28,6 +34,11 @@ from kernels import atc
 # `make gpu-check` times both paths per chunk size; set the measured break-even here.
 GPU_MIN_WORK = 50_000
 STATES = {1: "long", -1: "short", 0: "neutral"}
+# Symbols per read of `scan_store`. Measured on a 5,000 x 2,000 Delta table partitioned by
+# year (benchmarks/bench_atc.py): a 512-symbol read grows RSS by ~100 MB (the reader decodes
+# whole row groups of every year file before filtering, and its allocator keeps the pages),
+# 128 by ~60 MB, at about the same total time; the scan's own arrays are a few MB a chunk.
+READ_SYMBOLS = 128
 
 
 def route(n_symbols: int, n_bars: int, device_backend: str) -> str:
@@ -173,6 +184,58 @@ def scan_universe(bars: pl.DataFrame, *, n_bars: int = 2000, chunk_symbols: int 
         **{f"atc_{f.lower()}": fam_last[k] for k, f in enumerate(atc.FAMILIES)},
     })
     return out, stats
+
+
+def _merge(total: ScanStats, part: ScanStats) -> None:
+    total.chunks += part.chunks
+    for used, k in part.backends.items():
+        total.backends[used] = total.backends.get(used, 0) + k
+    total.chunk_backends += part.chunk_backends
+    total.fallbacks += part.fallbacks
+    total.cache = part.cache or total.cache  # the MA cache's counters are cumulative
+
+
+def _distinct_symbols(bars: pl.LazyFrame) -> list[str]:
+    """The distinct symbols of a lazy scan; one `year` partition at a time where the scan
+    has that column (the store's tables do): listing the whole symbol column at once decodes
+    every file in parallel (+110-160 MB at 10M rows, 5,000 x 2,000), one year's files +95."""
+    if "year" not in bars.collect_schema().names():
+        return bars.select(pl.col("symbol").unique()).collect()["symbol"].drop_nulls().to_list()
+    found: set[str] = set()
+    for year in bars.select(pl.col("year").unique()).collect()["year"].drop_nulls().to_list():
+        found.update(bars.filter(pl.col("year") == year).select(pl.col("symbol").unique()).collect()["symbol"]
+                     .drop_nulls().to_list())
+    return sorted(found)
+
+
+def scan_store(bars: pl.LazyFrame, *, symbols: list[str] | None = None, read_symbols: int | None = None,
+               **params) -> tuple[pl.DataFrame, ScanStats, list[str]]:
+    """`scan_universe` over a lazy scan of stored bars (columns symbol, date, close), read
+    `read_symbols` (default READ_SYMBOLS) symbols at a time: (the table, the scan's stats,
+    the symbols it found rows for).
+
+    `symbols`: the symbols to read (the asset's registered ones, a superset of what its
+    input holds: a symbol without rows gets no row), else the scan's distinct symbols
+    (`_distinct_symbols`). They are
+    read in sorted order with `is_in` filters and each chunk is scanned and dropped; the
+    tables are concatenated in that order, so the result is `scan_universe(bars.collect())`
+    row for row and bit for bit, at the memory of one chunk instead of the whole frame.
+    Rows without a symbol are not scanned (the store holds none). `params`:
+    scan_universe's keywords (n_bars, chunk_symbols, device_backend, the ATC parameters,
+    cache).
+    """
+    if symbols is None:
+        symbols = _distinct_symbols(bars)
+    symbols, step = sorted(set(symbols)), read_symbols or READ_SYMBOLS
+    stats, tables, read = ScanStats(), [], []
+    for lo in range(0, len(symbols), step):
+        frame = bars.filter(pl.col("symbol").is_in(symbols[lo : lo + step])).select("symbol", "date", "close")
+        table, part_stats = scan_universe(frame.collect(), **params)
+        _merge(stats, part_stats)
+        if table.height:
+            tables.append(table)
+            read += table["symbol"].to_list()
+    return (pl.concat(tables) if tables else pl.DataFrame()), stats, read
 
 
 def scan_table_markdown(table: pl.DataFrame, limit: int = 50) -> str:

@@ -45,7 +45,8 @@ class Spec:
     A new indicator kernel is its core (kernels/cores.py, numba-compilable) and its Spec
     here: the cpu and cuda backends compile the core, the torch backend runs it as the CPU
     core unless it has a port, and the stream runs it over a window
-    (kernels.streaming.SpecWindowUpdater) unless STREAM_CORES has an updater for it."""
+    (kernels.streaming.SpecWindowUpdater) unless kernels.updaters.UPDATERS has an updater
+    for it (keyed by its SPECS name, the one streaming vocabulary)."""
 
     core: str
     n_inputs: int
@@ -314,7 +315,8 @@ def minus_di(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32
 
 
 def adx(high, low, close, n: int, *, backend: str = "cpu", dtype=np.float32):
-    return dmi(high, low, close, n, backend=backend, dtype=dtype)[2]
+    """ADX alone (the DMI core storing only its third output: which=3)."""
+    return _run("dmi", (high, low, close), (n, 3), backend, dtype)[2]
 
 
 def volatility_percent(high, low, close, *, backend: str = "cpu", dtype=np.float32):

@@ -12,6 +12,10 @@ during warm-up. Each update does O(1) work whatever the history length; the stat
 float accumulators plus ring buffers (`collections.deque(maxlen=...)`) of at most n + 1
 values. `replay(u, *series)` feeds whole arrays through an updater (to warm it up from
 history, or to compare it with the batch API) and returns float64 arrays.
+`UPDATERS` names them in the one streaming vocabulary, the cores of
+`kernels.indicators.SPECS` (sma ... dmi, moments, rocp: `UPDATERS[name](float32, **params)`);
+the ATC and seller-exhaustion updaters live with their families (kernels.atc.stream,
+kernels.seller_exhaustion).
 
 Exactness: fed float64 values, the updaters equal `kernels.indicators` called with
 `dtype=np.float64` bar for bar, bit for bit, NaN positions included. Each one performs the
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from typing import Callable
 
 import numpy as np
 
@@ -667,24 +672,40 @@ class VolatilityRatioUpdater(Updater):
         return out
 
 
-# Names as in kernels.indicators.
-UPDATERS: dict[str, type[Updater]] = {
-    "sma": SMAUpdater,
-    "ema": EMAUpdater,
-    "wma": WMAUpdater,
-    "dema": DEMAUpdater,
-    "tema": TEMAUpdater,
-    "hma": HMAUpdater,
-    "lsma": LSMAUpdater,
-    "kama": KAMAUpdater,
-    "rsi": RSIUpdater,
-    "atr": ATRUpdater,
-    "dmi": DMIUpdater,
-    "rolling_std": StdDevUpdater,
-    "zscore": ZScoreUpdater,
-    "returns": ReturnsUpdater,
-    "volatility_percent": VolatilityPercentUpdater,
-    "volatility_ratio": VolatilityRatioUpdater,
+# The streaming vocabulary, the only one: the updater of each core of
+# kernels.indicators.SPECS, by the Spec's name and with its parameters by name (n; mode for
+# moments: 0 std, 1 z-score; which for dmi). UPDATERS[name](float32, **params) -> Updater;
+# `float32`: the batch call being repeated stores float32 outputs (only the Hull MA depends
+# on it, see HMAUpdater). The public names that share a core (rolling_std and zscore:
+# moments; plus_di, minus_di, adx: dmi; returns: rocp) stream through it. A core without an
+# entry streams through kernels.streaming.SpecWindowUpdater; a family's own updaters live
+# in the family (kernels.atc.stream, kernels.seller_exhaustion).
+def _moments(f32: bool, n: int, mode: int) -> Updater:
+    if mode not in (0, 1):
+        raise ValueError(f"moments: mode must be 0 (std) or 1 (zscore), got {mode!r}")
+    return ZScoreUpdater(n) if mode else StdDevUpdater(n)
+
+
+def _dmi(f32: bool, n: int, which: int = 0) -> Updater:
+    if which != 0:
+        raise ValueError(f"dmi: the streaming updater computes all three outputs (which=0), got which={which!r}")
+    return DMIUpdater(n)
+
+
+UPDATERS: dict[str, Callable[..., Updater]] = {
+    "sma": lambda f32, n: SMAUpdater(n),
+    "ema": lambda f32, n: EMAUpdater(n),
+    "wma": lambda f32, n: WMAUpdater(n),
+    "dema": lambda f32, n: DEMAUpdater(n),
+    "tema": lambda f32, n: TEMAUpdater(n),
+    "hma": lambda f32, n: HMAUpdater(n, round_diff=f32),
+    "lsma": lambda f32, n: LSMAUpdater(n),
+    "kama": lambda f32, n: KAMAUpdater(n),
+    "rsi": lambda f32, n: RSIUpdater(n),
+    "atr": lambda f32, n: ATRUpdater(n),
+    "dmi": _dmi,
+    "moments": _moments,
+    "rocp": lambda f32, n: ReturnsUpdater(n),
 }
 
 

@@ -1,6 +1,6 @@
 """ATC per-series cores, written once: plain Python loops compiled by `kernels.atc.cpu`
 (numba.njit) and by `kernels.atc.cuda` (numba.cuda device functions), and callable as
-they are (the CUDA simulator, `kernels.streaming`).
+they are (the CUDA simulator, `kernels.atc.stream`).
 
 Contract: every core works on one series (1-D arrays of length T), writes into
 preallocated outputs, allocates nothing and computes in float64 (every element read that
@@ -9,7 +9,7 @@ interpretation decisions are those of the `kernels.atc` package docstring.
 
 - `kama_step`: one Pine KAMA update (efficiency ratio -> smoothing constant -> new value),
   the single definition used by `kama_pine_core` (batch, cpu and cuda) and by
-  `kernels.streaming.PineKAMAUpdater` (one bar at a time).
+  `kernels.atc.stream.PineKAMAUpdater` (one bar at a time).
 - `kama_pine_core`: the Pine-style KAMA over a series, with Pine v5's warm-up: bars
   0..L-1: noise is na in Pine, the ternary yields 0, so KAMA starts at 0 and moves by
   slow^2 per bar (kama[0] = 0.064^2 * x[0]); from bar L the efficiency ratio applies.

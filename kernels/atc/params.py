@@ -1,4 +1,4 @@
-"""ATC constants, parameters and input checks, shared by every backend and by `kernels.streaming`.
+"""ATC constants, parameters and input checks, shared by every backend and by `kernels.atc.stream`.
 
 - `AtcParams(robustness, length, lam, decay, cutout, weights)`: the validated parameters in
   the form the kernels take: `lens` [6, 9] int64 (the nine lengths of each family in

@@ -14,7 +14,8 @@ from kernels import cores, lane_cores
 
 @functools.cache
 def compiled(core_name: str):
-    return njit(cache=True, nogil=True)(getattr(cores, core_name))
+    """The compiled core `core_name`, or its cpu variant (cores.CPU_VARIANTS) where it has one."""
+    return njit(cache=True, nogil=True)(getattr(cores, cores.CPU_VARIANTS.get(core_name, core_name)))
 
 
 @functools.cache

@@ -30,7 +30,8 @@ import numpy as np
 
 from kernels.panel import Panel
 from kernels import indicators as K
-from kernels.seller_exhaustion import PRESETS, seller_exhaustion
+from kernels.atc.stream import ATCUpdater
+from kernels.seller_exhaustion import PRESETS, SellerExhaustionUpdater, seller_exhaustion
 
 
 @dataclass(frozen=True)
@@ -99,13 +100,13 @@ def atc_warmup(*, robustness: str = "Medium", length: int = 28, cutout: int = 0,
 def atc_specialist(**params) -> "Specialist":
     """The `atc` registry entry for the ATC parameters `params` (robustness, length, lam,
     decay, cutout: kernels.atc's names, as typed in the script's inputs; the rest default to
-    ATC_DEFAULTS): batch `fn`, `warmup` and `stream` (kernels.streaming.ATCUpdater) all
+    ATC_DEFAULTS): batch `fn`, `warmup` and `stream` (kernels.atc.stream.ATCUpdater) all
     take the same parameters."""
     unknown = set(params) - set(ATC_DEFAULTS)
     if unknown:
         raise ValueError(f"atc: unknown parameters {sorted(unknown)}; expected {sorted(ATC_DEFAULTS)}")
     kw = {**ATC_DEFAULTS, **params}
-    return Specialist("atc", functools.partial(atc_score, **kw), C, atc_warmup(**kw), lambda u: u("atc", C, **kw))
+    return Specialist("atc", functools.partial(atc_score, **kw), C, atc_warmup(**kw), lambda u: u.updater(ATCUpdater, C, **kw))
 
 
 def seller_exhaustion_score(p: Panel) -> np.ndarray:
@@ -122,7 +123,7 @@ SPECIALISTS: tuple[Specialist, ...] = (
     atc_specialist(),
     Specialist("seller_exhaustion", seller_exhaustion_score, HLCV,
                PRESETS["daily"].atr_window + PRESETS["daily"].z_window,
-               lambda u: u("seller_exhaustion", HLCV, preset="daily")),
+               lambda u: u.updater(SellerExhaustionUpdater, HLCV, params=PRESETS["daily"])),
 )
 SPECIALIST_COLUMNS = [s.column for s in SPECIALISTS]
 PANEL_COLUMNS = ["open", "high", "low", "close", "volume"]

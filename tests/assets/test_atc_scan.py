@@ -120,3 +120,51 @@ def test_atc_scan_asset_reads_the_whole_store(make_settings, instance):
         "every_symbol_scanned": True, "states_and_values_in_range": True}
     meta = res.asset_materializations_for_node("atc_scan")[0].metadata
     assert "scan" in meta and meta["rows"].value == 3
+
+
+def test_store_scan_reads_a_chunk_of_symbols_at_a_time_and_equals_the_whole_frame_scan(bars, monkeypatch):
+    whole, _ = scan_universe(bars, n_bars=300)
+    seen = []
+    real = scanner.scan_universe
+
+    def spy(frame, **kw):
+        seen.append(sorted(frame["symbol"].unique().to_list()))
+        return real(frame, **kw)
+
+    monkeypatch.setattr(scanner, "scan_universe", spy)
+    table, stats, symbols = scanner.scan_store(bars.sample(fraction=1.0, shuffle=True, seed=5).lazy(), n_bars=300,
+                                               read_symbols=2)
+    assert seen == [["S0", "S1"], ["S2", "S3"], ["S4"]]  # never more than 2 symbols in memory
+    assert symbols == ["S0", "S1", "S2", "S3", "S4"]
+    assert table.equals(whole)  # bit for bit, same row order
+    assert stats.chunks == 3
+
+
+def test_store_scan_of_given_symbols_skips_the_others_and_the_ones_without_rows(bars):
+    whole, _ = scan_universe(bars, n_bars=300)
+    table, _, symbols = scanner.scan_store(bars.lazy(), symbols=["S3", "ZZZ", "S1"], n_bars=300)
+    assert symbols == ["S1", "S3"]
+    assert table.equals(whole.filter(pl.col("symbol").is_in(["S1", "S3"])))
+
+
+def test_store_scan_of_an_empty_store_is_an_empty_table():
+    empty = pl.DataFrame(schema={"symbol": pl.String, "date": pl.Datetime("ns"), "close": pl.Float32}).lazy()
+    table, stats, symbols = scanner.scan_store(empty)
+    assert table.height == 0 and symbols == [] and stats.chunks == 0
+
+
+def test_atc_scan_asset_reads_the_store_a_chunk_of_symbols_at_a_time(make_settings, instance, monkeypatch):
+    cfg = make_settings()
+    monkeypatch.setattr(scanner, "READ_SYMBOLS", 2)
+    assert run_assets([raw_bars], cfg, instance, ["AAA", "BBB", "CCC"], [2010, 2011]).success
+    seen = []
+    real = scanner.scan_universe
+
+    def spy(frame, **kw):
+        seen.append(frame["symbol"].n_unique())
+        return real(frame, **kw)
+
+    monkeypatch.setattr(scanner, "scan_universe", spy)
+    res = materialize([raw_bars, atc_scan], selection=[atc_scan], instance=instance, resources=build_resources(str(cfg)))
+    assert res.success and seen == [2, 1]
+    assert res.asset_materializations_for_node("atc_scan")[0].metadata["rows"].value == 3

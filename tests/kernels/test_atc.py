@@ -298,7 +298,7 @@ def sp500_close() -> np.ndarray:
 def _kama_everywhere(x: np.ndarray, n: int) -> dict[str, np.ndarray]:
     """The ATC KAMA of one series from every implementation: cpu core, cuda bank (simulator),
     torch, the streaming updater and the reference."""
-    from kernels.streaming import PineKAMAUpdater
+    from kernels.atc.stream import PineKAMAUpdater
 
     cpu = np.empty_like(x)
     atc_cpu.kama_pine_cpu(x, n, cpu)

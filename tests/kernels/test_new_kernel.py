@@ -1,7 +1,7 @@
 """A new indicator kernel is its core and its Spec: the cpu backend
 compiles the core, the torch backend runs it as the CPU core, and the stream runs it over
 its window (kernels.streaming.SpecWindowUpdater), with no edit of the backends, the
-updaters or STREAM_CORES."""
+updaters or kernels.updaters.UPDATERS."""
 
 from __future__ import annotations
 

@@ -29,14 +29,18 @@ from kernels.panel import Panel
 from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, SPECIALISTS, run_specialists
 from kernels import atc, indicators
 from kernels.atc import cpu as atc_cpu
-from kernels.seller_exhaustion import PRESETS, SellerParams, ewm_adjust_false, seller_exhaustion
+from kernels.atc.stream import ATCUpdater, PineKAMAUpdater
+from kernels.seller_exhaustion import (
+    PRESETS,
+    EwmUpdater,
+    SellerExhaustionUpdater,
+    SellerParams,
+    ewm_adjust_false,
+    seller_exhaustion,
+)
 from kernels.streaming import (
     STREAM_FEATURES,
     STREAM_SPECIALISTS,
-    ATCUpdater,
-    EwmUpdater,
-    PineKAMAUpdater,
-    SellerExhaustionUpdater,
     SymbolStream,
     replay_entry,
 )
@@ -251,7 +255,7 @@ def test_update_returns_the_last_bar_and_keeps_it():
     assert np.isfinite(feats).all() and np.isfinite(scores).all()
 
 
-# ---- the updaters kernels/streaming.py adds -------------------------------------------
+# ---- the families' own updaters (kernels.seller_exhaustion, kernels.atc.stream) ---------
 
 
 @pytest.mark.parametrize("span", [1, 10, 50])

@@ -19,11 +19,27 @@ from kernels import indicators, updaters
 from kernels.updaters import UPDATERS, replay
 
 PERIODS = (2, 9, 14)
-# (registry name, constructor args): each updater with periods 2, 9, 14; the volatility
-# ones with the batch API's fixed 14/28; returns also with its default n = 1.
-CASES = [(name, (n,)) for name in UPDATERS if not name.startswith("volatility") for n in PERIODS]
-CASES += [("returns", ()), ("volatility_percent", ()), ("volatility_ratio", ())]
-IDS = [f"{name}-{'-'.join(map(str, args)) or 'default'}" for name, args in CASES]
+# (core as kernels.indicators.SPECS names it, its parameters): each core's updater with
+# periods 2, 9, 14 (moments in both modes), returns (rocp) also with its default n = 1; the
+# two volatility updaters (not cores: ATR arithmetic of the batch API) with their fixed 14/28.
+MODES = {"moments": [{"mode": 0}, {"mode": 1}], "dmi": [{"which": 0}]}
+CASES = [(name, {"n": n, **extra}) for name in UPDATERS for n in PERIODS for extra in MODES.get(name, [{}])]
+CASES += [("rocp", {"n": 1}), ("volatility_percent", {}), ("volatility_ratio", {})]
+IDS = [f"{name}-{'-'.join(map(str, params.values())) or 'default'}" for name, params in CASES]
+VOLATILITY = {"volatility_percent": updaters.VolatilityPercentUpdater,
+              "volatility_ratio": updaters.VolatilityRatioUpdater}
+
+
+def _make(name, params):
+    """The updater of a case: UPDATERS[name] for float64 outputs (the batch side below)."""
+    return VOLATILITY[name]() if name in VOLATILITY else UPDATERS[name](False, **params)
+
+
+def _public(name, params) -> str:
+    """The public function of kernels.indicators that runs core `name` with `params`."""
+    if name == "moments":
+        return "zscore" if params["mode"] else "rolling_std"
+    return {"rocp": "returns"}.get(name, name)
 
 
 def _goog():
@@ -48,38 +64,60 @@ def _random_walk_with_flat_stretches(t_len=3000, seed=7):
 SERIES = {"goog": _goog(), "walk": _random_walk_with_flat_stretches()}
 
 
-def _inputs(cls, bars):
-    return (bars["Close"],) if cls.n_inputs == 1 else (bars["High"], bars["Low"], bars["Close"])
+def _inputs(u, bars):
+    return (bars["Close"],) if u.n_inputs == 1 else (bars["High"], bars["Low"], bars["Close"])
 
 
-def _batch(name, args, inputs):
+def _batch(name, params, inputs):
+    args = (params["n"],) if "n" in params else ()
     with np.errstate(divide="ignore", invalid="ignore"):  # ATR14/ATR28 = 0/0 on a flat start
-        out = getattr(indicators, name)(*inputs, *args, dtype=np.float64)
+        out = getattr(indicators, _public(name, params))(*inputs, *args, dtype=np.float64)
     return out if isinstance(out, tuple) else (out,)
 
 
+def test_the_streaming_vocabulary_is_the_spec_names():
+    """One vocabulary: every core of kernels.indicators.SPECS has its updater under its own
+    name, and nothing else is a key (the public aliases and the families are not)."""
+    assert list(UPDATERS) == list(indicators.SPECS)
+    assert all(isinstance(UPDATERS[name](True, **params), updaters.Updater)
+               for name, params in CASES if name in UPDATERS)
+
+
+def test_the_families_keep_their_updaters():
+    import kernels.streaming as streaming
+    from kernels import seller_exhaustion
+    from kernels.atc import stream as atc_stream
+
+    assert atc_stream.ATCUpdater.__module__ == "kernels.atc.stream"
+    assert seller_exhaustion.SellerExhaustionUpdater.__module__ == "kernels.seller_exhaustion"
+    assert not hasattr(streaming, "STREAM_CORES") and not hasattr(streaming, "ATCUpdater")
+
+
 @pytest.mark.parametrize("series", sorted(SERIES))
-@pytest.mark.parametrize(("name", "args"), CASES, ids=IDS)
-def test_updater_equals_batch_kernel_bit_for_bit(name, args, series):
-    cls = UPDATERS[name]
-    inputs = _inputs(cls, SERIES[series])
-    got = replay(cls(*args), *inputs)
+@pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
+def test_updater_equals_batch_kernel_bit_for_bit(name, params, series):
+    u = _make(name, params)
+    inputs = _inputs(u, SERIES[series])
+    got = replay(u, *inputs)
     got = got if isinstance(got, tuple) else (got,)
-    want = _batch(name, args, inputs)
-    assert len(got) == len(want) == cls.n_outputs
+    want = _batch(name, params, inputs)
+    assert len(got) == len(want) == u.n_outputs
     for g, w in zip(got, want):
         assert g.dtype == np.float64 and g.shape == w.shape
         np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
         np.testing.assert_array_equal(g, w)  # exact: same operations in the same order
 
 
-@pytest.mark.parametrize("name", ["sma", "ema", "wma", "dema", "tema", "atr", "rolling_std", "zscore"])
-def test_period_one_is_exact_too(name):
+@pytest.mark.parametrize(("name", "params"), [
+    ("sma", {}), ("ema", {}), ("wma", {}), ("dema", {}), ("tema", {}), ("atr", {}), ("moments", {"mode": 0}),
+    ("moments", {"mode": 1})], ids=["sma", "ema", "wma", "dema", "tema", "atr", "rolling_std", "zscore"])
+def test_period_one_is_exact_too(name, params):
     """n = 1 degenerates every state machine (windows of one, a re-anchoring on every bar)."""
-    cls = UPDATERS[name]
-    inputs = _inputs(cls, SERIES["walk"])
-    got = replay(cls(1), *inputs)
-    (want,) = _batch(name, (1,), inputs)
+    params = {"n": 1, **params}
+    u = _make(name, params)
+    inputs = _inputs(u, SERIES["walk"])
+    got = replay(u, *inputs)
+    (want,) = _batch(name, params, inputs)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(got, want)
 
@@ -96,15 +134,14 @@ def test_the_walk_exercises_the_zero_branches():
     assert ((up == down) & (up > 0)).any()  # a tie between +DM and -DM
 
 
-@pytest.mark.parametrize(("name", "args"), CASES, ids=IDS)
-def test_ready_flips_exactly_at_the_lookback(name, args):
-    cls = UPDATERS[name]
-    u = cls(*args)
+@pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
+def test_ready_flips_exactly_at_the_lookback(name, params):
+    u = _make(name, params)
     expected = {"volatility_percent": 14, "volatility_ratio": 28}.get(name)
     if expected is None:
-        expected = indicators.lookback("adx" if name == "dmi" else name, args[0] if args else 1)
+        expected = indicators.lookback("adx" if name == "dmi" else _public(name, params), params["n"])
     assert u.lookback == expected
-    inputs = _inputs(cls, SERIES["goog"])
+    inputs = _inputs(u, SERIES["goog"])
     ready, first = [], []
     for bar in zip(*inputs):
         out = u.update(*bar)
@@ -124,30 +161,28 @@ def test_dmi_reports_the_directional_indices_before_adx():
         assert u.ready == (t >= 17) and (not math.isnan(a)) == (t >= 17)
 
 
-@pytest.mark.parametrize(("name", "args"), CASES, ids=IDS)
-def test_update_returns_python_floats_and_keeps_the_last_value(name, args):
-    cls = UPDATERS[name]
-    u = cls(*args)
+@pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
+def test_update_returns_python_floats_and_keeps_the_last_value(name, params):
+    u = _make(name, params)
     assert not u.ready
-    for bar in list(zip(*_inputs(cls, SERIES["goog"])))[:60]:
+    for bar in list(zip(*_inputs(u, SERIES["goog"])))[:60]:
         out = u.update(*bar)
         outs = out if isinstance(out, tuple) else (out,)
         assert all(type(v) is float for v in outs)
     assert u.value == out
 
 
-@pytest.mark.parametrize(("name", "args"), CASES, ids=IDS)
-def test_warming_up_from_history_then_streaming_equals_one_replay(name, args):
-    cls = UPDATERS[name]
-    inputs = _inputs(cls, SERIES["walk"])
-    whole = replay(cls(*args), *inputs)
-    u = cls(*args)
+@pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
+def test_warming_up_from_history_then_streaming_equals_one_replay(name, params):
+    u = _make(name, params)
+    inputs = _inputs(u, SERIES["walk"])
+    whole = replay(_make(name, params), *inputs)
     head = replay(u, *(x[:1000] for x in inputs))
     live = [u.update(*bar) for bar in zip(*(x[1000:].tolist() for x in inputs))]
-    if cls.n_outputs == 1:
+    if u.n_outputs == 1:
         np.testing.assert_array_equal(np.concatenate([head, live]), whole)
     else:
-        for k in range(cls.n_outputs):
+        for k in range(u.n_outputs):
             np.testing.assert_array_equal(np.concatenate([head[k], [v[k] for v in live]]), whole[k])
 
 
@@ -166,16 +201,15 @@ def _containers(obj, seen=None):
     return []
 
 
-@pytest.mark.parametrize(("name", "args"), CASES, ids=IDS)
-def test_state_is_bounded_by_the_period_not_the_history(name, args):
-    cls = UPDATERS[name]
-    n = max(args) if args else {"returns": 1, "volatility_percent": 14}.get(name, 28)
-    u = cls(*args)
+@pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
+def test_state_is_bounded_by_the_period_not_the_history(name, params):
+    n = params.get("n") or {"volatility_percent": 14}.get(name, 28)
+    u = _make(name, params)
     rng = np.random.default_rng(1)
     close = 100.0 + np.cumsum(rng.normal(0, 1, 10_000))
-    bars = [(c + 1.0, c - 1.0, c) for c in close.tolist()] if cls.n_inputs == 3 else close.tolist()
+    bars = [(c + 1.0, c - 1.0, c) for c in close.tolist()] if u.n_inputs == 3 else close.tolist()
     for bar in bars:
-        u.update(*bar) if cls.n_inputs == 3 else u.update(bar)
+        u.update(*bar) if u.n_inputs == 3 else u.update(bar)
     buffers = _containers(u)
     assert buffers or name in ("ema", "dema", "tema", "rsi", "atr", "dmi") or name.startswith("volatility")
     for buf in buffers:

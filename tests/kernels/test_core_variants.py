@@ -1,0 +1,58 @@
+"""The cpu backend's core variants (kernels.cores.CPU_VARIANTS) equal the portable cores
+bit for bit: same values, same NaN positions, float32 and float64 inputs and outputs, every
+mode, periods from 1 to past the series' length, and blocks of MOMENTS_BLOCK outputs cut
+anywhere (a re-anchoring inside a block, a block ending on the last row)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from kernels import cores
+from kernels import indicators as K
+from tests.kernel_data import walk_ohlc
+
+
+def _series(t_len: int) -> np.ndarray:
+    """A random walk with a flat stretch (zero variance), a NaN and an inf."""
+    c = walk_ohlc(t_len, seed=11)[3].astype(np.float64)
+    c[100:160] = c[100]
+    c[400] = np.nan
+    c[700] = np.inf
+    return c
+
+
+SERIES = _series(3 * cores.MOMENTS_BLOCK + 17)
+PERIODS = [1, 2, 3, 20, cores.MOMENTS_BLOCK, cores.MOMENTS_BLOCK + 1, 400, len(SERIES) - 1, len(SERIES), len(SERIES) + 1]
+
+
+def test_every_variant_runs_its_cores_spec_on_the_cpu():
+    assert cores.CPU_VARIANTS == {"moments_core": "moments_blocked_core"}
+    from kernels.backends import cpu_backend
+
+    assert cpu_backend.compiled("moments_core").py_func is cores.moments_blocked_core
+
+
+@pytest.mark.parametrize("in_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("zscore", [0, 1])
+@pytest.mark.parametrize("n", PERIODS)
+def test_moments_blocked_core_equals_moments_core_bit_for_bit(n, zscore, in_dtype, out_dtype):
+    portable = njit(cache=True, nogil=True)(cores.moments_core)
+    blocked = njit(cache=True, nogil=True)(cores.moments_blocked_core)
+    x = SERIES.astype(in_dtype)
+    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    with np.errstate(invalid="ignore"):
+        portable(x, n, zscore, want)
+        blocked(x, n, zscore, got)
+    np.testing.assert_array_equal(got.view(np.uint64 if out_dtype == np.float64 else np.uint32),
+                                  want.view(np.uint64 if out_dtype == np.float64 else np.uint32))
+
+
+def test_the_public_functions_run_the_variant():
+    x = SERIES[:300]
+    want = np.empty(300)
+    njit(cache=True, nogil=True)(cores.moments_core)(x, 20, 0, want)
+    np.testing.assert_array_equal(K.rolling_std(x, 20, dtype=np.float64), want)
