@@ -61,7 +61,7 @@ def draw_population(n: int, seed: int) -> list:
             step = d.step or 1
             k = int(rng.integers(0, round((d.high - d.low) / step) + 1))
             params[name] = int(d.low + k * step) if isinstance(d, IntDistribution) else round(d.low + k * step, 6)
-        out.append(individual_from_params(params, fee_bp=5.0, slippage_bp=5.0))
+        out.append(individual_from_params(params, fee_bps=5.0, slippage_bps=5.0))
     return out
 
 
