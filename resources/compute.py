@@ -28,7 +28,6 @@ from typing import Callable, Literal
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
-from kernels.backends import backend_for
 from resources.threads import pin_worker_threads
 
 DeviceKind = Literal["cpu", "cuda", "rocm"]
@@ -55,6 +54,8 @@ class Device:
     @classmethod
     def of(cls, kind: DeviceKind, name: str) -> "Device":
         """The device `kind` named `name`, with its kernel backend and torch device."""
+        from kernels.backends import backend_for  # here: loading the code location loads no kernel
+
         return cls(kind, name, backend_for(kind), "cpu" if kind == "cpu" else "cuda")
 
     @classmethod
