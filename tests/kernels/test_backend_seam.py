@@ -149,3 +149,12 @@ def test_population_engine_keyword_still_works_and_warns_that_it_is_deprecated()
     with pytest.warns(DeprecationWarning, match="engine= is deprecated; pass backend="):
         res = backtest_population(close, close + 1, close - 1, close, np.ones(200), [Individual()], engine="cpu")
     assert res.engine == "cpu"
+
+
+def test_the_atc_scan_routes_a_large_chunk_to_a_registered_non_cpu_backend_and_an_unknown_one_to_cpu(fake):
+    from domain.atc_scan import GPU_MIN_WORK, route
+
+    assert route(GPU_MIN_WORK, 1, "fake") == "cpu"  # not registered for atc
+    fake("atc", "compute", compute=None)
+    assert route(GPU_MIN_WORK, 1, "fake") == "fake"
+    assert route(GPU_MIN_WORK - 1, 1, "fake") == "cpu"
