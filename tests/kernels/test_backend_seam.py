@@ -37,6 +37,7 @@ def test_the_selected_device_takes_its_backend_from_backend_for():
     ("atc", ("cpu", "cuda", "torch")),
     ("gridsearch.exits", ("cpu", "cuda", "torch")),
     ("gridsearch.brute", ("cpu", "cuda")),
+    ("gridsearch.cube", ("cpu", "cuda", "torch")),
     ("strategy", ("cpu", "cuda")),
 ])
 def test_each_family_registers_its_backends_in_its_package(family, names):
@@ -158,3 +159,32 @@ def test_the_atc_scan_routes_a_large_chunk_to_a_registered_non_cpu_backend_and_a
     fake("atc", "compute", compute=None)
     assert route(GPU_MIN_WORK, 1, "fake") == "fake"
     assert route(GPU_MIN_WORK - 1, 1, "fake") == "cpu"
+
+
+def test_cube_top_gives_the_same_top10_on_cpu_torch_and_cuda_and_names_its_backends(monkeypatch):
+    """cuda with NumPy standing in for CuPy (as the grid search's own cuda test does); torch on its CPU."""
+    pytest.importorskip("torch")
+    from kernels.gridsearch.cube import cube_top
+    from kernels.gridsearch.exits import resolve_exits
+    from tests.kernels.test_grid_engines import GRID, as_rows, make_data
+
+    prices, start, end, entry, pct, features = make_data(12)
+    results, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
+    want = as_rows(cube_top(features, results, GRID, k=10, min_trades=1), GRID)
+    assert len(want) == 10
+    assert as_rows(cube_top(features, results, GRID, k=10, min_trades=1, backend="torch"), GRID) == want
+    monkeypatch.setitem(sys.modules, "cupy", np)
+    assert as_rows(cube_top(features, results, GRID, k=10, min_trades=1, backend="cuda"), GRID) == want
+    with pytest.raises(ValueError, match=r"^dominance sums run on cpu, cuda or torch, got 'gpu'$"):
+        cube_top(features, results, GRID, k=10, min_trades=1, backend="gpu")
+
+
+def test_a_fake_exits_backend_is_what_resolve_exits_runs(fake):
+    from kernels.gridsearch.exits import resolve_exits
+
+    def exits(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units):
+        return np.full((len(targets) * len(stops), len(start)), 7, np.int32), np.zeros((1, len(start)), np.int64)
+
+    fake("gridsearch.exits", "exits", exits=exits)
+    res, _ = resolve_exits([0, 1], [1, 2], [1.0, 1.0], np.ones(3), [0.0, 0.0], [0.2, 0.5], [-0.2], backend="fake")
+    assert res.tolist() == [[7, 7], [7, 7]]
