@@ -253,9 +253,9 @@ def section_population(s: dict) -> dict:
         for _ in range(s["pop"])]
     data = (open_, high, low, close, volume)
     for engine in ("cpu", "cuda"):  # compile
-        backtest_population(*(a[:120] for a in data), pop[:2], engine=engine, fallback=False)
-    t_cpu, cpu = best(lambda: backtest_population(*data, pop, engine="cpu"), s["repeat"])
-    t_gpu, gpu = best(lambda: backtest_population(*data, pop, engine="cuda", fallback=False), s["repeat"])
+        backtest_population(*(a[:120] for a in data), pop[:2], backend=engine, fallback=False)
+    t_cpu, cpu = best(lambda: backtest_population(*data, pop, backend="cpu"), s["repeat"])
+    t_gpu, gpu = best(lambda: backtest_population(*data, pop, backend="cuda", fallback=False), s["repeat"])
 
     def same():
         for f in ("offsets", "entry_idx", "exit_idx", "reason", "entry_px", "exit_px", "pnl", "r_mult"):

@@ -47,7 +47,6 @@ from kernels.strategy.trade_walk import stop_line, target_line
 
 FAMILY = "strategy"  # its backends are registered in `kernels.strategy`
 BACKENDS = ("auto", "cpu", "cuda")  # as registered today; `backtest_population` checks the registry
-ENGINES = BACKENDS  # the former name
 
 
 @dataclass
@@ -188,26 +187,16 @@ def real_gpu() -> bool:
         return False
 
 
-def _backend(backend: str, engine: str | None) -> str:
-    """`backend`, or the deprecated `engine=` keyword's value (with a DeprecationWarning)."""
-    if engine is not None:
-        warnings.warn("engine= is deprecated; pass backend=", DeprecationWarning, stacklevel=3)
-        return engine
-    return backend
-
-
 def _check(backend: str) -> None:
     names = ("auto", *backends.backends(FAMILY))
     if backend not in names:
         raise ValueError(f"backend must be one of {names}, got {backend!r}")
 
 
-def run_walks(inp: WalkInputs, backend: str = "cpu", fallback: bool = True, *,
-              engine: str | None = None) -> PopulationResult:
+def run_walks(inp: WalkInputs, backend: str = "cpu", fallback: bool = True) -> PopulationResult:
     """Walk every individual of `inp` on `backend` ("auto" or a registered `strategy` backend:
     "cpu", "cuda"), falling back to the cpu backend when another one raises (unless
     fallback=False). "auto" is cuda on a real GPU, else cpu."""
-    backend = _backend(backend, engine)
     _check(backend)
     if backend == "auto":
         backend = "cuda" if real_gpu() else "cpu"
@@ -227,27 +216,23 @@ def run_walks(inp: WalkInputs, backend: str = "cpu", fallback: bool = True, *,
 
 
 def backtest_population(open_, high, low, close, volume, individuals, backend: str = "auto",
-                        fallback: bool = True, *, engine: str | None = None) -> PopulationResult:
+                        fallback: bool = True) -> PopulationResult:
     """Backtest every individual (Individual or flat dict) on one OHLCV series in one call.
 
     Returns ragged trades (offsets + flat arrays) and summary metrics per individual, in the
     order of `individuals`. The same trades as `cpu.backtest_one` run on each individual,
     on every backend: same indicator bits (shared bank), same walk code, and no
-    FMA-contractible expression on the device (see `trade_walk`). `engine=` is the
-    deprecated name of `backend=`.
+    FMA-contractible expression on the device (see `trade_walk`).
     """
-    backend = _backend(backend, engine)
     _check(backend)
     inp = build_walk_inputs(open_, high, low, close, volume, individuals)
     return run_walks(inp, backend, fallback)
 
 
-def backtest_signals(open_, high, low, close, signal, atr, params, backend: str = "cpu", *,
-                     engine: str | None = None) -> PopulationResult:
+def backtest_signals(open_, high, low, close, signal, atr, params, backend: str = "cpu") -> PopulationResult:
     """The trade rules on an external boolean signal and ATR series (see `signal_walk_inputs`)."""
-    backend = _backend(backend, engine)
     return run_walks(signal_walk_inputs(open_, high, low, close, signal, atr, params), backend, fallback=False)
 
 
-__all__ = ["BACKENDS", "ENGINES", "Individual", "WalkInputs", "backtest_population", "backtest_signals",
+__all__ = ["BACKENDS", "Individual", "WalkInputs", "backtest_population", "backtest_signals",
            "build_walk_inputs", "real_gpu", "run_walks", "signal_walk_inputs"]

@@ -143,13 +143,14 @@ def test_a_fake_brute_force_backend_is_what_brute_force_runs(fake):
     assert got == {"total": 1, "k": 4, "min_trades": 2}
 
 
-def test_population_engine_keyword_still_works_and_warns_that_it_is_deprecated():
+def test_population_takes_backend_and_no_longer_engine():
     from kernels.strategy import Individual, backtest_population
 
     close = 100 + np.cumsum(np.random.default_rng(1).normal(0, 1, 200))
-    with pytest.warns(DeprecationWarning, match="engine= is deprecated; pass backend="):
-        res = backtest_population(close, close + 1, close - 1, close, np.ones(200), [Individual()], engine="cpu")
-    assert res.engine == "cpu"
+    bars = (close, close + 1, close - 1, close, np.ones(200))
+    assert backtest_population(*bars, [Individual()], backend="cpu").engine == "cpu"
+    with pytest.raises(TypeError, match="engine"):
+        backtest_population(*bars, [Individual()], engine="cpu")
 
 
 def test_the_atc_scan_routes_a_large_chunk_to_a_registered_non_cpu_backend_and_an_unknown_one_to_cpu(fake):
