@@ -249,13 +249,13 @@ def section_population(s: dict) -> dict:
         "ema_fast": pick([5, 8, 10, 15]), "ema_slow": pick([20, 30, 50]), "z_window": pick([15, 20, 30]),
         "atr_window": pick([5, 10, 14]), "vol_z_min": pick([0.0, 0.5, 1.0]), "tr_z_min": pick([-0.5, 0.0, 0.5]),
         "cloc_min": pick([0.2, 0.4, 0.6]), "atr_stop_mult": pick([0.5, 1.0, 1.5]), "reward_r": pick([1.0, 1.5, 2.5]),
-        "max_hold": pick([3, 8, 20]), "fee_bp": pick([0.0, 2.5, 5.0]), "slippage_bp": pick([0.0, 1.0, 3.0])})
+        "max_hold": pick([3, 8, 20]), "fee_bps": pick([0.0, 2.5, 5.0]), "slippage_bps": pick([0.0, 1.0, 3.0])})
         for _ in range(s["pop"])]
     data = (open_, high, low, close, volume)
     for engine in ("cpu", "cuda"):  # compile
-        backtest_population(*(a[:120] for a in data), pop[:2], engine=engine, fallback=False)
-    t_cpu, cpu = best(lambda: backtest_population(*data, pop, engine="cpu"), s["repeat"])
-    t_gpu, gpu = best(lambda: backtest_population(*data, pop, engine="cuda", fallback=False), s["repeat"])
+        backtest_population(*(a[:120] for a in data), pop[:2], backend=engine, fallback=False)
+    t_cpu, cpu = best(lambda: backtest_population(*data, pop, backend="cpu"), s["repeat"])
+    t_gpu, gpu = best(lambda: backtest_population(*data, pop, backend="cuda", fallback=False), s["repeat"])
 
     def same():
         for f in ("offsets", "entry_idx", "exit_idx", "reason", "entry_px", "exit_px", "pnl", "r_mult"):

@@ -9,9 +9,9 @@ Engines:
   reference  kernels.strategy.backtest_one on each individual in turn: its indicators from
              seller_exhaustion(), then the compiled walk (the straightforward way: one
              individual at a time, every indicator recomputed)
-  cpu        backtest_population(engine="cpu"): unique indicator series once (the "bank"),
+  cpu        backtest_population(backend="cpu"): unique indicator series once (the "bank"),
              then one walk per individual, numba prange over individuals
-  cuda       backtest_population(engine="cuda"), only when a real GPU is present
+  cuda       backtest_population(backend="cuda"), only when a real GPU is present
 
 The reference computes 9 series per individual (true range, two EMAs, ATR, vol_z, tr_z,
 cloc, stop and target lines); the bank computes each unique one once.
@@ -61,7 +61,7 @@ def draw_population(n: int, seed: int) -> list:
             step = d.step or 1
             k = int(rng.integers(0, round((d.high - d.low) / step) + 1))
             params[name] = int(d.low + k * step) if isinstance(d, IntDistribution) else round(d.low + k * step, 6)
-        out.append(individual_from_params(params, fee_bp=5.0, slippage_bp=5.0))
+        out.append(individual_from_params(params, fee_bps=5.0, slippage_bps=5.0))
     return out
 
 
@@ -105,11 +105,11 @@ def main() -> int:
         pop = draw_population(n, args.seed)
         t_ref, ref = best_of(lambda pop=pop: PopulationResult.concat([backtest_one(*data, ind) for ind in pop]), args.repeat)
         t_bank, inp = best_of(lambda pop=pop: build_walk_inputs(*data, pop), args.repeat)
-        t_cpu, cpu = best_of(lambda pop=pop: backtest_population(*data, pop, engine="cpu"), args.repeat)
+        t_cpu, cpu = best_of(lambda pop=pop: backtest_population(*data, pop, backend="cpu"), args.repeat)
         row = {"n": n, "ref": t_ref, "bank": t_bank, "cpu": t_cpu, "trades": int(ref.n_trades.sum()),
                "series": sum(inp.n_series.values()), "same_cpu": same_trades(ref, cpu)}
         if gpu:
-            t_gpu, g = best_of(lambda pop=pop: backtest_population(*data, pop, engine="cuda", fallback=False), args.repeat)
+            t_gpu, g = best_of(lambda pop=pop: backtest_population(*data, pop, backend="cuda", fallback=False), args.repeat)
             row.update(cuda=t_gpu, same_cuda=same_trades(ref, g) and g.engine == "cuda")
         rows.append(row)
         print(row, flush=True)

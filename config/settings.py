@@ -629,10 +629,10 @@ class StrategySearchSettings(_Model):
     engine: Literal["auto", "cpu", "cuda"] = Field("auto", description=(
         'population backtest engine: `cpu`, `cuda`, or `auto` (cuda on a real GPU, else cpu)'
     ))
-    fee_bp: float = Field(5.0, ge=0.0, description=(
+    fee_bps: float = Field(5.0, ge=0.0, description=(
         'fee per side, basis points (a market fact, not searched)'
     ))
-    slippage_bp: float = Field(5.0, ge=0.0, description=(
+    slippage_bps: float = Field(5.0, ge=0.0, description=(
         'slippage per side, basis points'
     ))
     front_rows: int = Field(20, ge=1, le=1000, description=(

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from domain.symbol_chunks import symbol_offsets
-from kernels import atc
+from kernels import atc, backends
 
 # Symbol-bars per chunk from which a GPU launch pays off. Estimated, not yet measured on a GPU
 # (none was lent): the CPU path costs about 0.2-0.4 us per symbol-bar on 2 cores (500 x 2,000:
@@ -42,8 +42,9 @@ READ_SYMBOLS = 128
 
 
 def route(n_symbols: int, n_bars: int, device_backend: str) -> str:
-    """The backend for a chunk of n_symbols x n_bars on a machine whose device runs `device_backend`."""
-    if device_backend in ("cuda", "torch") and n_symbols * n_bars >= GPU_MIN_WORK:
+    """The backend for a chunk of n_symbols x n_bars on a machine whose device runs `device_backend`:
+    a non-cpu backend of the `atc` family for a chunk of at least GPU_MIN_WORK symbol-bars, else cpu."""
+    if device_backend != "cpu" and device_backend in backends.backends("atc") and n_symbols * n_bars >= GPU_MIN_WORK:
         return device_backend
     return "cpu"
 

@@ -13,7 +13,7 @@ and tells every trial its objectives:
                  barely trades does not reach the front on the luck of one or two trades
 
 Return and Sharpe rather than return and drawdown: with drawdown, "never trade" (0 return,
-0 drawdown) is always on the front. Costs (fee_bp, slippage_bp) are market facts, not
+0 drawdown) is always on the front. Costs (fee_bps, slippage_bps) are market facts, not
 searched. The search space (`SPACE`) is for daily bars; ema_slow's range lies above
 ema_fast's so the trend filter always compares a fast EMA with a slower one.
 
@@ -64,14 +64,14 @@ class SearchResult:
     evaluations: int  # backtest_population calls, one per generation
 
 
-def individual_from_params(params: dict, fee_bp: float, slippage_bp: float) -> Individual:
+def individual_from_params(params: dict, fee_bps: float, slippage_bps: float) -> Individual:
     """An Individual from a trial's parameters (stepped floats rounded to 6 decimals)."""
     flat = {k: (round(float(v), 6) if isinstance(v, float) else int(v)) for k, v in params.items()}
-    return Individual.from_dict({**flat, "fee_bp": float(fee_bp), "slippage_bp": float(slippage_bp)})
+    return Individual.from_dict({**flat, "fee_bps": float(fee_bps), "slippage_bps": float(slippage_bps)})
 
 
 def search(open_, high, low, close, volume, *, population: int = 64, generations: int = 10, seed: int = 0,
-           fee_bp: float = 5.0, slippage_bp: float = 5.0, min_trades: int = 5, engine: str = "auto",
+           fee_bps: float = 5.0, slippage_bps: float = 5.0, min_trades: int = 5, backend: str = "auto",
            space: dict | None = None) -> SearchResult:
     """Run `generations` generations of NSGA-II with `population` trials each (see the module
     docstring); OHLCV are one symbol's bars (1-D arrays of one length)."""
@@ -89,8 +89,8 @@ def search(open_, high, low, close, volume, *, population: int = 64, generations
         calls = 0
         for gen in range(generations):
             trials = [study.ask(space) for _ in range(population)]
-            inds = [individual_from_params(t.params, fee_bp, slippage_bp) for t in trials]
-            res = backtest_population(open_, high, low, close, volume, inds, engine=engine)
+            inds = [individual_from_params(t.params, fee_bps, slippage_bps) for t in trials]
+            res = backtest_population(open_, high, low, close, volume, inds, backend=backend)
             calls += 1
             for i, (trial, ind) in enumerate(zip(trials, inds)):
                 m = {k: res.metrics[k][i].item() for k in METRICS}
@@ -151,8 +151,8 @@ def search_symbol(bars: pl.DataFrame | pl.LazyFrame, symbol: str, cfg, out_dir: 
     df, cols = symbol_arrays(bars, symbol)
     if df.is_empty():
         raise ValueError(f"strategy_search: no raw_bars of {symbol}: build raw_bars first (build-features)")
-    res = search(*cols, population=cfg.population, generations=cfg.generations, seed=cfg.seed, fee_bp=cfg.fee_bp,
-                 slippage_bp=cfg.slippage_bp, min_trades=cfg.min_trades, engine=cfg.engine)
+    res = search(*cols, population=cfg.population, generations=cfg.generations, seed=cfg.seed, fee_bps=cfg.fee_bps,
+                 slippage_bps=cfg.slippage_bps, min_trades=cfg.min_trades, backend=cfg.engine)
     report = {"symbol": symbol, "bars": df.height, "from": str(df["date"][0])[:10], "to": str(df["date"][-1])[:10],
               "settings": cfg.model_dump(), "objectives": list(OBJECTIVES), "evaluations": res.evaluations,
               "trials": res.trials.height, "feasible": int(res.trials["feasible"].sum()),

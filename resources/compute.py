@@ -10,8 +10,8 @@
 - Thread variables are pinned before heavy imports (see resources.threads); the selected
   device and the threads are logged when the resource starts.
 
-The kernel backend per device: cpu -> "cpu" (numba), cuda -> "cuda" (numba.cuda/CuPy),
-rocm -> "torch" (torch.cuda is HIP there).
+The kernel backend per device comes from `kernels.backends.backend_for` (the only such
+map): cpu -> "cpu" (numba), cuda -> "cuda" (numba.cuda/CuPy), rocm -> "torch" (HIP torch).
 """
 
 from __future__ import annotations
@@ -52,8 +52,15 @@ class Device:
     torch_device: str
 
     @classmethod
+    def of(cls, kind: DeviceKind, name: str) -> "Device":
+        """The device `kind` named `name`, with its kernel backend and torch device."""
+        from kernels.backends import backend_for  # here: loading the code location loads no kernel
+
+        return cls(kind, name, backend_for(kind), "cpu" if kind == "cpu" else "cuda")
+
+    @classmethod
     def cpu(cls) -> "Device":
-        return cls("cpu", "cpu", "cpu", "cpu")
+        return cls.of("cpu", "cpu")
 
 
 def cuda_driver_loads() -> bool:
@@ -122,11 +129,11 @@ def select_device(
     if requested in ("auto", "cuda"):
         name = cuda()
         if name:
-            return Device("cuda", name, "cuda", "cuda")
+            return Device.of("cuda", name)
     if requested in ("auto", "rocm"):
         name = rocm()
         if name:
-            return Device("rocm", name, "torch", "cuda")
+            return Device.of("rocm", name)
     if requested in ("cuda", "rocm"):
         msg = f"device '{requested}' was requested but none is available; falling back to CPU"
         warnings.warn(msg, RuntimeWarning, stacklevel=2)

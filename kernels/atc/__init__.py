@@ -130,7 +130,12 @@ Importing `kernels.atc` loads params, cache and api only: no numba, torch or CUD
 the backend modules are imported on first use.
 """
 
-from kernels.atc.api import (
+from kernels import backends as _backends
+
+for _name in _backends.BACKENDS:  # the `atc` family: each module's `compute` (see `kernels.atc.api`)
+    _backends.register("atc", _name, f"kernels.atc.{_name}:compute")
+
+from kernels.atc.api import (  # noqa: E402 - after the registration
            BACKENDS,
            average_signal,
            classify,

@@ -2,9 +2,10 @@
 docstring).
 
 Contract: `compute`, `average_signal`, `family_signals` validate the inputs
-(`kernels.atc.params`), build one `AtcParams` and run the asked backend: `kernels.atc.cpu`,
-`kernels.atc.cuda` or `kernels.atc.torch`, each imported here on first use, so importing
-`kernels.atc` compiles nothing and imports neither torch nor the CUDA modules.
+(`kernels.atc.params`), build one `AtcParams` and run the asked backend's
+`compute(close, p, dtype, cache, tail) -> (families, final, was_1d)` (the `atc` family of
+`kernels.backends`: `kernels.atc.cpu`, `kernels.atc.cuda`, `kernels.atc.torch`), imported on
+first use, so importing `kernels.atc` compiles nothing and imports neither torch nor CUDA.
 `moving_averages` runs the cpu MA bank; `classify` is NumPy.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels import backends
 from kernels.atc.params import (
            FAMILIES,
            LONG_THRESHOLD,
@@ -22,20 +24,9 @@ from kernels.atc.params import (
            prepare_numpy,
 )
 
-BACKENDS = ("cpu", "cuda", "torch")
+BACKENDS = backends.BACKENDS
 
-
-def _cpu_run(x, p: AtcParams, dtype, cache: bool, tail):
-    from kernels.atc import cpu
-
-    return cpu.run(x, p, dtype, cache, tail)
-
-
-def _cuda_run(x, p: AtcParams, dtype):
-    from kernels.atc import cuda as atc_cuda
-
-    fam, final = atc_cuda.run(x, p.lens, p.weights, p.growth(x.shape[1]), p.d, p.cutout)
-    return fam.astype(dtype, copy=False), final.astype(dtype, copy=False)
+FAMILY = "atc"  # its backends are registered in `kernels.atc` (the package's __init__)
 
 
 def compute(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03, cutout=0, backend="cpu",
@@ -49,21 +40,12 @@ def compute(close, *, robustness="Medium", length=28, lam=0.02, decay=0.03, cuto
     keeps nothing else (a scan wanting the latest state passes 1); cuda and torch compute
     every bar and slice.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    run = backends.load(FAMILY, backend)
     if tail is not None and (isinstance(tail, bool) or not isinstance(tail, (int, np.integer)) or tail < 1):
         raise ValueError(f"tail must be None or an integer >= 1, got {tail!r}")
     dtype = check_dtype(dtype)
     p = AtcParams(robustness, length, lam, decay, cutout, weights)
-    if backend == "torch":
-        from kernels.atc import torch as atc_torch
-
-        fam, final, was_1d = atc_torch.dispatch(close, p, dtype)
-    else:
-        x, was_1d = prepare_numpy(close)
-        fam, final = _cpu_run(x, p, dtype, cache, tail) if backend == "cpu" else _cuda_run(x, p, dtype)
-    if tail is not None and backend != "cpu":  # copies, so the full results can go
-        fam, final = (a[..., -tail:].copy() if isinstance(a, np.ndarray) else a[..., -tail:].clone() for a in (fam, final))
+    fam, final, was_1d = run(close, p, dtype, cache, tail)
     if was_1d:
         fam, final = fam[0], final[0]
         families = {name: fam[f] for f, name in enumerate(FAMILIES)}

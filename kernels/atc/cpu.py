@@ -25,7 +25,7 @@ from numba import njit, prange
 
 from kernels.atc import cores
 from kernels.atc.cache import ma_cache
-from kernels.atc.params import FAMILIES
+from kernels.atc.params import FAMILIES, prepare_numpy
 
 BANK_CHUNK_BYTES = 64 * 2**20  # MA bank memory per chunk of symbols
 
@@ -164,3 +164,10 @@ def moving_average_bank(x, lens, cache: bool) -> tuple[np.ndarray, list[tuple[st
     if cache:
         _to_cache(keys, names, bank, need)
     return bank, names
+
+
+def compute(close, p, dtype, cache: bool, tail: int | None):
+    """The `atc` family's cpu entry: close (1-D or 2-D) -> (families [S, 6, K], final [S, K], was_1d)."""
+    x, was_1d = prepare_numpy(close)
+    fam, final = run(x, p, dtype, cache, tail)
+    return fam, final, was_1d

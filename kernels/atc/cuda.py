@@ -86,3 +86,12 @@ def run(x: np.ndarray, lens: np.ndarray, weights: np.ndarray, growth: np.ndarray
     fam = np.ascontiguousarray(d_fam.copy_to_host().transpose(2, 0, 1))
     final = np.ascontiguousarray(d_final.copy_to_host().T)
     return fam, final
+
+
+def compute(close, p, dtype, cache: bool, tail: int | None):
+    """The `atc` family's cuda entry: every bar on the device, then the last `tail` (`cache` is cpu only)."""
+    from kernels.atc.params import keep_tail, prepare_numpy
+
+    x, was_1d = prepare_numpy(close)
+    fam, final = run(x, p.lens, p.weights, p.growth(x.shape[1]), p.d, p.cutout)
+    return keep_tail(fam.astype(dtype, copy=False), tail), keep_tail(final.astype(dtype, copy=False), tail), was_1d

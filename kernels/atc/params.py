@@ -92,6 +92,14 @@ def is_torch(a) -> bool:
     return type(a).__module__.split(".")[0] == "torch"
 
 
+def keep_tail(a, tail: int | None):
+    """`a` itself when `tail` is None, else a copy of its last `tail` bars (NumPy or torch),
+    so the full result can go."""
+    if tail is None:
+        return a
+    return a[..., -tail:].copy() if isinstance(a, np.ndarray) else a[..., -tail:].clone()
+
+
 def prepare_numpy(close):
     """close (1-D [bars] or 2-D [symbols, bars], numeric, finite) -> (C-contiguous 2-D
     float32/float64 array, was_1d); integers become float64."""

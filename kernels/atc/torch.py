@@ -221,3 +221,11 @@ def dispatch(close, p: AtcParams, dtype):
     x, was_1d = prepare_numpy(close)
     fam, final = run(torch.tensor(x, dtype=torch.float64, device=tb.default_device()), p)
     return fam.cpu().numpy().astype(dtype, copy=False), final.cpu().numpy().astype(dtype, copy=False), was_1d
+
+
+def compute(close, p: AtcParams, dtype, cache: bool, tail: int | None):
+    """The `atc` family's torch entry: every bar, then the last `tail` (`cache` is cpu only)."""
+    from kernels.atc.params import keep_tail
+
+    fam, final, was_1d = dispatch(close, p, dtype)
+    return keep_tail(fam, tail), keep_tail(final, tail), was_1d

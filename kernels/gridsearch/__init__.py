@@ -10,6 +10,8 @@
 - `cube`: dominance sums: a 5-D histogram per pair and suffix sums (NumPy/CuPy via `xp`,
   and torch).
 - `cuda`: the CUDA kernels and launches (brute force, exit crossings), loaded on demand.
+- Backends: the families `gridsearch.exits`, `gridsearch.brute` and `gridsearch.cube` of `kernels.backends`,
+  registered below (one line per backend; a new backend registers its entry here).
 - `ranking`: the exact top-k (ties to the earlier combination in grid order).
 - `reference`: a plain-Python reference that walks every path for every combination.
 
@@ -26,3 +28,14 @@ NO_CROSS = 2**62  # "this level is never reached on the path"
 # The largest |result| a trade may have: per-trade results are int32 units (exact sums in
 # int64), so a percent beyond this would wrap. Ingress refuses such rows (domain.gridsearch.inputs).
 MAX_TRADE_PERCENT = (2**31 - 1) // RESULT_SCALE  # 2147 %
+
+from kernels import backends as _backends  # noqa: E402 - the constants above first
+
+EXITS = "gridsearch.exits"  # entry(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units)
+BRUTE = "gridsearch.brute"  # entry(features, results, sizes, table, total, k, min_trades, launch, progress) -> TopK
+CUBE = "gridsearch.cube"  # entry(features, results, grid, k, min_trades) -> TopK (`cube.cube_top`)
+for _name in _backends.BACKENDS:
+    _backends.register(EXITS, _name, f"kernels.gridsearch.exits:exits_{_name}")
+    _backends.register(CUBE, _name, f"kernels.gridsearch.cube:cube_top_{_name}")
+_backends.register(BRUTE, "cpu", "kernels.gridsearch.brute:brute_cpu")
+_backends.register(BRUTE, "cuda", "kernels.gridsearch.cuda:brute_force_cuda")

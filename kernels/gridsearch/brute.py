@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from kernels import backends
+from kernels.gridsearch import BRUTE
 from kernels.gridsearch.cores import combo_core
 from kernels.gridsearch.grid import Grid
 from kernels.gridsearch.ranking import TopK, merge_top, top_k
@@ -43,12 +45,12 @@ def brute_force(features: np.ndarray, results: np.ndarray, grid: Grid, *, k: int
     sizes = np.asarray(grid.sizes, dtype=np.int64)
     table = filter_table(grid, features.dtype)
     total = grid.n_combinations
-    if backend == "cuda":
-        from kernels.gridsearch.cuda import brute_force_cuda
+    run = backends.load(BRUTE, backends.check(BRUTE, backend, "brute force runs on"))
+    return run(features, results, sizes, table, total, k, min_trades, launch, progress)
 
-        return brute_force_cuda(features, results, sizes, table, total, k, min_trades, launch, progress)
-    if backend != "cpu":
-        raise ValueError(f"brute force runs on cpu or cuda, got {backend!r}")
+
+def brute_cpu(features, results, sizes, table, total: int, k: int, min_trades: int, launch: int, progress) -> TopK:
+    """The `gridsearch.brute` family's cpu entry: numba, parallel over combinations, `launch` at a time."""
     best = TopK.empty()
     f = [np.ascontiguousarray(features[i]) for i in range(5)]
     for lo in range(0, total, launch):

@@ -10,14 +10,18 @@ axis: the ROI of that combination. Counts work the same way. Axes are then put b
 the grid's order. Sums are of integers (1e-6 percent units) held in float64 below 2^53, so
 they are exact and equal the brute force's.
 
-One implementation for NumPy and CuPy (`xp`), and one for torch.
+One implementation for NumPy and CuPy (`xp`), and one for torch; `cube_top` runs the
+`gridsearch.cube` backend asked for and ranks the result.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from kernels import backends
+from kernels.gridsearch import CUBE
 from kernels.gridsearch.grid import FILTERS, Grid
+from kernels.gridsearch.ranking import top_k_full
 
 
 def _bins(features, grid: Grid, xp):
@@ -100,3 +104,27 @@ def cube_roi_torch(features, results, grid: Grid, device: str = "cpu") -> tuple:
     roi = roi.reshape(tuple(grid.sizes)).cpu().numpy()
     trades = np.broadcast_to(counts.cpu().numpy()[..., None, None], tuple(grid.sizes))
     return roi, trades
+
+
+def cube_top(features, results, grid: Grid, *, k: int, min_trades: int, backend: str = "cpu"):
+    """The exact top-k (ranking.TopK) of `grid` by dominance sums on `backend` (the
+    `gridsearch.cube` family, registered in `kernels.gridsearch`: cpu NumPy, cuda CuPy, torch)."""
+    return backends.load(CUBE, backends.check(CUBE, backend, "dominance sums run on"))(features, results, grid, k, min_trades)
+
+
+# The `gridsearch.cube` backends: (features, results, grid, k, min_trades) -> TopK.
+def cube_top_cpu(features, results, grid: Grid, k: int, min_trades: int):
+    roi, counts = cube_roi(features, results, grid)
+    return top_k_full(roi, counts, k, min_trades)
+
+
+def cube_top_cuda(features, results, grid: Grid, k: int, min_trades: int):
+    import cupy as cp
+
+    roi, counts = cube_roi(cp.asarray(features), cp.asarray(results), grid, xp=cp)
+    return top_k_full(roi, counts, k, min_trades, xp=cp)
+
+
+def cube_top_torch(features, results, grid: Grid, k: int, min_trades: int):
+    roi, counts = cube_roi_torch(features, results, grid)
+    return top_k_full(roi, counts, k, min_trades)

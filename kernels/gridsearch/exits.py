@@ -39,7 +39,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from kernels.gridsearch import NO_CROSS, RESULT_SCALE
+from kernels import backends
+from kernels.gridsearch import EXITS, NO_CROSS, RESULT_SCALE
 from kernels.gridsearch.cores import crossings_core
 
 _crossings_cpu_core = njit(cache=True, nogil=True)(crossings_core)
@@ -333,27 +334,36 @@ def resolve_exits(start, end, entry, prices, pct_change, targets, stops, backend
         raise ValueError(f"trade {j}: path rows {start[j]}..{end[j]} outside the {len(prices)} market rows "
                          f"({bad.size} such trades)")
     entry = np.ascontiguousarray(entry, dtype=np.float64)
-    if backend == "cpu":
-        first_t = np.empty((len(t_sorted), len(start)), dtype=np.int64)
-        first_s = np.empty((len(s_sorted), len(start)), dtype=np.int64)
-        crossings_cpu(start, end, entry, prices, t_sorted, s_sorted, first_t, first_s)
-        return resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_units)
-    if backend == "cuda":
-        from kernels.gridsearch.cuda import array_module, crossings
+    run = backends.load(EXITS, backends.check(EXITS, backend, "backend must be"))
+    return run(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units)
 
-        xp, dev = array_module()  # CuPy on a GPU, NumPy under numba's CUDA simulator (CI)
-        ft, fs = crossings(start, end, entry, prices, t_sorted, s_sorted)
-        res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, dev(pct_units), xp=xp)
-        return (res, rows) if xp is np else (xp.asnumpy(res), xp.asnumpy(rows))
-    if backend == "torch":
-        import torch
 
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        tt = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=device)  # noqa: E731
-        ft, fs = crossings_torch(tt(start), tt(end), tt(entry), tt(prices), tt(t_sorted), tt(s_sorted))
-        res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, tt(pct_units), xp=_TorchXP(device))
-        return res.cpu().numpy(), rows.cpu().numpy()
-    raise ValueError(f"backend must be cpu, cuda or torch, got {backend!r}")
+# The `gridsearch.exits` backends (registered in `kernels.gridsearch`): the crossings and the
+# pair resolution from the sorted levels, as (results int32, exit_rows int64) NumPy arrays.
+def exits_cpu(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units):
+    first_t = np.empty((len(t_sorted), len(start)), dtype=np.int64)
+    first_s = np.empty((len(s_sorted), len(start)), dtype=np.int64)
+    crossings_cpu(start, end, entry, prices, t_sorted, s_sorted, first_t, first_s)
+    return resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_units)
+
+
+def exits_cuda(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units):
+    from kernels.gridsearch.cuda import array_module, crossings
+
+    xp, dev = array_module()  # CuPy on a GPU, NumPy under numba's CUDA simulator (CI)
+    ft, fs = crossings(start, end, entry, prices, t_sorted, s_sorted)
+    res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, dev(pct_units), xp=xp)
+    return (res, rows) if xp is np else (xp.asnumpy(res), xp.asnumpy(rows))
+
+
+def exits_torch(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units):
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tt = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=device)  # noqa: E731
+    ft, fs = crossings_torch(tt(start), tt(end), tt(entry), tt(prices), tt(t_sorted), tt(s_sorted))
+    res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, tt(pct_units), xp=_TorchXP(device))
+    return res.cpu().numpy(), rows.cpu().numpy()
 
 
 class _TorchXP:

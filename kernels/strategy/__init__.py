@@ -7,7 +7,9 @@ seller-exhaustion signal bar; stop, target and time exits).
 - `cpu`: `backtest_one` (the reference, one individual) and the batched CPU engine.
 - `cuda`: the batched CUDA engine, one thread per individual (imported on demand).
 - `population`: unique indicator series shared across individuals, `backtest_population`
-  (engine dispatch and CPU fallback), `backtest_signals` (rules on an external signal).
+  (backend dispatch and CPU fallback), `backtest_signals` (rules on an external signal).
+- Backends: the `strategy` family of `kernels.backends`, registered below: each module's
+  `walk_result(WalkInputs) -> PopulationResult` (a new backend: one module, one line here).
 - `results`: ragged results (offsets + flat trade arrays) and `metrics`: summary metrics.
 - `reference`: the rules in plain Python, for tests.
 
@@ -15,7 +17,12 @@ Same trades, bit for bit, from `backtest_one`, the cpu engine and the cuda engin
 same trades as the seed's original engine but for two documented deviations (`trade_walk`).
 """
 
-from kernels.strategy.cpu import backtest_one
+from kernels import backends as _backends
+
+_backends.register("strategy", "cpu", "kernels.strategy.cpu:walk_result")
+_backends.register("strategy", "cuda", "kernels.strategy.cuda:walk_result")
+
+from kernels.strategy.cpu import backtest_one  # noqa: E402 - after the registration
 from kernels.strategy.metrics import METRICS
 from kernels.strategy.params import REASONS, BacktestParams, Individual
 from kernels.strategy.population import (

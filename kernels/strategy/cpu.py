@@ -47,20 +47,20 @@ def backtest_one(open_, high, low, close, volume, individual: Individual) -> Pop
     target = target_line(open_, stop, bp.reward_r)
     buf = empty_buffers(1, open_.shape[0])
     count = walk_cpu(open_, high, low, close, f["ema_f"], f["ema_s"], f["vol_z"], f["tr_z"], f["cloc"], stop, target,
-                     float(sp.vol_z_min), float(sp.tr_z_min), float(sp.cloc_min), int(bp.max_hold), bp.cost_bp,
+                     float(sp.vol_z_min), float(sp.tr_z_min), float(sp.cloc_min), int(bp.max_hold), bp.cost_bps,
                      *(buf[name][0] for name in TRADE_FIELDS))
     return PopulationResult.from_buffers(np.array([count]), buf, engine="cpu-reference")
 
 
 @njit(cache=True, nogil=True)
 def _walk_i(i, o, h, l, c, ema, vol_z, tr_z, cloc, stop, target, k_fast, k_slow, k_vz, k_trz, k_stop, k_tgt,
-            vz_min, trz_min, cloc_min, max_hold, cost_bp, offsets, e_idx, x_idx, reason, e_px, x_px, pnl, r_mult):
+            vz_min, trz_min, cloc_min, max_hold, cost_bps, offsets, e_idx, x_idx, reason, e_px, x_px, pnl, r_mult):
     """Individual i's walk into rows offsets[i]:offsets[i+1] of the flat outputs (with all
     offsets 0 it only counts: the walk writes nothing past capacity 0)."""
     a = offsets[i]
     b = offsets[i + 1]
     return walk_cpu(o, h, l, c, ema[k_fast[i]], ema[k_slow[i]], vol_z[k_vz[i]], tr_z[k_trz[i]], cloc,
-                    stop[k_stop[i]], target[k_tgt[i]], vz_min[i], trz_min[i], cloc_min[i], max_hold[i], cost_bp[i],
+                    stop[k_stop[i]], target[k_tgt[i]], vz_min[i], trz_min[i], cloc_min[i], max_hold[i], cost_bps[i],
                     e_idx[a:b], x_idx[a:b], reason[a:b], e_px[a:b], x_px[a:b], pnl[a:b], r_mult[a:b])
 
 
@@ -88,7 +88,7 @@ def walk_population(inp) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     n = inp.k_fast.shape[0]
     args = (inp.open, inp.high, inp.low, inp.close, inp.ema, inp.vol_z, inp.tr_z, inp.cloc, inp.stop, inp.target,
             inp.k_fast, inp.k_slow, inp.k_vz, inp.k_trz, inp.k_stop, inp.k_tgt, inp.vol_z_min, inp.tr_z_min,
-            inp.cloc_min, inp.max_hold, inp.cost_bp)
+            inp.cloc_min, inp.max_hold, inp.cost_bps)
     run = _walk_parallel if n * inp.open.shape[0] >= PARALLEL_MIN_STEPS else _walk_serial
     none = {f: np.empty(0, dtype=TRADE_DTYPES[f]) for f in TRADE_FIELDS}
     counts = np.empty(n, dtype=np.int64)
@@ -101,3 +101,9 @@ def walk_population(inp) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     if not np.array_equal(again, counts):
         raise RuntimeError("the writing pass found other trade counts than the counting pass")
     return counts, flat
+
+
+def walk_result(inp) -> PopulationResult:
+    """The `strategy` family's cpu entry: every individual of `inp` walked, as a PopulationResult."""
+    counts, flat = walk_population(inp)
+    return PopulationResult.from_flat(counts, flat, engine="cpu", n_series=dict(inp.n_series))

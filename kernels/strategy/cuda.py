@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from kernels.strategy.results import TRADE_DTYPES, TRADE_FIELDS
+from kernels.strategy.results import TRADE_DTYPES, TRADE_FIELDS, PopulationResult
 from kernels.strategy.trade_walk import capacity, walk_core
 
 THREADS_PER_BLOCK = 32  # small blocks: a population of a few hundred threads spreads over more SMs
@@ -30,14 +30,14 @@ _walk_dev = cuda.jit(device=True)(walk_core)
 
 @cuda.jit
 def walk_kernel(o, h, l, c, ema, vol_z, tr_z, cloc, stop, target, k_fast, k_slow, k_vz, k_trz, k_stop, k_tgt,
-                vz_min, trz_min, cloc_min, max_hold, cost_bp, counts, e_idx, x_idx, reason, e_px, x_px, pnl, r_mult):
+                vz_min, trz_min, cloc_min, max_hold, cost_bps, counts, e_idx, x_idx, reason, e_px, x_px, pnl, r_mult):
     """Thread i: the walk of individual i (banks are time-major: column k is series k; trade
     buffers are slot-major: column i holds individual i's trades)."""
     i = cuda.grid(1)
     if i < counts.shape[0]:
         counts[i] = _walk_dev(o, h, l, c, ema[:, k_fast[i]], ema[:, k_slow[i]], vol_z[:, k_vz[i]], tr_z[:, k_trz[i]],
                               cloc, stop[:, k_stop[i]], target[:, k_tgt[i]], vz_min[i], trz_min[i], cloc_min[i],
-                              max_hold[i], cost_bp[i], e_idx[:, i], x_idx[:, i], reason[:, i], e_px[:, i], x_px[:, i],
+                              max_hold[i], cost_bps[i], e_idx[:, i], x_idx[:, i], reason[:, i], e_px[:, i], x_px[:, i],
                               pnl[:, i], r_mult[:, i])
 
 
@@ -52,7 +52,7 @@ def walk_population(inp) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     cloc = dev(inp.cloc)
     lines = [dev(np.ascontiguousarray(b.T)) for b in (inp.stop, inp.target)]
     per_ind = [dev(a) for a in (inp.k_fast, inp.k_slow, inp.k_vz, inp.k_trz, inp.k_stop, inp.k_tgt,
-                                inp.vol_z_min, inp.tr_z_min, inp.cloc_min, inp.max_hold, inp.cost_bp)]
+                                inp.vol_z_min, inp.tr_z_min, inp.cloc_min, inp.max_hold, inp.cost_bps)]
     counts = cuda.device_array(n, dtype=np.int64)
     buf = [cuda.device_array((cap, n), dtype=TRADE_DTYPES[f]) for f in TRADE_FIELDS]
     blocks = max(1, math.ceil(n / THREADS_PER_BLOCK))
@@ -66,3 +66,9 @@ def walk_population(inp) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         host = b[:used].copy_to_host() if used else np.empty((0, n), dtype=TRADE_DTYPES[f])
         out[f] = host.T  # [N, used]
     return host_counts, out
+
+
+def walk_result(inp) -> PopulationResult:
+    """The `strategy` family's cuda entry: one GPU thread per individual, as a PopulationResult."""
+    counts, buf = walk_population(inp)
+    return PopulationResult.from_buffers(counts, buf, engine="cuda", n_series=dict(inp.n_series))

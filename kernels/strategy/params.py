@@ -3,7 +3,7 @@
 An *individual* is one complete parameter set: the signal's `SellerParams`
 (ema_fast, ema_slow, z_window, atr_window, vol_z_min, tr_z_min, cloc_min; see
 `kernels.seller_exhaustion`) and the trade rules' `BacktestParams` (atr_stop_mult, reward_r,
-max_hold, fee_bp, slippage_bp; see `kernels.strategy.trade_walk`). A population is a
+max_hold, fee_bps, slippage_bps; see `kernels.strategy.trade_walk`). A population is a
 sequence of one or more individuals, evaluated in one call (tested with 1 to 512). `Individual.as_dict()` /
 `Individual.from_dict()` use the twelve flat field names, the optimizer's parameter names.
 
@@ -23,13 +23,13 @@ STOP_GAP, STOP, TP, TIME, END = range(5)
 @dataclass(frozen=True)
 class BacktestParams:
     """Trade rules: stop = signal low - atr_stop_mult * ATR, target = entry + reward_r * risk,
-    time exit after max_hold bars, costs (entry + exit) * (fee_bp + slippage_bp) / 1e4."""
+    time exit after max_hold bars, costs (entry + exit) * (fee_bps + slippage_bps) / 1e4."""
 
     atr_stop_mult: float = 0.7
     reward_r: float = 2.0
     max_hold: int = 20
-    fee_bp: float = 5.0
-    slippage_bp: float = 5.0
+    fee_bps: float = 5.0
+    slippage_bps: float = 5.0
 
     def __post_init__(self):
         if not self.atr_stop_mult >= 0.0:
@@ -38,13 +38,13 @@ class BacktestParams:
             raise ValueError(f"reward_r must be > 0, got {self.reward_r!r}")
         if int(self.max_hold) != self.max_hold or self.max_hold < 1:
             raise ValueError(f"max_hold must be an integer >= 1, got {self.max_hold!r}")
-        if not (self.fee_bp >= 0.0 and self.slippage_bp >= 0.0):
-            raise ValueError(f"fee_bp and slippage_bp must be >= 0, got {self.fee_bp!r}, {self.slippage_bp!r}")
+        if not (self.fee_bps >= 0.0 and self.slippage_bps >= 0.0):
+            raise ValueError(f"fee_bps and slippage_bps must be >= 0, got {self.fee_bps!r}, {self.slippage_bps!r}")
 
     @property
-    def cost_bp(self) -> float:
-        """fee_bp + slippage_bp, charged on entry and on exit."""
-        return float(self.fee_bp) + float(self.slippage_bp)
+    def cost_bps(self) -> float:
+        """fee_bps + slippage_bps, charged on entry and on exit."""
+        return float(self.fee_bps) + float(self.slippage_bps)
 
 
 def validate_seller(p: SellerParams) -> None:

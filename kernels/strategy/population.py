@@ -1,4 +1,4 @@
-"""Population backtest: unique indicator series shared across individuals, engine dispatch,
+"""Population backtest: unique indicator series shared across individuals, backend dispatch,
 CPU fallback.
 
 `build_walk_inputs` groups the individuals by the parameters each series depends on and
@@ -22,12 +22,13 @@ and target lines stay on the host so that the device never evaluates a*b + c (FM
 contraction, see `trade_walk`). Each individual then carries row indices into the banks
 and its own thresholds. `n_series` counts the unique series computed.
 
-`backtest_population(open, high, low, close, volume, individuals, engine)`:
-engine "cpu" (numba, parallel over individuals), "cuda" (one GPU thread per individual;
+`backtest_population(open, high, low, close, volume, individuals, backend)`:
+backend "cpu" (numba, parallel over individuals), "cuda" (one GPU thread per individual;
 runs under the CUDA simulator too), "auto" (cuda when a real GPU is present, i.e.
-numba.cuda is available and the simulator is off, else cpu). When the cuda engine raises,
-the call warns (RuntimeWarning) and runs the cpu engine (`fallback=False` re-raises);
-`result.engine` says which engine produced the result and `result.fallback` why.
+numba.cuda is available and the simulator is off, else cpu); the backends are the
+`strategy` family of `kernels.backends`. When a non-cpu backend raises, the call warns
+(RuntimeWarning) and runs the cpu backend (`fallback=False` re-raises); `result.engine`
+says which backend produced the result and `result.fallback` why.
 """
 
 from __future__ import annotations
@@ -37,14 +38,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kernels import backends
 from kernels import indicators as K
 from kernels.seller_exhaustion import true_range, zscore_after_nan, ewm_adjust_false
-from kernels.strategy import cpu
 from kernels.strategy.params import BacktestParams, Individual, as_individuals
 from kernels.strategy.results import PopulationResult
 from kernels.strategy.trade_walk import stop_line, target_line
 
-ENGINES = ("auto", "cpu", "cuda")
+FAMILY = "strategy"  # its backends are registered in `kernels.strategy`
+BACKENDS = ("auto", "cpu", "cuda")  # as registered today; `backtest_population` checks the registry
 
 
 @dataclass
@@ -72,7 +74,7 @@ class WalkInputs:
     tr_z_min: np.ndarray
     cloc_min: np.ndarray
     max_hold: np.ndarray
-    cost_bp: np.ndarray
+    cost_bps: np.ndarray
     n_series: dict[str, int] = field(default_factory=dict)
 
 
@@ -145,7 +147,7 @@ def build_walk_inputs(open_, high, low, close, volume, individuals) -> WalkInput
         stop=stop, target=target, k_fast=k_fast, k_slow=k_slow, k_vz=k_vz, k_trz=k_trz, k_stop=k_stop, k_tgt=k_tgt,
         vol_z_min=f64([p.vol_z_min for p in sp]), tr_z_min=f64([p.tr_z_min for p in sp]),
         cloc_min=f64([p.cloc_min for p in sp]), max_hold=np.array([b.max_hold for b in bp], dtype=np.int64),
-        cost_bp=f64([b.cost_bp for b in bp]),
+        cost_bps=f64([b.cost_bps for b in bp]),
         n_series={"true_range": 1, "cloc": 1, "ema": len(spans), "atr": len(atr_keys), "vol_z": len(vz_keys),
                   "tr_z": len(trz_keys), "stop": len(stop_keys), "target": len(tgt_keys)},
     )
@@ -171,7 +173,7 @@ def signal_walk_inputs(open_, high, low, close, signal, atr, params) -> WalkInpu
         k_fast=zeros, k_slow=zeros + 1, k_vz=zeros, k_trz=zeros, k_stop=k_stop, k_tgt=k_tgt,
         vol_z_min=np.zeros(n), tr_z_min=np.zeros(n), cloc_min=np.zeros(n),
         max_hold=np.array([b.max_hold for b in bps], dtype=np.int64),
-        cost_bp=np.array([b.cost_bp for b in bps], dtype=np.float64),
+        cost_bps=np.array([b.cost_bps for b in bps], dtype=np.float64),
     )
 
 
@@ -185,48 +187,52 @@ def real_gpu() -> bool:
         return False
 
 
-def run_walks(inp: WalkInputs, engine: str = "cpu", fallback: bool = True) -> PopulationResult:
-    """Walk every individual of `inp` on `engine` ("auto", "cpu", "cuda"), falling back to
-    the cpu engine when the cuda engine raises (unless fallback=False)."""
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    if engine == "auto":
-        engine = "cuda" if real_gpu() else "cpu"
-    reason = None
-    if engine == "cuda":
-        try:
-            from kernels.strategy import cuda as cuda_engine
+def _check(backend: str) -> None:
+    names = ("auto", *backends.backends(FAMILY))
+    if backend not in names:
+        raise ValueError(f"backend must be one of {names}, got {backend!r}")
 
-            counts, buf = cuda_engine.walk_population(inp)
-            return PopulationResult.from_buffers(counts, buf, engine="cuda", n_series=dict(inp.n_series))
-        except Exception as exc:  # any CUDA failure: driver, toolkit, compilation, launch, memory
+
+def run_walks(inp: WalkInputs, backend: str = "cpu", fallback: bool = True) -> PopulationResult:
+    """Walk every individual of `inp` on `backend` ("auto" or a registered `strategy` backend:
+    "cpu", "cuda"), falling back to the cpu backend when another one raises (unless
+    fallback=False). "auto" is cuda on a real GPU, else cpu."""
+    _check(backend)
+    if backend == "auto":
+        backend = "cuda" if real_gpu() else "cpu"
+    reason = None
+    if backend != "cpu":
+        try:
+            return backends.load(FAMILY, backend)(inp)
+        except Exception as exc:  # any device failure: driver, toolkit, compilation, launch, memory
             if not fallback:
                 raise
             reason = f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"CUDA backtest failed ({reason}); running the CPU engine", RuntimeWarning, stacklevel=3)
-    counts, flat = cpu.walk_population(inp)
-    return PopulationResult.from_flat(counts, flat, engine="cpu", n_series=dict(inp.n_series), fallback=reason)
+            warnings.warn(f"{backend.upper()} backtest failed ({reason}); running the CPU engine", RuntimeWarning,
+                          stacklevel=3)
+    result = backends.load(FAMILY, "cpu")(inp)
+    result.fallback = reason
+    return result
 
 
-def backtest_population(open_, high, low, close, volume, individuals, engine: str = "auto",
+def backtest_population(open_, high, low, close, volume, individuals, backend: str = "auto",
                         fallback: bool = True) -> PopulationResult:
     """Backtest every individual (Individual or flat dict) on one OHLCV series in one call.
 
     Returns ragged trades (offsets + flat arrays) and summary metrics per individual, in the
     order of `individuals`. The same trades as `cpu.backtest_one` run on each individual,
-    on every engine: same indicator bits (shared bank), same walk code, and no
+    on every backend: same indicator bits (shared bank), same walk code, and no
     FMA-contractible expression on the device (see `trade_walk`).
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    _check(backend)
     inp = build_walk_inputs(open_, high, low, close, volume, individuals)
-    return run_walks(inp, engine, fallback)
+    return run_walks(inp, backend, fallback)
 
 
-def backtest_signals(open_, high, low, close, signal, atr, params, engine: str = "cpu") -> PopulationResult:
+def backtest_signals(open_, high, low, close, signal, atr, params, backend: str = "cpu") -> PopulationResult:
     """The trade rules on an external boolean signal and ATR series (see `signal_walk_inputs`)."""
-    return run_walks(signal_walk_inputs(open_, high, low, close, signal, atr, params), engine, fallback=False)
+    return run_walks(signal_walk_inputs(open_, high, low, close, signal, atr, params), backend, fallback=False)
 
 
-__all__ = ["ENGINES", "Individual", "WalkInputs", "backtest_population", "backtest_signals", "build_walk_inputs",
-           "real_gpu", "run_walks", "signal_walk_inputs"]
+__all__ = ["BACKENDS", "Individual", "WalkInputs", "backtest_population", "backtest_signals",
+           "build_walk_inputs", "real_gpu", "run_walks", "signal_walk_inputs"]

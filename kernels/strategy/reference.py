@@ -20,7 +20,7 @@ from kernels.seller_exhaustion import seller_exhaustion
 from kernels.strategy.params import END, STOP, STOP_GAP, TIME, TP, Individual
 
 
-def reference_trades(open_, high, low, close, signal, atr, atr_stop_mult, reward_r, max_hold, fee_bp, slippage_bp) -> list[dict]:
+def reference_trades(open_, high, low, close, signal, atr, atr_stop_mult, reward_r, max_hold, fee_bps, slippage_bps) -> list[dict]:
     """Trades (dicts: entry_idx, exit_idx, reason, entry_px, exit_px, pnl, r_mult) of the rules
     applied to a boolean signal and its ATR."""
     o, h, lo, c, a = ([float(x) for x in arr] for arr in (open_, high, low, close, atr))
@@ -45,7 +45,7 @@ def reference_trades(open_, high, low, close, signal, atr, atr_stop_mult, reward
                 exit_px, why = c[t], END
             if exit_px is None:
                 continue  # a signal on a bar spent in the position is ignored
-            cost = (entry + exit_px) * (fee_bp + slippage_bp) / 1e4
+            cost = (entry + exit_px) * (fee_bps + slippage_bps) / 1e4
             net = exit_px - entry - cost
             trades.append({"entry_idx": entry_i, "exit_idx": t, "reason": why, "entry_px": entry, "exit_px": exit_px,
                                "pnl": net / entry, "r_mult": net / risk})
@@ -65,4 +65,4 @@ def reference_individual(open_, high, low, close, volume, ind: Individual) -> li
                           np.asarray(volume, float), ind.seller)
     b = ind.backtest
     return reference_trades(open_, high, low, close, f["signal"], f["atr"], b.atr_stop_mult, b.reward_r, b.max_hold,
-                            b.fee_bp, b.slippage_bp)
+                            b.fee_bps, b.slippage_bps)

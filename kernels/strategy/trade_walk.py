@@ -23,7 +23,7 @@ Rules (long only, one position at a time; t is a bar index, n the number of bars
     next       the walk resumes AT the exit bar x: the position is freed on x, so a signal on
                x enters at open[x+1] (as the seed's original engine does); signals on the
                entry bar and on the bars in between are ignored (one position at a time)
-    costs      cost = (entry + exit) * cost_bp / 1e4 with cost_bp = fee_bp + slippage_bp
+    costs      cost = (entry + exit) * cost_bps / 1e4 with cost_bps = fee_bps + slippage_bps
     pnl        (exit - entry - cost) / entry        (fraction of the entry price, net)
     r_mult     (exit - entry - cost) / risk         (net result in units of the initial risk)
 
@@ -44,7 +44,7 @@ multiply-add (a different rounding) wherever it can, so no product in the walk f
 addition: the stop and target lines (the only a*b + c of the rules) are computed on the
 host by `stop_line` / `target_line` (NumPy, each operation rounded on its own, as a plain
 Python loop would) and passed in per bar; inside the walk the cost is
-((entry + exit) * cost_bp) / 1e4, whose product feeds a division. Every comparison and
+((entry + exit) * cost_bps) / 1e4, whose product feeds a division. Every comparison and
 every recorded number is then the same bits on the CPU and the GPU.
 
 The walk writes trade k into slot k of its output buffers while k < capacity and returns
@@ -93,12 +93,12 @@ def target_line(open_: np.ndarray, stop: np.ndarray, reward_r: float, out: np.nd
 
 
 def walk_core(open_, high, low, close, ema_f, ema_s, vol_z, tr_z, cloc, stop, target,
-              vol_z_min, tr_z_min, cloc_min, max_hold, cost_bp,
+              vol_z_min, tr_z_min, cloc_min, max_hold, cost_bps,
               entry_idx, exit_idx, reason, entry_px, exit_px, pnl, r_mult):
     """Walk the bars of one individual (rules in the module docstring); returns the trade count.
 
     Inputs: float64 series of length n (stop/target from `stop_line`/`target_line`), the
-    individual's thresholds, max_hold (int) and cost_bp (float). Outputs: buffers of one
+    individual's thresholds, max_hold (int) and cost_bps (float). Outputs: buffers of one
     capacity; entry_idx/exit_idx int64, reason int8, entry_px/exit_px/pnl/r_mult float64.
     """
     n = open_.shape[0]
@@ -143,7 +143,7 @@ def walk_core(open_, high, low, close, ema_f, ema_s, vol_z, tr_z, cloc, stop, ta
                 px = close[j]
                 break
         if k < cap:
-            cost = (entry + px) * cost_bp / 1e4
+            cost = (entry + px) * cost_bps / 1e4
             net = px - entry - cost
             entry_idx[k] = e
             exit_idx[k] = x

@@ -49,7 +49,7 @@ def one_trade(rows, signal_bars, params, engine, atr=2.0):
     o, h, l, c = bars(rows)
     sig = np.zeros(len(o), dtype=bool)
     sig[list(signal_bars)] = True
-    res = backtest_signals(o, h, l, c, sig, np.full(len(o), atr), params, engine=engine)
+    res = backtest_signals(o, h, l, c, sig, np.full(len(o), atr), params, backend=engine)
     assert res.engine == engine
     return res.trades(0)
 
@@ -59,7 +59,7 @@ def one_trade(rows, signal_bars, params, engine, atr=2.0):
 # checked from the bar after the entry, so it does not stop the trade.
 HEAD = [(100, 101, 99, 100), (100, 101, 98, 100), (100, 101, 90, 100)]
 QUIET = (101, 102, 100, 101)  # touches neither the stop nor the target
-FREE = BacktestParams(atr_stop_mult=1.0, reward_r=2.0, max_hold=50, fee_bp=0.0, slippage_bp=0.0)
+FREE = BacktestParams(atr_stop_mult=1.0, reward_r=2.0, max_hold=50, fee_bps=0.0, slippage_bps=0.0)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -108,7 +108,7 @@ def test_signal_on_the_last_bar_does_not_trade_and_one_before_it_enters_and_ends
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_costs_are_charged_on_entry_and_exit(engine):
-    params = BacktestParams(atr_stop_mult=1.0, reward_r=2.0, max_hold=50, fee_bp=4.0, slippage_bp=6.0)
+    params = BacktestParams(atr_stop_mult=1.0, reward_r=2.0, max_hold=50, fee_bps=4.0, slippage_bps=6.0)
     t = one_trade(HEAD + [(101, 108, 100, 107), QUIET], [1], params, engine)
     cost = (100.0 + 108.0) * 10.0 / 1e4  # 0.208
     assert t["pnl"][0] == pytest.approx((8.0 - cost) / 100.0, abs=1e-15)  # 0.07792
@@ -146,7 +146,7 @@ def test_signal_on_the_exit_bar_enters_at_the_next_open(engine, exit_bar, params
         o, h, l, c = bars(rows)
         sig = np.isin(np.arange(len(o)), [1, 3])
         got = reference_trades(o, h, l, c, sig, np.full(len(o), 2.0), params.atr_stop_mult, params.reward_r,
-                               params.max_hold, params.fee_bp, params.slippage_bp)
+                               params.max_hold, params.fee_bps, params.slippage_bps)
         t = {f: np.array([g[f] for g in got]) for f in TRADE_FIELDS}
     else:
         t = one_trade(rows, [1, 3], params, engine)
@@ -171,7 +171,7 @@ def test_warm_up_rows_without_atr_never_trade(engine):
     o, h, l, c = bars(HEAD + [QUIET] * 5)
     atr = np.full(len(o), 2.0)
     atr[:4] = np.nan
-    res = backtest_signals(o, h, l, c, np.ones(len(o), dtype=bool), atr, BacktestParams(1.0, 2.0, 1, 0.0, 0.0), engine=engine)
+    res = backtest_signals(o, h, l, c, np.ones(len(o), dtype=bool), atr, BacktestParams(1.0, 2.0, 1, 0.0, 0.0), backend=engine)
     # first signal bar with an ATR: 4 -> entry 5, time exit on 6, whose signal enters on 7 (the last bar)
     assert res.trades(0)["entry_idx"].tolist() == [5, 7]
 
@@ -196,7 +196,7 @@ def test_a_signal_every_bar_fills_the_buffer_below_its_capacity(engine):
     n = 40
     o, h, l, c = bars([QUIET] * n)
     params = [BacktestParams(1.0, 2.0, 1, 0.0, 0.0), BacktestParams(1.0, 2.0, 2, 0.0, 0.0)]
-    res = backtest_signals(o, h, l, c, np.ones(n, dtype=bool), np.full(n, 2.0), params, engine=engine)
+    res = backtest_signals(o, h, l, c, np.ones(n, dtype=bool), np.full(n, 2.0), params, backend=engine)
     # max_hold 1: signal t, entry t+1, exit t+2, which signals again -> one trade per 2 bars,
     # the last entered on the last bar (n - 1) and closed there; max_hold 2: one per 3 bars
     assert res.trades(0)["entry_idx"].tolist() == list(range(1, n, 2))
@@ -205,7 +205,7 @@ def test_a_signal_every_bar_fills_the_buffer_below_its_capacity(engine):
     assert res.n_trades.max() <= capacity(n)
     for m in (n - 1, n + 1, 3, 2):  # odd lengths and the shortest series fit too
         o, h, l, c = bars([QUIET] * m)
-        res = backtest_signals(o, h, l, c, np.ones(m, dtype=bool), np.full(m, 2.0), params[0], engine=engine)
+        res = backtest_signals(o, h, l, c, np.ones(m, dtype=bool), np.full(m, 2.0), params[0], backend=engine)
         assert res.trades(0)["entry_idx"].tolist() == list(range(1, m, 2))
         assert res.n_trades[0] <= capacity(m)
 
@@ -239,7 +239,7 @@ def varied_population(n: int, seed: int) -> list[Individual]:
         "ema_fast": pick([5, 8, 10, 15]), "ema_slow": pick([20, 30, 50]), "z_window": pick([15, 20, 30]),
         "atr_window": pick([5, 10, 14]), "vol_z_min": pick([0.0, 0.5, 1.0]), "tr_z_min": pick([-0.5, 0.0, 0.5]),
         "cloc_min": pick([0.2, 0.4, 0.6]), "atr_stop_mult": pick([0.5, 1.0, 1.5]), "reward_r": pick([1.0, 1.5, 2.5]),
-        "max_hold": pick([3, 8, 20]), "fee_bp": pick([0.0, 2.5, 5.0]), "slippage_bp": pick([0.0, 1.0, 3.0])})
+        "max_hold": pick([3, 8, 20]), "fee_bps": pick([0.0, 2.5, 5.0]), "slippage_bps": pick([0.0, 1.0, 3.0])})
         for _ in range(n)]
 
 
@@ -280,7 +280,7 @@ def test_reference_trades_every_exit_reason_on_the_goog_slice(reference32):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_population_engines_equal_the_one_at_a_time_reference_on_goog(engine, goog_slice, pop32, reference32):
-    res = backtest_population(*goog_slice, pop32, engine=engine, fallback=False)
+    res = backtest_population(*goog_slice, pop32, backend=engine, fallback=False)
     assert res.engine == engine and res.fallback is None
     assert len(res) == 32
     assert_same_trades(res, reference32)
@@ -292,8 +292,8 @@ def test_population_engines_equal_the_one_at_a_time_reference_on_goog(engine, go
 @gpu
 def test_cuda_equals_cpu_for_a_population_of_one(goog_slice, pop32, reference32):
     for i in (0, 7):
-        cpu = backtest_population(*goog_slice, [pop32[i]], engine="cpu")
-        gpu = backtest_population(*goog_slice, [pop32[i]], engine="cuda", fallback=False)
+        cpu = backtest_population(*goog_slice, [pop32[i]], backend="cpu")
+        gpu = backtest_population(*goog_slice, [pop32[i]], backend="cuda", fallback=False)
         assert gpu.engine == "cuda"
         assert_same_trades(cpu, gpu)
         assert cpu.n_trades[0] == reference32.n_trades[i] > 0
@@ -303,8 +303,8 @@ def test_cuda_equals_cpu_for_a_population_of_one(goog_slice, pop32, reference32)
 def test_cuda_equals_cpu_for_a_population_of_512_on_a_short_slice():
     data = goog(800, 920)
     pop = varied_population(512, seed=11)
-    cpu = backtest_population(*data, pop, engine="cpu")
-    gpu = backtest_population(*data, pop, engine="cuda", fallback=False)
+    cpu = backtest_population(*data, pop, backend="cpu")
+    gpu = backtest_population(*data, pop, backend="cuda", fallback=False)
     assert gpu.engine == "cuda" and cpu.n_trades.sum() > 500
     assert_same_trades(cpu, gpu)
 
@@ -341,7 +341,7 @@ def test_each_unique_indicator_series_is_computed_once_and_equals_seller_exhaust
         assert np.array_equal(inp.vol_z[inp.k_vz[i]], f["vol_z"], equal_nan=True)
         assert np.array_equal(inp.tr_z[inp.k_trz[i]], f["tr_z"], equal_nan=True)
         assert np.array_equal(inp.cloc, f["cloc"], equal_nan=True)
-    res = backtest_population(*goog_slice, pop, engine="cpu")
+    res = backtest_population(*goog_slice, pop, backend="cpu")
     assert res.n_series == inp.n_series
     np.testing.assert_array_equal(res.n_trades[:36], res.n_trades[36:])
 
@@ -356,26 +356,26 @@ def test_cuda_failure_falls_back_to_cpu_with_a_warning(goog_slice, pop32, refere
 
     monkeypatch.setattr(cuda_engine, "walk_population", broken)
     with pytest.warns(RuntimeWarning, match="CUDA backtest failed"):
-        res = backtest_population(*goog_slice, pop32, engine="cuda")
+        res = backtest_population(*goog_slice, pop32, backend="cuda")
     assert res.engine == "cpu" and "no CUDA driver" in res.fallback
     assert_same_trades(res, reference32)
     with pytest.raises(CudaSupportError):
-        backtest_population(*goog_slice, pop32[:2], engine="cuda", fallback=False)
+        backtest_population(*goog_slice, pop32[:2], backend="cuda", fallback=False)
 
 
 def test_auto_engine_uses_cpu_without_a_real_gpu(goog_slice, pop32, monkeypatch):
     monkeypatch.setattr(population_mod, "real_gpu", lambda: False)
-    assert backtest_population(*goog_slice, pop32[:3], engine="auto").engine == "cpu"
+    assert backtest_population(*goog_slice, pop32[:3], backend="auto").engine == "cpu"
 
 
 def test_inputs_are_validated(goog_slice):
     o, h, l, c, v = goog_slice
-    with pytest.raises(ValueError, match="engine"):
-        backtest_population(o, h, l, c, v, [Individual()], engine="gpu")
+    with pytest.raises(ValueError, match=r"backend must be one of \(.auto., .cpu., .cuda.\), got .gpu."):
+        backtest_population(o, h, l, c, v, [Individual()], backend="gpu")
     with pytest.raises(ValueError, match="non-finite"):
-        backtest_population(np.r_[o[:-1], np.nan], h, l, c, v, [Individual()], engine="cpu")
+        backtest_population(np.r_[o[:-1], np.nan], h, l, c, v, [Individual()], backend="cpu")
     with pytest.raises(ValueError, match="at least one"):
-        backtest_population(o, h, l, c, v, [], engine="cpu")
+        backtest_population(o, h, l, c, v, [], backend="cpu")
     with pytest.raises(ValueError, match="max_hold"):
         BacktestParams(max_hold=0)
     with pytest.raises(ValueError, match="unknown"):
@@ -388,7 +388,7 @@ def test_inputs_are_validated(goog_slice):
 def run_search(monkeypatch=None, **kw):
     from domain import strategy_search
 
-    return strategy_search.search(*goog(), **{"population": 16, "generations": 3, "seed": 7, "engine": "cpu", **kw})
+    return strategy_search.search(*goog(), **{"population": 16, "generations": 3, "seed": 7, "backend": "cpu", **kw})
 
 
 def test_search_evaluates_each_generation_in_one_call_and_returns_a_pareto_front(monkeypatch):
@@ -443,11 +443,11 @@ def original_walk(open_, high, low, close, signal, atr, bp: BacktestParams) -> l
     sig = list(map(bool, signal))
     n = len(o)
     rows = [i for i in range(n) if a[i] == a[i]]  # d = df.dropna(subset=["atr"])
-    cost_bp = float(bp.fee_bp) + float(bp.slippage_bp)
+    cost_bps = float(bp.fee_bps) + float(bp.slippage_bps)
     trades = []
 
     def close_trade(x, exit_px, why):
-        cost = (entry + exit_px) * cost_bp / 1e4
+        cost = (entry + exit_px) * cost_bps / 1e4
         net = exit_px - entry - cost
         trades.append((entry_i, x, why, entry, exit_px, net / entry, net / risk))
 
@@ -527,7 +527,7 @@ def test_every_engine_equals_the_original_walk_on_real_index_prices(symbol, seed
     engines = {"reference": [[tuple(t[f] for f in TRADE_FIELDS) for t in reference_individual(*data, ind)] for ind in pop],
                "cpu-reference": [as_tuples(backtest_one(*data, ind).trades(0)) for ind in pop]}
     for engine in ENGINE_NAMES:
-        res = backtest_population(*data, pop, engine=engine, fallback=False)
+        res = backtest_population(*data, pop, backend=engine, fallback=False)
         assert res.engine == engine
         engines[engine] = [as_tuples(res.trades(i)) for i in range(len(pop))]
     for name, got in engines.items():
