@@ -210,6 +210,12 @@ class ATC(_Model):
             raise ValueError(f"cutout ({self.cutout}) must be < scan_bars ({self.scan_bars}): every scanned value would be NaN")
         return self
 
+    def specialist_params(self) -> tuple[tuple[str, object], ...]:
+        """The parameters the `atc` specialist (and the live path's stream of it) runs with, as
+        (name, value) pairs: the same as the scanner's, so the stored `spec_atc_score` equals
+        the scan on the same bars (scan_bars, chunk_symbols and cache are the scanner's own)."""
+        return tuple((k, getattr(self, k)) for k in ("robustness", "length", "lam", "decay", "cutout"))
+
 
 class Regime(_Model):
     index_symbol: str | None = None
