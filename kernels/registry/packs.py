@@ -256,7 +256,10 @@ def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = (), at
     """The Selection of the built-in `packs` plus every pack of the `plugins` modules
     (ValueError naming the setting for anything unusable, see the module doc); `atc`: the
     parameters of the `core` pack's `atc` specialist as (name, value) pairs (settings `atc`)."""
-    atc = tuple(sorted((str(k), v) for k, v in atc))
+    # pairs equal to the registered entry's parameters select that entry itself: the same
+    # scores, so the same Selection and versions as without them
+    atc = tuple(sorted((str(k), v) for k, v in atc if _specialists.ATC_DEFAULTS.get(k, v) != v or k not in
+                       _specialists.ATC_DEFAULTS))
     chosen: list[Pack] = []
     plugin_packs = [p for m in plugins for p in _plugin_packs(m)]
     known = {p.name: p for p in plugin_packs}
