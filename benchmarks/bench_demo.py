@@ -4,6 +4,9 @@
                                                processes; print the warm run's steps
     python benchmarks/bench_demo.py --runs 1   one demo process (warm when the store exists)
     python benchmarks/bench_demo.py --read     no demo: read the runs of the last demo
+    ... --compare-data OTHER_ROOT              also: every Delta table under data/ and the grid-search
+                                               report equal to those of another checkout's demo
+                                               (same day: the same bars), e.g. one of the base commit
 
 A step's seconds are its STEP_START..STEP_SUCCESS/FAILURE span (instance.get_run_step_stats);
 a run's seconds its start..end (includes Dagster's run setup and event writes); "process"
@@ -64,10 +67,38 @@ def step_table(instance, records) -> list[tuple[str, str, float]]:
     return rows
 
 
+def compare_data(mine: Path, other: Path) -> list[str]:
+    """One line per Delta table under both data dirs (rows sorted on the non-float columns):
+    EQUAL or DIFFERENT; then the grid-search report without its wall times."""
+    import json
+
+    import polars as pl
+
+    def tables(root: Path) -> set[str]:
+        return {str(p.parent.relative_to(root)) for p in root.rglob("_delta_log") if p.is_dir()}
+
+    lines = []
+    a, b = tables(mine / "data"), tables(other / "data")
+    if a ^ b:
+        lines.append(f"tables in one only: {sorted(a ^ b)}")
+    for t in sorted(a & b):
+        x, y = pl.read_delta(str(mine / "data" / t)), pl.read_delta(str(other / "data" / t))
+        keys = [c for c in x.columns if x[c].dtype not in (pl.Float32, pl.Float64)]
+        same = x.schema == y.schema and x.sort(keys).equals(y.sort(keys), null_equal=True)
+        lines.append(f"{t:<40}{x.height:>9} rows  {'EQUAL' if same else 'DIFFERENT'}")
+    reports = [json.loads((root / "reports" / "default" / "grid_search" / "top10.json").read_text()) for root in (mine, other)]
+    for r in reports:
+        r.pop("seconds", None), r.pop("timings", None)
+    lines.append(f"{'grid_search/top10.json':<40}{'':>15}{'EQUAL' if reports[0] == reports[1] else 'DIFFERENT'}")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=2, help="demo processes to run; the last one is reported")
     ap.add_argument("--read", action="store_true", help="run nothing: report the last demo in the instance")
+    ap.add_argument("--compare-data", metavar="OTHER_ROOT", type=Path,
+                    help="compare the stored tables and the grid-search report with another checkout's demo")
     args = ap.parse_args(argv)
     os.environ.setdefault("DAGSTER_HOME", str(REPO / ".dagster"))
     os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".numba_cache"))
@@ -89,6 +120,9 @@ def main(argv=None) -> int:
         print(f"{job:<30}{step:<34}{seconds:>9.2f}")
     if walls:
         print(f"{'process':<30}{'pipeline.cli demo':<34}{walls[-1]:>9.2f}")
+    if args.compare_data:
+        for line in compare_data(REPO, args.compare_data.resolve()):
+            print(line)
     return 0
 
 
