@@ -24,12 +24,13 @@ from resources.project import ProjectResource
 
 
 def _code_version() -> str:
-    """A hash of the selected packs' specialists (names, versions): changing packs or
-    plugins marks the stored partitions stale (config.pack_versions: resolved without
-    importing the kernels here)."""
+    """A hash of the selected packs' specialists (names, versions) and the `atc` settings they
+    run with: changing packs, plugins or `atc` marks the stored partitions stale
+    (config.pack_versions: resolved without importing the kernels here)."""
     from config.pack_versions import pack_code_versions
 
-    return pack_code_versions(load_settings().features)["specialists"]
+    settings = load_settings()
+    return pack_code_versions(settings.features, settings.atc.specialist_params())["specialists"]
 
 
 @symbol_year_asset(

@@ -57,7 +57,7 @@ def _declaring_files(features: FeatureSettings) -> list[Path]:
     return files
 
 
-def _key(features: FeatureSettings) -> str:
+def _key(features: FeatureSettings, atc: tuple = ()) -> str:
     stats = []
     for path in _declaring_files(features):
         try:
@@ -65,16 +65,18 @@ def _key(features: FeatureSettings) -> str:
         except OSError:
             continue
         stats.append((str(path), st.st_size, st.st_mtime_ns))
-    doc = {"packs": list(features.packs), "plugins": list(features.plugins), "files": stats, "python": sys.version}
+    doc = {"packs": list(features.packs), "plugins": list(features.plugins), "atc": [list(p) for p in atc],
+           "files": stats, "python": sys.version}
     return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:32]
 
 
-def _resolve(features: FeatureSettings) -> dict[str, str]:
+def _resolve(features: FeatureSettings, atc: tuple = ()) -> dict[str, str]:
     """{features, specialists}: the versions, computed in a child process."""
     path = os.pathsep.join([str(PROJECT_ROOT), *[p for p in sys.path if p]])
     env = {**os.environ, "PYTHONPATH": path}
     out = subprocess.run([sys.executable, "-m", "domain.feature_packs", json.dumps(list(features.packs)),
-                          json.dumps(list(features.plugins))], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+                          json.dumps(list(features.plugins)), json.dumps([list(p) for p in atc])],
+                         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
     if out.returncode == 2:
         raise SettingsError(out.stderr.strip().splitlines()[-1])
     if out.returncode != 0:
@@ -82,15 +84,17 @@ def _resolve(features: FeatureSettings) -> dict[str, str]:
     return json.loads(out.stdout.strip().splitlines()[-1])  # the last line: a plugin may print while importing
 
 
-def pack_code_versions(features: FeatureSettings) -> dict[str, str]:
-    """{"features": code version, "specialists": code version} of the settings' packs."""
-    key = _key(features)
+def pack_code_versions(features: FeatureSettings, atc: tuple = ()) -> dict[str, str]:
+    """{"features": code version, "specialists": code version} of the settings' packs, the
+    `atc` specialist with the parameters `atc` ((name, value) pairs: settings
+    `atc.specialist_params()`), so a change of them marks the specialists stale."""
+    key = _key(features, atc)
     cache = _cache_dir() / f"{key}.json"
     try:
         return json.loads(cache.read_text())
     except (OSError, ValueError):
         pass
-    versions = _resolve(features)
+    versions = _resolve(features, atc)
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".versions-", suffix=".tmp", dir=cache.parent)

@@ -279,6 +279,12 @@ class ATC(_Model):
             raise ValueError(f"cutout ({self.cutout}) must be < scan_bars ({self.scan_bars}): every scanned value would be NaN")
         return self
 
+    def specialist_params(self) -> tuple[tuple[str, object], ...]:
+        """The parameters the `atc` specialist (and the live path's stream of it) runs with, as
+        (name, value) pairs: the same as the scanner's, so the stored `spec_atc_score` equals
+        the scan on the same bars (scan_bars, chunk_symbols and cache are the scanner's own)."""
+        return tuple((k, getattr(self, k)) for k in ("robustness", "length", "lam", "decay", "cutout"))
+
 
 class Regime(_Model):
     index_symbol: str | None = Field(None, description=(
@@ -588,6 +594,9 @@ class DaskSettings(DaskCluster):
     ))
 
 
+MAX_GRID_TICKERS = 127  # the grid search's ticker codes are int8
+
+
 class GridSearch(_Model):
     market_data: Path = Field(Path("grid_data/market_data"), description=(
         'folder of `Raw_Market_data_MM-DD-YYYY.csv`'
@@ -610,6 +619,17 @@ class GridSearch(_Model):
     dask: DaskSettings = Field(DaskSettings(), description=(
         'shard the grid search over a Dask cluster (`engine` brute/cube/auto); the same exact top-10'
     ))
+
+    @field_validator("tickers")
+    @classmethod
+    def _tickers_fit_their_codes(cls, names: list[str]) -> list[str]:
+        """Ticker codes are int8 in the engines; names as symbols are (SYMBOL_PATTERN)."""
+        if len(names) > MAX_GRID_TICKERS:
+            raise ValueError(f"{len(names)} tickers; expected at most {MAX_GRID_TICKERS}")
+        bad = [n for n in names if not SYMBOL_PATTERN.match(n)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a ticker; expected names matching [A-Z0-9._-]{{1,16}}")
+        return names
 
 
 class StrategySearchSettings(_Model):
@@ -826,3 +846,35 @@ def load_settings(path: Path | str | None = None) -> Settings:
     except OSError:
         return read_settings(path)  # names the missing file
     return _cached(path, st.st_mtime_ns, st.st_size)
+
+
+def merge_settings(data: dict, overrides: dict) -> dict:
+    """`data` (settings as read from YAML) with `overrides` applied: nested mappings key by
+    key, anything else replaced. Returns a new mapping; neither argument changes."""
+    out = dict(data)
+    for k, v in overrides.items():
+        out[k] = merge_settings(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _derived(path: Path, mtime_ns: int, size: int, overrides: str) -> Settings:
+    import json
+
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        return read_settings(path)  # names what is wrong with the file
+    return parse_settings(merge_settings(data, json.loads(overrides)), origin=f"{path} with the command's flags",
+                          root=path.parent)
+
+
+def derive_settings(path: Path | str, overrides: str) -> Settings:
+    """The settings file `path` with `overrides` (JSON of a nested mapping) applied, validated
+    as one (relative paths against the file's folder); nothing is written. Cached as
+    load_settings is, per file version and overrides."""
+    path = Path(path).resolve()
+    try:
+        st = path.stat()
+    except OSError:
+        return read_settings(path)  # names the missing file
+    return _derived(path, st.st_mtime_ns, st.st_size, overrides)

@@ -15,25 +15,29 @@ from kernels.registry.packs import Selection, select
 
 
 def feature_selection(settings: Settings | FeatureSettings | None = None) -> Selection:
-    """The Selection of `settings.features` (None: the default, the `core` pack)."""
+    """The Selection of `settings.features` (None: the default, the `core` pack), its `atc`
+    specialist with the parameters of `settings.atc` (as the scanner's) when given Settings."""
     if settings is None:
         return select()
     features = settings.features if isinstance(settings, Settings) else settings
+    atc = settings.atc.specialist_params() if isinstance(settings, Settings) else ()
     try:
-        return select(tuple(features.packs), tuple(features.plugins))
+        return select(tuple(features.packs), tuple(features.plugins), atc)
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
 
 
 def _main(argv: list[str]) -> int:
-    """`python -m domain.feature_packs PACKS_JSON PLUGINS_JSON`: prints the code versions
-    {"features", "specialists"} as JSON (config.pack_versions runs this so that loading the
-    code location imports no kernel), or the one-line error on stderr with exit code 2."""
+    """`python -m domain.feature_packs PACKS_JSON PLUGINS_JSON [ATC_JSON]`: prints the code
+    versions {"features", "specialists"} as JSON (config.pack_versions runs this so that
+    loading the code location imports no kernel), or the one-line error on stderr with exit
+    code 2. ATC_JSON: the `atc` specialist's [name, value] pairs."""
     import json
     import sys
 
+    atc = tuple(tuple(pair) for pair in json.loads(argv[2])) if len(argv) > 2 else ()
     try:
-        chosen = select(tuple(json.loads(argv[0])), tuple(json.loads(argv[1])))
+        chosen = select(tuple(json.loads(argv[0])), tuple(json.loads(argv[1])), atc)
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2

@@ -328,7 +328,7 @@ class SymbolStream:
         scores    np.ndarray float32 [len(SPECIALISTS)], registry order
     Warm-up values are NaN, as in the batch tables. `bars` counts the bars fed; the stream
     must see a symbol's history from its first bar (ATC indexes bars absolutely).
-    `packs`: the selected packs by name, `(packs, plugins)` as in the settings
+    `packs`: the selected packs by name, `(packs, plugins[, atc])` as Selection.names
     (kernels.registry.packs.select); None (default) is the registries, i.e. the `core` pack.
     Then `features` holds every column of the selection (Selection.feature_columns order) and
     `scores` every specialist of it; entries without a `stream` are WindowTaps.
@@ -344,7 +344,7 @@ class SymbolStream:
         self.precision = precision
         self.dtype = np.dtype(np.float32 if precision == "float32" else np.float64)
         self.bars = 0
-        self.packs = None if packs is None else (tuple(packs[0]), tuple(packs[1]))
+        self.packs = None if packs is None else tuple(tuple(p) for p in packs)  # (packs, plugins[, atc])
         self._build()
         self.features = np.full(len(self._feature_taps), np.nan, dtype=self.dtype)
         self.scores = np.full(len(self._score_taps), np.nan, dtype=np.float32)

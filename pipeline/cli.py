@@ -22,7 +22,7 @@ import sys
 
 from config.errors import InputDataError
 from config.experiments import experiment_tags
-from config.settings import SYMBOL_PATTERN, SettingsError, load_settings
+from config.settings import SettingsError, load_settings
 from pipeline.experiments import add_experiment_commands, take_experiment_flag, use_experiment
 from pipeline.stage_commands import add_stage_commands
 
@@ -55,146 +55,161 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(load_settings())
 
 
-def _grid_search_assets(args: argparse.Namespace) -> int:
-    """Materialize market_data -> trade_log -> grid_search from the settings; the flags
-    become derived settings (pipeline.stage_commands.derived_settings)."""
-    import json
-    import shutil
+# flag -> the grid_search setting it sets: its bounds and checks are the settings model's
+GRID_FLAGS = {"engine": ("engine",), "top": ("top",), "min_trades": ("min_trades",), "tickers": ("tickers",),
+              "sampler": ("smart", "sampler"), "trials": ("smart", "trials"), "storage": ("smart", "storage"),
+              "study_name": ("smart", "study_name")}
+
+
+def _grid_overrides(args: argparse.Namespace) -> dict:
+    """The settings the grid-search flags given set (only those: the rest stay the settings'),
+    as a nested mapping over `grid_search` (and `device` for --backend)."""
     from pathlib import Path
 
     import yaml
 
-    from pipeline.instance import get_instance
-    from pipeline.jobs import grid_search_job
-    from pipeline.run_report import console_run_config
-    from pipeline.runs import raise_if_failed
-    from pipeline.stage_commands import derived_settings, resolved_job
-
-    gs = {k: v for k, v in {"engine": args.engine, "top": args.top, "min_trades": args.min_trades}.items()
-          if v is not None}  # only the flags given override the settings
-    if args.tickers:
-        gs["tickers"] = args.tickers.split(",")
-    if args.overfitting:
-        gs["overfitting"] = True
-    if args.params:
-        gs["params"] = yaml.safe_load(Path(args.params).read_text()) or {}
-    smart = {k: v for k, v in {"sampler": args.sampler, "trials": args.trials, "storage": args.storage,
-                               "study_name": args.study_name}.items() if v}
-    if smart:
-        gs["smart"] = smart
-    overrides = {"grid_search": gs, **({"device": args.backend} if args.backend != "auto" else {})}
-    cfg = derived_settings(overrides, "grid-search")
-    settings = load_settings(cfg)
-    res = resolved_job(cfg, grid_search_job).execute_in_process(instance=get_instance(), raise_on_error=False,
-                                                                run_config=console_run_config(),
-                                                                tags=experiment_tags(settings))
-    raise_if_failed(res, "grid_search_job")
-    report_path = settings.stage_reports_dir("grid_search") / "top10.json"
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(report_path, args.out)
-    report = json.loads(report_path.read_text())
-    print(json.dumps({"winner": report["top"][0] if report["top"] else None, "combinations": report["combinations"],
-                      "trades": report["trades"], "seconds": round(report["seconds"], 3),
-                      "out": str(args.out or report_path)}, indent=2))
-    return 0
-
-
-MAX_TICKERS = 127  # ticker codes are int8
-
-
-def _check_grid_flags(args: argparse.Namespace) -> None:
-    """Every grid-search flag a user can get wrong, as one line each (exit code 2)."""
-    from pathlib import Path
-
-    if args.top is not None and not 1 <= args.top <= 1000:
-        raise ValueError(f"--top {args.top}: expected a whole number from 1 to 1000")
-    if args.min_trades is not None and args.min_trades < 1:
-        raise ValueError(f"--min-trades {args.min_trades}: expected a whole number >= 1")
-    if args.trials is not None and args.trials < 1:
-        raise ValueError(f"--trials {args.trials}: expected a whole number >= 1")
     if args.out and Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: is a folder; expected the path of the JSON report to write")
     if args.params and not Path(args.params).is_file():
         raise ValueError(f"--params {args.params}: file not found; expected a YAML file of grid values")
-    if args.tickers:
-        names = args.tickers.split(",")
-        if len(names) > MAX_TICKERS:
-            raise ValueError(f"--tickers: {len(names)} tickers; expected at most {MAX_TICKERS}")
-        bad = [n for n in names if not SYMBOL_PATTERN.match(n)]
-        if bad:
-            raise ValueError(f"--tickers: {bad[0]!r} is not a ticker; expected names matching [A-Z0-9._-]{{1,16}}")
+    gs: dict = {}
+    for flag, path in GRID_FLAGS.items():
+        value = getattr(args, flag)
+        if value is None or value == "":
+            continue
+        node = gs
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value.split(",") if flag == "tickers" else value
+    if args.overfitting:
+        gs["overfitting"] = True
+    if args.params:  # merged over the settings' lists key by key
+        gs["params"] = yaml.safe_load(Path(args.params).read_text()) or {}
+    return {"grid_search": gs, **({"device": args.backend} if args.backend != "auto" else {})}
+
+
+def _flag_line(err, args: argparse.Namespace) -> str:
+    """A pydantic error of the grid_search settings as the one line of the flag that set the
+    value: `--top -5: expected a whole number from 1 to 1000` (the bounds read from the
+    model's field), `--tickers: <the validator's message>`, `--params FILE: <key>: <message>`."""
+    from config.settings import GridSearch
+
+    e = err.errors()[0]
+    loc = tuple(str(x) for x in e["loc"])
+    message = e["msg"].removeprefix("Value error, ")
+    if loc[:1] == ("params",):
+        return f"--params {args.params}: {'.'.join(loc) or 'params'}: {message}"
+    flag = next((f for f, path in GRID_FLAGS.items() if loc[:len(path)] == path), None)
+    if flag is None:
+        return f"grid_search.{'.'.join(loc)}: {message}"
+    name = "--" + flag.replace("_", "-")
+    if e["type"] == "value_error":
+        return f"{name}: {message}"
+    model = GridSearch
+    for key in GRID_FLAGS[flag][:-1]:
+        model = model.model_fields[key].annotation
+    field = model.model_fields[GRID_FLAGS[flag][-1]]
+    bound = {k: getattr(m, k) for m in field.metadata for k in ("ge", "le") if getattr(m, k, None) is not None}
+    kind = "a whole number" if field.annotation is int else "a number"
+    if "ge" in bound and "le" in bound:
+        expected = f"{kind} from {bound['ge']} to {bound['le']}"
+    elif bound:
+        expected = " and ".join(f"{kind} {'>=' if k == 'ge' else '<='} {v}" for k, v in bound.items())
+    else:
+        expected = message
+    return f"{name} {getattr(args, flag)}: expected {expected}"
+
+
+def _grid_settings(args: argparse.Namespace):
+    """(the settings in force with the grid-search flags applied, the overrides as JSON). A
+    flag the settings model refuses is ONE line naming the flag (ValueError: exit code 2)."""
+    import json
+
+    from pydantic import ValidationError
+
+    from config.settings import GridSearch, config_path, derive_settings, merge_settings
+
+    base = load_settings()
+    overrides = _grid_overrides(args)
+    try:  # the flags alone against the grid_search model: the error names the flag, not the file
+        GridSearch.model_validate(merge_settings(base.grid_search.model_dump(), overrides["grid_search"]))
+    except ValidationError as err:
+        raise ValueError(_flag_line(err, args)) from None
+    text = json.dumps(overrides, default=str)
+    return derive_settings(config_path(), text), text
+
+
+def _print_grid_report(report: dict, out) -> None:
+    import json
+
+    size = {"trials": report["combinations"]} if report["engine"] == "optuna" else \
+        {"combinations": report["combinations"], "trades": report["trades"]}
+    print(json.dumps({"winner": report["top"][0] if report["top"] else None, **size,
+                      "seconds": round(report["seconds"], 3), "out": str(out)}, indent=2))
 
 
 def _grid_search(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
-    _check_grid_flags(args)
-    if not args.market_data and not args.trade_log:
+    """`grid-search`: with --market-data and --trade-log, a direct run on those files (no
+    Dagster); without both, the grid_search_job assets over the settings' inputs. Both run
+    domain.gridsearch.stage.grid_search_stage with the settings in force and the flags given
+    over them (the settings' `grid_search.dask` included)."""
+    if not (args.market_data or args.trade_log):
         return _grid_search_assets(args)
     if not (args.market_data and args.trade_log and args.out):
         print("error: a direct run needs --market-data, --trade-log and --out (or none of the first two: the "
               "settings' inputs through Dagster)", file=sys.stderr)
         return 2
+    from pathlib import Path
 
-    import yaml
     from tqdm import tqdm
 
-    from config.settings import GridParams
-    from domain.gridsearch.inputs import TradeArrays, read_market_data, read_trade_log
-    from domain.gridsearch.search import run_grid_search
-    from domain.gridsearch.stage import write_reports
-    from kernels.gridsearch.grid import Grid
+    from domain.gridsearch.inputs import read_market_data, read_trade_log
+    from domain.gridsearch.stage import grid_from_settings, grid_search_stage, search_backend
     from resources.compute import select_device
 
-    settings = load_settings()
-    # flags not given: the settings' values, as on the asset path
-    args.engine = args.engine or settings.grid_search.engine
-    args.top = args.top if args.top is not None else settings.grid_search.top
-    args.min_trades = args.min_trades if args.min_trades is not None else settings.grid_search.min_trades
-    params = settings.grid_search.params
-    if args.params:
-        try:  # merged over the settings' lists key by key, as derived settings are on the asset path
-            params = GridParams(**{**params.model_dump(), **(yaml.safe_load(Path(args.params).read_text()) or {})})
-        except Exception as err:  # pydantic's message names the key
-            print(f"error: {args.params}: {err}", file=sys.stderr)
-            return 2
-    grid = Grid.from_mapping(params.model_dump())
-    tickers = args.tickers.split(",") if args.tickers else settings.grid_search.tickers
-    backend = {"cpu": "cpu", "cuda": "cuda", "torch": "torch"}[select_device("rocm" if args.backend == "rocm" else args.backend).backend]
-    market = read_market_data(Path(args.market_data), tickers)
-    trades, rejected = read_trade_log(Path(args.trade_log), tickers, market)
+    settings, _ = _grid_settings(args)
+    gs = settings.grid_search
+    backend = search_backend(select_device(settings.device))
+    market = read_market_data(Path(args.market_data), gs.tickers)
+    trades, rejected = read_trade_log(Path(args.trade_log), gs.tickers, market)
     if rejected.total:
         print(f"left out {rejected.total} trade(s): {rejected.by_reason}; first ids {rejected.first_ids}", file=sys.stderr)
-    arrays = TradeArrays.from_frame(trades)
     out = Path(args.out)
-    if args.engine == "optuna":
-        from domain.gridsearch.stage import run_smart_search
-        from domain.gridsearch.stage import write_reports as _write
+    one_process = gs.engine != "optuna" and not gs.dask.enabled
+    with tqdm(total=grid_from_settings(settings).n_combinations, unit="comb", unit_scale=True,
+              desc=f"{gs.engine} on {backend}", disable=args.quiet or not one_process) as bar:
+        stage = grid_search_stage(market, trades, settings, backend, json_path=out, rejected=rejected.summary(),
+                                  progress=bar.update)
+    _print_grid_report(stage.result.to_json(), out)
+    return 0
 
-        smart = settings.grid_search.smart.model_copy(update={k: v for k, v in {
-            "sampler": args.sampler, "trials": args.trials, "storage": args.storage, "study_name": args.study_name}.items() if v})
-        gs = settings.grid_search.model_copy(update={"smart": smart, "top": args.top, "min_trades": args.min_trades})
-        result, _ = run_smart_search(market["price"].to_numpy(), arrays, gs, backend)
-        result.rejected = rejected.summary()
-        _write(result, out.parent, grid, arrays, None, json_path=out)
-        print(json.dumps({"winner": result.top[0] if result.top else None, "trials": result.combinations,
-                          "seconds": round(result.seconds, 3), "out": str(out)}, indent=2))
-        return 0
-    with tqdm(total=grid.n_combinations, unit="comb", unit_scale=True, desc=f"{args.engine} on {backend}",
-              disable=args.quiet) as bar:
-        result, results = run_grid_search(market["price"].to_numpy(), arrays, grid, engine=args.engine, backend=backend,
-                                          top=args.top, min_trades=args.min_trades, progress=bar.update)
-    result.rejected = rejected.summary()
-    if args.overfitting:
-        from domain.gridsearch.overfit import overfitting_report
 
-        result.overfitting = overfitting_report(arrays, results, grid, result.top, min_trades=args.min_trades)
-    write_reports(result, out.parent, grid, arrays, results, json_path=out)
-    best = result.top[0] if result.top else None
-    print(json.dumps({"winner": best, "combinations": result.combinations, "trades": result.trades,
-                      "seconds": round(result.seconds, 3), "out": str(out)}, indent=2))
+def _grid_search_assets(args: argparse.Namespace) -> int:
+    """Materialize market_data -> trade_log -> grid_search with the settings in force and the
+    flags given over them (resources.project.ProjectResource `overrides`: no file written)."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from dagster import Definitions
+
+    from pipeline.definitions import ALL_ASSETS, build_resources
+    from pipeline.instance import get_instance
+    from pipeline.jobs import grid_search_job
+    from pipeline.run_report import console_run_config
+    from pipeline.runs import raise_if_failed
+
+    settings, overrides = _grid_settings(args)
+    job = Definitions(assets=ALL_ASSETS, jobs=[grid_search_job],
+                      resources=build_resources(overrides=overrides)).resolve_job_def(grid_search_job.name)
+    res = job.execute_in_process(instance=get_instance(), raise_on_error=False, run_config=console_run_config(),
+                                 tags=experiment_tags(settings))
+    raise_if_failed(res, "grid_search_job")
+    report_path = settings.stage_reports_dir("grid_search") / "top10.json"
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(report_path, args.out)
+    _print_grid_report(json.loads(report_path.read_text()), args.out or report_path)
     return 0
 
 

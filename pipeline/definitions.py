@@ -45,10 +45,13 @@ from resources.project import ProjectResource
 ALL_ASSETS = [raw_bars, features, labels, specialists, regime, cv_report, meta_model, predictions, backtest, evaluation, paper_trades, lstm_model, atc_scan, market_data, trade_log, grid_search, strategy_search]
 
 
-def build_resources(settings_path: str | None = None) -> dict:
-    settings = load_settings(settings_path)
+def build_resources(settings_path: str | None = None, overrides: str | None = None) -> dict:
+    """The resources of the settings file `settings_path` (default: the one in force), with
+    `overrides` (JSON, config.settings.derive_settings) applied when given."""
+    project = ProjectResource(config_path=str(settings_path or config_path()), overrides=overrides)
+    settings = project.settings()
     return {
-        "project": ProjectResource(config_path=str(settings_path or config_path())),
+        "project": project,
         "compute": ComputeResource(device=settings.device, threads_per_worker=settings.threads_per_worker),
         "io_manager": DeltaTableIOManager(base_dir=str(settings.data_dir), experiment_dir=str(settings.experiment_data_dir)),
     }

@@ -6,11 +6,12 @@ import logging
 
 from dagster import ConfigurableResource, InitResourceContext
 
-from config.settings import Settings, config_path, load_settings
+from config.settings import Settings, config_path, derive_settings, load_settings
 
 
 class ProjectResource(ConfigurableResource):
-    """`config_path`: a settings file; unset means $PIPELINE_CONFIG or dagster_project.yaml.
+    """`config_path`: a settings file; unset means $PIPELINE_CONFIG or dagster_project.yaml;
+    `overrides`: JSON settings over it (a CLI command's flags, no file written).
 
     Every step of every run requires it, so it logs the runtime line at start
     (resources.compute.runtime_line: device, backend, threads, versions) and freezes the
@@ -18,6 +19,9 @@ class ProjectResource(ConfigurableResource):
     experiment's tags when it has none (a run launched from the UI or the shell)."""
 
     config_path: str | None = None
+    # JSON of settings applied over the file's (a command's flags, e.g. grid-search's), key by
+    # key into nested sections; validated with the file's (config.settings.derive_settings)
+    overrides: str | None = None
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         from resources.compute import runtime_line, select_device
@@ -34,7 +38,10 @@ class ProjectResource(ConfigurableResource):
         log.info(runtime_line(select_device(policy, log=log), policy))
 
     def settings(self) -> Settings:
-        return load_settings(self.config_path or config_path())
+        path = self.config_path or config_path()
+        if self.overrides:
+            return derive_settings(path, self.overrides)
+        return load_settings(path)
 
 
 def _tag_run(context: InitResourceContext, settings: Settings) -> None:

@@ -1,7 +1,7 @@
 """Stage `grid_search` (and its inputs `market_data`, `trade_log`): the trade-log grid search.
 
-`run_grid_search` is the stage logic (also behind `python -m pipeline.cli grid-search`):
-exit resolution once, then an engine over every combination:
+`grid_search_stage` is the stage logic (the asset's, and `python -m pipeline.cli grid-search`'s
+direct run): exit resolution once, then an engine over every combination:
   brute  one thread per combination over all trades (cpu numba or cuda)
   cube   dominance sums: every combination at once (NumPy/CuPy, or torch)
   auto   cube (the fastest exact engine at every size measured)
@@ -105,11 +105,16 @@ class GridSearchStage:
     paths: dict[str, Path]  # the reports written (json, markdown, heatmap when drawn)
 
 
-def grid_search_stage(market_data, trade_log, settings, backend: str, obs=None) -> GridSearchStage:
-    """The configured search (settings `grid_search`) over the stored market data and trade
-    log: the engine (`optuna`, the Dask cluster when `dask.enabled`, else one process), the
-    overfitting guard when asked for, and the reports under reports/grid_search/. `obs`
-    (domain.observe.Observation) gets the guard's time and headline figures."""
+def grid_search_stage(market_data, trade_log, settings, backend: str, obs=None, *, json_path: Path | None = None,
+                      rejected: dict | None = None, progress=None) -> GridSearchStage:
+    """The configured search (settings `grid_search`) over the market data and trade log: the
+    engine (`optuna`, the Dask cluster when `dask.enabled`, else one process), the
+    overfitting guard when asked for, and the reports under reports/grid_search/. The asset
+    and the CLI's direct run (`grid-search --market-data .. --trade-log .. --out FILE`) both
+    call this: the direct run names the JSON report (`json_path`, the other reports beside
+    it), the trades its reader left out (`rejected`, into the report) and a progress callback
+    (combinations done; the one-process engines). `obs` (domain.observe.Observation) gets the
+    guard's time and headline figures."""
     from domain.gridsearch.overfit import overfitting_report
 
     gs = settings.grid_search
@@ -127,12 +132,15 @@ def grid_search_stage(market_data, trade_log, settings, backend: str, obs=None) 
                                                    shards=gs.dask.shards, scatter=gs.dask.scatter)
     else:
         result, results = run_grid_search(prices, trades, grid, engine=gs.engine, backend=backend, top=gs.top,
-                                          min_trades=gs.min_trades)
+                                          min_trades=gs.min_trades, progress=progress)
     if gs.overfitting and gs.engine != "optuna":
         with obs.timed("overfitting_s") if obs is not None else nullcontext():
             result.overfitting = overfitting_report(trades, results, grid, result.top, min_trades=gs.min_trades)
         if obs is not None:
             obs.extra.update({"pbo": result.overfitting["pbo"]["pbo"], "dsr": result.overfitting["deflated_sharpe"]["dsr"]})
-    paths = write_reports(result, settings.stage_reports_dir("grid_search"), grid, trades, results)
+    if rejected is not None:
+        result.rejected = rejected
+    out_dir = json_path.parent if json_path is not None else settings.stage_reports_dir("grid_search")
+    paths = write_reports(result, out_dir, grid, trades, results, json_path=json_path)
     table = pl.DataFrame(result.top) if result.top else pl.DataFrame()
     return GridSearchStage(result, table, paths)

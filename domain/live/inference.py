@@ -95,13 +95,13 @@ import pickle
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from config.partitions import REGIME_HALO_YEARS
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
-from domain.learning.lstm import SavedLSTM, load_lstm, lstm_path, score_latest
 from domain.feature_packs import feature_selection
 from domain.learning.predictions import load_year_models, model_path, models_features, score_rows
 from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
@@ -110,6 +110,9 @@ from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.streaming import SymbolStream
 from resources.delta_store import DeltaStore
 from resources.verified_files import UnverifiedFileError, load_verified, write_verified
+
+if TYPE_CHECKING:  # torch loads with domain.learning.lstm: only when a meta model uses the LSTM score
+    from domain.learning.lstm import SavedLSTM
 
 STATE_FORMAT = "tradelab.live_state/1"
 STATE_FILE = "state.pkl"
@@ -501,6 +504,8 @@ class InferenceSession:
 
     def lstm_model(self, year: int) -> SavedLSTM | None:
         """The saved LSTM of `year` (None without one), loaded once, reloaded when a file changes."""
+        from domain.learning.lstm import load_lstm, lstm_path
+
         path = lstm_path(self.models_dir, self.settings.lstm.horizon, year)
         stats = (_stat(path), _stat(path.with_suffix(".json")))
         hit = self._lstm_models.get(year)
@@ -532,6 +537,8 @@ class InferenceSession:
     def lstm_score(self, symbol: str, date: np.datetime64) -> float:
         """The LSTM score of (symbol, date): scored live on the latest sequence by the LSTM of
         year(date) when it exists, else the stored out-of-sample score (NaN when absent)."""
+        from domain.learning.lstm import score_latest
+
         year = _year(date)
         saved = self.lstm_model(year)
         if saved is not None:

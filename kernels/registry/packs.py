@@ -34,7 +34,7 @@ over that window (recursive formulas need a `stream` or a longer `window`).
 
 A plugin module defines `PACKS = [Pack(name, features=(...), specialists=(...)), ...]`
 (or one `PACK`); naming it in `features.plugins` imports it (importlib, from sys.path) and
-selects its packs. `select(packs, plugins)` returns the `Selection`; it raises ValueError
+selects its packs. `select(packs, plugins, atc)` returns the `Selection`; it raises ValueError
 with one line naming the setting and what was expected for an unknown pack, a module that
 cannot be imported or defines no packs, an entry without a name or formula, and a column
 name that another selected pack already makes.
@@ -131,9 +131,15 @@ class Pack:
     origin: str = field(default="kernels.registry.packs", compare=False)
 
 
-def _core() -> Pack:
-    """The registries (read when selected: a feature appended there is in `core`)."""
-    return Pack("core", tuple(_features.FEATURES), tuple(_specialists.SPECIALISTS))
+def _core(atc: tuple = ()) -> Pack:
+    """The registries (read when selected: a feature appended there is in `core`); `atc`:
+    the ATC parameters as (name, value) pairs (settings `atc`) the `atc` entry runs with,
+    none: the registry's own entry."""
+    specialists = tuple(_specialists.SPECIALISTS)
+    if atc:
+        entry = _specialists.atc_specialist(**dict(atc))
+        specialists = tuple(entry if s.name == "atc" else s for s in specialists)
+    return Pack("core", tuple(_features.FEATURES), specialists)
 
 
 def _alpha158() -> Pack:
@@ -161,7 +167,8 @@ class Selection:
     """The packs in force, in order: built-in packs as listed, then each plugin's packs."""
 
     packs: tuple[Pack, ...]
-    names: tuple[str, ...] = ()  # the settings' (packs, plugins), for workers to select again
+    names: tuple = ()  # the settings' (packs, plugins[, atc]), for workers to select again: select(*names)
+    atc: tuple = ()  # the `atc` specialist's parameters, (name, value) pairs; () = the registry's
 
     @property
     def features(self) -> tuple:
@@ -193,6 +200,8 @@ class Selection:
     def _version(self, kind: str) -> str:
         doc = [(p.name, p.version, [(e.name, e.version, list(e.columns) if kind == "features" else e.name)
                                     for e in getattr(p, kind)]) for p in self.packs]
+        if kind == "specialists" and self.atc:  # other ATC parameters: other scores
+            doc.append(["atc", [list(pair) for pair in self.atc]])
         return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:16]
 
     @property
@@ -243,16 +252,21 @@ def _check_entries(pack: Pack, where: str) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = ()) -> Selection:
+def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = (), atc: tuple = ()) -> Selection:
     """The Selection of the built-in `packs` plus every pack of the `plugins` modules
-    (ValueError naming the setting for anything unusable, see the module doc)."""
+    (ValueError naming the setting for anything unusable, see the module doc); `atc`: the
+    parameters of the `core` pack's `atc` specialist as (name, value) pairs (settings `atc`)."""
+    # pairs equal to the registered entry's parameters select that entry itself: the same
+    # scores, so the same Selection and versions as without them
+    atc = tuple(sorted((str(k), v) for k, v in atc if _specialists.ATC_DEFAULTS.get(k, v) != v or k not in
+                       _specialists.ATC_DEFAULTS))
     chosen: list[Pack] = []
     plugin_packs = [p for m in plugins for p in _plugin_packs(m)]
     known = {p.name: p for p in plugin_packs}
     for name in packs:
         if name in _BUILTIN:
             try:
-                chosen.append(_BUILTIN[name]())
+                chosen.append(_core(atc) if name == "core" else _BUILTIN[name]())
             except ImportError as exc:
                 raise ValueError(f"features.packs: pack {name!r} cannot be loaded ({exc})") from None
         elif name not in known:
@@ -274,4 +288,4 @@ def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = ()) ->
                 by = owner.get(c, "the table's key columns")
                 raise ValueError(f"{where}: column {c!r} is already made by {by}; expected a new column name")
             owner[c] = f"pack {p.name!r}"
-    return Selection(tuple(chosen), (tuple(packs), tuple(plugins)))
+    return Selection(tuple(chosen), (tuple(packs), tuple(plugins)) + ((atc,) if atc else ()), atc)
