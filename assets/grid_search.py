@@ -83,12 +83,11 @@ def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade
     from domain.gridsearch.stage import (
         grid_search_stage,
         markdown_table,
-        search_backend,
     )
     from domain.observe import observe
 
     settings = project.settings()
-    backend = search_backend(compute)
+    backend = compute.backend
     with observe(context, settings.reports_dir, "grid_search",
                  args={"engine": settings.grid_search.engine, "backend": backend}) as obs:
         stage = grid_search_stage(market_data, trade_log, settings, backend, obs=obs)

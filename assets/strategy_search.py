@@ -59,7 +59,7 @@ def strategy_search(context: AssetExecutionContext, raw_bars: pl.LazyFrame, proj
     yield Output(None, metadata={
         "front": MetadataValue.md(front_markdown(res.front, cfg.front_rows)),
         "front_size": res.front.height, "trials": res.trials.height, "feasible": run.report["feasible"],
-        "bars": run.bars, "span": f"{run.report['from']}..{run.report['to']}", "engine": str(run.report["engine"]),
+        "bars": run.bars, "span": f"{run.report['from']}..{run.report['to']}", "backend": str(run.report["backend"]),
         "report": MetadataValue.path(str(run.path)),
     })
     passed, meta = front_is_pareto(res.front, res.trials, OBJECTIVES, cfg.min_trades)

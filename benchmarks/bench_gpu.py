@@ -263,7 +263,7 @@ def section_population(s: dict) -> dict:
 
     ok, why = agree(same)
     return {"size": f"{len(pop)} individuals x {close.size:,} bars", "trades": int(cpu.n_trades.sum()),
-            "cpu_s": t_cpu, "gpu_s": t_gpu, "equal": ok and gpu.engine == "cuda", "mismatches": [why] if why else []}
+            "cpu_s": t_cpu, "gpu_s": t_gpu, "equal": ok and gpu.backend == "cuda", "mismatches": [why] if why else []}
 
 
 def section_lstm(s: dict) -> dict:

@@ -110,7 +110,7 @@ def main() -> int:
                "series": sum(inp.n_series.values()), "same_cpu": same_trades(ref, cpu)}
         if gpu:
             t_gpu, g = best_of(lambda pop=pop: backtest_population(*data, pop, backend="cuda", fallback=False), args.repeat)
-            row.update(cuda=t_gpu, same_cuda=same_trades(ref, g) and g.engine == "cuda")
+            row.update(cuda=t_gpu, same_cuda=same_trades(ref, g) and g.backend == "cuda")
         rows.append(row)
         print(row, flush=True)
 

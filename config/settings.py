@@ -646,8 +646,8 @@ class StrategySearchSettings(_Model):
     seed: int = Field(0, ge=0, description=(
         'sampler seed: same bars and seed, same front'
     ))
-    engine: Literal["auto", "cpu", "cuda"] = Field("auto", description=(
-        'population backtest engine: `cpu`, `cuda`, or `auto` (cuda on a real GPU, else cpu)'
+    backend: Literal["auto", "cpu", "cuda"] = Field("auto", description=(
+        'population backtest backend: `cpu`, `cuda`, or `auto` (cuda on a real GPU, else cpu)'
     ))
     fee_bps: float = Field(5.0, ge=0.0, description=(
         'fee per side, basis points (a market fact, not searched)'
@@ -878,3 +878,14 @@ def derive_settings(path: Path | str, overrides: str) -> Settings:
     except OSError:
         return read_settings(path)  # names the missing file
     return _derived(path, st.st_mtime_ns, st.st_size, overrides)
+
+
+def field_choices(*path: str) -> tuple[str, ...]:
+    """The allowed values of the Literal setting at `path` (`field_choices("device")`): CLI
+    flags take their choices from here, so a flag and its setting never disagree."""
+    import typing
+
+    model: type[BaseModel] = Settings
+    for name in path[:-1]:
+        model = model.model_fields[name].annotation
+    return typing.get_args(model.model_fields[path[-1]].annotation)

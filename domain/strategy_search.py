@@ -100,12 +100,12 @@ def search(open_, high, low, close, volume, *, population: int = 64, generations
                 trial.set_constraint("min_trades", float(min_trades - m["n_trades"]))
                 study.tell(trial, [m[k] for k in OBJECTIVES])
                 rows.append({"trial": trial.number, "generation": gen, **ind.as_dict(), **m,
-                             "feasible": m["n_trades"] >= min_trades, "engine": res.engine})
+                             "feasible": m["n_trades"] >= min_trades, "backend": res.backend})
     finally:
         optuna.logging.set_verbosity(verbosity)
     on_front = {t.number for t in study.best_trials}
     table = pl.DataFrame(rows).with_columns(pl.col("trial").is_in(sorted(on_front)).alias("pareto"))
-    table = table.select(["trial", "generation", *SELLER_FIELDS, *BACKTEST_FIELDS, *METRICS, "feasible", "pareto", "engine"])
+    table = table.select(["trial", "generation", *SELLER_FIELDS, *BACKTEST_FIELDS, *METRICS, "feasible", "pareto", "backend"])
     front = table.filter(pl.col("pareto")).sort(["total_return", "trial"], descending=[True, False])
     return SearchResult(front=front, trials=table, study=study, evaluations=calls)
 
@@ -152,11 +152,11 @@ def search_symbol(bars: pl.DataFrame | pl.LazyFrame, symbol: str, cfg, out_dir: 
     if df.is_empty():
         raise ValueError(f"strategy_search: no raw_bars of {symbol}: build raw_bars first (build-features)")
     res = search(*cols, population=cfg.population, generations=cfg.generations, seed=cfg.seed, fee_bps=cfg.fee_bps,
-                 slippage_bps=cfg.slippage_bps, min_trades=cfg.min_trades, backend=cfg.engine)
+                 slippage_bps=cfg.slippage_bps, min_trades=cfg.min_trades, backend=cfg.backend)
     report = {"symbol": symbol, "bars": df.height, "from": str(df["date"][0])[:10], "to": str(df["date"][-1])[:10],
               "settings": cfg.model_dump(), "objectives": list(OBJECTIVES), "evaluations": res.evaluations,
               "trials": res.trials.height, "feasible": int(res.trials["feasible"].sum()),
-              "engine": res.trials["engine"][0] if res.trials.height else None, "front": res.front.to_dicts()}
+              "backend": res.trials["backend"][0] if res.trials.height else None, "front": res.front.to_dicts()}
     path = write_json_atomic(out_dir / f"front_{symbol}.json", report)
     return SymbolSearch(symbol, df.height, res, report, path)
 

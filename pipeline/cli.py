@@ -22,7 +22,7 @@ import sys
 
 from config.errors import InputDataError
 from config.experiments import experiment_tags
-from config.settings import SettingsError, load_settings
+from config.settings import SettingsError, field_choices, load_settings
 from pipeline.experiments import add_experiment_commands, take_experiment_flag, use_experiment
 from pipeline.stage_commands import add_stage_commands
 
@@ -63,7 +63,7 @@ GRID_FLAGS = {"engine": ("engine",), "top": ("top",), "min_trades": ("min_trades
 
 def _grid_overrides(args: argparse.Namespace) -> dict:
     """The settings the grid-search flags given set (only those: the rest stay the settings'),
-    as a nested mapping over `grid_search` (and `device` for --backend)."""
+    as a nested mapping over `grid_search` (and `device` for --device)."""
     from pathlib import Path
 
     import yaml
@@ -85,7 +85,7 @@ def _grid_overrides(args: argparse.Namespace) -> dict:
         gs["overfitting"] = True
     if args.params:  # merged over the settings' lists key by key
         gs["params"] = yaml.safe_load(Path(args.params).read_text()) or {}
-    return {"grid_search": gs, **({"device": args.backend} if args.backend != "auto" else {})}
+    return {"grid_search": gs, **({"device": args.device} if args.device else {})}
 
 
 def _flag_line(err, args: argparse.Namespace) -> str:
@@ -164,12 +164,12 @@ def _grid_search(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from domain.gridsearch.inputs import read_market_data, read_trade_log
-    from domain.gridsearch.stage import grid_from_settings, grid_search_stage, search_backend
+    from domain.gridsearch.stage import grid_from_settings, grid_search_stage
     from resources.compute import select_device
 
     settings, _ = _grid_settings(args)
     gs = settings.grid_search
-    backend = search_backend(select_device(settings.device))
+    backend = select_device(settings.device).backend
     market = read_market_data(Path(args.market_data), gs.tickers)
     trades, rejected = read_trade_log(Path(args.trade_log), gs.tickers, market)
     if rejected.total:
@@ -235,7 +235,7 @@ def _atc_scan(args: argparse.Namespace) -> int:
     from resources.delta_store import DeltaStore
 
     atc = {k: v for k, v in {"scan_bars": args.bars, "robustness": args.robustness, "length": args.length}.items() if v}
-    overrides = {**({"atc": atc} if atc else {}), **({"device": args.backend} if args.backend != "auto" else {})}
+    overrides = {**({"atc": atc} if atc else {}), **({"device": args.device} if args.device else {})}
     cfg = derived_settings(overrides, "atc-scan") if overrides else config_path()
     settings = load_settings(cfg)
     res = resolved_job(cfg, atc_scan_job).execute_in_process(instance=get_instance(), raise_on_error=False,
@@ -336,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--storage", help="optuna engine: journal file (*.log) or DB URL shared by workers")
     gp.add_argument("--study-name", help="optuna engine: study name")
     gp.add_argument("--overfitting", action="store_true", help="add in/out-of-sample ROI, PBO and deflated Sharpe")
-    gp.add_argument("--backend", choices=["auto", "cpu", "cuda", "rocm"], default="auto")
+    gp.add_argument("--device", choices=field_choices("device"), help="default: settings device")
     gp.add_argument("--top", type=int, help="default: settings grid_search.top")
     gp.add_argument("--min-trades", type=int, help="default: settings grid_search.min_trades")
     gp.add_argument("--params", help="YAML file with the parameter lists (keys as grid_search.params)")
@@ -347,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap_.add_argument("--bars", type=int, help="last N bars per symbol (default: settings atc.scan_bars)")
     ap_.add_argument("--robustness", choices=["Narrow", "Medium", "Wide"])
     ap_.add_argument("--length", type=int)
-    ap_.add_argument("--backend", choices=["auto", "cpu", "cuda", "rocm"], default="auto")
+    ap_.add_argument("--device", choices=field_choices("device"), help="default: settings device")
     ap_.add_argument("--out", help="write the table (.parquet or .csv)")
     ap_.set_defaults(func=_atc_scan)
     gd = sub.add_parser("grid-data", help="write realistic grid-search inputs (seed 001 formats)")

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from config.settings import config_path, load_settings, parse_settings
+from config.settings import config_path, field_choices, load_settings, parse_settings
 
 
 def _absolute_paths(data: dict, model, root: Path) -> None:
@@ -211,15 +211,15 @@ def cmd_train_lstm(args: argparse.Namespace) -> int:
     lstm = {k: v for k, v in {"seq_len": args.seq_len, "epochs": args.epochs, "max_steps": args.max_steps}.items() if v}
     overrides = {"lstm": lstm} if lstm else {}
     if args.device:
-        overrides["device"] = {"gpu": "cuda", "cpu": "cpu", "auto": "auto"}[args.device]
-    if args.device == "gpu":
+        overrides["device"] = args.device
+    if args.device in ("cuda", "rocm"):
         import torch
 
         if not torch.cuda.is_available():
             if args.strict_device:
-                print("error: --device gpu: torch sees no CUDA/ROCm device (--strict-device)", file=sys.stderr)
+                print(f"error: --device {args.device}: torch sees no CUDA/ROCm device (--strict-device)", file=sys.stderr)
                 return 3
-            print("warning: --device gpu: torch sees no CUDA/ROCm device; training on the CPU instead "
+            print(f"warning: --device {args.device}: torch sees no CUDA/ROCm device; training on the CPU instead "
                   "(--strict-device stops here)", file=sys.stderr)
             overrides["device"] = "cpu"
     cfg, settings = _cfg_and_settings(overrides, "train-lstm")
@@ -358,7 +358,7 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
     from resources.delta_store import DeltaStore
 
     ss = {k: v for k, v in {"population": args.population, "generations": args.generations, "min_trades": args.min_trades,
-                            "seed": args.seed, "engine": args.engine}.items() if v is not None}
+                            "seed": args.seed, "backend": args.backend}.items() if v is not None}
     cfg, settings = _cfg_and_settings({"strategy_search": ss} if ss else {}, "strategy-search")
     store = DeltaStore(settings.data_dir)
     if not store.exists("raw_bars") or store.scan("raw_bars").filter(
@@ -400,8 +400,9 @@ def add_stage_commands(sub) -> None:
     tl.add_argument("--seq-len", type=int)
     tl.add_argument("--epochs", type=int)
     tl.add_argument("--max-steps", type=int)
-    tl.add_argument("--device", choices=["cpu", "gpu", "auto"])
-    tl.add_argument("--strict-device", action="store_true", help="with --device gpu: stop (exit 3) when no GPU is found "
+    tl.add_argument("--device", choices=field_choices("device"), help="default: settings device")
+    tl.add_argument("--strict-device", action="store_true", help="with --device cuda or rocm: stop (exit 3) when torch "
+                    "sees no GPU "
                     "instead of training on the CPU")
     tl.set_defaults(func=cmd_train_lstm)
     tm = sub.add_parser("train-meta", help="regime, meta models and predictions of the years")
@@ -432,7 +433,7 @@ def add_stage_commands(sub) -> None:
     ss.add_argument("--generations", type=int, help="default: settings strategy_search.generations")
     ss.add_argument("--min-trades", type=int, help="default: settings strategy_search.min_trades")
     ss.add_argument("--seed", type=int, help="default: settings strategy_search.seed")
-    ss.add_argument("--engine", choices=["auto", "cpu", "cuda"], help="default: settings strategy_search.engine")
+    ss.add_argument("--backend", choices=field_choices("strategy_search", "backend"), help="default: settings strategy_search.backend")
     ss.add_argument("--out", help="also copy the JSON report here (written to reports/strategy_search/front_<symbol>.json)")
     ss.set_defaults(func=cmd_strategy_search)
     inf = sub.add_parser("infer", help="probabilities per horizon for symbols at a time (incremental path)")

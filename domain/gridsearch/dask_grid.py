@@ -331,7 +331,8 @@ def run_grid_search_dask(prices: np.ndarray, trades: TradeArrays, grid: Grid, *,
     instead of once per worker)."""
     from distributed import as_completed
 
-    from domain.gridsearch.search import ENGINES, GridSearchResult, describe
+    from domain.gridsearch.search import ENGINES, GridSearchResult, describe, family_backend
+    from kernels.gridsearch import EXITS
     from kernels.gridsearch.exits import resolve_exits
 
     if engine not in ENGINES:
@@ -345,7 +346,7 @@ def run_grid_search_dask(prices: np.ndarray, trades: TradeArrays, grid: Grid, *,
         raise ValueError(f"scatter must be one of {SCATTER}, got {scatter!r}")
     with _client_for(client, address, timeout) as cl:
         t0 = time.perf_counter()
-        exit_backend = backend if backend in ("cpu", "cuda", "torch") else "cpu"
+        exit_backend = family_backend(EXITS, backend)
         results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, grid.target,
                                    grid.stop_loss, backend=exit_backend)
         t1 = time.perf_counter()

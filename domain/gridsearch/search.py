@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from domain.gridsearch.inputs import TradeArrays
-from kernels.gridsearch import RESULT_SCALE
+from kernels import backends
+from kernels.gridsearch import BRUTE, EXITS, RESULT_SCALE
 from kernels.gridsearch.brute import brute_force
 from kernels.gridsearch.cores import kept_mask
-from kernels.gridsearch.cube import cube_roi, cube_roi_torch
+from kernels.gridsearch.cube import cube_top
 from kernels.gridsearch.exits import resolve_exits
 from kernels.gridsearch.grid import PARAMS, Grid
-from kernels.gridsearch.ranking import top_k_full
 
 ENGINES = ("auto", "brute", "cube")
 
@@ -67,17 +67,14 @@ def engine_top(features, results, grid: Grid, engine: str, backend: str, k: int,
     domain.gridsearch.dask_grid."""
     if engine == "brute":
         return brute_force(features, results, grid, k=k, min_trades=min_trades,
-                           backend="cuda" if backend == "cuda" else "cpu", progress=progress)
-    if backend == "torch":
-        roi, counts = cube_roi_torch(features, results, grid)
-        return top_k_full(roi, counts, k, min_trades)
-    if backend == "cuda":
-        import cupy as cp
+                           backend=family_backend(BRUTE, backend), progress=progress)
+    return cube_top(features, results, grid, k=k, min_trades=min_trades, backend=backend)
 
-        roi, counts = cube_roi(cp.asarray(features), cp.asarray(results), grid, xp=cp)
-        return top_k_full(roi, counts, k, min_trades, xp=cp)
-    roi, counts = cube_roi(features, results, grid)
-    return top_k_full(roi, counts, k, min_trades)
+
+def family_backend(family: str, backend: str) -> str:
+    """`backend` where `family` registers it, else cpu (brute force has no torch backend: on a
+    ROCm machine it runs on the CPU, as the exits of an unregistered backend do)."""
+    return backend if backend in backends.backends(family) else "cpu"
 
 
 def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engine: str = "auto", backend: str = "cpu",
@@ -89,7 +86,7 @@ def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engi
     if len(trades.start) == 0:
         raise ValueError("no trades left to search: every trade was filtered out or rejected")
     t0 = time.perf_counter()
-    exit_backend = backend if backend in ("cpu", "cuda", "torch") else "cpu"
+    exit_backend = family_backend(EXITS, backend)
     results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, grid.target,
                                grid.stop_loss, backend=exit_backend)
     t1 = time.perf_counter()

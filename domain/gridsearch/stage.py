@@ -93,11 +93,6 @@ def grid_from_settings(settings) -> Grid:
     return Grid.from_mapping(settings.grid_search.params.model_dump())
 
 
-def search_backend(compute) -> str:
-    """The search backend of a compute resource (anything with a `backend`: cpu, cuda, torch)."""
-    return {"cuda": "cuda", "torch": "torch"}.get(compute.backend, "cpu")
-
-
 @dataclass
 class GridSearchStage:
     result: GridSearchResult

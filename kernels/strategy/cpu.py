@@ -49,7 +49,7 @@ def backtest_one(open_, high, low, close, volume, individual: Individual) -> Pop
     count = walk_cpu(open_, high, low, close, f["ema_f"], f["ema_s"], f["vol_z"], f["tr_z"], f["cloc"], stop, target,
                      float(sp.vol_z_min), float(sp.tr_z_min), float(sp.cloc_min), int(bp.max_hold), bp.cost_bps,
                      *(buf[name][0] for name in TRADE_FIELDS))
-    return PopulationResult.from_buffers(np.array([count]), buf, engine="cpu-reference")
+    return PopulationResult.from_buffers(np.array([count]), buf, backend="cpu-reference")
 
 
 @njit(cache=True, nogil=True)
@@ -106,4 +106,4 @@ def walk_population(inp) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 def walk_result(inp) -> PopulationResult:
     """The `strategy` family's cpu entry: every individual of `inp` walked, as a PopulationResult."""
     counts, flat = walk_population(inp)
-    return PopulationResult.from_flat(counts, flat, engine="cpu", n_series=dict(inp.n_series))
+    return PopulationResult.from_flat(counts, flat, backend="cpu", n_series=dict(inp.n_series))

@@ -71,4 +71,4 @@ def walk_population(inp) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 def walk_result(inp) -> PopulationResult:
     """The `strategy` family's cuda entry: one GPU thread per individual, as a PopulationResult."""
     counts, buf = walk_population(inp)
-    return PopulationResult.from_buffers(counts, buf, engine="cuda", n_series=dict(inp.n_series))
+    return PopulationResult.from_buffers(counts, buf, backend="cuda", n_series=dict(inp.n_series))

@@ -27,7 +27,7 @@ backend "cpu" (numba, parallel over individuals), "cuda" (one GPU thread per ind
 runs under the CUDA simulator too), "auto" (cuda when a real GPU is present, i.e.
 numba.cuda is available and the simulator is off, else cpu); the backends are the
 `strategy` family of `kernels.backends`. When a non-cpu backend raises, the call warns
-(RuntimeWarning) and runs the cpu backend (`fallback=False` re-raises); `result.engine`
+(RuntimeWarning) and runs the cpu backend (`fallback=False` re-raises); `result.backend`
 says which backend produced the result and `result.fallback` why.
 """
 
@@ -208,7 +208,7 @@ def run_walks(inp: WalkInputs, backend: str = "cpu", fallback: bool = True) -> P
             if not fallback:
                 raise
             reason = f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"{backend.upper()} backtest failed ({reason}); running the CPU engine", RuntimeWarning,
+            warnings.warn(f"{backend.upper()} backtest failed ({reason}); running the cpu backend", RuntimeWarning,
                           stacklevel=3)
     result = backends.load(FAMILY, "cpu")(inp)
     result.fallback = reason

@@ -30,9 +30,9 @@ class PopulationResult:
     pnl: np.ndarray
     r_mult: np.ndarray
     metrics: dict[str, np.ndarray]
-    engine: str = "cpu"
+    backend: str = "cpu"  # the backend that produced the result
     n_series: dict[str, int] = field(default_factory=dict)  # unique indicator series computed
-    fallback: str | None = None  # why the CUDA engine was abandoned, when it was
+    fallback: str | None = None  # why the requested backend was abandoned, when it was
 
     def __len__(self) -> int:
         return self.offsets.shape[0] - 1

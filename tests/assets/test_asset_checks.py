@@ -243,7 +243,7 @@ def test_strategy_search_asset_writes_its_report_front_and_check(make_settings, 
     from tests.conftest import run_assets
 
     cfg = make_settings(universe={"synthetic": {"symbols": ["AAA"], "end_date": "2003-12-31"}},
-                        strategy_search={"population": 6, "generations": 2, "min_trades": 1, "engine": "cpu"})
+                        strategy_search={"population": 6, "generations": 2, "min_trades": 1, "backend": "cpu"})
     res = run_assets([raw_bars], cfg, instance, ["AAA"], [2000, 2001, 2002, 2003])
     assert res.success
     assert {e.check_name: e.passed for e in res.get_asset_check_evaluations()} == {
@@ -276,7 +276,7 @@ def test_strategy_search_cli_materializes_the_asset_with_its_flags(make_settings
     assert run_assets([raw_bars], cfg, get_instance(), ["AAA"], [2000, 2001, 2002]).success
     out = tmp_path / "copy" / "front.json"
     assert main(["strategy-search", "--symbol", "AAA", "--population", "4", "--generations", "1", "--min-trades", "1",
-                 "--engine", "cpu", "--out", str(out)]) == 0
+                 "--backend", "cpu", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["settings"]["population"] == 4 and report["trials"] == 4 and report["to"].startswith("2002")
     assert "Pareto front:" in capsys.readouterr().out

@@ -74,7 +74,7 @@ def test_cli_writes_the_same_json(grid_data, tmp_path):
     params.write_text(json.dumps(SMALL_PARAMS))
     def cli(engine: str, out: Path):
         cmd = [sys.executable, "-m", "pipeline.cli", "grid-search", "--market-data", str(grid_data.market_data),
-               "--trade-log", str(grid_data.trade_log), "--engine", engine, "--backend", "cpu", "--params", str(params),
+               "--trade-log", str(grid_data.trade_log), "--engine", engine, "--device", "cpu", "--params", str(params),
                "--top", "5", "--out", str(out), "--quiet"]
         run = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr[-2000:]

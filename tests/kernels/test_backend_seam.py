@@ -119,9 +119,9 @@ def test_a_fake_strategy_backend_is_what_backtest_population_runs_and_its_failur
         raise RuntimeError("fake device lost")
 
     fake("strategy", "walk_result", walk_result=walk_result)
-    with pytest.warns(RuntimeWarning, match=r"FAKE backtest failed \(RuntimeError: fake device lost\); running the CPU engine"):
+    with pytest.warns(RuntimeWarning, match=r"FAKE backtest failed \(RuntimeError: fake device lost\); running the cpu backend"):
         res = backtest_population(*bars, [Individual(), Individual()], backend="fake")
-    assert calls == [2] and res.engine == "cpu" and res.fallback == "RuntimeError: fake device lost"
+    assert calls == [2] and res.backend == "cpu" and res.fallback == "RuntimeError: fake device lost"
     with pytest.raises(RuntimeError, match="fake device lost"):
         backtest_population(*bars, [Individual()], backend="fake", fallback=False)
 
@@ -148,7 +148,7 @@ def test_population_takes_backend_and_no_longer_engine():
 
     close = 100 + np.cumsum(np.random.default_rng(1).normal(0, 1, 200))
     bars = (close, close + 1, close - 1, close, np.ones(200))
-    assert backtest_population(*bars, [Individual()], backend="cpu").engine == "cpu"
+    assert backtest_population(*bars, [Individual()], backend="cpu").backend == "cpu"
     with pytest.raises(TypeError, match="engine"):
         backtest_population(*bars, [Individual()], engine="cpu")
 

@@ -50,7 +50,7 @@ def one_trade(rows, signal_bars, params, engine, atr=2.0):
     sig = np.zeros(len(o), dtype=bool)
     sig[list(signal_bars)] = True
     res = backtest_signals(o, h, l, c, sig, np.full(len(o), atr), params, backend=engine)
-    assert res.engine == engine
+    assert res.backend == engine
     return res.trades(0)
 
 
@@ -281,7 +281,7 @@ def test_reference_trades_every_exit_reason_on_the_goog_slice(reference32):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_population_engines_equal_the_one_at_a_time_reference_on_goog(engine, goog_slice, pop32, reference32):
     res = backtest_population(*goog_slice, pop32, backend=engine, fallback=False)
-    assert res.engine == engine and res.fallback is None
+    assert res.backend == engine and res.fallback is None
     assert len(res) == 32
     assert_same_trades(res, reference32)
     # the same bits, in fact (no FMA anywhere on the simulator or the CPU; tests/gpu.py on a GPU)
@@ -294,7 +294,7 @@ def test_cuda_equals_cpu_for_a_population_of_one(goog_slice, pop32, reference32)
     for i in (0, 7):
         cpu = backtest_population(*goog_slice, [pop32[i]], backend="cpu")
         gpu = backtest_population(*goog_slice, [pop32[i]], backend="cuda", fallback=False)
-        assert gpu.engine == "cuda"
+        assert gpu.backend == "cuda"
         assert_same_trades(cpu, gpu)
         assert cpu.n_trades[0] == reference32.n_trades[i] > 0
 
@@ -305,7 +305,7 @@ def test_cuda_equals_cpu_for_a_population_of_512_on_a_short_slice():
     pop = varied_population(512, seed=11)
     cpu = backtest_population(*data, pop, backend="cpu")
     gpu = backtest_population(*data, pop, backend="cuda", fallback=False)
-    assert gpu.engine == "cuda" and cpu.n_trades.sum() > 500
+    assert gpu.backend == "cuda" and cpu.n_trades.sum() > 500
     assert_same_trades(cpu, gpu)
 
 
@@ -357,7 +357,7 @@ def test_cuda_failure_falls_back_to_cpu_with_a_warning(goog_slice, pop32, refere
     monkeypatch.setattr(cuda_engine, "walk_population", broken)
     with pytest.warns(RuntimeWarning, match="CUDA backtest failed"):
         res = backtest_population(*goog_slice, pop32, backend="cuda")
-    assert res.engine == "cpu" and "no CUDA driver" in res.fallback
+    assert res.backend == "cpu" and "no CUDA driver" in res.fallback
     assert_same_trades(res, reference32)
     with pytest.raises(CudaSupportError):
         backtest_population(*goog_slice, pop32[:2], backend="cuda", fallback=False)
@@ -365,7 +365,7 @@ def test_cuda_failure_falls_back_to_cpu_with_a_warning(goog_slice, pop32, refere
 
 def test_auto_engine_uses_cpu_without_a_real_gpu(goog_slice, pop32, monkeypatch):
     monkeypatch.setattr(population_mod, "real_gpu", lambda: False)
-    assert backtest_population(*goog_slice, pop32[:3], backend="auto").engine == "cpu"
+    assert backtest_population(*goog_slice, pop32[:3], backend="auto").backend == "cpu"
 
 
 def test_inputs_are_validated(goog_slice):
@@ -528,7 +528,7 @@ def test_every_engine_equals_the_original_walk_on_real_index_prices(symbol, seed
                "cpu-reference": [as_tuples(backtest_one(*data, ind).trades(0)) for ind in pop]}
     for engine in ENGINE_NAMES:
         res = backtest_population(*data, pop, backend=engine, fallback=False)
-        assert res.engine == engine
+        assert res.backend == engine
         engines[engine] = [as_tuples(res.trades(i)) for i in range(len(pop))]
     for name, got in engines.items():
         for i, ind in enumerate(pop):

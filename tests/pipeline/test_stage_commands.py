@@ -132,9 +132,9 @@ def test_train_lstm_on_gpu_without_one_falls_back_to_the_cpu_or_stops_when_stric
     seen = {}
     monkeypatch.setattr(stage_commands, "_materialize_years",
                         lambda cfg, selection, years, desc, per_year=False: seen.update(device=read_settings(cfg).device))
-    assert main(["train-lstm", "--device", "gpu", "--years", "2005"]) == 0
+    assert main(["train-lstm", "--device", "cuda", "--years", "2005"]) == 0
     err = capsys.readouterr().err
-    assert "warning: --device gpu: torch sees no CUDA/ROCm device; training on the CPU instead" in err
+    assert "warning: --device cuda: torch sees no CUDA/ROCm device; training on the CPU instead" in err
     assert seen == {"device": "cpu"}
-    assert main(["train-lstm", "--device", "gpu", "--strict-device", "--years", "2005"]) == 3
-    assert "error: --device gpu: torch sees no CUDA/ROCm device (--strict-device)" in capsys.readouterr().err
+    assert main(["train-lstm", "--device", "cuda", "--strict-device", "--years", "2005"]) == 3
+    assert "error: --device cuda: torch sees no CUDA/ROCm device (--strict-device)" in capsys.readouterr().err
