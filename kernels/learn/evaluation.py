@@ -262,6 +262,14 @@ def _figure(figsize):
     return fig
 
 
+def _fixed_layout(fig, *, right: float = 0.25, hspace: float = 0.08) -> None:
+    """Margins in inches (room for the tick labels, axis labels and the title) instead of
+    fig.tight_layout(), which draws the figure once more only to measure its text: half of
+    a figure's cost, and a stage draws dozens. `right`: wider for a twin y axis."""
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=0.85 / w, right=1.0 - right / w, bottom=0.6 / h, top=1.0 - 0.45 / h, hspace=hspace)
+
+
 def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})  # no version stamp: same bytes
@@ -294,7 +302,7 @@ def reliability_png_bytes(y, p, title: str = "", bins: int = 10) -> bytes:
     hx.set_xlim(0, 1)
     hx.set_xlabel("predicted probability")
     hx.set_ylabel("rows")
-    fig.tight_layout()
+    _fixed_layout(fig)
     return _png(fig)
 
 
@@ -349,7 +357,7 @@ def cumulative_ic_png_bytes(dates, ic, title: str = "") -> bytes:
         return "n/a" if v is None else f"{v:.3f}"
 
     ax.set_title(f"{title}  (rank IC {fmt(s['rank_ic'])}, ICIR {fmt(s['icir'])}, {s['n']} days)")
-    fig.tight_layout()
+    _fixed_layout(fig, right=0.85)
     return _png(fig)
 
 
@@ -370,7 +378,7 @@ def long_short_png_bytes(dates, long, short, horizon: int, title: str = "") -> b
     ax.set_ylabel(f"cumulative return (sum of {horizon}-day returns / {horizon})")
     ax.set_title(f"{title}  (long-short Sharpe {'n/a' if sr is None else f'{sr:.2f}'})")
     ax.legend(loc="upper left")
-    fig.tight_layout()
+    _fixed_layout(fig)
     return _png(fig)
 
 
@@ -389,5 +397,5 @@ def decile_bars_png_bytes(bins, ret_mean, hit_rate=None, title: str = "") -> byt
     ax.set_xlabel("predicted-probability decile (0 = lowest)")
     ax.set_ylabel("mean forward return (hit rate)")
     ax.set_title(title)
-    fig.tight_layout()
+    _fixed_layout(fig)
     return _png(fig)

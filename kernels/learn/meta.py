@@ -32,12 +32,17 @@ Missing scores: NOT imputed. A NaN (or inf) specialist or LSTM score stays NaN i
     (false) signal and an indicator per specialist doubles the columns for a warm-up effect.
 
 Model (`train_meta`)
-    logistic (default): CalibratedClassifierCV(Pipeline(StandardScaler,
-        LogisticRegressionCV(Cs=10, inner cv=5, scoring="neg_log_loss", L2, lbfgs)),
-        method="isotonic", cv=5). The seed asked for LogisticRegressionCV; it stays fast
-        (5 outer x 5 inner folds x 10 Cs of a ~10-column lbfgs fit: about a second on 20k
-        rows). Cs=None falls back to a plain LogisticRegression(C=1.0).
-        The scaler matters: specialist scores live on 0..100, the LSTM score on 0..1.
+    logistic (default): CalibratedClassifierCV(Pipeline(StandardScaler, LogisticRegression(C)),
+        method="isotonic", cv=5), L2, lbfgs. c_search="once" (default): C is chosen ONCE per
+        fit, by Pipeline(StandardScaler, LogisticRegressionCV(Cs=10, scoring="neg_log_loss"))
+        over the same `cv` splits (purged when the caller passes purged splits) on all the
+        training rows (sklearn walks the C path with warm starts); every calibrated copy
+        then fits LogisticRegression(C=that C). 10 Cs x 5 folds + 5 fits, about 4x less work
+        than c_search="per_fold": the nested search the seed described (each of the 5
+        calibration folds runs its own LogisticRegressionCV(Cs, cv=inner_cv=5), 255 fits),
+        kept for comparison (benchmarks/bench_yearly.py). Cs=None: a plain
+        LogisticRegression(C=1.0), no search. The scaler matters: specialist scores live on
+        0..100, the LSTM score on 0..1.
     hist_gbm: the same calibration around scikit-learn's HistGradientBoostingClassifier
         (histogram trees, no extra dependency; HIST_GBM_DEFAULTS: 200 shallow trees, learning
         rate 0.05, at least 100 rows a leaf, no early stopping, so deterministic per seed;
@@ -104,6 +109,7 @@ REGIME_VALUES = (BEAR, CONSOLIDATE, BULL, OSCILLATE)  # -1, 0, 1, 2
 REGIME_COLUMNS = ("regime_bear", "regime_consolidate", "regime_bull", "regime_oscillate")
 LSTM_COLUMN = "lstm_score"
 MODELS = ("logistic", "hist_gbm", "lightgbm")
+C_SEARCHES = ("once", "per_fold")  # train_meta: C chosen once per fit, or in every calibration fold
 CALIBRATIONS = {"isotonic": "isotonic", "sigmoid": "sigmoid", "platt": "sigmoid"}
 PAYLOAD_FORMAT = "tradelab.meta/1"
 LIGHTGBM_HINT = "pip install lightgbm (the project's optional extra: pip install 'tradelab[lightgbm]')"
@@ -371,17 +377,30 @@ def library_versions(*extra: str) -> dict[str, str]:
     return out
 
 
-def _logistic(Cs, inner_cv, seed: int, n_jobs) -> Pipeline:
+def _logistic_cv(Cs, cv, seed: int, n_jobs) -> LogisticRegressionCV:
+    kw: dict[str, Any] = {}
+    params = inspect.signature(LogisticRegressionCV).parameters
+    if "use_legacy_attributes" in params:  # scikit-learn >= 1.8: pin the new defaults now
+        kw.update(l1_ratios=(0.0,), use_legacy_attributes=False)
+    return LogisticRegressionCV(Cs=Cs, cv=cv, scoring="neg_log_loss", max_iter=1000, random_state=seed,
+                                n_jobs=n_jobs, **kw)
+
+
+def _logistic(Cs, inner_cv, seed: int, n_jobs, C: float = 1.0) -> Pipeline:
+    """Pipeline(StandardScaler, LogisticRegression(C)) for Cs=None, else with a nested
+    LogisticRegressionCV(Cs, cv=inner_cv) (c_search="per_fold")."""
     if Cs is None:
-        lr = LogisticRegression(C=1.0, max_iter=1000, random_state=seed)
+        lr = LogisticRegression(C=C, max_iter=1000, random_state=seed)
     else:
-        kw: dict[str, Any] = {}
-        params = inspect.signature(LogisticRegressionCV).parameters
-        if "use_legacy_attributes" in params:  # scikit-learn >= 1.8: pin the new defaults now
-            kw.update(l1_ratios=(0.0,), use_legacy_attributes=False)
-        lr = LogisticRegressionCV(Cs=Cs, cv=inner_cv, scoring="neg_log_loss", max_iter=1000,
-                                  random_state=seed, n_jobs=n_jobs, **kw)
+        lr = _logistic_cv(Cs, inner_cv, seed, n_jobs)
     return Pipeline([("scale", StandardScaler()), ("logit", lr)])
+
+
+def _search_C(X64: np.ndarray, y: np.ndarray, Cs, cv, seed: int, n_jobs) -> float:
+    """The C of the best mean validation log loss over the `cv` splits (c_search="once")."""
+    search = Pipeline([("scale", StandardScaler()), ("logit", _logistic_cv(Cs, cv, seed, n_jobs))])
+    search.fit(X64, y)
+    return float(np.ravel(search.named_steps["logit"].C_)[0])
 
 
 def _lightgbm(seed: int, n_jobs, params: dict | None):
@@ -428,8 +447,11 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
                feature_names: Sequence[str] | None = None, window: dict | None = None,
                Cs: int | Sequence[float] | None = 10, inner_cv: int = 5, n_jobs: int | None = None,
                blas_threads: int | None = 1, lgbm_params: dict | None = None,
-               hist_gbm_params: dict | None = None, fold_jobs: int | None = None) -> MetaModel:
+               hist_gbm_params: dict | None = None, fold_jobs: int | None = None,
+               c_search: str = "once") -> MetaModel:
     """Fit the calibrated meta model on complete rows (see the module docstring)."""
+    if c_search not in C_SEARCHES:
+        raise ValueError(f"c_search must be one of {C_SEARCHES}, got {c_search!r}")
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     if calibration not in CALIBRATIONS:
@@ -457,9 +479,16 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
         cv = [(np.asarray(tr), np.asarray(te)) for tr, te in cv]  # materialise a generator once
 
     omp_threads = None
-    if model == "logistic":
-        base = _logistic(Cs, inner_cv, seed, n_jobs)
+    chosen_C = None
+    if model == "logistic" and Cs is not None and c_search == "once":
+        with (warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas")):
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            chosen_C = _search_C(X.astype(np.float64), y, Cs, cv, seed, n_jobs)
+        base = _logistic(None, inner_cv, seed, n_jobs, C=chosen_C)
         extra: tuple[str, ...] = ()
+    elif model == "logistic":
+        base = _logistic(Cs, inner_cv, seed, n_jobs)
+        extra = ()
     elif model == "hist_gbm":
         base = _hist_gbm(seed, hist_gbm_params)
         extra = ()
@@ -479,11 +508,16 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
         "positives": int(y.sum()),
         "seed": seed,
         "cv": _cv_description(cv, X, y),
-        "base": ("LogisticRegressionCV" if Cs is not None else "LogisticRegression") if model == "logistic"
+        "base": ("LogisticRegressionCV" if Cs is not None and c_search == "per_fold" else "LogisticRegression")
+        if model == "logistic"
         else "HistGradientBoostingClassifier" if model == "hist_gbm" else "LGBMClassifier",
     }
     if model == "logistic":
         info["Cs"] = Cs if Cs is None or isinstance(Cs, int) else [float(c) for c in Cs]
+        if Cs is not None:
+            info["c_search"] = c_search
+        if chosen_C is not None:
+            info["C"] = chosen_C
         info["folds"] = _fold_summary(est, names)
     else:
         key = "hist_gbm_params" if model == "hist_gbm" else "lgbm_params"
@@ -548,7 +582,13 @@ def meta_from_payload(payload, origin) -> MetaModel:
 
 
 def calibration_png(y, p, path, title: str = "", bins: int = 10) -> Path:
-    """Reliability diagram (top) and prediction histogram (bottom) as a PNG (Agg, no pyplot)."""
+    """Reliability diagram (top) and prediction histogram (bottom) written to `path` as a PNG."""
+    data = calibration_png_bytes(y, p, title, bins)
+    return atomic_write(path, lambda fh: fh.write(data))
+
+
+def calibration_png_bytes(y, p, title: str = "", bins: int = 10) -> bytes:
+    """Reliability diagram (top) and prediction histogram (bottom) as PNG bytes (Agg, no pyplot)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -569,8 +609,11 @@ def calibration_png(y, p, path, title: str = "", bins: int = 10) -> Path:
     hx.set_xlim(0, 1)
     hx.set_xlabel("predicted probability")
     hx.set_ylabel("rows")
-    fig.tight_layout()
-    return atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
+    w, h = fig.get_size_inches()  # fixed margins: tight_layout would draw the figure twice
+    fig.subplots_adjust(left=0.85 / w, right=1.0 - 0.25 / w, bottom=0.6 / h, top=1.0 - 0.45 / h, hspace=0.08)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
 
 
 # ---------------------------------------------------------------- ONNX (optional)

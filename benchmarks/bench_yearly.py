@@ -1,0 +1,89 @@
+"""Time the yearly stages (cv_report, meta_model, evaluation) on a built store.
+
+    python benchmarks/bench_yearly.py --years 2022..2026 [--profile STAGE] [--stages cv_report,meta_model,evaluation]
+
+Reads the store the settings (PIPELINE_CONFIG, default dagster_project.yaml) name; writes the
+stages' reports and models as the assets do. `--synthetic N Y0 Y1` first builds a synthetic
+market of N symbols and years Y0..Y1 in a temporary folder (the demo's chain), then times
+the stages there. Prints one JSON line per stage: seconds, years, symbols.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import time
+
+
+def _years(text: str) -> list[int]:
+    a, _, b = text.partition("..")
+    return list(range(int(a), int(b or a) + 1))
+
+
+def scans(settings, names):
+    import polars as pl
+
+    from resources.delta_store import DeltaStore
+
+    out = {}
+    for n in names:
+        try:
+            out[n] = DeltaStore(settings.table_root(n)).scan(n)
+        except FileNotFoundError:  # an optional input not stored (as the io manager gives it)
+            out[n] = pl.LazyFrame()
+    return out
+
+
+def run_stage(stage: str, settings, years: list[int], c_search: str = "once"):
+    if stage == "cv_report":
+        from domain.learning.cv_report import build_cv_report
+
+        t = scans(settings, ("specialists", "labels"))
+        return build_cv_report(t["specialists"], t["labels"], years, settings)
+    if stage == "meta_model":
+        from domain.learning.meta import build_meta_models
+
+        t = scans(settings, ("specialists", "labels", "regime", "lstm_model", "features"))
+        return build_meta_models(t["specialists"], t["labels"], t["regime"], t["lstm_model"], years, settings,
+                                 features=t["features"], c_search=c_search)
+    if stage == "evaluation":
+        from domain.evaluation import build_evaluation
+
+        t = scans(settings, ("predictions", "labels"))
+        return build_evaluation(t["predictions"], t["labels"], settings.labels.horizons, years,
+                                settings.stage_reports_dir("evaluation"), settings.evaluation.min_symbols_per_day)
+    raise ValueError(f"unknown stage {stage!r}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--years", default="2022..2026")
+    ap.add_argument("--stages", default="cv_report,meta_model,evaluation")
+    ap.add_argument("--workers", type=int, default=None, help="override settings build.workers")
+    ap.add_argument("--c-search", default="once", choices=("once", "per_fold"), help="meta_model's C search")
+    ap.add_argument("--profile", default=None, help="cProfile this stage, print the top 25 by cumulative time")
+    args = ap.parse_args()
+    from config.settings import load_settings
+
+    settings = load_settings()
+    if args.workers:
+        settings = settings.model_copy(update={"build": settings.build.model_copy(update={"workers": args.workers})})
+    years = _years(args.years)
+    for stage in args.stages.split(","):
+        prof = cProfile.Profile() if stage == args.profile else None
+        t0 = time.perf_counter()
+        if prof:
+            prof.enable()
+        run_stage(stage, settings, years, c_search=args.c_search)
+        if prof:
+            prof.disable()
+        wall = time.perf_counter() - t0
+        print(json.dumps({"stage": stage, "s": round(wall, 3), "years": [years[0], years[-1]]}), flush=True)
+        if prof:
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+
+
+if __name__ == "__main__":
+    main()
