@@ -53,7 +53,8 @@ def run_stage(stage: str, settings, years: list[int], c_search: str = "once"):
 
         t = scans(settings, ("predictions", "labels"))
         return build_evaluation(t["predictions"], t["labels"], settings.labels.horizons, years,
-                                settings.stage_reports_dir("evaluation"), settings.evaluation.min_symbols_per_day)
+                                settings.stage_reports_dir("evaluation"), settings.evaluation.min_symbols_per_day,
+                                settings.evaluation.year_figures)
     raise ValueError(f"unknown stage {stage!r}")
 
 

@@ -291,6 +291,9 @@ class EvaluationSettings(_Model):
     # cross-sectional figures (rank IC, long-short deciles, turnover) use only days with at
     # least this many symbols that have a prediction and a realised return
     min_symbols_per_day: int = Field(5, ge=3)
+    # the PNGs of each year's scope too ({plot}_h{H}_{year}.png); false: only the `overall`
+    # scope's, the figures the asset's metadata shows (a year's JSON keeps its figures' data)
+    year_figures: bool = False
 
 
 class BacktestSettings(_Model):
