@@ -1,4 +1,4 @@
-"""Benchmark: the LSTM specialist (seed 000 section 5; kernels/learn/lstm.py).
+"""Benchmark: the LSTM specialist (seed 000 section 5; domain/learning/lstm_training.py).
 
 Synthetic universe: `--symbols` symbols x (`--rows` + seq_len - 1) rows x `--features` float32
 features, so that every symbol ends `--rows` full sequences (50 x 1,000 = 50,000 by default).
@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.common import emit, machine, peak_rss_mb  # noqa: E402
-from kernels.learn import lstm as L  # noqa: E402
+from domain.learning import lstm_training as L  # noqa: E402
 
 
 def universe(n_symbols: int, rows: int, seq_len: int, n_features: int, seed: int = 0):
@@ -123,7 +123,7 @@ def main() -> int:
     cmd = (f"python benchmarks/bench_lstm.py --steps {args.steps} --symbols {args.symbols} --rows {args.rows} "
            f"--features {args.features} --seq-len {args.seq_len} --batch {args.batch}")
     emit([
-        f"### LSTM specialist (kernels/learn/lstm.py) ({dt.date.today()})", "",
+        f"### LSTM specialist (domain/learning/lstm_training.py) ({dt.date.today()})", "",
         f"Machine: {machine()}; torch {torch.__version__}, {torch.get_num_threads()} threads. Command: `{cmd}`. "
         f"Data: {args.symbols} symbols x {args.rows + args.seq_len - 1:,} rows x {args.features} float32 features "
         f"({len(ends):,} full sequences). Model: the seed's LSTMSpec (hidden 128, 2 layers, dropout 0.1), seq_len "

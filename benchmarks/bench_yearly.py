@@ -58,12 +58,34 @@ def run_stage(stage: str, settings, years: list[int], c_search: str = "once"):
     raise ValueError(f"unknown stage {stage!r}")
 
 
+def compare_c_search(settings, years: list[int], repeats: int) -> None:
+    """A/B in one process: meta_model's old nested C search against the C searched once."""
+    import os
+    import subprocess
+
+    for r in range(repeats):
+        for mode in ("per_fold", "once"):
+            t0 = time.perf_counter()
+            table, _ = run_stage("meta_model", settings, years, c_search=mode)
+            wall = time.perf_counter() - t0
+            load = os.getloadavg()[0]
+            per_h = {f"h{h}": {"auc": round(float(g["auc"].mean()), 4), "ic": round(float(g["ic"].mean()), 4)}
+                     for (h,), g in table.group_by("horizon", maintain_order=True)}
+            print(json.dumps({"repeat": r, "c_search": mode, "s": round(wall, 2), "load1": load,
+                              "fits": table.height, "mean_over_years": per_h}), flush=True)
+    subprocess.run(["uptime"], check=False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--years", default="2022..2026")
     ap.add_argument("--stages", default="cv_report,meta_model,evaluation")
     ap.add_argument("--workers", type=int, default=None, help="override settings build.workers")
     ap.add_argument("--c-search", default="once", choices=("once", "per_fold"), help="meta_model's C search")
+    ap.add_argument("--compare-c-search", action="store_true",
+                    help="meta_model with c_search per_fold then once (interleaved, --repeats times): seconds and "
+                         "the out-of-sample AUC / IC per horizon of each")
+    ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--profile", default=None, help="cProfile this stage, print the top 25 by cumulative time")
     args = ap.parse_args()
     from config.settings import load_settings
@@ -72,6 +94,9 @@ def main() -> None:
     if args.workers:
         settings = settings.model_copy(update={"build": settings.build.model_copy(update={"workers": args.workers})})
     years = _years(args.years)
+    if args.compare_c_search:
+        compare_c_search(settings, years, args.repeats)
+        return
     for stage in args.stages.split(","):
         prof = cProfile.Profile() if stage == args.profile else None
         t0 = time.perf_counter()

@@ -4,7 +4,7 @@ Join: the prediction made at day t (`predictions`, p_h{H}) with the label realis
 (`labels`: the row of day t holds label_bin_h{H} and label_ret_h{H}, the outcome H trading
 rows later; null while t + H is not stored yet, and those rows are left out).
 
-Per horizon (kernels.learn.evaluation): AUC, PR-AUC, Brier, log loss, IC (Spearman of p with
+Per horizon (domain.learning.metrics): AUC, PR-AUC, Brier, log loss, IC (Spearman of p with
 the realised forward return over all rows pooled), decile returns overall and by market
 regime, and a reliability diagram. Signal analysis as Qlib's (`cross_section` in the JSON):
 the daily cross-sectional rank IC (Spearman across the day's symbols), its mean (`rank_ic`),
@@ -25,20 +25,22 @@ import numpy as np
 import polars as pl
 
 from domain.observe import write_bytes_atomic, write_json_atomic
-from kernels.learn.evaluation import (
+from domain.learning.metrics import (
     annualization,
     classification_metrics,
     cross_section,
-    cumulative_ic_png_bytes,
-    decile_bars_png_bytes,
     decile_returns,
     decile_returns_by_group,
     ic_summary,
     information_coefficient,
-    long_short_png_bytes,
-    reliability_png_bytes,
     sharpe_ratio,
     turnover_mean,
+)
+from domain.learning.plots import (
+    cumulative_ic_png_bytes,
+    decile_bars_png_bytes,
+    long_short_png_bytes,
+    reliability_png_bytes,
 )
 from kernels.regime import BEAR, BULL, CONSOLIDATE, OSCILLATE
 

@@ -14,7 +14,7 @@ table joined on symbol and date; the day's values, known at its close like the s
 with a list of pack names (`meta.inputs: [specialists, alpha158]`) those packs' columns.
 Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
-(kernels.learn.meta), its calibration folds purged on the label intervals. The model records
+(domain.learning.metamodel), its calibration folds purged on the label intervals. The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
 inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.joblib` + JSON
 (the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
@@ -32,16 +32,11 @@ from scipy.stats import spearmanr
 from domain.learning.training_data import one_class, training_frame
 from domain.observe import write_bytes_atomic, write_json_atomic
 from domain.progress import year_done
-from kernels.learn.calibration import fold_metrics
-from kernels.learn.meta import (
-    MetaModel,
-    build_meta_matrix,
-    complete_rows,
-    meta_from_payload,
-    save_meta,
-    train_meta,
-)
-from kernels.learn.purged_cv import PurgedKFold
+from domain.learning.calibration import fold_metrics
+from domain.learning.matrix import build_meta_matrix, complete_rows
+from domain.learning.metamodel import MetaModel, train_meta
+from domain.learning.persistence import meta_from_payload, save_meta
+from domain.learning.purged_cv import PurgedKFold
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from resources.delta_store import DeltaStore
@@ -184,7 +179,7 @@ def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: d
     """One (year, horizon) fit, run in a worker process: (model, metrics, calibration PNG
     bytes or None). Every fit is seeded and independent, so the result does not depend on
     the process or the order."""
-    from kernels.learn.meta import calibration_png_bytes
+    from domain.learning.plots import calibration_png_bytes
 
     model, metrics, p, y = fit_year(train, test, h, **fit)
     png = (calibration_png_bytes(y, p, title=f"meta h{h}, out of sample {year}")
@@ -221,7 +216,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     (the stored table) is read only when settings `meta.inputs` asks for its columns.
     The (year, horizon) fits run in `build.workers` processes (one: in this process); files
     are written here, in year and horizon order, and are the same whatever the worker count.
-    `c_search`: kernels.learn.meta.train_meta's (the stage uses "once")."""
+    `c_search`: domain.learning.metamodel.train_meta's (the stage uses "once")."""
     from joblib import Parallel, delayed
 
     from domain.feature_packs import feature_selection

@@ -24,7 +24,7 @@ def _planted(n=3000, seed=0):
 
 
 def test_logistic_c_search_once_picks_one_C_over_the_given_splits_for_every_calibrated_copy():
-    from kernels.learn.meta import train_meta
+    from domain.learning.metamodel import train_meta
 
     X, y = _planted()
     splits = [(np.r_[0:i, i + 600:3000], np.arange(i, i + 600)) for i in range(0, 3000, 600)]
@@ -42,7 +42,7 @@ def test_logistic_c_search_once_picks_one_C_over_the_given_splits_for_every_cali
 
 
 def test_train_meta_refuses_an_unknown_c_search():
-    from kernels.learn.meta import train_meta
+    from domain.learning.metamodel import train_meta
 
     X, y = _planted(300)
     with pytest.raises(ValueError, match="c_search must be one of"):
