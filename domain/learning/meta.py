@@ -14,13 +14,16 @@ table joined on symbol and date; the day's values, known at its close like the s
 with a list of pack names (`meta.inputs: [specialists, alpha158]`) those packs' columns.
 Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
-(domain.learning.metamodel), its calibration folds purged on the label intervals. The model records
+(domain.learning.metamodel), its calibration folds purged on the label intervals and, for the
+logistic model, its C searched once per fit over those folds. The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
 inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.joblib` + JSON
 (the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
 window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
-out-of-sample metrics under `reports/<experiment>/meta_model/`.
+out-of-sample metrics under `reports/<experiment>/meta_model/`. The (year, horizon) fits are
+independent and run in `build.workers` processes; this process writes every file, in year
+and horizon order, so the files do not depend on the worker count.
 """
 
 from pathlib import Path
