@@ -36,7 +36,8 @@ def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels
     with observe(context, settings.reports_dir, "evaluation") as obs:
         table, preview, images = build_evaluation(predictions, labels, settings.labels.horizons, years,
                                                   settings.stage_reports_dir("evaluation"),
-                                                  settings.evaluation.min_symbols_per_day)
+                                                  settings.evaluation.min_symbols_per_day,
+                                                  year_figures=settings.evaluation.year_figures)
         obs.record(table)
     from domain.figures import evaluation_figures, rounded_tree
 

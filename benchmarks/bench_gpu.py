@@ -10,7 +10,7 @@ simulator, within FMA rounding on a real GPU; torch within the tolerances its te
               grid (10M combinations x 1M trades), brute force (cpu vs cuda) on the default
               grid, and the cuda brute force on the big grid (checks/s)
   population  kernels.strategy.backtest_population, engine cpu vs cuda (512 individuals)
-  lstm        kernels.learn.lstm: inference (forward_windows) on the device under bf16
+  lstm        domain.learning.lstm_training: inference (forward_windows) on the device under bf16
               autocast vs fp32 on the CPU (sequences/s)
   lstm_train  training steps, AMP + torch.compile on the GPU vs fp32 on the CPU (samples/s)
 
@@ -269,7 +269,7 @@ def section_population(s: dict) -> dict:
 def section_lstm(s: dict) -> dict:
     import torch
 
-    from kernels.learn import lstm as L
+    from domain.learning import lstm_training as L
 
     dev = torch.device(torch_device())
     precision = "bf16" if dev.type == "cuda" else "fp32"
@@ -310,7 +310,7 @@ def section_lstm_train(s: dict) -> dict:
     in the first steps), fp32 on the CPU; the same number of steps on each."""
     import torch
 
-    from kernels.learn import lstm as L
+    from domain.learning import lstm_training as L
 
     dev = torch_device()
     seq_len, n_feat, n = 64, 32, s["lstm_rows"] + 63

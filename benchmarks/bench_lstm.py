@@ -1,4 +1,4 @@
-"""Benchmark: the LSTM specialist (kernels/learn/lstm.py).
+"""Benchmark: the LSTM specialist (domain/learning/lstm_training.py).
 
 Synthetic universe: `--symbols` symbols x (`--rows` + seq_len - 1) rows x `--features` float32
 features, so that every symbol ends `--rows` full sequences (50 x 1,000 = 50,000 by default).
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.common import Report, parser, peak_rss_mb  # noqa: E402
-from kernels.learn import lstm as L  # noqa: E402
+from domain.learning import lstm_training as L  # noqa: E402
 
 
 def universe(n_symbols: int, rows: int, seq_len: int, n_features: int, seed: int = 0):
@@ -82,7 +82,7 @@ def main() -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--note", default="", help="a sentence appended to the recorded section")
     args = ap.parse_args()
-    report = Report("LSTM specialist (kernels/learn/lstm.py)", args)
+    report = Report("LSTM specialist (domain/learning/lstm_training.py)", args)
     torch.manual_seed(0)
     X, y, off = universe(args.symbols, args.rows, args.seq_len, args.features)
     ends = L.make_sequences(X, off, args.seq_len)

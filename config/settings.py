@@ -402,6 +402,10 @@ class EvaluationSettings(_Model):
         'at least this many symbols having a prediction and a realised return; the report counts the days '
         'left out (at least 3)'
     ))
+    year_figures: bool = Field(False, description=(
+        "also draw each year's PNGs (`{plot}_h{H}_{year}.png`); false: only the `overall` scope's, the "
+        "figures the asset's metadata shows (a year's JSON keeps its figures' data)"
+    ))
 
 
 class BacktestSettings(_Model):

@@ -129,9 +129,7 @@ def build_backtest(predictions: pl.LazyFrame, raw_bars: pl.LazyFrame, years: lis
     """The book over the whole stored span (the weights carry from one year into the next);
     writes `year_<Y>.json` per requested year, `overall.json`, `equity.png` and the day log
     `daily.jsonl` under `out_dir`. `log.warning` is told when there is nothing to trade."""
-    from kernels.learn.evaluation import (
-        equity_png_bytes,  # scipy, sklearn: loaded when a backtest runs
-    )
+    from domain.learning.plots import equity_png_bytes  # scipy, sklearn: loaded when a backtest runs
 
     dates, symbols, prices, probs = backtest_panel(predictions, raw_bars, bt.horizon)
     daily = run_backtest(dates, symbols, prices, probs, bt, log_path=out_dir / "daily.jsonl")

@@ -4,7 +4,7 @@ Join: the prediction made at day t (`predictions`, p_h{H}) with the label realis
 (`labels`: the row of day t holds label_bin_h{H} and label_ret_h{H}, the outcome H trading
 rows later; null while t + H is not stored yet, and those rows are left out).
 
-Per horizon (kernels.learn.evaluation): AUC, PR-AUC, Brier, log loss, IC (Spearman of p with
+Per horizon (domain.learning.metrics): AUC, PR-AUC, Brier, log loss, IC (Spearman of p with
 the realised forward return over all rows pooled), decile returns overall and by market
 regime, and a reliability diagram. Signal analysis as Qlib's (`cross_section` in the JSON):
 the daily cross-sectional rank IC (Spearman across the day's symbols), its mean (`rank_ic`),
@@ -16,7 +16,8 @@ count; the report says how many days were left out, and when all were, says so (
 and gives null figures. Scopes: each requested year Y, and `overall` (every stored
 prediction year). Reports under reports/<experiment>/evaluation/: `<Y>.json`, `overall.json` (with the daily
 series), PNGs `reliability_h{H}_<scope>.png`, `ic_h{H}_<scope>.png` (cumulative IC),
-`long_short_h{H}_<scope>.png`, `deciles_h{H}_<scope>.png`.
+`long_short_h{H}_<scope>.png`, `deciles_h{H}_<scope>.png`: the `overall` scope's always, each
+year's only with settings `evaluation.year_figures` (a year's JSON holds its deciles and daily series).
 The stored table (year partition): one row per horizon with the headline metrics.
 """
 
@@ -24,20 +25,22 @@ import numpy as np
 import polars as pl
 
 from domain.observe import write_bytes_atomic, write_json_atomic
-from kernels.learn.evaluation import (
+from domain.learning.metrics import (
     annualization,
     classification_metrics,
     cross_section,
-    cumulative_ic_png_bytes,
-    decile_bars_png_bytes,
     decile_returns,
     decile_returns_by_group,
     ic_summary,
     information_coefficient,
-    long_short_png_bytes,
-    reliability_png_bytes,
     sharpe_ratio,
     turnover_mean,
+)
+from domain.learning.plots import (
+    cumulative_ic_png_bytes,
+    decile_bars_png_bytes,
+    long_short_png_bytes,
+    reliability_png_bytes,
 )
 from kernels.regime import BEAR, BULL, CONSOLIDATE, OSCILLATE
 
@@ -161,13 +164,13 @@ def scope_plots(frame: pl.DataFrame, report: dict, cs: dict, h: int, scope: str)
 
 
 def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir,
-                   min_symbols: int = 5) -> tuple[dict, dict]:
+                   min_symbols: int = 5, figures: bool = True) -> tuple[dict, dict]:
     """({h{H}: metrics}, {h{H}: {plot name: PNG bytes}}) for the rows of `frame`; writes the
-    JSON and the PNGs ({plot}_h{H}_{scope}.png)."""
+    JSON and, with `figures`, the PNGs ({plot}_h{H}_{scope}.png; else no PNG and {} images)."""
     report, images = {}, {}
     for h in horizons:
         report[f"h{h}"], cs = _evaluate(frame, h, min_symbols)
-        images[f"h{h}"] = scope_plots(frame, report[f"h{h}"], cs, h, scope)
+        images[f"h{h}"] = scope_plots(frame, report[f"h{h}"], cs, h, scope) if figures else {}
         for name, png in images[f"h{h}"].items():
             write_bytes_atomic(out_dir / f"{name}_h{h}_{scope}.png", png)
     symbols = frame["symbol"].n_unique() if "symbol" in frame.columns else 0  # every results line names it
@@ -189,9 +192,11 @@ def _signal_preview(r: dict) -> dict:
 
 
 def build_evaluation(predictions: pl.LazyFrame, labels: pl.LazyFrame, horizons: list[int], years: list[int],
-                     out_dir, min_symbols_per_day: int = 5) -> tuple[pl.DataFrame, dict, dict]:
+                     out_dir, min_symbols_per_day: int = 5, year_figures: bool = False) -> tuple[pl.DataFrame, dict, dict]:
     """Every requested year and `overall` (every stored prediction year) evaluated, reports
-    under `out_dir`. Returns the table (one row per year and horizon, headline metrics), the
+    under `out_dir`; the PNGs of the `overall` scope always, those of each year only with
+    `year_figures` (settings evaluation.year_figures: drawing costs ~0.1 s a figure, four
+    plots per horizon and scope, and the metadata shows only `overall`'s). Returns the table (one row per year and horizon, headline metrics), the
     headline metrics keyed by scope, then `h{H}` (with `cross_section`: days used / left out,
     rank IC, ICIR, long-short Sharpe, turnovers, the note), and the PNG bytes of the
     `overall` scope keyed `h{H}`, then the plot name."""
@@ -199,7 +204,7 @@ def build_evaluation(predictions: pl.LazyFrame, labels: pl.LazyFrame, horizons: 
     joined = outcomes(predictions, labels, horizons)
     for y in years:
         report, _ = evaluate_scope(joined.filter(pl.col("date").dt.year() == y), horizons, str(y), out_dir,
-                                   min_symbols_per_day)
+                                   min_symbols_per_day, figures=year_figures)
         for h in horizons:
             rows.append({"year": y, "horizon": h, **_headline(report[f"h{h}"])})
         preview[str(y)] = {f"h{h}": {**{k: report[f"h{h}"][k] for k in HEADLINE},

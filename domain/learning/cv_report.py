@@ -23,8 +23,8 @@ from joblib import Parallel, delayed
 from domain.learning.training_data import one_class, training_frame
 from domain.observe import write_json_atomic
 from domain.progress import year_done
-from kernels.learn.calibration import fit_calibrator, fold_metrics
-from kernels.learn.purged_cv import PurgedKFold
+from domain.learning.calibration import fit_calibrator, fold_metrics
+from domain.learning.purged_cv import PurgedKFold
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 METHODS = ("platt", "isotonic")

@@ -5,7 +5,7 @@ end before a validation block of `lstm.val_days` calendar days that closes at th
 Y; early stopping watches that block (purged: its rows' labels also end before Y, and no
 training label reaches into it). It then scores the rows of Y, so every stored
 `spec_lstm_score` comes from a model that never saw those rows. Sequences stay within one
-symbol (kernels.learn.lstm). Weights: `models/<experiment>/lstm_h{H}_{Y}.pt` + JSON (the weights' sha256,
+symbol (domain.learning.lstm_training). Weights: `models/<experiment>/lstm_h{H}_{Y}.pt` + JSON (the weights' sha256,
 standardizer, architecture, history, window, `table_versions` of its input tables). Runs in `lstm_job` (training on a CPU is slow: see
 benchmarks/RESULTS.md).
 
@@ -27,7 +27,7 @@ import torch
 from domain.learning.training_data import label_ends
 from domain.observe import write_json_atomic
 from domain.symbol_chunks import symbol_offsets
-from kernels.learn.lstm import LSTMSpec, Standardizer, predict_lstm, train_lstm
+from domain.learning.lstm_training import LSTMSpec, Standardizer, predict_lstm, train_lstm
 from kernels.registry.features import FEATURE_NAMES
 from resources.delta_store import DeltaStore
 from resources.verified_files import load_verified, write_verified

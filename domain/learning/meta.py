@@ -14,13 +14,16 @@ table joined on symbol and date; the day's values, known at its close like the s
 with a list of pack names (`meta.inputs: [specialists, alpha158]`) those packs' columns.
 Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
-(kernels.learn.meta), its calibration folds purged on the label intervals. The model records
+(domain.learning.metamodel), its calibration folds purged on the label intervals and, for the
+logistic model, its C searched once per fit over those folds. The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
 inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.joblib` + JSON
 (the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
 window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
-out-of-sample metrics under `reports/<experiment>/meta_model/`.
+out-of-sample metrics under `reports/<experiment>/meta_model/`. The (year, horizon) fits are
+independent and run in `build.workers` processes; this process writes every file, in year
+and horizon order, so the files do not depend on the worker count.
 """
 
 from pathlib import Path
@@ -30,19 +33,13 @@ import polars as pl
 from scipy.stats import spearmanr
 
 from domain.learning.training_data import one_class, training_frame
-from domain.observe import write_json_atomic
+from domain.observe import write_bytes_atomic, write_json_atomic
 from domain.progress import year_done
-from kernels.learn.calibration import fold_metrics
-from kernels.learn.meta import (
-    MetaModel,
-    build_meta_matrix,
-    calibration_png,
-    complete_rows,
-    meta_from_payload,
-    save_meta,
-    train_meta,
-)
-from kernels.learn.purged_cv import PurgedKFold
+from domain.learning.calibration import fold_metrics
+from domain.learning.matrix import build_meta_matrix, complete_rows
+from domain.learning.metamodel import MetaModel, train_meta
+from domain.learning.persistence import meta_from_payload, save_meta
+from domain.learning.purged_cv import PurgedKFold
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from resources.delta_store import DeltaStore
@@ -129,7 +126,7 @@ def _matrix(frame: pl.DataFrame, horizon: int, features: list[str] | None = None
 
 def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
              model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None,
-             n_jobs: int | None = None):
+             n_jobs: int | None = None, c_search: str = "once"):
     """(model, out-of-sample metrics, test probabilities, test labels) for one horizon;
     `features`: the registry feature columns of the frames to use too (feature_columns);
     `n_jobs`: processes for the calibration folds (the same model whatever the number)."""
@@ -148,7 +145,7 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
               "horizon": horizon, "inputs": WITH_FEATURES if features else SPECIALISTS_ONLY}
     model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window,
-                       fold_jobs=n_jobs)
+                       fold_jobs=n_jobs, c_search=c_search)
     test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     Xt, yt, _ = _matrix(test, horizon, features)
     okt = complete_rows(Xt)
@@ -181,28 +178,21 @@ def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.Lazy
     return join_features(train, features, columns or []), join_features(test, features, columns or [])
 
 
-def _fold_jobs(settings) -> int | None:
-    """The calibration folds of a fit run in `build.workers` processes (null: one per core);
-    None (in process) for one worker."""
-    n = min(settings.build.worker_count(), settings.cv.n_splits)
-    return n if n > 1 else None
+def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: dict) -> tuple:
+    """One (year, horizon) fit, run in a worker process: (model, metrics, calibration PNG
+    bytes or None). Every fit is seeded and independent, so the result does not depend on
+    the process or the order."""
+    from domain.learning.plots import calibration_png_bytes
+
+    model, metrics, p, y = fit_year(train, test, h, **fit)
+    png = (calibration_png_bytes(y, p, title=f"meta h{h}, out of sample {year}")
+           if len(y) and len(np.unique(y)) == 2 else None)
+    return model, metrics, png
 
 
-def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
-                      years: list[int], settings, log=None, features: pl.LazyFrame | None = None) -> tuple[pl.DataFrame, dict]:
-    """The meta model of each year of `years` per horizon (walk-forward), saved under
-    `models/<experiment>/meta_h{H}_{Y}.*`, with its calibration PNG and out-of-sample metrics under
-    `reports/<experiment>/meta_model/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
-    `log` (info/warning) is told about skipped horizons and unused LSTM scores. `features`
-    (the stored table) is read only when settings `meta.inputs` asks for its columns."""
-    from domain.feature_packs import feature_selection
-
-    horizons = settings.meta.horizons or settings.labels.horizons
-    columns = feature_columns(settings.meta.inputs, feature_selection(settings))
-    versions = {a: DeltaStore(settings.table_root(a)).versions([a])[a]
-                for a in TRAINED_ON + (("features",) if columns else ())}
-    fold_jobs = _fold_jobs(settings)
-    rows, previews = [], {}
+def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns):
+    """(year, h, train rows, test rows, (test symbols, train symbols)) per year and horizon
+    to fit, built lazily (one year's frames at a time, as the workers ask for work)."""
     for year in years:
         train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns)
         for h in horizons:
@@ -216,21 +206,66 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                     log.warning(f"meta_model {year} h{h}: the label has one class (all {only}) in the training years; "
                                 "horizon skipped")
                 continue
-            model, metrics, p, y = fit_year(train, test, h, n_splits=settings.cv.n_splits,
-                                            embargo_days=settings.cv.embargo_days, model=settings.meta.model,
-                                            calibration=settings.meta.calibration, seed=settings.meta.seed,
-                                            features=columns, n_jobs=fold_jobs)
-            stem = settings.models_dir / f"meta_h{h}_{year}"
-            sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
-            write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})
-            if len(y) and len(np.unique(y)) == 2:
-                calibration_png(y, p, settings.stage_reports_dir("meta_model") / f"calibration_h{h}_{year}.png",
-                                title=f"meta h{h}, out of sample {year}")
-            write_json_atomic(settings.stage_reports_dir("meta_model") / f"h{h}_{year}.json",
-                              {"year": year, "horizon": h, "symbols": test["symbol"].n_unique(),
-                               "train_symbols": train["symbol"].n_unique(), **metrics})
-            rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
-            previews[f"{year}/h{h}"] = metrics
-        year_done(log, "meta_model", year)
+            yield year, h, train, test, (test["symbol"].n_unique(), train["symbol"].n_unique())
+
+
+def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
+                      years: list[int], settings, log=None, features: pl.LazyFrame | None = None,
+                      c_search: str = "once") -> tuple[pl.DataFrame, dict]:
+    """The meta model of each year of `years` per horizon (walk-forward), saved under
+    `models/<experiment>/meta_h{H}_{Y}.*`, with its calibration PNG and out-of-sample metrics under
+    `reports/<experiment>/meta_model/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
+    `log` (info/warning) is told about skipped horizons and unused LSTM scores. `features`
+    (the stored table) is read only when settings `meta.inputs` asks for its columns.
+    The (year, horizon) fits run in `build.workers` processes (one: in this process); files
+    are written here, in year and horizon order, and are the same whatever the worker count.
+    `c_search`: domain.learning.metamodel.train_meta's (the stage uses "once")."""
+    from joblib import Parallel, delayed
+
+    from domain.feature_packs import feature_selection
+
+    horizons = settings.meta.horizons or settings.labels.horizons
+    columns = feature_columns(settings.meta.inputs, feature_selection(settings))
+    versions = {a: DeltaStore(settings.table_root(a)).versions([a])[a]
+                for a in TRAINED_ON + (("features",) if columns else ())}
+    fit = {"n_splits": settings.cv.n_splits, "embargo_days": settings.cv.embargo_days, "model": settings.meta.model,
+           "calibration": settings.meta.calibration, "seed": settings.meta.seed, "features": columns,
+           "c_search": c_search}
+    workers = min(settings.build.worker_count(), len(years) * len(horizons))
+    tasks = list(_year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns)) \
+        if workers <= 1 else None
+    rows, previews = [], {}
+    reports = settings.stage_reports_dir("meta_model")
+    if tasks is not None:
+        keys = [(y, h, sym) for y, h, _, _, sym in tasks]
+        results = (_fit_task(tr, te, h, y, fit) for y, h, tr, te, _ in tasks)
+    else:
+        keys = []
+        gen = _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns)
+
+        def calls():
+            for y, h, tr, te, sym in gen:
+                keys.append((y, h, sym))
+                yield delayed(_fit_task)(tr, te, h, y, fit)
+
+        results = Parallel(n_jobs=workers, backend="loky", return_as="generator", pre_dispatch="n_jobs")(calls())
+    logged = set()
+    for i, (model, metrics, png) in enumerate(results):
+        year, h, (symbols, train_symbols) = keys[i]
+        for y in [y for y in years if y < year and y not in logged]:  # earlier years are complete
+            year_done(log, "meta_model", y)
+            logged.add(y)
+        stem = settings.models_dir / f"meta_h{h}_{year}"
+        sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
+        write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})
+        if png is not None:
+            write_bytes_atomic(reports / f"calibration_h{h}_{year}.png", png)
+        write_json_atomic(reports / f"h{h}_{year}.json",
+                          {"year": year, "horizon": h, "symbols": symbols, "train_symbols": train_symbols, **metrics})
+        rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
+        previews[f"{year}/h{h}"] = metrics
+    for y in years:
+        if y not in logged:
+            year_done(log, "meta_model", y)
     table = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"year": pl.Int32})
     return table, previews

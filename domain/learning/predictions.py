@@ -2,7 +2,7 @@
 
     p_h{H}[symbol, date] = meta_h{H}_{Y}.predict_proba(X[symbol, date])   for date in Y
 
-X is the matrix the model was trained on (kernels.learn.meta.build_meta_matrix): the
+X is the matrix the model was trained on (domain.learning.metamodel.build_meta_matrix): the
 specialist scores of the day, the LSTM score when the model uses it, the regime one-hot, and
 the feature registry's columns of the day (the `features` table) when the model was trained
 with them (meta.inputs: features+specialists; read from the model's feature names, so a
@@ -25,8 +25,9 @@ import polars as pl
 
 from domain.learning.meta import LSTM_COLUMN as STORED_LSTM_COLUMN
 from domain.learning.meta import join_features, load_meta
-from kernels.learn.meta import LSTM_COLUMN as MODEL_LSTM_FEATURE
-from kernels.learn.meta import REGIME_COLUMNS, MetaModel, build_meta_matrix
+from domain.learning.matrix import LSTM_COLUMN as MODEL_LSTM_FEATURE
+from domain.learning.matrix import REGIME_COLUMNS, build_meta_matrix
+from domain.learning.metamodel import MetaModel
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 _BASE_COLUMNS = frozenset((*SPECIALIST_COLUMNS, MODEL_LSTM_FEATURE, *REGIME_COLUMNS))

@@ -104,7 +104,7 @@ from config.partitions import REGIME_HALO_YEARS
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
 from domain.feature_packs import feature_selection
 from domain.learning.predictions import load_year_models, model_path, models_features, score_rows
-from kernels.learn.meta import LSTM_COLUMN, build_meta_matrix
+from domain.learning.matrix import LSTM_COLUMN, build_meta_matrix
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.streaming import SymbolStream

@@ -5,7 +5,7 @@ as the real cross-section of benchmarks/honesty_cross_section.py).
 On bars with open = high = low = close and a constant volume, CORR{5,10,20,30,60}
 (Corr(close, log(volume + 1), d)) and CORD{5,10,20,30,60} (Corr of the close ratio with the
 volume ratio) divide by a zero volume deviation: NaN on every row. The meta model keeps only
-rows whose every input is finite (kernels.learn.meta.complete_rows), so the full `alpha158`
+rows whose every input is finite (domain.learning.metamodel.complete_rows), so the full `alpha158`
 pack leaves it no training row on such data. This pack computes the same kernels
 (kernels.alpha158.compute_alpha158, the same `a158_<QlibName>` columns and warm-ups) and
 keeps the other 148 columns. It is a plugin module, not a built-in pack: select it with

@@ -65,7 +65,7 @@ def test_backtest_equals_the_kernel_on_the_pivoted_panel(learned_copy, instance)
     np.testing.assert_allclose(daily["equity"].to_numpy(), res.equity.astype(np.float32))
 
 
-def test_evaluation_reports_metrics_deciles_by_regime_and_reliability_per_horizon(learned_copy, instance):
+def test_evaluation_reports_metrics_deciles_by_regime_and_reliability_per_horizon_overall_figures_only_by_default(learned_copy, instance):
     res = _materialize(learned_copy, instance, [evaluation])
     assert res.success
     s = read_settings(learned_copy)
@@ -77,7 +77,9 @@ def test_evaluation_reports_metrics_deciles_by_regime_and_reliability_per_horizo
         assert 0 <= r["auc"] <= 1 and 0 <= r["pr_auc"] <= 1 and 0 <= r["brier"] <= 1 and r["log_loss"] > 0
         assert sum(d["count"] for d in r["deciles"]) == r["n"]
         assert r["deciles_by_regime"] and set(r["deciles_by_regime"]) <= {"bear", "consolidate", "bull", "oscillate"}
-        assert (s.stage_reports_dir("evaluation") / f"reliability_h{h}_{LEARNED_YEAR}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (s.stage_reports_dir("evaluation") / f"reliability_h{h}_overall.png").read_bytes()[:4] == b"\x89PNG"
+        # evaluation.year_figures is off by default: a year's figures are not drawn (its JSON has their data)
+        assert not list(s.stage_reports_dir("evaluation").glob(f"*_h{h}_{LEARNED_YEAR}.png"))
     assert json.loads((s.stage_reports_dir("evaluation") / "overall.json").read_text())["h7"]["n"] == report["h7"]["n"]
 
 
@@ -120,13 +122,13 @@ def test_evaluation_with_fewer_symbols_than_the_minimum_says_so_and_shows_the_pl
     assert table["days_used"].to_list() == [0, 0, 0] and table["rank_ic"].null_count() == 3
 
 
-def test_evaluation_signal_analysis_rank_ic_icir_long_short_and_turnover(learned_copy, instance):
+def test_evaluation_signal_analysis_rank_ic_icir_long_short_turnover_and_year_figures_when_asked(learned_copy, instance):
     import base64
 
     import yaml
 
     cfg = yaml.safe_load(learned_copy.read_text())
-    cfg["evaluation"] = {"min_symbols_per_day": 3}
+    cfg["evaluation"] = {"min_symbols_per_day": 3, "year_figures": True}  # each year's PNGs too
     learned_copy.write_text(yaml.safe_dump(cfg))
     res = _materialize(learned_copy, instance, [evaluation])
     assert res.success

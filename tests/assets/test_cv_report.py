@@ -14,7 +14,7 @@ from assets.labels import labels
 from assets.raw_bars import raw_bars
 from assets.specialists import specialists
 from domain.learning.training_data import training_frame
-from kernels.learn.purged_cv import PurgedKFold
+from domain.learning.purged_cv import PurgedKFold
 from pipeline.definitions import build_resources
 from config.settings import read_settings
 from resources.delta_store import DeltaStore

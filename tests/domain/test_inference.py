@@ -21,7 +21,7 @@ import yaml
 from kernels.registry.features import FEATURE_NAMES
 from domain.live.inference import InferenceSession, SymbolDataError, clear_sessions, get_session, infer_batch, infer_one
 from kernels.registry.specialists import SPECIALIST_COLUMNS
-from kernels.learn.meta import LSTM_COLUMN, REGIME_COLUMNS
+from domain.learning.matrix import LSTM_COLUMN, REGIME_COLUMNS
 from config.partitions import SymbolYear
 from config.settings import read_settings
 from resources.delta_store import DeltaStore

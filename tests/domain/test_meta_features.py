@@ -22,7 +22,7 @@ from config.settings import parse_settings, read_settings
 from domain.learning.meta import feature_columns, feature_frame
 from domain.learning.predictions import extra_columns, load_year_models, score_rows, scoring_frame
 from domain.live.inference import InferenceSession
-from kernels.learn.meta import REGIME_COLUMNS, build_meta_matrix
+from domain.learning.matrix import REGIME_COLUMNS, build_meta_matrix
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from pipeline.definitions import ALL_ASSETS, build_resources

@@ -249,10 +249,10 @@ def test_canary_a_feature_built_from_the_next_days_return_is_refused(linear_stor
     window overlaps the test rows, but a feature that reads the future is just as available
     on the test rows, so it scores out of sample as well as in sample. This test shows it
     (a walk-forward meta model whose only score is the leak, its calibration folds purged,
-    reaches AUC >= 0.6 on 2003, labels it never trained on) and that kernels.learn.leakage.assert_causal refuses it: cut the series after row t
+    reaches AUC >= 0.6 on 2003, labels it never trained on) and that kernels.leakage.assert_causal refuses it: cut the series after row t
     and the feature's value at t changes. test_every_registered_feature_and_specialist_is_causal
     runs the same check over the registries, so a leaky feature added there fails CI."""
-    from kernels.learn.leakage import LookaheadError, assert_causal
+    from kernels.leakage import LookaheadError, assert_causal
 
     spec, labs, reg = (_scan(linear_store, a) for a in ("specialists", "labels", "regime"))
     bars = _scan(linear_store, "raw_bars").collect()
@@ -273,7 +273,7 @@ def test_every_registered_feature_and_specialist_is_causal(linear_store):
     """The look-ahead check over the feature and specialist registries on one planted symbol:
     every value at row t is the same when the rows after t are cut off, so the planted effect
     is recovered from the past only (and a leaky registry entry would fail here)."""
-    from kernels.learn.leakage import assert_causal
+    from kernels.leakage import assert_causal
     from kernels.panel import Panel
     from kernels.registry.features import FEATURE_NAMES, compute_features
     from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, run_specialists
@@ -344,7 +344,8 @@ def test_hist_gbm_meta_model_learns_a_u_shape_and_round_trips(tmp_path):
     blind to it: its calibrated copies, fitted on different folds, can take opposite signs on
     x, and the mean of an increasing and a decreasing isotonic map is a U: AUC 0.63 here.)"""
     from domain.learning.meta import load_meta
-    from kernels.learn.meta import save_meta, train_meta
+    from domain.learning.metamodel import train_meta
+    from domain.learning.persistence import save_meta
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((3000, 3)).astype(np.float32)

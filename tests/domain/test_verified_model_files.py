@@ -30,7 +30,7 @@ class Planted:
 def _save_tiny_lstm(models_dir: Path) -> Path:
     """An LSTM saved as train_years saves one: weights + JSON sidecar with their sha256."""
     from domain.learning.lstm import lstm_path, save_weights
-    from kernels.learn.lstm import LSTMSpec
+    from domain.learning.lstm_training import LSTMSpec
     from kernels.registry.features import FEATURE_NAMES
 
     spec = {"in_dim": len(FEATURE_NAMES), "hidden": 4, "layers": 1}

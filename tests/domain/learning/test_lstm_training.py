@@ -1,4 +1,4 @@
-"""LSTM specialist kernels (kernels/learn/lstm.py): sequences never cross symbols or gaps, the
+"""LSTM specialist kernels (domain/learning/lstm_training.py): sequences never cross symbols or gaps, the
 dataset slices lazily, the standardizer sees training rows only, CPU training is
 deterministic and learns a toy problem, early stopping restores the best epoch, a NaN that
 reaches the loss stops training, and out-of-fold scores come from models that never saw the
@@ -16,7 +16,7 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from kernels.learn import lstm as L
+from domain.learning import lstm_training as L
 from tests.gpu import gpu, torch_device
 
 TINY = {"hidden": 12, "layers": 1, "dropout": 0.0, "batch_size": 64, "lr": 1e-2, "device": "cpu"}

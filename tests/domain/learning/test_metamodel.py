@@ -1,4 +1,4 @@
-"""Meta model and calibration kernels (kernels.learn.meta, kernels.learn.calibration).
+"""Meta model and calibration kernels (domain.learning.metamodel, domain.learning.calibration).
 
 The synthetic problem has a known truth: P(y = 1) = sigmoid(linear score of two specialists,
 the LSTM score and the regime), so the trained model can be held to the oracle's Brier
@@ -17,26 +17,17 @@ import pytest
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
 
-from kernels.learn.calibration import (
+from domain.learning.calibration import (
     expected_calibration_error,
     fit_calibrator,
     fold_metrics,
     reliability_curve,
 )
-from kernels.learn.meta import (
-    REGIME_COLUMNS,
-    MetaModel,
-    logistic_folds as _logistic_folds,
-    build_meta_matrix,
-    calibration_png,
-    complete_rows,
-    export_onnx,
-    meta_from_payload,
-    onnx_predict,
-    regime_one_hot,
-    save_meta,
-    train_meta,
-)
+from domain.learning.matrix import REGIME_COLUMNS, build_meta_matrix, complete_rows, regime_one_hot
+from domain.learning.metamodel import MetaModel, logistic_folds as _logistic_folds, train_meta
+from domain.learning.onnx_export import export_onnx, onnx_predict
+from domain.learning.persistence import meta_from_payload, save_meta
+from domain.learning.plots import calibration_png
 from kernels.regime import NO_TAG
 from domain.learning.meta import load_meta  # the verified load (resources.verified_files)
 
@@ -189,7 +180,7 @@ def test_meta_model_beats_constant_and_is_calibrated(problem):
     assert m["brier"] < oracle["brier"] + 0.003  # close to the true probabilities
     assert expected_calibration_error(yt, p) < 0.05
     assert model.feature_names == problem["names"]
-    assert model.info["base"] == "LogisticRegressionCV" and len(model.info["folds"]) == 5
+    assert model.info["base"] == "LogisticRegression" and model.info["c_search"] == "once" and len(model.info["folds"]) == 5
     coef = model.info["folds"][0]["coef"]  # standardised coefficients: signal > noise
     assert coef["spec_mr"] > 0.5 and coef["spec_trend"] < -0.5 and abs(coef["spec_noise_a"]) < 0.1
 
@@ -216,7 +207,7 @@ def test_train_meta_with_explicit_splits():
     assert m.info["cv"] == {"kind": "splits", "n_splits": 3} and m.info["base"] == "LogisticRegression"
     assert len(m.estimator.calibrated_classifiers_) == 3
     assert fold_metrics(y, m.predict_proba(X))["auc"] > 0.7
-    purged = pytest.importorskip("kernels.learn.purged_cv")
+    purged = pytest.importorskip("domain.learning.purged_cv")
     pos = np.arange(len(y))
     m = train_meta(X, y, feature_names=names, cv=purged.PurgedKFold(3, t0=pos, t1=pos + 7, embargo=2))
     assert m.info["cv"] == {"kind": "PurgedKFold", "n_splits": 3}

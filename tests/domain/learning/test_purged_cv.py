@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.learn.purged_cv import PurgedKFold
+from domain.learning.purged_cv import PurgedKFold
 
 
 def panel_intervals(n_days: int, n_symbols: int, horizon: int):

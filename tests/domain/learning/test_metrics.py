@@ -1,4 +1,4 @@
-"""Evaluation kernel (kernels.learn.evaluation) against sklearn, scipy and pandas as oracles."""
+"""Evaluation kernel (domain.learning.metrics) against sklearn, scipy and pandas as oracles."""
 
 from __future__ import annotations
 
@@ -10,23 +10,25 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import average_precision_score, brier_score_loss, log_loss, roc_auc_score
 
-from kernels.learn.evaluation import (
+from domain.learning.metrics import (
     DECILE_COLUMNS,
     annualization,
     classification_metrics,
     cross_section,
-    cumulative_ic_png_bytes,
-    decile_bars_png_bytes,
     decile_returns,
     decile_returns_by_group,
-    equity_png_bytes,
     ic_summary,
     information_coefficient,
-    long_short_png_bytes,
     quantile_bins,
-    reliability_png_bytes,
     sharpe_ratio,
     turnover_mean,
+)
+from domain.learning.plots import (
+    cumulative_ic_png_bytes,
+    decile_bars_png_bytes,
+    equity_png_bytes,
+    long_short_png_bytes,
+    reliability_png_bytes,
 )
 
 

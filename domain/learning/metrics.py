@@ -1,9 +1,10 @@
-"""Out-of-sample evaluation of predictions: arrays in, dicts / arrays / PNG bytes out.
+"""Out-of-sample evaluation of predictions: arrays in, dicts and arrays out (the figures:
+domain.learning.plots).
 
 Rows: one prediction p (P(label = 1)) per row with its realised outcome, either the binary
 label y or the forward return ret of the same horizon. Rows where an input is not finite (a
 missing prediction or a label not known yet) are DROPPED by every function here, and the dicts
-say how many rows were scored (n) and dropped (n_dropped). (kernels.learn.calibration, whose
+say how many rows were scored (n) and dropped (n_dropped). (domain.learning.calibration, whose
 metrics these reuse, refuses non-finite rows instead: there a silent drop would be a bug.)
 
 - `classification_metrics(y, p)`: auc, pr_auc, brier, log_loss, n, positives, base_rate,
@@ -20,8 +21,6 @@ metrics these reuse, refuses non-finite rows instead: there a silent drop would 
   p_mean, p_min, p_max, ret_mean, hit_rate (fraction of rows with ret > 0).
 - `decile_returns_by_group(p, ret, group, n_bins)`: the same within each group (e.g. regime):
   each group's rows get their own quantile bins. Rows with a NaN group are dropped.
-- `reliability_png_bytes(y, p, title)`, `equity_png_bytes(dates, equity, title)`: PNG bytes
-  (matplotlib Agg figure, no pyplot, no file): the caller writes them where it wants.
 
 Signal analysis (cross-sectional, as Qlib's analysis_model): rows are (day, symbol, p, ret).
 - `cross_section(day, symbol, p, ret, min_symbols, n_bins)`: per day with at least
@@ -41,25 +40,23 @@ Signal analysis (cross-sectional, as Qlib's analysis_model): rows are (day, symb
 - `sharpe_ratio(r, periods_per_year)`: mean / std (ddof=1) * sqrt(periods_per_year) of the
   finite values. For the long-short series of horizon H, each day's value is an H-day return
   (overlapping), so periods_per_year = 252 / H (`annualization(H)`).
-- `cumulative_ic_png_bytes`, `long_short_png_bytes`, `decile_bars_png_bytes`: the plots.
 """
 
 from __future__ import annotations
-
-import io
 
 import numpy as np
 from scipy.stats import rankdata
 from sklearn.metrics import average_precision_score
 
-from kernels.learn.calibration import binary_labels, fold_metrics, reliability_curve
+from domain.learning.calibration import binary_labels, fold_metrics
 
 DECILE_COLUMNS = ("bin", "count", "p_mean", "p_min", "p_max", "ret_mean", "hit_rate")
 CROSS_SECTION_COLUMNS = ("n", "ic", "long", "short", "long_short", "top_turnover", "bottom_turnover")
 TRADING_DAYS = 252
 
 
-def _vector(x, name: str, n: int | None = None) -> np.ndarray:
+def as_vector(x, name: str, n: int | None = None) -> np.ndarray:
+    """`x` as a float64 1-D array (of `n` rows when given); a ValueError naming `name` else."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {x.shape}")
@@ -68,7 +65,8 @@ def _vector(x, name: str, n: int | None = None) -> np.ndarray:
     return x
 
 
-def _finite_rows(*arrays: np.ndarray) -> np.ndarray:
+def finite_rows(*arrays: np.ndarray) -> np.ndarray:
+    """bool [n]: the rows where every array is finite."""
     ok = np.ones(arrays[0].shape[0], dtype=bool)
     for a in arrays:
         ok &= np.isfinite(a)
@@ -78,9 +76,9 @@ def _finite_rows(*arrays: np.ndarray) -> np.ndarray:
 def classification_metrics(y, p) -> dict:
     """{auc, pr_auc, brier, log_loss, n, positives, base_rate, n_dropped} over the rows where
     y and p are finite (y binary 0/1, p in [0, 1]); auc and pr_auc None with one class."""
-    yf = _vector(y, "y")
-    pf = _vector(p, "p", yf.shape[0])
-    ok = _finite_rows(yf, pf)
+    yf = as_vector(y, "y")
+    pf = as_vector(p, "p", yf.shape[0])
+    ok = finite_rows(yf, pf)
     y1 = binary_labels(yf[ok])
     p1 = pf[ok]
     m = fold_metrics(y1, p1)
@@ -101,9 +99,9 @@ def classification_metrics(y, p) -> dict:
 def information_coefficient(p, ret) -> float | None:
     """Spearman rank correlation of p and ret over rows where both are finite; None with fewer
     than 3 rows or a constant input."""
-    pf = _vector(p, "p")
-    rf = _vector(ret, "ret", pf.shape[0])
-    ok = _finite_rows(pf, rf)
+    pf = as_vector(p, "p")
+    rf = as_vector(ret, "ret", pf.shape[0])
+    ok = finite_rows(pf, rf)
     pf, rf = pf[ok], rf[ok]
     if pf.shape[0] < 3 or np.ptp(pf) == 0.0 or np.ptp(rf) == 0.0:
         return None
@@ -114,7 +112,7 @@ def information_coefficient(p, ret) -> float | None:
 
 def quantile_bins(p, n_bins: int = 10) -> np.ndarray:
     """int64 bin per row: floor(n_bins * #{j: p_j < p_i} / n) (finite p only)."""
-    p = _vector(p, "p")
+    p = as_vector(p, "p")
     if n_bins < 1:
         raise ValueError(f"n_bins must be >= 1, got {n_bins}")
     if not np.isfinite(p).all():
@@ -147,21 +145,21 @@ def _deciles(p: np.ndarray, ret: np.ndarray, n_bins: int) -> dict[str, np.ndarra
 def decile_returns(p, ret, n_bins: int = 10) -> dict[str, np.ndarray]:
     """Per non-empty quantile bin of p (module docstring): bin, count, p_mean, p_min, p_max,
     ret_mean, hit_rate; rows where p or ret is not finite are dropped."""
-    pf = _vector(p, "p")
-    rf = _vector(ret, "ret", pf.shape[0])
-    ok = _finite_rows(pf, rf)
+    pf = as_vector(p, "p")
+    rf = as_vector(ret, "ret", pf.shape[0])
+    ok = finite_rows(pf, rf)
     return _deciles(pf[ok], rf[ok], n_bins)
 
 
 def decile_returns_by_group(p, ret, group, n_bins: int = 10) -> dict:
     """{group value (Python scalar): decile_returns of that group's rows}, groups sorted; each
     group has its own quantile bins. Rows with a NaN group are dropped."""
-    pf = _vector(p, "p")
-    rf = _vector(ret, "ret", pf.shape[0])
+    pf = as_vector(p, "p")
+    rf = as_vector(ret, "ret", pf.shape[0])
     g = np.asarray(group)
     if g.shape != pf.shape:
         raise ValueError(f"group must have shape {pf.shape}, got {g.shape}")
-    ok = _finite_rows(pf, rf)
+    ok = finite_rows(pf, rf)
     if g.dtype.kind == "f":
         ok &= ~np.isnan(g)
     pf, rf, g = pf[ok], rf[ok], g[ok]
@@ -176,16 +174,16 @@ def cross_section(day, symbol, p, ret, *, min_symbols: int = 5, n_bins: int = 10
     """Daily cross-sectional figures (module docstring): {"days": the kept days (day's dtype,
     sorted), n, ic, long, short, long_short, top_turnover, bottom_turnover (arrays, one per
     kept day), n_days (days with a usable row), n_days_excluded, min_symbols, n_bins}."""
-    pf = _vector(p, "p")
+    pf = as_vector(p, "p")
     n_rows = pf.shape[0]
-    rf = _vector(ret, "ret", n_rows)
+    rf = as_vector(ret, "ret", n_rows)
     d = np.asarray(day)
     sym = np.asarray(symbol)
     if d.shape != (n_rows,) or sym.shape != (n_rows,):
         raise ValueError(f"day and symbol must have shape ({n_rows},), got {d.shape} and {sym.shape}")
     if min_symbols < 1 or n_bins < 1:
         raise ValueError(f"min_symbols and n_bins must be >= 1, got {min_symbols} and {n_bins}")
-    ok = _finite_rows(pf, rf)
+    ok = finite_rows(pf, rf)
     order = np.flatnonzero(ok)[np.argsort(d[ok], kind="stable")]  # by day, rows in their order within a day
     d, sym, pf, rf = d[order], sym[order], pf[order], rf[order]
     days, starts, counts = np.unique(d, return_index=True, return_counts=True)
@@ -216,7 +214,7 @@ def ic_summary(ic) -> dict:
     """{rank_ic, rank_ic_std, icir, ic_positive, n}: mean, std (ddof=1), mean / std and the
     share of IC > 0 over the finite daily ICs; None where undefined (no day; std needs 2
     days and is not 0)."""
-    x = _vector(ic, "ic")
+    x = as_vector(ic, "ic")
     x = x[np.isfinite(x)]
     n = int(x.shape[0])
     mean = float(x.mean()) if n else None
@@ -235,7 +233,7 @@ def annualization(horizon: int) -> float:
 def sharpe_ratio(returns, periods_per_year: float = TRADING_DAYS) -> float | None:
     """mean / std (ddof=1) * sqrt(periods_per_year) of the finite returns; None with fewer
     than 2 of them or a zero std."""
-    x = _vector(returns, "returns")
+    x = as_vector(returns, "returns")
     x = x[np.isfinite(x)]
     if x.shape[0] < 2:
         return None
@@ -245,149 +243,6 @@ def sharpe_ratio(returns, periods_per_year: float = TRADING_DAYS) -> float | Non
 
 def turnover_mean(turnover) -> float | None:
     """Mean of the finite daily turnovers (the first kept day has none); None without any."""
-    x = _vector(turnover, "turnover")
+    x = as_vector(turnover, "turnover")
     x = x[np.isfinite(x)]
     return float(x.mean()) if x.shape[0] else None
-
-
-# ---------------------------------------------------------------- figures
-
-
-def _figure(figsize):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize, dpi=100)
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})  # no version stamp: same bytes
-    return buf.getvalue()
-
-
-def reliability_png_bytes(y, p, title: str = "", bins: int = 10) -> bytes:
-    """Reliability diagram (top) and the prediction histogram (bottom) over finite rows, as PNG."""
-    yf = _vector(y, "y")
-    pf = _vector(p, "p", yf.shape[0])
-    ok = _finite_rows(yf, pf)
-    y1, p1 = binary_labels(yf[ok]), pf[ok]
-    m = classification_metrics(y1, p1)
-    fig = _figure((6.0, 6.5))
-    ax, hx = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect")
-    if y1.size:
-        curve = reliability_curve(y1, p1, bins)
-        ax.plot(curve["prob_pred"], curve["prob_true"], marker="o", label="model")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_ylabel("observed positive rate")
-
-    def fmt(v, spec):
-        return "n/a" if v is None else format(v, spec)
-
-    ax.legend(loc="upper left", title=f"n={m['n']}  AUC={fmt(m['auc'], '.3f')}  PR-AUC={fmt(m['pr_auc'], '.3f')}"
-                                      f"  Brier={fmt(m['brier'], '.4f')}")
-    ax.set_title(title)
-    hx.hist(p1, bins=np.linspace(0, 1, bins + 1), color="tab:blue", alpha=0.7)
-    hx.set_xlim(0, 1)
-    hx.set_xlabel("predicted probability")
-    hx.set_ylabel("rows")
-    fig.tight_layout()
-    return _png(fig)
-
-
-def equity_png_bytes(dates, equity, title: str = "") -> bytes:
-    """Equity curve (top, log scale) and drawdown from the running peak (bottom) as PNG.
-    dates: datetime64 (or any 1-D x values, e.g. day numbers) or None for 0..T-1."""
-    eq = _vector(equity, "equity")
-    x = np.arange(eq.shape[0]) if dates is None else np.asarray(dates)
-    if x.shape != eq.shape:
-        raise ValueError(f"dates must have shape {eq.shape}, got {x.shape}")
-    if x.dtype.kind == "M":
-        x = x.astype("datetime64[D]")
-    fig = _figure((8.0, 5.0))
-    ax, dx = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    ax.plot(x, eq, lw=1.2, color="tab:blue")
-    if eq.size and np.all(eq > 0):
-        ax.set_yscale("log")
-    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_ylabel("equity (start 1.0)")
-    ax.set_title(title)
-    if eq.size:
-        peak = np.maximum(np.maximum.accumulate(eq), 1.0)
-        dd = eq / peak - 1.0
-        dx.fill_between(x, dd, 0.0, color="tab:red", alpha=0.4, lw=0)
-        dx.set_ylabel(f"drawdown (max {dd.min():.1%})")
-    fig.tight_layout()
-    return _png(fig)
-
-
-def _x(dates, n: int) -> np.ndarray:
-    x = np.arange(n) if dates is None else np.asarray(dates)
-    if x.shape != (n,):
-        raise ValueError(f"dates must have shape ({n},), got {x.shape}")
-    return x.astype("datetime64[D]") if x.dtype.kind == "M" else x
-
-
-def cumulative_ic_png_bytes(dates, ic, title: str = "") -> bytes:
-    """Daily rank IC (bars) and the cumulative IC (np.nancumsum, line) as PNG."""
-    y = _vector(ic, "ic")
-    x = _x(dates, y.shape[0])
-    s = ic_summary(y)
-    fig = _figure((8.0, 4.0))
-    ax = fig.subplots()
-    # one LineCollection, not a Rectangle per day (thousands of patches took a second per figure)
-    ax.vlines(x, 0.0, np.nan_to_num(y), color="tab:grey", alpha=0.4, lw=0.8, label="daily rank IC")
-    ax.set_ylabel("daily rank IC")
-    cx = ax.twinx()
-    cx.plot(x, np.nancumsum(y), color="tab:blue", lw=1.4, label="cumulative IC")
-    cx.set_ylabel("cumulative IC")
-
-    def fmt(v):
-        return "n/a" if v is None else f"{v:.3f}"
-
-    ax.set_title(f"{title}  (rank IC {fmt(s['rank_ic'])}, ICIR {fmt(s['icir'])}, {s['n']} days)")
-    fig.tight_layout()
-    return _png(fig)
-
-
-def long_short_png_bytes(dates, long, short, horizon: int, title: str = "") -> bytes:
-    """Cumulative top decile, bottom decile and top-minus-bottom returns as PNG. Each day's
-    value is an H-day return, so the curves are cumsum(r) / H: H staggered tranches, one
-    opened each day, each 1/H of the capital."""
-    lo, sh = _vector(long, "long"), _vector(short, "short")
-    x = _x(dates, lo.shape[0])
-    ls = lo - sh
-    fig = _figure((8.0, 4.0))
-    ax = fig.subplots()
-    for series, label, color in ((ls, "long-short", "tab:blue"), (lo, "top decile", "tab:green"),
-                                 (sh, "bottom decile", "tab:red")):
-        ax.plot(x, np.nancumsum(series) / horizon, lw=1.4 if label == "long-short" else 0.9, color=color, label=label)
-    ax.axhline(0.0, color="grey", lw=0.8, ls="--")
-    sr = sharpe_ratio(ls, annualization(horizon))
-    ax.set_ylabel(f"cumulative return (sum of {horizon}-day returns / {horizon})")
-    ax.set_title(f"{title}  (long-short Sharpe {'n/a' if sr is None else f'{sr:.2f}'})")
-    ax.legend(loc="upper left")
-    fig.tight_layout()
-    return _png(fig)
-
-
-def decile_bars_png_bytes(bins, ret_mean, hit_rate=None, title: str = "") -> bytes:
-    """Mean forward return per probability bin (bars; 0 = lowest p), hit rate annotated."""
-    b = np.asarray(bins)
-    r = _vector(ret_mean, "ret_mean", b.shape[0])
-    fig = _figure((7.0, 4.0))
-    ax = fig.subplots()
-    ax.bar(b, r, color=np.where(r >= 0, "tab:green", "tab:red"))
-    if hit_rate is not None:
-        for xi, yi, hr in zip(b, r, _vector(hit_rate, "hit_rate", b.shape[0])):
-            ax.annotate(f"{hr:.0%}", (xi, yi), ha="center", va="bottom" if yi >= 0 else "top", fontsize=7)
-    ax.axhline(0.0, color="grey", lw=0.8)
-    ax.set_xticks(b)
-    ax.set_xlabel("predicted-probability decile (0 = lowest)")
-    ax.set_ylabel("mean forward return (hit rate)")
-    ax.set_title(title)
-    fig.tight_layout()
-    return _png(fig)

@@ -1,1 +1,0 @@
-"""Learning kernels: arrays in, models and arrays out (no Dagster, no paths)."""
