@@ -8,7 +8,7 @@ The Dagster objects only (asset, checks, config); the stage's contract and logic
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, Output
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
 

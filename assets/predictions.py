@@ -14,7 +14,7 @@ from dagster import (
     Output,
 )
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.project import ProjectResource
 
 

@@ -11,7 +11,7 @@ reads every stored year: no class under 5% or over 80% (the seed's "not degenera
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, Output
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.project import ProjectResource
 
 

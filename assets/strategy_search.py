@@ -24,7 +24,8 @@ from dagster import (
     asset,
 )
 
-from config.partitions import ALLOW_MISSING, symbol_partitions
+from config.partitions import ALLOW_MISSING
+from resources.partitions import symbol_partitions
 from resources.compute import GPU_POOL, gpu_step_tags
 from resources.project import ProjectResource
 

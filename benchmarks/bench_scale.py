@@ -166,7 +166,7 @@ def phase_register(args) -> dict:
 def phase_build(args) -> dict:
     from dagster import materialize
 
-    from config.partitions import make_key, range_tags
+    from resources.partitions import make_key, range_tags
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.runs import run_rectangle
 

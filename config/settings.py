@@ -335,6 +335,14 @@ class Storage(_Model):
     vacuum_retention_hours: int = Field(168, ge=0, le=24 * 3650)
 
 
+class PartitionSettings(_Model):
+    """The dynamic dimension of the symbol x year assets (resources.partitions)."""
+    # 1: one partition key per symbol (small universes). N > 1: keys are groups of N symbols in
+    # registration order (`G0000`, ...), so Dagster's per-partition costs are paid per group;
+    # `python -m pipeline.cli migrate-partitions` moves an instance between the two.
+    symbols_per_group: int = Field(1, ge=1, le=10_000)
+
+
 class Automation(_Model):
     nightly_schedule: bool = False
     vacuum_schedule: bool = False
@@ -441,6 +449,7 @@ class Settings(_Model):
     backtest: BacktestSettings = BacktestSettings()
     executor: ExecutorSettings = ExecutorSettings()
     storage: Storage = Storage()
+    partitions: PartitionSettings = PartitionSettings()
     automation: Automation = Automation()
     grid_search: GridSearch = GridSearch()
     strategy_search: StrategySearchSettings = StrategySearchSettings()

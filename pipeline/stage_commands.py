@@ -153,7 +153,7 @@ def stage_job(cfg: Path, selection: list[str], command: str):
     resources of the settings file `cfg`."""
     from dagster import define_asset_job
 
-    from config.partitions import years_partitions
+    from resources.partitions import years_partitions
 
     job = define_asset_job(command.replace("-", "_") + "_job", selection=selection, partitions_def=years_partitions,
                            description=f"`pipeline.cli {command}`: {', '.join(selection)} of the selected years")

@@ -13,7 +13,8 @@ import pytest
 
 from assets.features import features
 from assets.raw_bars import raw_bars
-from config.partitions import SymbolYear, make_key
+from config.partitions import SymbolYear
+from resources.partitions import make_key
 from config.settings import read_settings
 from domain.feature_packs import feature_selection
 from resources.delta_store import DeltaStore

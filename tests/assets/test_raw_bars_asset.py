@@ -12,7 +12,8 @@ from dagster import AssetIn, asset, materialize
 from assets.raw_bars import raw_bars
 from domain.schema import RAW_BARS
 from pipeline.definitions import build_resources
-from config.partitions import SymbolYear, symbol_year_partitions, year_halo_mapping
+from config.partitions import SymbolYear
+from resources.partitions import symbol_year_partitions, year_halo_mapping
 from config.settings import read_settings
 from resources.delta_store import DeltaStore
 from tests.conftest import run_assets

@@ -62,7 +62,7 @@ def plugin_store(learned_copy, monkeypatch):
     from assets.features import features
     from assets.meta_model import meta_model
     from assets.predictions import predictions
-    from config.partitions import range_tags
+    from resources.partitions import range_tags
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.symbols import register_symbols
 
