@@ -33,7 +33,7 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
     that the Plots tab charts."""
     from domain import checks
     from domain.backtest import build_backtest
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     bt = settings.backtest

@@ -52,7 +52,7 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     kernels), computed over the year and its halo, stored for the year only."""
     from domain.feature_packs import feature_selection
     from domain.features import build_features, dtypes_check, halo_spot_check
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     selection = feature_selection(settings)

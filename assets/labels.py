@@ -31,7 +31,7 @@ def labels(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Proj
     """Forward returns over 3/7/14 trading rows and their binary labels (null, never 0,
     where the future is unknown)."""
     from domain.labels import build_labels, unexpected_nulls
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     keys = run_keys(context)

@@ -23,7 +23,7 @@ def lstm_model(context: AssetExecutionContext, features: pl.LazyFrame, labels: p
     its out-of-sample scores for the rows of Y (`spec_lstm_score`)."""
     from domain.checks import scores_in_unit_interval
     from domain.learning.lstm import train_years
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]

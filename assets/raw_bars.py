@@ -38,7 +38,7 @@ def raw_bars(context: AssetExecutionContext, project: ProjectResource):
     """Daily OHLCV bars of one symbol and year from the configured source
     (synthetic market, the user's folder, or real prices shipped in packages)."""
     from domain import checks
-    from domain.observe import observe
+    from resources.observe import observe
     from domain.raw_bars import build_raw_bars
     from domain.sources import make_source
 

@@ -45,7 +45,7 @@ def _code_version() -> str:
 def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource):
     """Rule-based specialist scores in [-1, 1]: mean reversion, RSI, Adaptive Trend
     Classification and seller exhaustion, from one zero-copy panel per symbol."""
-    from domain.observe import observe
+    from resources.observe import observe
     from domain.feature_packs import feature_selection
     from domain.specialists import build_specialists, score_range_report
 

@@ -46,7 +46,7 @@ def strategy_search(context: AssetExecutionContext, raw_bars: pl.LazyFrame, proj
     """The Pareto front (total return, Sharpe) of seller-exhaustion parameter sets on one
     symbol's whole history (NSGA-II; reports/strategy_search/front_<SYMBOL>.json)."""
     from domain.checks import front_is_pareto
-    from domain.observe import observe
+    from resources.observe import observe
     from domain.strategy_search import OBJECTIVES, front_markdown, search_symbol
 
     settings = project.settings()
