@@ -367,7 +367,9 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
                          f"run build-features first")
     instance = get_instance()
     if args.symbol not in instance.get_dynamic_partitions(SYMBOLS):
-        instance.add_dynamic_partitions(SYMBOLS, [args.symbol])  # stored bars of an unregistered symbol
+        from pipeline.symbols import register_symbols
+
+        register_symbols(instance, [args.symbol])  # stored bars of an unregistered symbol (and its group)
     s = settings.strategy_search
     print(f"strategy-search: {args.symbol}, {s.generations} generations x {s.population} ({cfg.name})", file=sys.stderr)
     res = resolved_job(cfg, strategy_search_job).execute_in_process(

@@ -162,6 +162,9 @@ def _membership_lock(instance: DagsterInstance):
 def read_groups(instance: DagsterInstance, size: int | None = None) -> SymbolGroups:
     """The instance's membership (empty when none is stored); `size` defaults to the setting."""
     text = instance.run_storage.get_cursor_values({GROUPS_KEY}).get(GROUPS_KEY)
+    if not text and (size or SYMBOLS_PER_GROUP) > 1 and instance.get_dynamic_partitions(SYMBOLS):
+        raise ValueError(f"partitions.symbols_per_group is {size or SYMBOLS_PER_GROUP} but this instance's symbols have "
+                         f"a partition key each: run `python -m pipeline.cli migrate-partitions` to group them")
     return SymbolGroups.from_json(text, size or SYMBOLS_PER_GROUP)
 
 
