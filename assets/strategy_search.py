@@ -17,6 +17,7 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
+    AllPartitionMapping,
     AssetIn,
     MetadataValue,
     MultiToSingleDimensionPartitionMapping,
@@ -24,16 +25,20 @@ from dagster import (
     asset,
 )
 
-from config.partitions import ALLOW_MISSING
-from resources.partitions import symbol_partitions
+from config.partitions import ALLOW_MISSING, EVERY_PARTITION
+from resources.partitions import GROUPED, symbol_partitions
 from resources.compute import GPU_POOL, gpu_step_tags
 from resources.project import ProjectResource
 
 
 @asset(
     partitions_def=symbol_partitions,
-    ins={"raw_bars": AssetIn(partition_mapping=MultiToSingleDimensionPartitionMapping(partition_dimension_name="symbol"),
-                             metadata={ALLOW_MISSING: True})},
+    # a symbol's partition reads the raw_bars of its symbol; with symbol groups (whose keys are not
+    # symbols) the input is every partition, a lazy scan that search_symbol narrows to the symbol
+    ins={"raw_bars": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True, EVERY_PARTITION: True})
+         if GROUPED else
+         AssetIn(partition_mapping=MultiToSingleDimensionPartitionMapping(partition_dimension_name="symbol"),
+                 metadata={ALLOW_MISSING: True})},
     group_name="search",
     kinds={"numba", "optuna"},
     pool=GPU_POOL,

@@ -33,8 +33,7 @@ def run_rectangle(
     named in its SYMBOLS_TAG, unless they are all of its groups' symbols)."""
     summary: dict[str, AssetSummary] = {}
     y0, y1 = min(years), max(years)
-    for first, last, extra in selection_blocks(instance, symbols):
-        block = (first, last)
+    for first, last, extra, block in selection_blocks(instance, symbols):
         run_tags = {**range_tags(make_key(first, y0), make_key(last, y1)), **extra, **(tags or {})}
         result = job.execute_in_process(
             instance=instance,

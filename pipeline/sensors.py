@@ -34,7 +34,7 @@ from dagster import (
 
 from config.errors import InputDataError
 from config.experiments import EXPERIMENT_TAG, HASH_TAG, experiment_tags
-from config.partitions import SYMBOLS, SYMBOLS_TAG
+from config.partitions import SYMBOLS
 from config.settings import load_settings
 from pipeline.chain import LIVE_TAG, follow_ups, run_years, year_range_tags
 from pipeline.jobs import (
@@ -103,9 +103,8 @@ def new_symbol_sensor(context: SensorEvaluationContext):
         from pipeline.symbols import register_symbols
 
         register_symbols(context.instance, new)
-        requests = [symbols_run_request(extra[SYMBOLS_TAG].split(",") if extra else _members(context, first, last),
-                                        years.start, years.last, fingerprints, (first, last), extra)
-                    for first, last, extra in selection_blocks(context.instance, changed + new)]
+        requests = [symbols_run_request(block, years.start, years.last, fingerprints, (first, last), extra)
+                    for first, last, extra, block in selection_blocks(context.instance, changed + new)]
     else:
         requests = [symbols_run_request(block, years.start, years.last, fingerprints)
                     for block in contiguous_blocks(registered + new, changed + new)]
@@ -118,16 +117,6 @@ def new_symbol_sensor(context: SensorEvaluationContext):
         dynamic_partitions_requests=[symbol_partitions.build_add_request(new)] if new and not GROUPED else [],
         cursor=json.dumps(fingerprints, sort_keys=True),
     )
-
-
-def _members(context, first: str, last: str) -> list[str]:
-    """The registered symbols of the groups first..last (a run's block that names no tag)."""
-    from resources.partitions import read_groups
-
-    groups = read_groups(context.instance)
-    keys = groups.keys()
-    registered = set(context.instance.get_dynamic_partitions(SYMBOLS))
-    return [s for k in keys[keys.index(first):keys.index(last) + 1] for s in groups.members(k) if s in registered]
 
 
 @run_status_sensor(

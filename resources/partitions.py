@@ -219,17 +219,17 @@ def _contiguous(order: list[str], wanted: set[str]) -> list[list[str]]:
     return blocks
 
 
-def selection_blocks(instance: DagsterInstance, symbols: list[str]) -> list[tuple[str, str, dict[str, str]]]:
-    """The runs that compute `symbols`: (first dynamic key, last dynamic key, extra run tags)
-    per block of keys contiguous in the dynamic dimension's order (a partition range is a
-    rectangle over that order). Grouped, a block's tags name its symbols (SYMBOLS_TAG)
-    unless they are every registered symbol of its groups."""
+def selection_blocks(instance: DagsterInstance, symbols: list[str]) -> list[tuple[str, str, dict[str, str], list[str]]]:
+    """The runs that compute `symbols`: (first dynamic key, last dynamic key, extra run tags,
+    the block's symbols) per block of keys contiguous in the dynamic dimension's order (a
+    partition range is a rectangle over that order). Grouped, a block's tags name its
+    symbols (SYMBOLS_TAG) unless they are every registered symbol of its groups."""
     registered = list(instance.get_dynamic_partitions(SYMBOLS))
     unknown = sorted(set(symbols) - set(registered))
     if unknown:
         raise ValueError(f"symbols not registered: {unknown}")
     if not GROUPED:
-        return [(b[0], b[-1], {}) for b in _contiguous(registered, set(symbols))]
+        return [(b[0], b[-1], {}, b) for b in _contiguous(registered, set(symbols))]
     groups = read_groups(instance)
     wanted = set(symbols)
     keyed = dynamic_key_of(instance, symbols)
@@ -238,7 +238,7 @@ def selection_blocks(instance: DagsterInstance, symbols: list[str]) -> list[tupl
     for block in _contiguous(groups.keys(), set(keyed.values())):
         members = [s for k in block for s in groups.members(k) if s in active]
         chosen = [s for s in members if s in wanted]
-        out.append((block[0], block[-1], {} if len(chosen) == len(members) else {SYMBOLS_TAG: ",".join(chosen)}))
+        out.append((block[0], block[-1], {} if len(chosen) == len(members) else {SYMBOLS_TAG: ",".join(chosen)}, chosen))
     return out
 
 

@@ -129,7 +129,7 @@ def run_assets(assets, settings_path, instance, symbols, years, raise_on_error=T
     from resources.partitions import selection_blocks
 
     register_symbols(instance, symbols)
-    (first, last, extra), = selection_blocks(instance, symbols)  # one rectangle: symbols (or groups) first..last
+    (first, last, extra, _), = selection_blocks(instance, symbols)  # one rectangle: symbols (or groups) first..last
     tags = {
         ASSET_PARTITION_RANGE_START_TAG: f"{first}|{min(years)}",
         ASSET_PARTITION_RANGE_END_TAG: f"{last}|{max(years)}",
@@ -199,3 +199,13 @@ def learned_copy(learned_store, tmp_path):
     path = dst / "settings.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+def one_partition(instance, symbol: str, year: int, tags: dict | None = None) -> dict:
+    """materialize() keywords for the partition symbol x year in this session's layout: its
+    key (a group's key when grouped, with the run tag that narrows the run to `symbol`)."""
+    from config.partitions import SYMBOLS_TAG, key_text
+    from resources.partitions import GROUPED, dynamic_key_of
+
+    key = key_text(dynamic_key_of(instance, [symbol])[symbol], year)
+    return {"partition_key": key, "tags": {**(tags or {}), **({SYMBOLS_TAG: symbol} if GROUPED else {})}}
