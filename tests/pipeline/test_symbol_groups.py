@@ -100,3 +100,36 @@ def test_a_new_symbol_fills_the_last_group_and_its_run_computes_it_alone(tmp_pat
         assert (tags["dagster/asset_partition_range_start"], tags["dagster/asset_partition_range_end"]) == \
             ("G0000|2001", "G0000|2001")
         assert "tradelab/symbols" not in runs[1].tags  # the first run: every symbol of its group
+
+
+REGISTER = """
+import sys
+from dagster import DagsterInstance
+from dagster._core.instance.ref import InstanceRef
+from pipeline.symbols import register_symbols
+prefix = sys.argv[1]
+with DagsterInstance.from_ref(InstanceRef.from_dir(sys.argv[2])) as instance:
+    for i in range(12):
+        register_symbols(instance, [f"{prefix}{i:02d}"])
+"""
+
+
+def test_two_processes_registering_at_once_lose_no_symbol_and_share_no_slot(tmp_path):
+    _setup(tmp_path, {})
+    env = {**os.environ, "PIPELINE_CONFIG": str(tmp_path / "conf" / "settings.yaml"),
+           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    home = tmp_path / "home"
+    home.mkdir()
+    with _instance(tmp_path):  # the instance's storages exist before both start
+        pass
+    procs = [subprocess.Popen([sys.executable, "-c", REGISTER, prefix, str(home)], env=env, stderr=subprocess.PIPE,
+                              text=True) for prefix in ("AA", "BB")]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read()[-2000:]
+    with _instance(tmp_path) as instance:
+        groups = json.loads(instance.run_storage.get_cursor_values({"tradelab/symbol_groups"})["tradelab/symbol_groups"])
+        members = [s for g in groups["groups"] for s in g]
+        assert sorted(members) == sorted(f"{p}{i:02d}" for p in ("AA", "BB") for i in range(12))  # each once
+        assert [len(g) for g in groups["groups"]] == [3] * 8  # every group full: no slot lost or shared
+        assert instance.get_dynamic_partitions("symbol_groups") == [f"G{i:04d}" for i in range(8)]
+        assert sorted(instance.get_dynamic_partitions("symbols")) == sorted(members)
