@@ -133,3 +133,42 @@ def test_two_processes_registering_at_once_lose_no_symbol_and_share_no_slot(tmp_
         assert [len(g) for g in groups["groups"]] == [3] * 8  # every group full: no slot lost or shared
         assert instance.get_dynamic_partitions("symbol_groups") == [f"G{i:04d}" for i in range(8)]
         assert sorted(instance.get_dynamic_partitions("symbols")) == sorted(members)
+
+
+TICKS = """
+import datetime as dt, json, sys
+from dagster import DagsterInstance, build_schedule_context, build_sensor_context
+from dagster._core.instance.ref import InstanceRef
+from pipeline.schedules import nightly_rebuild
+from pipeline.sensors import new_symbol_sensor
+
+def ranges(requests):
+    return [[r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"],
+             r.tags.get("tradelab/symbols")] for r in requests]
+
+with DagsterInstance.from_ref(InstanceRef.from_dir(sys.argv[1])) as instance:
+    first = new_symbol_sensor(build_sensor_context(instance=instance))
+    open(sys.argv[2] + "/CCC.csv", "w").write(open(sys.argv[2] + "/AAA.csv").read())
+    second = new_symbol_sensor(build_sensor_context(instance=instance, cursor=first.cursor))
+    when = dt.datetime(2001, 3, 5, 2, 0, tzinfo=dt.timezone.utc)
+    nightly = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    print(json.dumps({"first": ranges(first.run_requests), "second": ranges(second.run_requests),
+                      "nightly": ranges([nightly]), "groups": instance.get_dynamic_partitions("symbol_groups")}))
+"""
+
+
+def test_grouped_sensor_requests_a_new_symbol_alone_in_the_last_group_and_the_nightly_range_has_no_tag(tmp_path):
+    raw = _setup(tmp_path, {"AAA": GOOD, "BBB": GOOD})
+    env = {**os.environ, "PIPELINE_CONFIG": str(tmp_path / "conf" / "settings.yaml"),
+           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "home").mkdir()
+    with _instance(tmp_path):
+        pass
+    out = subprocess.run([sys.executable, "-c", TICKS, str(tmp_path / "home"), str(raw)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["first"] == [["G0000|2001", "G0000|2001", None]]  # the group's every symbol: no tag
+    assert got["second"] == [["G0000|2001", "G0000|2001", "CCC"]]  # the new symbol fills G0000, computed alone
+    assert got["nightly"] == [["G0000|2001", "G0000|2001", None]]
+    assert got["groups"] == ["G0000"]
