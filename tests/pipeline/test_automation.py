@@ -19,6 +19,12 @@ from pipeline.definitions import defs
 from config.partitions import SYMBOLS
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import new_symbol_sensor
+from tests.conftest import SYMBOLS_PER_GROUP
+
+# These tests state the per-symbol layout's keys (`AAA|2008`, registered with
+# add_dynamic_partitions): with TRADELAB_TEST_SYMBOLS_PER_GROUP > 1 the grouped layout's sensor,
+# schedule and tags are specified by tests/pipeline/test_symbol_groups.py instead.
+per_symbol_keys = pytest.mark.skipif(SYMBOLS_PER_GROUP != 1, reason="states the per-symbol layout's partition keys")
 
 CSV = "Date,Open,High,Low,Close\n2010-01-04,1,2,0.5,1.5\n"
 
@@ -36,6 +42,7 @@ def tick(instance, cursor=None):
     return new_symbol_sensor(build_sensor_context(instance=instance, cursor=cursor))
 
 
+@per_symbol_keys
 def test_new_files_register_symbols_and_request_one_run_for_all_of_them(folder_config, instance):
     (folder_config / "aaa.csv").write_text(CSV)
     (folder_config / "bbb.csv").write_text(CSV)
@@ -46,6 +53,7 @@ def test_new_files_register_symbols_and_request_one_run_for_all_of_them(folder_c
     assert ranges == [("AAA|2008", "BBB|2011")]
 
 
+@per_symbol_keys
 def test_known_unchanged_symbols_request_nothing_and_new_ones_do(folder_config, instance):
     (folder_config / "aaa.csv").write_text(CSV)
     first = tick(instance)
@@ -57,6 +65,7 @@ def test_known_unchanged_symbols_request_nothing_and_new_ones_do(folder_config, 
     assert [r.tags[ASSET_PARTITION_RANGE_START_TAG] for r in third.run_requests] == ["CCC|2008"]
 
 
+@per_symbol_keys
 def test_a_changed_file_reruns_its_symbol(folder_config, instance):
     path = folder_config / "aaa.csv"
     path.write_text(CSV)
@@ -69,6 +78,7 @@ def test_a_changed_file_reruns_its_symbol(folder_config, instance):
     assert second.dynamic_partitions_requests == []
 
 
+@per_symbol_keys
 def test_an_unreadable_file_is_skipped_and_the_others_go_on(folder_config, instance):
     (folder_config / "aaa.csv").write_text(CSV)
     (folder_config / "empty.csv").write_text("")
@@ -76,6 +86,7 @@ def test_an_unreadable_file_is_skipped_and_the_others_go_on(folder_config, insta
     assert list(result.dynamic_partitions_requests[0].partition_keys) == ["AAA"]
 
 
+@per_symbol_keys
 def test_schedule_requests_one_run_over_the_latest_year_of_every_symbol_with_a_run_key(instance, monkeypatch, make_settings):
     monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings(years={"start": 2000, "end": None})))
     instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB", "CCC"])
@@ -86,6 +97,7 @@ def test_schedule_requests_one_run_over_the_latest_year_of_every_symbol_with_a_r
     assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "CCC|2024"
 
 
+@per_symbol_keys
 def test_schedule_in_january_also_reruns_the_previous_year(instance, monkeypatch, make_settings):
     monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings(years={"start": 2000, "end": None})))
     instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
@@ -109,6 +121,7 @@ def test_definitions_load_with_jobs_schedule_and_sensor_off_by_default():
     assert {"project", "compute", "io_manager"} <= set(defs.resources)
 
 
+@per_symbol_keys
 def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build_covered(instance):
     from dagster import DagsterRunStatus, build_run_status_sensor_context
 
@@ -169,6 +182,7 @@ def _chain_tick(instance, run):
     return build_chain_sensor(ctx)
 
 
+@per_symbol_keys
 def test_chain_sensor_waits_while_other_build_runs_are_in_flight(instance):
     from dagster import DagsterRunStatus
 
@@ -180,6 +194,7 @@ def test_chain_sensor_waits_while_other_build_runs_are_in_flight(instance):
     assert isinstance(result, SkipReason) and "still in flight" in result.skip_message
 
 
+@per_symbol_keys
 def test_chain_sensor_requests_the_yearly_stages_once_over_every_build_since_the_last_chain(instance):
     from dagster import DagsterRunStatus
 
@@ -222,6 +237,7 @@ def test_the_weekly_vacuum_is_off_by_default_and_its_job_vacuums_every_table(mak
     assert store.read("raw_bars", [key])["close"].to_list() == [2.0]
 
 
+@per_symbol_keys
 def test_a_bar_appended_to_one_symbol_of_a_long_table_requests_one_run_of_that_symbol(folder_config, instance):
     rows = "".join(f"S{i:03d},2010-01-0{d},1,2,0.5,1.5\n" for i in range(50) for d in (4, 5))
     path = folder_config / "universe.csv"
@@ -239,6 +255,7 @@ def test_a_bar_appended_to_one_symbol_of_a_long_table_requests_one_run_of_that_s
     assert second.dynamic_partitions_requests == []
 
 
+@per_symbol_keys
 def test_changed_symbols_apart_in_the_registration_order_never_rerun_the_ones_between(folder_config, instance):
     for name in ("aaa", "bbb", "ccc"):
         (folder_config / f"{name}.csv").write_text(CSV)
@@ -269,6 +286,7 @@ def _failed_yearly_run(make_settings, instance, first, last):
     assert not result.success
 
 
+@per_symbol_keys
 def test_chain_sensor_requests_again_the_years_of_a_failed_yearly_run_after_a_build_of_2020(make_settings, instance):
     from dagster import AssetKey, AssetMaterialization, DagsterRunStatus
 
@@ -291,6 +309,7 @@ def test_chain_sensor_requests_again_the_years_of_a_failed_yearly_run_after_a_bu
     assert RETRIED_TAG not in yearly.tags
 
 
+@per_symbol_keys
 def test_a_registered_symbol_whose_file_is_gone_is_recorded_absent_by_the_sensor(folder_config, instance):
     import json
 
