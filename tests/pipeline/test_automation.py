@@ -19,6 +19,7 @@ from pipeline.definitions import defs
 from config.partitions import SYMBOLS
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import new_symbol_sensor
+from pipeline.symbols import register_symbols
 from tests.conftest import SYMBOLS_PER_GROUP
 
 # These tests state the per-symbol layout's keys (`AAA|2008`, registered with
@@ -121,16 +122,16 @@ def test_definitions_load_with_jobs_schedule_and_sensor_off_by_default():
     assert {"project", "compute", "io_manager"} <= set(defs.resources)
 
 
-@per_symbol_keys
 def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build_covered(instance):
     from dagster import DagsterRunStatus, build_run_status_sensor_context
 
     from pipeline.sensors import build_chain_sensor
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    register_symbols(instance, ["AAA", "BBB"])
     run = instance.create_run_for_job(
         defs.resolve_job_def("historical_build_and_train"),
-        tags={ASSET_PARTITION_RANGE_START_TAG: "AAA|2001", ASSET_PARTITION_RANGE_END_TAG: "BBB|2003"},
+        tags={ASSET_PARTITION_RANGE_START_TAG: _layout_key(instance, "AAA|2001"),
+              ASSET_PARTITION_RANGE_END_TAG: _layout_key(instance, "BBB|2003")},
     )
     instance.report_run_failed(run)  # any finished run will do for the context; the status is given below
     ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=_success_event(instance, run),
@@ -163,12 +164,21 @@ def test_run_years_reads_single_keys_ranges_and_year_keys():
     assert run_years({}) == []
 
 
+def _layout_key(instance, key: str) -> str:
+    """`AAA|2001` in this session's layout: the symbol's key, or its group's."""
+    from resources.partitions import dynamic_key_of
+
+    symbol, year = key.split("|")
+    return f"{dynamic_key_of(instance, [symbol])[symbol]}|{year}"
+
+
 def _build_run(instance, start, end, status):
     from dagster import DagsterRunStatus  # noqa: F401
 
     return instance.create_run_for_job(
         defs.resolve_job_def("historical_build_and_train"),
-        tags={ASSET_PARTITION_RANGE_START_TAG: start, ASSET_PARTITION_RANGE_END_TAG: end}, status=status)
+        tags={ASSET_PARTITION_RANGE_START_TAG: _layout_key(instance, start),
+              ASSET_PARTITION_RANGE_END_TAG: _layout_key(instance, end)}, status=status)
 
 
 def _chain_tick(instance, run):
@@ -182,11 +192,10 @@ def _chain_tick(instance, run):
     return build_chain_sensor(ctx)
 
 
-@per_symbol_keys
 def test_chain_sensor_waits_while_other_build_runs_are_in_flight(instance):
     from dagster import DagsterRunStatus
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    register_symbols(instance, ["AAA", "BBB"])
     _build_run(instance, "AAA|2001", "AAA|2003", DagsterRunStatus.STARTED)
     done = _build_run(instance, "BBB|2001", "BBB|2003", DagsterRunStatus.SUCCESS)
     instance.report_run_failed(done)  # gives the context an event; the sensor reads statuses from the instance
@@ -194,11 +203,10 @@ def test_chain_sensor_waits_while_other_build_runs_are_in_flight(instance):
     assert isinstance(result, SkipReason) and "still in flight" in result.skip_message
 
 
-@per_symbol_keys
 def test_chain_sensor_requests_the_yearly_stages_once_over_every_build_since_the_last_chain(instance):
     from dagster import DagsterRunStatus
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    register_symbols(instance, ["AAA", "BBB"])
     _build_run(instance, "AAA|2001", "AAA|2002", DagsterRunStatus.SUCCESS)
     last = _build_run(instance, "BBB|2004", "BBB|2005", DagsterRunStatus.SUCCESS)
     instance.report_run_failed(last)
@@ -286,13 +294,12 @@ def _failed_yearly_run(make_settings, instance, first, last):
     assert not result.success
 
 
-@per_symbol_keys
 def test_chain_sensor_requests_again_the_years_of_a_failed_yearly_run_after_a_build_of_2020(make_settings, instance):
     from dagster import AssetKey, AssetMaterialization, DagsterRunStatus
 
     from pipeline.sensors import RETRIED_TAG
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    register_symbols(instance, ["AAA"])
     _failed_yearly_run(make_settings, instance, 2016, 2020)
     build = _build_run(instance, "AAA|2020", "AAA|2020", DagsterRunStatus.SUCCESS)
     instance.report_run_failed(build)
