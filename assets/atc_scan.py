@@ -34,7 +34,7 @@ def atc_scan(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: Pr
     """The current Adaptive Trend Classification state of every symbol (latest date)."""
     from domain import checks
     from domain.atc_scan import scan_store, scan_summary
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     a = settings.atc

@@ -10,7 +10,7 @@ import base64
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MetadataValue, Output
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
@@ -33,7 +33,7 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
     that the Plots tab charts."""
     from domain import checks
     from domain.backtest import build_backtest
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     bt = settings.backtest

@@ -9,7 +9,7 @@ import json
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MetadataValue, Output
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
@@ -24,7 +24,7 @@ def cv_report(context: AssetExecutionContext, specialists: pl.LazyFrame, labels:
     domain.figures) that the Plots tab charts."""
     from domain.checks import fold_metrics_valid
     from domain.learning.cv_report import build_cv_report
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]

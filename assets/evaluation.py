@@ -15,7 +15,7 @@ from dagster import (
     Output,
 )
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
@@ -29,7 +29,7 @@ def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels
     every stored prediction year. The overall figures are also top-level float metadata
     (`h{H}_auc`, `h{H}_rank_ic`, ...: domain.figures) that the Plots tab charts."""
     from domain.evaluation import build_evaluation
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]

@@ -13,9 +13,11 @@ from dagster import (
     Output,
 )
 
-from config.partitions import (
+from resources.partitions import (
     FEATURE_HALO_YEARS,
-    split_key,
+    build_per_symbol,
+    output_metadata,
+    run_keys,
     symbol_year_asset,
     year_halo_mapping,
 )
@@ -50,25 +52,27 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     kernels), computed over the year and its halo, stored for the year only."""
     from domain.feature_packs import feature_selection
     from domain.features import build_features, dtypes_check, halo_spot_check
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     selection = feature_selection(settings)
-    keys = [split_key(k) for k in context.partition_keys]
+    keys = run_keys(context)
     kw = {"backend": compute.backend, "precision": settings.precision, "workers": settings.build.worker_count(),
           "chunk_rows": settings.build.chunk_rows, "executor": settings.build.executor}
     with observe(context, settings.reports_dir, "features", args={**kw, "halo_years": FEATURE_HALO_YEARS}) as obs:
         with obs.timed("build_s"):
-            df, nan_after_warmup, stats = build_features(raw_bars, keys, **kw, selection=selection)
+            (df, nan_after_warmup, stats), failed = build_per_symbol(
+                keys, lambda ks: build_features(raw_bars, ks, **kw, selection=selection))
         obs.record(df)
         obs.extra.update({"input_rows": raw_bars.height, "chunks": stats.chunks, "workers": stats.workers,
                           "max_chunk_input_mb": round(stats.max_chunk_input_mb, 2),
                           "max_worker_rss_growth_mb": round(stats.max_worker_rss_growth_mb, 2)})
-    yield Output(df)
+    yield Output(df, metadata=output_metadata(failed))
     passed, meta = dtypes_check(df, settings.precision, selection)
     yield AssetCheckResult(check_name="dtypes", passed=passed, metadata=meta)
     bad = {k: v for k, v in nan_after_warmup.items() if v}
     yield AssetCheckResult(check_name="no_nan_after_warmup", passed=not bad, metadata={"nan_counts": bad or "none"})
-    spot = halo_spot_check(DeltaStore(settings.data_dir), keys, settings.years.start, **{**kw, "workers": 1},
+    spot = halo_spot_check(DeltaStore(settings.data_dir), keys, settings.years.start, FEATURE_HALO_YEARS,
+                           **{**kw, "workers": 1},
                            selection=selection)
     yield AssetCheckResult(check_name="halo_spot_check", passed=spot.pop("passed"), metadata=spot)

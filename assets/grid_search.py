@@ -30,7 +30,7 @@ def market_data(context: AssetExecutionContext, project: ProjectResource):
     sorted by ticker then datetime (one contiguous price array with per-ticker offsets)."""
     from domain.checks import sorted_by_ticker_time
     from domain.gridsearch.inputs import market_files, read_market_data
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     gs = settings.grid_search
@@ -55,7 +55,7 @@ def trade_log(context: AssetExecutionContext, market_data: pl.DataFrame, project
     MarketDataEndIndex into market_data; rejected trades are counted and named here."""
     from domain.checks import indices_inside_market_data
     from domain.gridsearch.inputs import read_trade_log
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     gs = settings.grid_search
@@ -84,7 +84,7 @@ def grid_search(context: AssetExecutionContext, market_data: pl.DataFrame, trade
         grid_search_stage,
         markdown_table,
     )
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     backend = compute.backend

@@ -13,12 +13,8 @@ from dagster import (
     Output,
 )
 
-from config.partitions import (
-    ALLOW_MISSING,
-    split_key,
-    symbol_year_asset,
-    year_halo_mapping,
-)
+from config.partitions import ALLOW_MISSING
+from resources.partitions import build_per_symbol, output_metadata, run_keys, symbol_year_asset, year_halo_mapping
 from resources.project import ProjectResource
 
 
@@ -35,14 +31,15 @@ def labels(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Proj
     """Forward returns over 3/7/14 trading rows and their binary labels (null, never 0,
     where the future is unknown)."""
     from domain.labels import build_labels, unexpected_nulls
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
-    keys = [split_key(k) for k in context.partition_keys]
+    keys = run_keys(context)
     thresholds = {h: settings.labels.thresholds[h] for h in settings.labels.horizons}
     with observe(context, settings.reports_dir, "labels", args={"thresholds": thresholds}) as obs:
-        df = obs.record(build_labels(raw_bars, keys, thresholds))
-    yield Output(df)
+        df, failed = build_per_symbol(keys, lambda ks: build_labels(raw_bars, ks, thresholds))
+        obs.record(df)
+    yield Output(df, metadata=output_metadata(failed))
     # Null labels may only sit in the last H rows of each symbol's loaded history.
     bad = unexpected_nulls(raw_bars, df, thresholds)
     yield AssetCheckResult(check_name="unknown_future_is_null", passed=not any(bad.values()),

@@ -8,7 +8,7 @@ The Dagster objects only (asset, checks, config); the stage's contract and logic
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, Output
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.compute import GPU_POOL, ComputeResource, gpu_step_tags
 from resources.project import ProjectResource
 
@@ -23,7 +23,7 @@ def lstm_model(context: AssetExecutionContext, features: pl.LazyFrame, labels: p
     its out-of-sample scores for the rows of Y (`spec_lstm_score`)."""
     from domain.checks import scores_in_unit_interval
     from domain.learning.lstm import train_years
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]

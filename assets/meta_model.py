@@ -15,7 +15,7 @@ from dagster import (
     Output,
 )
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
@@ -29,7 +29,7 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
     """Per horizon, the calibrated meta model of year Y (trained on labels known before Y)
     and its out-of-sample AUC, Brier and log loss on year Y."""
     from domain.learning.meta import build_meta_models
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]

@@ -38,7 +38,7 @@ def paper_trades(context: AssetExecutionContext, config: PaperTradeConfig, proje
     """Paper orders of the day from the live inference path; logged, and the paper book updated."""
     from domain import checks
     from domain.live.paper_trade import resolve_now, trade_day
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     symbols = list(context.instance.get_dynamic_partitions(SYMBOLS))

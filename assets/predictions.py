@@ -14,7 +14,7 @@ from dagster import (
     Output,
 )
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
@@ -27,7 +27,7 @@ def predictions(context: AssetExecutionContext, specialists: pl.LazyFrame, regim
     """Out-of-sample P(label = 1) per horizon for every symbol and day of Y, from the meta
     models of Y (trained before Y)."""
     from domain.learning.predictions import predict_years
-    from domain.observe import observe
+    from resources.observe import observe
 
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]

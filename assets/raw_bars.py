@@ -13,7 +13,7 @@ inside_configured_years (warnings: the bars are stored, the check names what to 
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetExecutionContext, Output
 
-from config.partitions import split_key, symbol_year_asset
+from resources.partitions import build_per_symbol, output_metadata, run_keys, symbol_year_asset
 from resources.project import ProjectResource
 
 
@@ -38,19 +38,19 @@ def raw_bars(context: AssetExecutionContext, project: ProjectResource):
     """Daily OHLCV bars of one symbol and year from the configured source
     (synthetic market, the user's folder, or real prices shipped in packages)."""
     from domain import checks
-    from domain.observe import observe
+    from resources.observe import observe
     from domain.raw_bars import build_raw_bars
     from domain.sources import make_source
 
     settings = project.settings()
     source = make_source(settings)
-    keys = [split_key(k) for k in context.partition_keys]
+    keys = run_keys(context)
     years, outside = (settings.years.start, settings.years.last), []
     with observe(context, settings.reports_dir, "raw_bars", args={"source": source.name}) as obs:
         with obs.timed("build_s"):
-            df = build_raw_bars(source, keys, years=years, outside=outside)
+            df, failed = build_per_symbol(keys, lambda ks: build_raw_bars(source, ks, years=years, outside=outside))
         obs.record(df)
-    yield Output(df)
+    yield Output(df, metadata=output_metadata(failed))
     for name in ("ohlc_consistent", "unique_dates", "finite_positive_prices"):
         passed, meta = getattr(checks, name)(df)
         yield AssetCheckResult(check_name=name, passed=passed, metadata=meta)

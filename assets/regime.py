@@ -11,7 +11,7 @@ reads every stored year: no class under 5% or over 80% (a tagger that is "not de
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, Output
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from resources.project import ProjectResource
 
 
@@ -25,7 +25,7 @@ from resources.project import ProjectResource
 def regime(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: ProjectResource):
     """Market regime per trading day (1 bull, -1 bear, 0 consolidate, 2 oscillate) from an
     equal-weight index of the universe, causal (trailing windows only)."""
-    from domain.observe import observe
+    from resources.observe import observe
     from domain.regime import degeneracy_check, regime_years
 
     settings = project.settings()

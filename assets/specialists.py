@@ -13,9 +13,11 @@ from dagster import (
     Output,
 )
 
-from config.partitions import (
+from resources.partitions import (
     ALL_HISTORY_YEARS,
-    split_key,
+    build_per_symbol,
+    output_metadata,
+    run_keys,
     symbol_year_asset,
     year_halo_mapping,
 )
@@ -44,18 +46,19 @@ def _code_version() -> str:
 def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource):
     """Rule-based specialist scores in [-1, 1]: mean reversion, RSI, Adaptive Trend
     Classification and seller exhaustion, from one zero-copy panel per symbol."""
-    from domain.observe import observe
+    from resources.observe import observe
     from domain.feature_packs import feature_selection
     from domain.specialists import build_specialists, score_range_report
 
     settings = project.settings()
     selection = feature_selection(settings)
-    keys = [split_key(k) for k in context.partition_keys]
+    keys = run_keys(context)
     kw = {"workers": settings.build.worker_count(), "chunk_rows": settings.build.chunk_rows,
           "executor": settings.build.executor}
     with observe(context, settings.reports_dir, "specialists", args=kw) as obs:
-        df = obs.record(build_specialists(raw_bars, keys, **kw, selection=selection))
-    yield Output(df)
+        df, failed = build_per_symbol(keys, lambda ks: build_specialists(raw_bars, ks, **kw, selection=selection))
+        obs.record(df)
+    yield Output(df, metadata=output_metadata(failed))
     bad, nan = score_range_report(df)
     yield AssetCheckResult(check_name="scores_in_range", passed=not any(bad.values()),
                            metadata={"out_of_range": bad, "nan": nan})

@@ -17,6 +17,7 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
+    AllPartitionMapping,
     AssetIn,
     MetadataValue,
     MultiToSingleDimensionPartitionMapping,
@@ -24,15 +25,20 @@ from dagster import (
     asset,
 )
 
-from config.partitions import ALLOW_MISSING, symbol_partitions
+from config.partitions import ALLOW_MISSING, EVERY_PARTITION
+from resources.partitions import GROUPED, symbol_partitions
 from resources.compute import GPU_POOL, gpu_step_tags
 from resources.project import ProjectResource
 
 
 @asset(
     partitions_def=symbol_partitions,
-    ins={"raw_bars": AssetIn(partition_mapping=MultiToSingleDimensionPartitionMapping(partition_dimension_name="symbol"),
-                             metadata={ALLOW_MISSING: True})},
+    # a symbol's partition reads the raw_bars of its symbol; with symbol groups (whose keys are not
+    # symbols) the input is every partition, a lazy scan that search_symbol narrows to the symbol
+    ins={"raw_bars": AssetIn(partition_mapping=AllPartitionMapping(), metadata={ALLOW_MISSING: True, EVERY_PARTITION: True})
+         if GROUPED else
+         AssetIn(partition_mapping=MultiToSingleDimensionPartitionMapping(partition_dimension_name="symbol"),
+                 metadata={ALLOW_MISSING: True})},
     group_name="search",
     kinds={"numba", "optuna"},
     pool=GPU_POOL,
@@ -45,7 +51,7 @@ def strategy_search(context: AssetExecutionContext, raw_bars: pl.LazyFrame, proj
     """The Pareto front (total return, Sharpe) of seller-exhaustion parameter sets on one
     symbol's whole history (NSGA-II; reports/strategy_search/front_<SYMBOL>.json)."""
     from domain.checks import front_is_pareto
-    from domain.observe import observe
+    from resources.observe import observe
     from domain.strategy_search import OBJECTIVES, front_markdown, search_symbol
 
     settings = project.settings()

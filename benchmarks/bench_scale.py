@@ -37,6 +37,10 @@ folder with its own DAGSTER_HOME (our dagster.yaml) and settings (synthetic univ
                                      [--repeat 3] [--block 1000]
                                      [--parts load,sensor,schedule,yearly,ui]
                                      [--reuse DIR] [--keep] [--profile] [--record]
+                                     [--symbols-per-group N]
+
+`--symbols-per-group N` (partitions.symbols_per_group): the dynamic keys are groups of N
+symbols (5,000 / 50 = 100 groups: 2,700 partitions per asset instead of 135,000).
 
 `--reuse DIR` measures a folder a previous `--keep` run prepared (no register, no build);
 `--profile` writes a cProfile of each measured phase's first sample to benchmarks/out/.
@@ -100,7 +104,7 @@ query ScaleBench($assetKey: AssetKeyInput!) {
 
 # ---------------------------------------------------------------- the folder
 
-def write_settings(root: Path, n_symbols: int, y0: int, y1: int) -> Path:
+def write_settings(root: Path, n_symbols: int, y0: int, y1: int, per_group: int = 1) -> Path:
     cfg = root / "settings.yaml"
     cfg.write_text(json.dumps({
         "paths": {"data": str(root / "data"), "reports": str(root / "reports"), "models": str(root / "models")},
@@ -109,6 +113,7 @@ def write_settings(root: Path, n_symbols: int, y0: int, y1: int) -> Path:
                                                           "end_date": f"{y1}-12-31"}},
         # the UI's webserver runs without a daemon; nothing should launch runs behind the bench
         "automation": {"build_chain_sensor": False},
+        "partitions": {"symbols_per_group": per_group},
     }))
     return cfg
 
@@ -166,7 +171,7 @@ def phase_register(args) -> dict:
 def phase_build(args) -> dict:
     from dagster import materialize
 
-    from config.partitions import make_key, range_tags
+    from resources.partitions import make_key, range_tags, selection_blocks
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.runs import run_rectangle
 
@@ -180,10 +185,11 @@ def phase_build(args) -> dict:
     t0 = time.perf_counter()
     for i in range(0, len(names), args.block) if halo else ():
         block = names[i:i + args.block]
-        res = materialize(ALL_ASSETS, selection=["raw_bars"], instance=instance, resources=build_resources(),
-                          tags=range_tags(make_key(block[0], halo[0]), make_key(block[-1], halo[-1])),
-                          run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
-        assert res.success
+        for first, last, extra, _ in selection_blocks(instance, block):  # symbols, or their groups
+            res = materialize(ALL_ASSETS, selection=["raw_bars"], instance=instance, resources=build_resources(),
+                              tags={**range_tags(make_key(first, halo[0]), make_key(last, halo[-1])), **extra},
+                              run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+            assert res.success
         print(f"raw_bars {block[0]}..{block[-1]} x {halo[0]}-{halo[-1]}: {time.perf_counter() - t0:.0f} s",
               file=sys.stderr, flush=True)
     t_halo = time.perf_counter() - t0
@@ -415,8 +421,8 @@ def report(args, res: dict, setup: dict, load_avg: tuple) -> list[str]:
     b0, b1 = _years(args.build_years)
     n_years = y1 - y0 + 1
     n_build = b1 - b0 + 1
-    parts_per_asset = args.symbols * n_years
-    cmd = (f"python benchmarks/bench_scale.py --symbols {args.symbols} --years {args.years} --build-years "
+    parts_per_asset = -(-args.symbols // args.symbols_per_group) * n_years  # symbols (or groups) x years
+    cmd = (f"python benchmarks/bench_scale.py --symbols-per-group {args.symbols_per_group} --symbols {args.symbols} --years {args.years} --build-years "
            f"{args.build_years} --repeat {args.repeat} --parts {args.parts}" + (" --profile" if args.profile else ""))
     lines = [(f"### Scale: {args.symbols:,} symbols x {n_years} years, {parts_per_asset:,} partitions per asset "
               f"({dt.date.today()})"), "",
@@ -505,6 +511,7 @@ def main() -> int:
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--root")
+    ap.add_argument("--symbols-per-group", type=int, default=1, help="partitions.symbols_per_group")
     args = ap.parse_args()
     args.build_years = args.build_years or args.years.split("-")[-1]
     if args.phase:
@@ -525,7 +532,7 @@ def main() -> int:
     try:
         if not args.reuse:
             y0, y1 = _years(args.years)
-            write_settings(root, args.symbols, y0, y1)
+            write_settings(root, args.symbols, y0, y1, args.symbols_per_group)
             prepare_home(root)
             setup["register"] = phase(root, "register", args)
             print("register", setup["register"], flush=True)
@@ -537,7 +544,8 @@ def main() -> int:
         for name in parts:
             if name == "ui":
                 b0, b1 = _years(args.build_years)
-                res["ui"] = ui_samples(root, args, args.symbols * (b1 - b0 + 1))
+                keys = -(-args.symbols // args.symbols_per_group)  # symbols, or groups
+                res["ui"] = ui_samples(root, args, keys * (b1 - b0 + 1))
                 print("ui", res["ui"], flush=True)
                 continue
             res[name] = []

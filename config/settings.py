@@ -507,6 +507,15 @@ class Storage(_Model):
     ))
 
 
+class PartitionSettings(_Model):
+    """The dynamic dimension of the symbol x year assets (resources.partitions)."""
+    symbols_per_group: int = Field(1, ge=1, le=10_000, description=(
+        '1: a partition key per symbol; N > 1: keys are groups of N symbols in registration order '
+        "(`G0000`, ...), so Dagster's per-partition costs are paid per group; after changing it run "
+        '`python -m pipeline.cli migrate-partitions`'
+    ))
+
+
 class Automation(_Model):
     nightly_schedule: bool = Field(False, description='start `nightly_rebuild` on')
     vacuum_schedule: bool = Field(False, description=(
@@ -708,6 +717,9 @@ class Settings(_Model):
         'how Dagster runs the steps of a run (`pipeline/executors.py`)'
     ))
     storage: Storage = Field(Storage(), description='the Delta tables under `paths.data`')
+    partitions: PartitionSettings = Field(PartitionSettings(), description=(
+        'the dynamic dimension of the symbol x year assets (`resources/partitions.py`)'
+    ))
     automation: Automation = Field(Automation(), description='schedules and sensors')
     grid_search: GridSearch = Field(GridSearch(), description='the trade-log grid search (a later stage)')
     strategy_search: StrategySearchSettings = Field(StrategySearchSettings(), description=(

@@ -18,7 +18,7 @@ check that computes one boundary from its halo only and from all stored history.
 import numpy as np
 import polars as pl
 
-from config.partitions import FEATURE_HALO_YEARS, SymbolYear, make_key
+from config.partitions import SymbolYear, feature_halo_years, key_text
 from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
@@ -26,7 +26,6 @@ from kernels.registry.features import compute_features
 from kernels.registry.packs import Selection, select, typical_price
 from resources.delta_store import DeltaStore
 
-HALO_YEARS = FEATURE_HALO_YEARS
 INPUT_COLUMNS = ["high", "low", "close"]
 SPOT_RTOL, SPOT_ATOL = 1e-4, 1e-5
 
@@ -87,10 +86,22 @@ def build_features(
     return out, nan_after_warmup, stats
 
 
-def halo_spot_check(store: DeltaStore, keys: list[SymbolYear], first_year: int, **kw) -> dict:
+def __getattr__(name: str):
+    """HALO_YEARS: the settings' `halo.years`, read when asked for (no settings at import)."""
+    if name == "HALO_YEARS":
+        from config.settings import load_settings
+
+        return feature_halo_years(load_settings())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def halo_spot_check(store: DeltaStore, keys: list[SymbolYear], first_year: int, halo_years: int | None = None,
+                    **kw) -> dict:
     """The halo assumption, measured on one boundary: the latest key of the run that has
     more history than its halo is computed from its halo only (years Y-k..Y) and from all
-    stored years since `first_year`; the rows of Y must agree within float32 tolerance."""
+    stored years since `first_year`; the rows of Y must agree within float32 tolerance.
+    `halo_years`: k (default: the settings' `halo.years`)."""
+    HALO_YEARS = halo_years if halo_years is not None else __getattr__("HALO_YEARS")
     for key in sorted(keys, key=lambda k: (-k.year, k.symbol)):
         if key.year - HALO_YEARS <= first_year:
             continue
@@ -109,7 +120,7 @@ def halo_spot_check(store: DeltaStore, keys: list[SymbolYear], first_year: int, 
         worst = int(np.argmax(diff.max(axis=0)))
         return {
             "passed": bool(np.all(np.isclose(a, b, rtol=SPOT_RTOL, atol=SPOT_ATOL, equal_nan=True))),
-            "partition": str(make_key(key.symbol, key.year)),
+            "partition": key_text(key.symbol, key.year),
             "halo_years": HALO_YEARS,
             "history_years": key.year - first_year,
             "max_abs_diff": float(diff.max()),

@@ -12,10 +12,7 @@ in pack order; `core` alone (the default) is the four registry specialists.
 import numpy as np
 import polars as pl
 
-from config.partitions import (
-    ALL_HISTORY_YEARS,  # noqa: F401  (re-exported)
-    SymbolYear,
-)
+from config.partitions import SymbolYear
 from domain.partition_frames import keep_partitions
 from domain.schema import specialists_schema
 from domain.symbol_chunks import map_symbol_chunks

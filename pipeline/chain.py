@@ -23,7 +23,8 @@ from dagster._core.storage.tags import (
     PARTITION_NAME_TAG,
 )
 
-from config.partitions import range_tags, split_key
+from config.partitions import split_key
+from resources.partitions import range_tags
 
 FOLLOW_UPS: dict[str, tuple[str, ...]] = {
     "historical_build_and_train": ("yearly_stages", "atc_scan_job"),

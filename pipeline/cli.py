@@ -8,6 +8,8 @@
     grid-data        write realistic grid-search inputs (seed 001 formats) for a try-out
     atc-scan         the current ATC state of every symbol in the store (raw_bars)
     migrate-store    --from OLD_DATA_DIR: convert a hive Parquet store into Delta tables (paths.data)
+    migrate-partitions  move the instance to partitions.symbols_per_group (symbol groups <-> a key
+                     per symbol; pipeline.migrate_partitions), the Delta tables unchanged
     repair-store     roll damaged Delta tables back to their last good version and drop missing
                      data files from their logs (resources.delta_repair); lists what to rebuild
     prune-runs       delete finished Dagster runs older than N days with their events (pipeline.maintenance)
@@ -279,6 +281,16 @@ def _migrate_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate_partitions(args: argparse.Namespace) -> int:
+    from pipeline.instance import get_instance
+    from pipeline.migrate_partitions import migrate
+    from resources.delta_store import DeltaStore
+
+    settings = load_settings()
+    print(migrate(get_instance(), settings.partitions.symbols_per_group, DeltaStore(settings.data_dir)).line())
+    return 0
+
+
 def _repair_store(args: argparse.Namespace) -> int:
     """Repair every Delta table under paths.data; one line per table, then how to rebuild."""
     from resources.delta_repair import repair_store
@@ -359,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     mp = sub.add_parser("migrate-store", help="convert an old hive Parquet store into Delta tables under paths.data")
     mp.add_argument("--from", dest="source", required=True, help="the old data dir (<asset>/symbol=<S>/year=<Y>/part.parquet)")
     mp.set_defaults(func=_migrate_store)
+    mpp = sub.add_parser("migrate-partitions", help="move the Dagster instance to partitions.symbols_per_group "
+                                                     "(groups <-> a key per symbol); the Delta tables are unchanged")
+    mpp.set_defaults(func=_migrate_partitions)
     rp = sub.add_parser("repair-store", help="repair damaged Delta tables under paths.data and list what to rebuild")
     rp.add_argument("--dry-run", action="store_true", help="report the damage and the repair, change nothing")
     rp.set_defaults(func=_repair_store)

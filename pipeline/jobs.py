@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job
 
-from config.partitions import symbol_partitions, symbol_year_partitions, years_partitions
+from resources.partitions import symbol_partitions, symbol_year_partitions, years_partitions
 
 # Jobs select assets by name, not by group: the groups (ingest, features, learning, evaluation,
 # live, search) are for reading the lineage page, and one group may span several jobs.

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 
 from dagster import DagsterInstance, JobDefinition
 
-from config.partitions import SYMBOLS, make_key, range_tags
+from resources.partitions import make_key, range_tags, selection_blocks
 from pipeline.chain import YEAR_JOBS, follow_ups, year_range_tags
 from pipeline.run_report import check_run, console_run_config, root_cause
-from pipeline.symbols import contiguous_blocks
 
 
 @dataclass
@@ -29,12 +28,13 @@ def run_rectangle(
     tags: dict | None = None,
     log_level: str = "INFO",
 ) -> dict[str, AssetSummary]:
-    """Materialize `job` for symbols x [min(years), max(years)], one run per contiguous block."""
-    registered = list(instance.get_dynamic_partitions(SYMBOLS))
+    """Materialize `job` for symbols x [min(years), max(years)], one run per block of
+    contiguous keys (symbols, or their groups: a run then computes only `symbols` of them,
+    named in its SYMBOLS_TAG, unless they are all of its groups' symbols)."""
     summary: dict[str, AssetSummary] = {}
     y0, y1 = min(years), max(years)
-    for block in contiguous_blocks(registered, symbols):
-        run_tags = {**range_tags(make_key(block[0], y0), make_key(block[-1], y1)), **(tags or {})}
+    for first, last, extra, block in selection_blocks(instance, symbols):
+        run_tags = {**range_tags(make_key(first, y0), make_key(last, y1)), **extra, **(tags or {})}
         result = job.execute_in_process(
             instance=instance,
             tags=run_tags,

@@ -19,7 +19,7 @@ from dagster import (
 )
 
 from config.experiments import experiment_tags
-from config.partitions import SYMBOLS, make_key, range_tags
+from resources.partitions import all_keys_range, make_key, range_tags
 from config.settings import load_settings
 from pipeline.chain import LIVE_TAG
 from pipeline.jobs import historical_build_and_train
@@ -39,15 +39,15 @@ def latest_year(scheduled_year: int) -> int:
     default_status=DefaultScheduleStatus.RUNNING if _settings.automation.nightly_schedule else DefaultScheduleStatus.STOPPED,
 )
 def nightly_rebuild(context: ScheduleEvaluationContext):
-    symbols = context.instance.get_dynamic_partitions(SYMBOLS)
-    if not symbols:
+    span = all_keys_range(context.instance)  # every symbol (or group): first..last
+    if not span:
         return SkipReason("no symbols registered: run `python -m pipeline.cli symbols sync` or enable the sensor")
     when = context.scheduled_execution_time
     year = latest_year(when.year)
     years = [year - 1, year] if when.month == 1 and year - 1 >= load_settings().years.start else [year]
     return RunRequest(
         run_key=f"nightly:{when:%Y-%m-%d}",
-        tags={**range_tags(make_key(symbols[0], years[0]), make_key(symbols[-1], years[-1])),
+        tags={**range_tags(make_key(span[0], years[0]), make_key(span[1], years[-1])),
               **experiment_tags(load_settings())},
     )
 
@@ -66,12 +66,12 @@ def live_after_close(context: ScheduleEvaluationContext):
     calendar = exchange_calendar()
     if not calendar.is_session(when.date()):
         return SkipReason(f"{when:%Y-%m-%d} is not a session of {calendar.name}: no new bars to trade on")
-    symbols = context.instance.get_dynamic_partitions(SYMBOLS)
-    if not symbols:
+    span = all_keys_range(context.instance)
+    if not span:
         return SkipReason("no symbols registered: run `python -m pipeline.cli symbols sync` or enable the sensor")
     year = latest_year(when.year)
     return RunRequest(run_key=f"live:{when:%Y-%m-%d}",
-                      tags={**range_tags(make_key(symbols[0], year), make_key(symbols[-1], year)), LIVE_TAG: "1",
+                      tags={**range_tags(make_key(span[0], year), make_key(span[1], year)), LIVE_TAG: "1",
                             **experiment_tags(load_settings())})
 
 

@@ -34,7 +34,7 @@ from dagster import (
 
 from config.errors import InputDataError
 from config.experiments import EXPERIMENT_TAG, HASH_TAG, experiment_tags
-from config.partitions import SYMBOLS, make_key, range_tags, symbol_partitions, years_partitions
+from config.partitions import SYMBOLS
 from config.settings import load_settings
 from pipeline.chain import LIVE_TAG, follow_ups, run_years, year_range_tags
 from pipeline.jobs import (
@@ -46,6 +46,7 @@ from pipeline.jobs import (
     yearly_stages,
 )
 from pipeline.run_health import fail_stale_runs
+from resources.partitions import GROUPED, make_key, range_tags, selection_blocks, symbol_partitions, years_partitions
 
 _settings = load_settings()
 CHAIN_MONITORED = ("historical_build_and_train", "lstm_job")
@@ -54,14 +55,17 @@ RETRIED_TAG = "tradelab/retried_years"  # on a yearly_stages run that also redoe
 IN_FLIGHT = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
 
 
-def symbols_run_request(block: list[str], first_year: int, last_year: int, fingerprints: dict[str, str]) -> RunRequest:
+def symbols_run_request(block: list[str], first_year: int, last_year: int, fingerprints: dict[str, str],
+                        span: tuple[str, str] | None = None, extra: dict[str, str] | None = None) -> RunRequest:
     """One run over every year of `block`, symbols contiguous in the registration order
     (a partition range is a rectangle over that order); the run key changes with any of
-    their fingerprints."""
-    digest = hashlib.sha1(json.dumps({s: fingerprints[s] for s in block}, sort_keys=True).encode()).hexdigest()[:16]
+    their fingerprints. Grouped, `span` is the block's first and last group and `extra`
+    the tag naming the symbols the run computes (SYMBOLS_TAG)."""
+    digest = hashlib.sha1(json.dumps({s: fingerprints.get(s) for s in block}, sort_keys=True).encode()).hexdigest()[:16]
+    first, last = span or (block[0], block[-1])
     return RunRequest(
-        run_key=f"symbols:{block[0]}..{block[-1]}:{len(block)}:{digest}",
-        tags={**range_tags(make_key(block[0], first_year), make_key(block[-1], last_year)),
+        run_key=f"symbols:{first}..{last}:{len(block)}:{digest}",
+        tags={**range_tags(make_key(first, first_year), make_key(last, last_year)), **(extra or {}),
               **experiment_tags(load_settings())},
     )
 
@@ -95,15 +99,22 @@ def new_symbol_sensor(context: SensorEvaluationContext):
     new = sorted(s for s in fingerprints if s not in known)
     changed = sorted(s for s, fp in fingerprints.items() if s in known and s in previous and previous[s] != fp)
     years = settings.years
-    requests = [symbols_run_request(block, years.start, years.last, fingerprints)
-                for block in contiguous_blocks(registered + new, changed + new)]
+    if GROUPED:  # registered here (groups and membership first), each group's symbols named in a tag
+        from pipeline.symbols import register_symbols
+
+        register_symbols(context.instance, new)
+        requests = [symbols_run_request(block, years.start, years.last, fingerprints, (first, last), extra)
+                    for first, last, extra, block in selection_blocks(context.instance, changed + new)]
+    else:
+        requests = [symbols_run_request(block, years.start, years.last, fingerprints)
+                    for block in contiguous_blocks(registered + new, changed + new)]
     if new:
         context.log.info(f"new symbols ({len(new)}): {name_summary(new)}")
     if changed:
         context.log.info(f"changed symbols ({len(changed)}): {name_summary(changed)}")
     return SensorResult(
         run_requests=requests,
-        dynamic_partitions_requests=[symbol_partitions.build_add_request(new)] if new else [],
+        dynamic_partitions_requests=[symbol_partitions.build_add_request(new)] if new and not GROUPED else [],
         cursor=json.dumps(fingerprints, sort_keys=True),
     )
 

@@ -153,7 +153,7 @@ def stage_job(cfg: Path, selection: list[str], command: str):
     resources of the settings file `cfg`."""
     from dagster import define_asset_job
 
-    from config.partitions import years_partitions
+    from resources.partitions import years_partitions
 
     job = define_asset_job(command.replace("-", "_") + "_job", selection=selection, partitions_def=years_partitions,
                            description=f"`pipeline.cli {command}`: {', '.join(selection)} of the selected years")
@@ -367,7 +367,9 @@ def cmd_strategy_search(args: argparse.Namespace) -> int:
                          f"run build-features first")
     instance = get_instance()
     if args.symbol not in instance.get_dynamic_partitions(SYMBOLS):
-        instance.add_dynamic_partitions(SYMBOLS, [args.symbol])  # stored bars of an unregistered symbol
+        from pipeline.symbols import register_symbols
+
+        register_symbols(instance, [args.symbol])  # stored bars of an unregistered symbol (and its group)
     s = settings.strategy_search
     print(f"strategy-search: {args.symbol}, {s.generations} generations x {s.population} ({cfg.name})", file=sys.stderr)
     res = resolved_job(cfg, strategy_search_job).execute_in_process(

@@ -11,9 +11,16 @@ from config.settings import Settings
 
 
 def register_symbols(instance: DagsterInstance, names: list[str]) -> list[str]:
-    """Add the names not yet registered (in the given order); return those added."""
+    """Add the names not yet registered (in the given order); return those added. With
+    symbol groups, they also get their group (the last one while it has room): the
+    membership first, then the registry, so a process killed in between leaves members
+    that the next registration registers, never a registered symbol without a group."""
+    from resources.partitions import GROUPED, register_in_groups
+
     known = set(instance.get_dynamic_partitions(SYMBOLS))
     new = [n for n in dict.fromkeys(names) if n not in known]
+    if GROUPED and names:
+        register_in_groups(instance, list(dict.fromkeys(names)))
     if new:
         instance.add_dynamic_partitions(SYMBOLS, new)
     return new

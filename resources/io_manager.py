@@ -2,8 +2,10 @@
 
 Outputs (a polars DataFrame or LazyFrame), each run's output ONE commit (resources.delta_store):
 - symbol x year assets: one frame may hold the rows of every partition in the run (a
-  single-run backfill): `DeltaStore.write_split` over the run's keys, an overwrite with the
-  predicate of those keys. Rows go to their `symbol` and `date` year; a partition without
+  single-run backfill): `DeltaStore.write_split` over the run's symbol x year keys (a group
+  key stands for its symbols, or the run's tagged ones: resources.partitions.expand), an
+  overwrite with the predicate of those keys. Symbols the output names as failed
+  (FAILED_SYMBOLS) are left out of the write, and the step then fails naming them. Rows go to their `symbol` and `date` year; a partition without
   rows is recorded empty (its old rows are deleted). Rows outside the run's partitions are
   an error.
 - year assets: `DeltaStore.write_years` over the run's years; rows go to the year of their
@@ -38,6 +40,7 @@ import time
 import polars as pl
 from dagster import (
     ConfigurableIOManager,
+    Failure,
     InputContext,
     MultiPartitionsDefinition,
     OutputContext,
@@ -47,10 +50,32 @@ from config.partitions import (
     ABSENT_SYMBOLS_KEY,
     ALLOW_MISSING,  # noqa: E402  (re-exported for readers)
     EVERY_PARTITION,
-    split_key,
+    SYMBOLS,
 )
 from config.settings import EXPERIMENT_TABLES
 from resources.delta_store import YEAR, DeltaStore
+from resources.partitions import FAILED_SYMBOLS, expand
+
+
+def _run_tags(context: InputContext | OutputContext) -> dict[str, str]:
+    """The tags of the run (SYMBOLS_TAG narrows a group to some symbols); {} outside a run."""
+    try:
+        return dict(context.step_context.dagster_run.tags)
+    except Exception:  # noqa: BLE001  (a context built by hand, as in unit tests)
+        return {}
+
+
+def _instance(context: InputContext | OutputContext):
+    try:
+        return context.step_context.instance
+    except Exception:  # noqa: BLE001
+        return getattr(context, "instance", None)
+
+
+def _failed(context: OutputContext) -> dict[str, str]:
+    value = (context.output_metadata or {}).get(FAILED_SYMBOLS)
+    value = getattr(value, "value", value) or {}
+    return json.loads(value) if isinstance(value, str) else dict(value)
 
 
 def _asset_name(context: InputContext | OutputContext) -> str:
@@ -79,7 +104,8 @@ def _every_partition(store: DeltaStore, asset: str, context: InputContext) -> pl
     parts = context.asset_partitions_def
     dims = {d.name: d.partitions_def for d in parts.partitions_defs}
     absent = set(json.loads(context.instance.run_storage.get_cursor_values({ABSENT_SYMBOLS_KEY}).get(ABSENT_SYMBOLS_KEY) or "[]"))
-    symbols = [s for s in dims["symbol"].get_partition_keys(dynamic_partitions_store=context.instance) if s not in absent]
+    # the registry, not the dynamic dimension (whose keys may be groups)
+    symbols = [s for s in context.instance.get_dynamic_partitions(SYMBOLS) if s not in absent]
     years = [int(y) for y in dims["year"].get_partition_keys()]
     return store.scan(asset).filter(pl.col("symbol").is_in(symbols), pl.col(YEAR).is_in(years))
 
@@ -113,7 +139,21 @@ class DeltaTableIOManager(ConfigurableIOManager):
         if not context.has_asset_partitions:
             commit = store.write_unpartitioned(asset, obj)
         elif _is_multi(context):
-            commit = store.write_split(asset, [split_key(k) for k in context.asset_partition_keys], obj)
+            keys = expand(_instance(context), context.asset_partition_keys, _run_tags(context))
+            failed = _failed(context)
+            if failed:
+                keys = [k for k in keys if k.symbol not in failed]
+                obj = obj.filter(~pl.col("symbol").is_in(list(failed)))
+            commit = store.write_split(asset, keys, obj) if keys else None
+            if failed:
+                written = sorted({k.symbol for k in keys})
+                raise Failure(description=f"{asset}: symbol(s) {', '.join(sorted(failed))} failed ("
+                                          f"{'; '.join(f'{s}: {e}' for s, e in sorted(failed.items()))}); "
+                                          f"the rows of the other {len(written)} symbol(s) of the partition were "
+                                          f"written: {', '.join(written) or 'none'}")
+            if commit is None:  # a group whose symbols are all unregistered or outside the run's tag
+                context.add_output_metadata({"path": str(store.asset_dir(asset)), "rows_written": 0})
+                return
         else:
             years = sorted(int(k) for k in context.asset_partition_keys)
             if YEAR in obj.columns or "date" in obj.columns:  # rows of other years are not this run's: dropped
@@ -152,7 +192,9 @@ class DeltaTableIOManager(ConfigurableIOManager):
         if lazy and not context.has_partition_key:
             # An unpartitioned downstream asset reads the whole table.
             return store.scan(asset)
-        keys = [split_key(k) for k in context.asset_partition_keys]
+        keys = expand(_instance(context), context.asset_partition_keys, _run_tags(context))
+        if not keys:  # groups of no registered (or tagged) symbol
+            return pl.LazyFrame() if lazy else pl.DataFrame()
         try:
             return store.scan(asset, keys, allow_missing) if lazy else store.read(asset, keys, allow_missing)
         except FileNotFoundError:

@@ -35,6 +35,35 @@ import yaml  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
+# TRADELAB_TEST_SYMBOLS_PER_GROUP=N (default 1) runs the tests with symbol groups of N: the
+# settings files the fixtures write say so, and so do the process's own settings, which the
+# Dagster definitions are built from at import (resources.partitions): a copy of the shipped
+# file with its paths made absolute, unless PIPELINE_CONFIG is already set.
+SYMBOLS_PER_GROUP = int(os.environ.get("TRADELAB_TEST_SYMBOLS_PER_GROUP") or 1)
+
+
+def _grouped_process_settings() -> None:
+    import tempfile
+
+    if SYMBOLS_PER_GROUP == 1 or os.environ.get("PIPELINE_CONFIG"):
+        return
+    data = yaml.safe_load((REPO / "dagster_project.yaml").read_text())
+    data["paths"] = {k: str(REPO / v) for k, v in data["paths"].items()}
+    data.setdefault("partitions", {})["symbols_per_group"] = SYMBOLS_PER_GROUP
+    path = Path(tempfile.gettempdir()) / f"tradelab-test-settings-groups-{SYMBOLS_PER_GROUP}-{os.getpid()}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    os.environ["PIPELINE_CONFIG"] = str(path)
+
+
+_grouped_process_settings()
+
+
+def group_settings(data: dict) -> dict:
+    """`data` (a settings mapping a test writes) with the group size of this test session."""
+    if SYMBOLS_PER_GROUP != 1:
+        data.setdefault("partitions", {}).setdefault("symbols_per_group", SYMBOLS_PER_GROUP)
+    return data
+
 
 def pytest_ignore_collect(collection_path, config):
     """`pytest -m gpu` collects only the modules that use the marker, so the GPU tests run
@@ -73,7 +102,7 @@ def make_settings(tmp_path):
             "years": {"start": 2000, "end": None},
             "universe": {"source": "synthetic", "synthetic": {"symbols": ["AAA", "BBB"], "seed": 3, "end_date": "2012-12-31"}},
         }
-        _deep_update(data, overrides)
+        _deep_update(group_settings(data), overrides)
         path = tmp_path / "settings.yaml"
         path.write_text(yaml.safe_dump(data))
         return path
@@ -97,10 +126,14 @@ def run_assets(assets, settings_path, instance, symbols, years, raise_on_error=T
     from pipeline.definitions import build_resources
     from pipeline.symbols import register_symbols
 
+    from resources.partitions import selection_blocks
+
     register_symbols(instance, symbols)
+    (first, last, extra, _), = selection_blocks(instance, symbols)  # one rectangle: symbols (or groups) first..last
     tags = {
-        ASSET_PARTITION_RANGE_START_TAG: f"{symbols[0]}|{min(years)}",
-        ASSET_PARTITION_RANGE_END_TAG: f"{symbols[-1]}|{max(years)}",
+        ASSET_PARTITION_RANGE_START_TAG: f"{first}|{min(years)}",
+        ASSET_PARTITION_RANGE_END_TAG: f"{last}|{max(years)}",
+        **extra,
     }
     resources = {**build_resources(str(settings_path)), **(extra_resources or {})}
     return materialize(assets, resources=resources, instance=instance, tags=tags, raise_on_error=raise_on_error)
@@ -138,11 +171,11 @@ def learned_store(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("learned")
     cfg = root / "settings.yaml"
-    cfg.write_text(yaml.safe_dump({
+    cfg.write_text(yaml.safe_dump(group_settings({
         "paths": {"data": str(root / "data"), "reports": str(root / "reports"), "models": str(root / "models")},
         "years": {"start": 2000, "end": None},
         "universe": {"source": "synthetic", "synthetic": {"symbols": LEARNED_SYMBOLS, "seed": 3, "end_date": "2012-12-31"}},
-    }))
+    })))
     with instance_for_test() as inst:
         assert run_assets([raw_bars, features, specialists, labels], cfg, inst, LEARNED_SYMBOLS, LEARNED_YEARS).success
         every = [raw_bars, features, specialists, labels, regime, lstm_model, meta_model, predictions]
@@ -166,3 +199,13 @@ def learned_copy(learned_store, tmp_path):
     path = dst / "settings.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+def one_partition(instance, symbol: str, year: int, tags: dict | None = None) -> dict:
+    """materialize() keywords for the partition symbol x year in this session's layout: its
+    key (a group's key when grouped, with the run tag that narrows the run to `symbol`)."""
+    from config.partitions import SYMBOLS_TAG, key_text
+    from resources.partitions import GROUPED, dynamic_key_of
+
+    key = key_text(dynamic_key_of(instance, [symbol])[symbol], year)
+    return {"partition_key": key, "tags": {**(tags or {}), **({SYMBOLS_TAG: symbol} if GROUPED else {})}}

@@ -13,11 +13,11 @@ import pytest
 
 from assets.features import features
 from assets.raw_bars import raw_bars
-from config.partitions import SymbolYear, make_key
+from config.partitions import SymbolYear
 from config.settings import read_settings
 from domain.feature_packs import feature_selection
 from resources.delta_store import DeltaStore
-from tests.conftest import run_assets
+from tests.conftest import one_partition, run_assets
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 
@@ -35,7 +35,8 @@ def _status(instance, assets, key: SymbolYear):
     from dagster import AssetKey
     from dagster._utils.test.data_versions import get_stale_status_resolver
 
-    return get_stale_status_resolver(instance, assets).get_status(AssetKey("features"), make_key(key.symbol, key.year))
+    return get_stale_status_resolver(instance, assets).get_status(AssetKey("features"),
+                                                               one_partition(instance, key.symbol, key.year)["partition_key"])
 
 
 def _settings_file(make_settings, name: str, **overrides) -> Path:
@@ -71,7 +72,7 @@ def test_adding_a_plugin_marks_partitions_stale_and_rebuilding_one_merges_its_co
     assert _status(instance, plugin_defs, old) == StaleStatus.STALE
     assert _status(instance, plugin_defs, new) == StaleStatus.STALE
 
-    res = materialize(plugin_defs, selection=["features"], partition_key="AAA|2004", instance=instance,
+    res = materialize(plugin_defs, selection=["features"], **one_partition(instance, "AAA", 2004), instance=instance,
                       resources=build_resources(str(plugin_cfg)))
     assert res.success
     assert _status(instance, plugin_defs, new) == StaleStatus.FRESH
@@ -83,7 +84,7 @@ def test_adding_a_plugin_marks_partitions_stale_and_rebuilding_one_merges_its_co
     assert kept.drop("my_bb_pct_b20").equals(before)  # the old rows, bytes unchanged
 
     # removing the plugin again drops nothing stored: a core-only rebuild keeps its column
-    res = materialize(core_defs, selection=["features"], partition_key="AAA|2004", instance=instance,
+    res = materialize(core_defs, selection=["features"], **one_partition(instance, "AAA", 2004), instance=instance,
                       resources=build_resources(str(core_cfg)))
     assert res.success
     again = store.read("features", [new])
@@ -107,7 +108,7 @@ def test_adding_the_alpha158_pack_marks_partitions_stale_and_a_rebuild_merges_it
     a158_defs = [raw_bars, _features_of(a158_cfg)]
     assert _status(instance, a158_defs, old) == StaleStatus.STALE and _status(instance, a158_defs, new) == StaleStatus.STALE
 
-    assert materialize(a158_defs, selection=["features"], partition_key="AAA|2002", instance=instance,
+    assert materialize(a158_defs, selection=["features"], **one_partition(instance, "AAA", 2002), instance=instance,
                        resources=build_resources(str(a158_cfg))).success
     assert _status(instance, a158_defs, new) == StaleStatus.FRESH and _status(instance, a158_defs, old) == StaleStatus.STALE
     columns = [f"a158_{n}" for n in ALPHA158_NAMES]
@@ -155,13 +156,14 @@ def test_a_plugin_specialist_goes_stale_and_is_merged_into_the_specialists_table
         return [raw_bars, specialists.map_asset_specs(lambda spec: spec.replace_attributes(code_version=version))]
 
     def status(assets, year):
-        return get_stale_status_resolver(instance, assets).get_status(AssetKey("specialists"), make_key("AAA", year))
+        return get_stale_status_resolver(instance, assets).get_status(AssetKey("specialists"),
+                                                                   one_partition(instance, "AAA", year)["partition_key"])
 
     core_cfg = _settings_file(make_settings, "core")
     assert run_assets(defs(core_cfg), core_cfg, instance, ["AAA"], [2000, 2001]).success
     plugin_cfg = _settings_file(make_settings, "plugin", features={"plugins": ["my_research.features"]})
     assert status(defs(core_cfg), 2001) == StaleStatus.FRESH and status(defs(plugin_cfg), 2001) == StaleStatus.STALE
-    assert materialize(defs(plugin_cfg), selection=["specialists"], partition_key="AAA|2001", instance=instance,
+    assert materialize(defs(plugin_cfg), selection=["specialists"], **one_partition(instance, "AAA", 2001), instance=instance,
                        resources=build_resources(str(plugin_cfg))).success
     store = DeltaStore(read_settings(core_cfg).data_dir)
     new, old = store.read("specialists", [SymbolYear("AAA", 2001)]), store.read("specialists", [SymbolYear("AAA", 2000)])

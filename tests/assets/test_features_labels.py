@@ -21,7 +21,7 @@ from pipeline.definitions import build_resources
 from config.partitions import SymbolYear
 from config.settings import read_settings
 from resources.delta_store import DeltaStore
-from tests.conftest import run_assets
+from tests.conftest import one_partition, run_assets
 
 SYMS = ["AAA", "BBB"]
 YEARS = list(range(2000, 2008))
@@ -141,7 +141,7 @@ def test_features_and_labels_through_dagster_with_checks(make_settings, instance
     cfg = make_settings(years={"start": 2000, "end": 2006})  # 2006 is the last year: its future is unknown
     assert run_assets([raw_bars], cfg, instance, SYMS, [2003, 2004, 2005, 2006]).success
     res = materialize(
-        [raw_bars, features, labels], selection=[features, labels], partition_key="AAA|2006",
+        [raw_bars, features, labels], selection=[features, labels], **one_partition(instance, "AAA", 2006),
         instance=instance, resources=build_resources(str(cfg)),
     )
     assert res.success
@@ -158,7 +158,7 @@ def test_features_and_labels_through_dagster_with_checks(make_settings, instance
 def test_labels_of_a_past_year_need_the_next_year(make_settings, instance):
     cfg = make_settings()
     run_assets([raw_bars], cfg, instance, ["AAA"], [2005, 2006])
-    res = materialize([raw_bars, labels], selection=[labels], partition_key="AAA|2005",
+    res = materialize([raw_bars, labels], selection=[labels], **one_partition(instance, "AAA", 2005),
                       instance=instance, resources=build_resources(str(cfg)))
     labs = DeltaStore(read_settings(cfg).data_dir).read("labels", [SymbolYear("AAA", 2005)])
     assert res.success and labs["label_bin_h14"].null_count() == 0
@@ -167,7 +167,7 @@ def test_labels_of_a_past_year_need_the_next_year(make_settings, instance):
 def test_halo_spot_check_compares_against_all_stored_history(make_settings, instance):
     cfg = make_settings()
     run_assets([raw_bars], cfg, instance, ["AAA"], [2000, 2001, 2002, 2003, 2004])
-    res = materialize([raw_bars, features], selection=[features], partition_key="AAA|2004",
+    res = materialize([raw_bars, features], selection=[features], **one_partition(instance, "AAA", 2004),
                       instance=instance, resources=build_resources(str(cfg)))
     spot = next(e for e in res.get_asset_check_evaluations() if e.check_name == "halo_spot_check")
     meta = {k: v.value for k, v in spot.metadata.items()}

@@ -12,10 +12,11 @@ from dagster import AssetIn, asset, materialize
 from assets.raw_bars import raw_bars
 from domain.schema import RAW_BARS
 from pipeline.definitions import build_resources
-from config.partitions import SymbolYear, symbol_year_partitions, year_halo_mapping
+from config.partitions import SymbolYear
+from resources.partitions import dynamic_key_of, symbol_year_partitions, year_halo_mapping
 from config.settings import read_settings
 from resources.delta_store import DeltaStore
-from tests.conftest import run_assets
+from tests.conftest import one_partition, run_assets
 
 
 def test_two_symbols_two_years_in_one_run(make_settings, instance):
@@ -31,7 +32,7 @@ def test_two_symbols_two_years_in_one_run(make_settings, instance):
     assert df.height == 252 and df["date"].dt.year().unique().to_list() == [2010]
 
     mats = result.asset_materializations_for_node("raw_bars")
-    assert len(mats) == 4
+    assert len(mats) == 2 * len(set(dynamic_key_of(instance, ["AAA", "BBB"]).values()))  # a key per symbol or group
     meta = {k: v.value for k, v in mats[0].metadata.items()}
     assert meta["rows"] == 4 * 252  # one step wrote all four partitions
     for field in ("bytes", "seconds", "peak_rss_mb", "dtypes", "path", "table_version", "rows_written",
@@ -41,10 +42,11 @@ def test_two_symbols_two_years_in_one_run(make_settings, instance):
     assert meta["rows_written"] == 4 * 252 and meta["commit_attempts"] == 1  # the run's ONE commit
     assert meta["dtypes"]["close"] == "Float32"
 
-    sidecar = json.loads((settings.stage_reports_dir("raw_bars") / "runs" / "AAA_2010--BBB_2011.json").read_text())
+    first, last = (dynamic_key_of(instance, ["AAA", "BBB"])[s] for s in ("AAA", "BBB"))
+    sidecar = json.loads((settings.stage_reports_dir("raw_bars") / "runs" / f"{first}_2010--{last}_2011.json").read_text())
     for field in ("git_sha", "cmd", "args", "timings", "rss_mb", "rows", "partition"):
         assert field in sidecar
-    assert sidecar["partition"] == "AAA|2010...BBB|2011" and sidecar["args"]["partitions"] == 4
+    assert sidecar["partition"] == f"{first}|2010...{last}|2011" and sidecar["args"]["partitions"] == len(mats)
 
 
 @asset(
@@ -68,11 +70,11 @@ def whole_probe(raw_bars: pl.LazyFrame) -> pl.DataFrame:
 def test_halo_input_gives_previous_year_and_only_one_at_the_start(make_settings, instance):
     cfg = make_settings()
     run_assets([raw_bars], cfg, instance, ["AAA"], [2000, 2001, 2002])
-    for key, seen in (("AAA|2002", "[2001, 2002]"), ("AAA|2000", "[2000]")):
-        res = materialize([halo_probe, raw_bars], selection=[halo_probe], partition_key=key, instance=instance, resources=build_resources(str(cfg)))
+    for year, seen in ((2002, "[2001, 2002]"), (2000, "[2000]")):
+        res = materialize([halo_probe, raw_bars], selection=[halo_probe], **one_partition(instance, "AAA", year),
+                          instance=instance, resources=build_resources(str(cfg)))
         assert res.success
         store = DeltaStore(read_settings(cfg).data_dir)
-        year = int(key.split("|")[1])
         assert store.read("halo_probe", [SymbolYear("AAA", year)])["years_seen"][0] == seen
 
 

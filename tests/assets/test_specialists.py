@@ -21,7 +21,7 @@ from pipeline.definitions import build_resources
 from config.partitions import SymbolYear
 from config.settings import read_settings
 from resources.delta_store import DeltaStore
-from tests.conftest import run_assets
+from tests.conftest import one_partition, run_assets
 
 SYMS, YEARS = ["AAA", "BBB"], list(range(2000, 2006))
 
@@ -74,7 +74,7 @@ def test_specialists_read_panel_views_without_copies(bars, monkeypatch):
 def test_specialists_through_dagster(make_settings, instance):
     cfg = make_settings()
     assert run_assets([raw_bars], cfg, instance, SYMS, [2000, 2001, 2002]).success
-    res = materialize([raw_bars, specialists], selection=[specialists], partition_key="AAA|2002", instance=instance,
+    res = materialize([raw_bars, specialists], selection=[specialists], **one_partition(instance, "AAA", 2002), instance=instance,
                       resources=build_resources(str(cfg)))
     assert res.success and all(e.passed for e in res.get_asset_check_evaluations())
     stored = DeltaStore(read_settings(cfg).data_dir).read("specialists", [SymbolYear("AAA", 2002)])
@@ -84,7 +84,7 @@ def test_specialists_through_dagster(make_settings, instance):
 def test_scores_in_range_check_passes_on_the_first_year_whose_warm_up_is_nan(make_settings, instance):
     cfg = make_settings()
     assert run_assets([raw_bars], cfg, instance, SYMS, [2000]).success
-    res = materialize([raw_bars, specialists], selection=[specialists], partition_key="AAA|2000", instance=instance,
+    res = materialize([raw_bars, specialists], selection=[specialists], **one_partition(instance, "AAA", 2000), instance=instance,
                       resources=build_resources(str(cfg)))
     (check,) = res.get_asset_check_evaluations()
     stored = DeltaStore(read_settings(cfg).data_dir).read("specialists", [SymbolYear("AAA", 2000)])

@@ -62,7 +62,7 @@ def plugin_store(learned_copy, monkeypatch):
     from assets.features import features
     from assets.meta_model import meta_model
     from assets.predictions import predictions
-    from config.partitions import range_tags
+    from resources.partitions import dynamic_key_of, range_tags
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.symbols import register_symbols
 
@@ -74,8 +74,10 @@ def plugin_store(learned_copy, monkeypatch):
     learned_copy.write_text(yaml.safe_dump(cfg))
     with instance_for_test() as inst:
         register_symbols(inst, LEARNED_SYMBOLS)
+        keys = dynamic_key_of(inst, LEARNED_SYMBOLS)  # the symbols' keys, or their group's
+        first, last = keys[LEARNED_SYMBOLS[0]], keys[LEARNED_SYMBOLS[-1]]
         res = materialize(ALL_ASSETS, selection=[features], instance=inst, resources=build_resources(str(learned_copy)),
-                          tags=range_tags(f"{LEARNED_SYMBOLS[0]}|{LEARNED_YEARS[0]}", f"{LEARNED_SYMBOLS[-1]}|{LEARNED_YEARS[-1]}"))
+                          tags=range_tags(f"{first}|{LEARNED_YEARS[0]}", f"{last}|{LEARNED_YEARS[-1]}"))
         assert res.success
         assert materialize(ALL_ASSETS, selection=[meta_model, predictions], partition_key=str(LEARNED_YEAR),
                            instance=inst, resources=build_resources(str(learned_copy))).success

@@ -19,6 +19,13 @@ from pipeline.definitions import defs
 from config.partitions import SYMBOLS
 from pipeline.schedules import nightly_rebuild
 from pipeline.sensors import new_symbol_sensor
+from pipeline.symbols import register_symbols
+from tests.conftest import SYMBOLS_PER_GROUP
+
+# These tests state the per-symbol layout's keys (`AAA|2008`, registered with
+# add_dynamic_partitions): with TRADELAB_TEST_SYMBOLS_PER_GROUP > 1 the grouped layout's sensor,
+# schedule and tags are specified by tests/pipeline/test_symbol_groups.py instead.
+per_symbol_keys = pytest.mark.skipif(SYMBOLS_PER_GROUP != 1, reason="states the per-symbol layout's partition keys")
 
 CSV = "Date,Open,High,Low,Close\n2010-01-04,1,2,0.5,1.5\n"
 
@@ -36,6 +43,7 @@ def tick(instance, cursor=None):
     return new_symbol_sensor(build_sensor_context(instance=instance, cursor=cursor))
 
 
+@per_symbol_keys
 def test_new_files_register_symbols_and_request_one_run_for_all_of_them(folder_config, instance):
     (folder_config / "aaa.csv").write_text(CSV)
     (folder_config / "bbb.csv").write_text(CSV)
@@ -46,6 +54,7 @@ def test_new_files_register_symbols_and_request_one_run_for_all_of_them(folder_c
     assert ranges == [("AAA|2008", "BBB|2011")]
 
 
+@per_symbol_keys
 def test_known_unchanged_symbols_request_nothing_and_new_ones_do(folder_config, instance):
     (folder_config / "aaa.csv").write_text(CSV)
     first = tick(instance)
@@ -57,6 +66,7 @@ def test_known_unchanged_symbols_request_nothing_and_new_ones_do(folder_config, 
     assert [r.tags[ASSET_PARTITION_RANGE_START_TAG] for r in third.run_requests] == ["CCC|2008"]
 
 
+@per_symbol_keys
 def test_a_changed_file_reruns_its_symbol(folder_config, instance):
     path = folder_config / "aaa.csv"
     path.write_text(CSV)
@@ -69,6 +79,7 @@ def test_a_changed_file_reruns_its_symbol(folder_config, instance):
     assert second.dynamic_partitions_requests == []
 
 
+@per_symbol_keys
 def test_an_unreadable_file_is_skipped_and_the_others_go_on(folder_config, instance):
     (folder_config / "aaa.csv").write_text(CSV)
     (folder_config / "empty.csv").write_text("")
@@ -76,6 +87,7 @@ def test_an_unreadable_file_is_skipped_and_the_others_go_on(folder_config, insta
     assert list(result.dynamic_partitions_requests[0].partition_keys) == ["AAA"]
 
 
+@per_symbol_keys
 def test_schedule_requests_one_run_over_the_latest_year_of_every_symbol_with_a_run_key(instance, monkeypatch, make_settings):
     monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings(years={"start": 2000, "end": None})))
     instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB", "CCC"])
@@ -86,6 +98,7 @@ def test_schedule_requests_one_run_over_the_latest_year_of_every_symbol_with_a_r
     assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "CCC|2024"
 
 
+@per_symbol_keys
 def test_schedule_in_january_also_reruns_the_previous_year(instance, monkeypatch, make_settings):
     monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings(years={"start": 2000, "end": None})))
     instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
@@ -114,10 +127,11 @@ def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build
 
     from pipeline.sensors import build_chain_sensor
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    register_symbols(instance, ["AAA", "BBB"])
     run = instance.create_run_for_job(
         defs.resolve_job_def("historical_build_and_train"),
-        tags={ASSET_PARTITION_RANGE_START_TAG: "AAA|2001", ASSET_PARTITION_RANGE_END_TAG: "BBB|2003"},
+        tags={ASSET_PARTITION_RANGE_START_TAG: _layout_key(instance, "AAA|2001"),
+              ASSET_PARTITION_RANGE_END_TAG: _layout_key(instance, "BBB|2003")},
     )
     instance.report_run_failed(run)  # any finished run will do for the context; the status is given below
     ctx = build_run_status_sensor_context(sensor_name="build_chain_sensor", dagster_event=_success_event(instance, run),
@@ -150,12 +164,21 @@ def test_run_years_reads_single_keys_ranges_and_year_keys():
     assert run_years({}) == []
 
 
+def _layout_key(instance, key: str) -> str:
+    """`AAA|2001` in this session's layout: the symbol's key, or its group's."""
+    from resources.partitions import dynamic_key_of
+
+    symbol, year = key.split("|")
+    return f"{dynamic_key_of(instance, [symbol])[symbol]}|{year}"
+
+
 def _build_run(instance, start, end, status):
     from dagster import DagsterRunStatus  # noqa: F401
 
     return instance.create_run_for_job(
         defs.resolve_job_def("historical_build_and_train"),
-        tags={ASSET_PARTITION_RANGE_START_TAG: start, ASSET_PARTITION_RANGE_END_TAG: end}, status=status)
+        tags={ASSET_PARTITION_RANGE_START_TAG: _layout_key(instance, start),
+              ASSET_PARTITION_RANGE_END_TAG: _layout_key(instance, end)}, status=status)
 
 
 def _chain_tick(instance, run):
@@ -172,7 +195,7 @@ def _chain_tick(instance, run):
 def test_chain_sensor_waits_while_other_build_runs_are_in_flight(instance):
     from dagster import DagsterRunStatus
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    register_symbols(instance, ["AAA", "BBB"])
     _build_run(instance, "AAA|2001", "AAA|2003", DagsterRunStatus.STARTED)
     done = _build_run(instance, "BBB|2001", "BBB|2003", DagsterRunStatus.SUCCESS)
     instance.report_run_failed(done)  # gives the context an event; the sensor reads statuses from the instance
@@ -183,7 +206,7 @@ def test_chain_sensor_waits_while_other_build_runs_are_in_flight(instance):
 def test_chain_sensor_requests_the_yearly_stages_once_over_every_build_since_the_last_chain(instance):
     from dagster import DagsterRunStatus
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    register_symbols(instance, ["AAA", "BBB"])
     _build_run(instance, "AAA|2001", "AAA|2002", DagsterRunStatus.SUCCESS)
     last = _build_run(instance, "BBB|2004", "BBB|2005", DagsterRunStatus.SUCCESS)
     instance.report_run_failed(last)
@@ -222,6 +245,7 @@ def test_the_weekly_vacuum_is_off_by_default_and_its_job_vacuums_every_table(mak
     assert store.read("raw_bars", [key])["close"].to_list() == [2.0]
 
 
+@per_symbol_keys
 def test_a_bar_appended_to_one_symbol_of_a_long_table_requests_one_run_of_that_symbol(folder_config, instance):
     rows = "".join(f"S{i:03d},2010-01-0{d},1,2,0.5,1.5\n" for i in range(50) for d in (4, 5))
     path = folder_config / "universe.csv"
@@ -239,6 +263,7 @@ def test_a_bar_appended_to_one_symbol_of_a_long_table_requests_one_run_of_that_s
     assert second.dynamic_partitions_requests == []
 
 
+@per_symbol_keys
 def test_changed_symbols_apart_in_the_registration_order_never_rerun_the_ones_between(folder_config, instance):
     for name in ("aaa", "bbb", "ccc"):
         (folder_config / f"{name}.csv").write_text(CSV)
@@ -274,7 +299,7 @@ def test_chain_sensor_requests_again_the_years_of_a_failed_yearly_run_after_a_bu
 
     from pipeline.sensors import RETRIED_TAG
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    register_symbols(instance, ["AAA"])
     _failed_yearly_run(make_settings, instance, 2016, 2020)
     build = _build_run(instance, "AAA|2020", "AAA|2020", DagsterRunStatus.SUCCESS)
     instance.report_run_failed(build)
@@ -291,6 +316,7 @@ def test_chain_sensor_requests_again_the_years_of_a_failed_yearly_run_after_a_bu
     assert RETRIED_TAG not in yearly.tags
 
 
+@per_symbol_keys
 def test_a_registered_symbol_whose_file_is_gone_is_recorded_absent_by_the_sensor(folder_config, instance):
     import json
 

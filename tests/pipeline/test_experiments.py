@@ -163,13 +163,14 @@ def test_the_daemons_runs_carry_the_experiment_of_the_settings(instance, monkeyp
     from dagster import build_schedule_context
 
     from config.experiments import settings_hash
-    from config.partitions import SYMBOLS
     from config.settings import read_settings
     from pipeline.schedules import nightly_rebuild
 
     cfg = make_settings(experiment="momentum", years={"start": 2000, "end": None})
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    from pipeline.symbols import register_symbols
+
+    register_symbols(instance, ["AAA"])
     when = dt.datetime(2024, 3, 5, 2, 0, tzinfo=dt.timezone.utc)
     request = nightly_rebuild(build_schedule_context(instance=instance, scheduled_execution_time=when))
     assert (request.tags["tradelab/experiment"], request.tags["tradelab/settings_hash"]) == (
@@ -194,6 +195,8 @@ def test_a_run_launched_outside_the_cli_gets_the_experiments_tags_and_keeps_its_
 
     from pipeline.definitions import build_resources
 
-    own = materialize([raw_bars], partition_key="AAA|2000", instance=instance, resources=build_resources(str(cfg)),
-                      tags={"tradelab/experiment": "momentum", "tradelab/settings_hash": "given"})
+    from tests.conftest import one_partition
+
+    own = materialize([raw_bars], instance=instance, resources=build_resources(str(cfg)), **one_partition(
+        instance, "AAA", 2000, tags={"tradelab/experiment": "momentum", "tradelab/settings_hash": "given"}))
     assert instance.get_run_by_id(own.run_id).tags["tradelab/settings_hash"] == "given"

@@ -12,7 +12,6 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_START_TAG,
 )
 
-from config.partitions import SYMBOLS
 from config.settings import read_settings
 from tests.conftest import LEARNED_SYMBOLS
 
@@ -29,10 +28,14 @@ def test_live_paper_trade_builds_the_new_bars_before_it_trades(learned_copy, ins
     data["universe"]["synthetic"]["end_date"] = "2004-01-16"
     learned_copy.write_text(yaml.safe_dump(data))
     monkeypatch.setenv("PIPELINE_CONFIG", str(learned_copy))
-    instance.add_dynamic_partitions(SYMBOLS, LEARNED_SYMBOLS)
+    from pipeline.symbols import register_symbols
+    from resources.partitions import dynamic_key_of
+
+    register_symbols(instance, LEARNED_SYMBOLS)
     summary, result = run_live(instance)
+    keys = len(set(dynamic_key_of(instance, LEARNED_SYMBOLS).values()))  # 3 symbols, or their group
     assert {name: s.partitions for name, s in summary.items()} == {
-        "raw_bars": 3, "features": 3, "labels": 3, "specialists": 3}
+        "raw_bars": keys, "features": keys, "labels": keys, "specialists": keys}
     assert summary["raw_bars"].rows > 0  # January 2004's bars of the three symbols
     assert result.success and isinstance(result.output_for_node("paper_trades"), pl.DataFrame)
     log = (read_settings(learned_copy).stage_reports_dir("paper_trades") / "orders.jsonl").read_text().splitlines()
@@ -47,14 +50,18 @@ def test_the_schedule_runs_after_the_close_on_sessions_only(instance, make_setti
     schedule = defs.resolve_schedule_def("live_after_close")
     assert (schedule.cron_schedule, schedule.execution_timezone) == ("30 22 * * 1-5", "America/New_York")
     assert schedule.default_status.name == "STOPPED"
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA", "BBB"])
+    from pipeline.symbols import register_symbols
+    from resources.partitions import dynamic_key_of
+
+    register_symbols(instance, ["AAA", "BBB"])
+    first, last = (dynamic_key_of(instance, ["AAA", "BBB"])[s] for s in ("AAA", "BBB"))
     session = dt.datetime(2024, 3, 15, 22, 30)  # a Friday
     holiday = dt.datetime(2024, 7, 4, 22, 30)  # Independence Day, a Thursday
     with build_schedule_context(instance=instance, scheduled_execution_time=session) as ctx:
         request = schedule.evaluate_tick(ctx).run_requests[0]
     assert isinstance(request, RunRequest) and request.run_key == "live:2024-03-15"
     assert (request.tags[ASSET_PARTITION_RANGE_START_TAG], request.tags[ASSET_PARTITION_RANGE_END_TAG]) == (
-        "AAA|2024", "BBB|2024")
+        f"{first}|2024", f"{last}|2024")
     assert request.tags[LIVE_TAG] == "1"
     with build_schedule_context(instance=instance, scheduled_execution_time=holiday) as ctx:
         skipped = schedule.evaluate_tick(ctx)
@@ -68,11 +75,15 @@ def test_a_live_build_is_followed_by_paper_trades_alone(instance):
     from pipeline.definitions import defs
     from pipeline.sensors import build_chain_sensor
 
-    instance.add_dynamic_partitions(SYMBOLS, ["AAA"])
+    from pipeline.symbols import register_symbols
+    from resources.partitions import dynamic_key_of
+
+    register_symbols(instance, ["AAA"])
+    key = f"{dynamic_key_of(instance, ['AAA'])['AAA']}|2024"  # the symbol's, or its group's
     busy = instance.create_run_for_job(defs.resolve_job_def("historical_build_and_train"), status=DagsterRunStatus.STARTED)
     run = instance.create_run_for_job(
         defs.resolve_job_def("historical_build_and_train"), status=DagsterRunStatus.SUCCESS,
-        tags={ASSET_PARTITION_RANGE_START_TAG: "AAA|2024", ASSET_PARTITION_RANGE_END_TAG: "AAA|2024", LIVE_TAG: "1"})
+        tags={ASSET_PARTITION_RANGE_START_TAG: key, ASSET_PARTITION_RANGE_END_TAG: key, LIVE_TAG: "1"})
     instance.report_run_failed(run)  # gives the context an event; the sensor reads statuses from the instance
     event = next(r.event_log_entry.dagster_event for r in instance.get_records_for_run(run.run_id).records
                  if r.event_log_entry.dagster_event is not None)

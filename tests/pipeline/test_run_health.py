@@ -30,7 +30,8 @@ def blocked(self, symbols):
 
 sources.SyntheticSource.history = blocked
 instance = get_instance()
-instance.add_dynamic_partitions("symbols", ["AAA"])
+from pipeline.symbols import register_symbols
+register_symbols(instance, ["AAA"])  # and its group, when grouped
 run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, ["AAA"], [2001], log_level="ERROR")
 """
 
@@ -51,6 +52,7 @@ def _tick(instance, run):
 
 def test_a_sigkilled_build_run_is_marked_failed_and_the_chain_goes_on(make_settings, tmp_path, monkeypatch):
     from pipeline.definitions import defs
+    from resources.partitions import dynamic_key_of
 
     cfg = make_settings()
     home = tmp_path / "home"
@@ -66,9 +68,10 @@ def test_a_sigkilled_build_run_is_marked_failed_and_the_chain_goes_on(make_setti
     with DagsterInstance.from_config(str(home)) as instance:
         [killed] = instance.get_runs(RunsFilter(job_name="historical_build_and_train"))
         assert killed.status == DagsterRunStatus.STARTED  # what the killed process left behind
+        key = f"{dynamic_key_of(instance, ['AAA'])['AAA']}|2002"  # the symbol's key, or its group's
         done = instance.create_run_for_job(
             defs.resolve_job_def("historical_build_and_train"), status=DagsterRunStatus.SUCCESS,
-            tags={ASSET_PARTITION_RANGE_START_TAG: "AAA|2002", ASSET_PARTITION_RANGE_END_TAG: "AAA|2002"})
+            tags={ASSET_PARTITION_RANGE_START_TAG: key, ASSET_PARTITION_RANGE_END_TAG: key})
         instance.report_run_failed(done)  # gives the context an event; the sensor reads statuses from the instance
         result = _tick(instance, done)
         assert not isinstance(result, SkipReason), result.skip_message

@@ -8,7 +8,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from config.partitions import SYMBOLS, yearly_asset
+from config.partitions import SYMBOLS
+from resources.partitions import yearly_asset
 from config.settings import load_settings
 
 BARS = "date,open,high,low,close\n2010-01-04,10,11,9,10.5\n2010-01-05,10.5,11.5,10,11\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 from dagster import materialize
 
-from config.partitions import yearly_asset
+from resources.partitions import yearly_asset
 from config.settings import read_settings
 from tests.conftest import run_assets
 
