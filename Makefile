@@ -34,6 +34,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 ui: $(STAMP)

@@ -121,7 +121,7 @@ def phase_seed(args) -> dict:
     bars, _ = _universe(args)
     t0 = time.perf_counter()
     rows = 0
-    for (sym,), df_sym in bars.partition_by("symbol", as_dict=True).items():
+    for df_sym in bars.partition_by("symbol"):
         pdf = df_sym.sort("date").to_pandas()
         close = pdf["close"].to_numpy(dtype=np.float32)
         pdf["f_sma20"] = rolling_mean(close, 20)

@@ -110,14 +110,14 @@ def section_indicators(s: dict) -> dict:
     for name, f in calls.items():
         for b in ("cpu", "cuda", "torch"):
             f(b, small)  # compile
-        t_cpu, cpu = best(lambda: f("cpu", full), s["repeat"])
-        t_gpu, gpu = best(lambda: f("cuda", full), s["repeat"])
-        t_tor, tor = best(lambda: f("torch", full), s["repeat"])
+        t_cpu, cpu = best(lambda f=f: f("cpu", full), s["repeat"])
+        t_gpu, gpu = best(lambda f=f: f("cuda", full), s["repeat"])
+        t_tor, tor = best(lambda f=f: f("torch", full), s["repeat"])
         out["cpu_s"] += t_cpu
         out["cuda_s"] += t_gpu
         out["torch_s"] += t_tor
-        for engine, got in (("cuda", lambda: assert_engine_equal(gpu, cpu)),
-                            ("torch", lambda: np.testing.assert_allclose(tor, cpu, rtol=1e-9, atol=1e-9))):
+        for engine, got in (("cuda", lambda gpu=gpu, cpu=cpu: assert_engine_equal(gpu, cpu)),
+                            ("torch", lambda tor=tor, cpu=cpu: np.testing.assert_allclose(tor, cpu, rtol=1e-9, atol=1e-9))):
             ok, why = agree(got)
             if not ok:
                 out["mismatches"].append(f"{name} {engine}: {why}")
@@ -308,7 +308,6 @@ def section_lstm(s: dict) -> dict:
 def section_lstm_train(s: dict) -> dict:
     """Training steps of the seed's model: AMP + torch.compile on a GPU (compile time counted
     in the first steps), fp32 on the CPU; the same number of steps on each."""
-    import torch
 
     from domain.learning import lstm_training as L
 

@@ -132,11 +132,11 @@ def main() -> int:
         inputs = (c,) if name in ("ema", "rsi") else (h, l, c)
         fn = getattr(talib, TALIB_FN[name])
         sides = {
-            "f32": lambda: K.sweep(name, inputs, PERIODS, dtype=np.float32),
-            "f64": lambda: K.sweep(name, inputs, PERIODS, dtype=np.float64),
-            "f32_out": lambda: K.sweep(name, inputs, PERIODS, dtype=np.float32, out=block32),
-            "f64_out": lambda: K.sweep(name, inputs, PERIODS, dtype=np.float64, out=block64),
-            "talib": lambda: [fn(*inputs, p) for p in PERIODS],
+            "f32": lambda name=name, inputs=inputs: K.sweep(name, inputs, PERIODS, dtype=np.float32),
+            "f64": lambda name=name, inputs=inputs: K.sweep(name, inputs, PERIODS, dtype=np.float64),
+            "f32_out": lambda name=name, inputs=inputs: K.sweep(name, inputs, PERIODS, dtype=np.float32, out=block32),
+            "f64_out": lambda name=name, inputs=inputs: K.sweep(name, inputs, PERIODS, dtype=np.float64, out=block64),
+            "talib": lambda fn=fn, inputs=inputs: [fn(*inputs, p) for p in PERIODS],
         }
         times: dict[str, list[float]] = {k: [] for k in (*sides, "takt")}
         for r in range(args.rounds + 1):

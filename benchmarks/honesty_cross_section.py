@@ -343,7 +343,7 @@ def main() -> int:
               "|---|" + "---:|" * len(results)]
     for y in [str(y) for y in test_years] + ["overall"]:
         cells = []
-        for lab, per_seed in results.items():
+        for per_seed in results.values():
             r = per_seed[next(iter(per_seed))].get(y, {}).get(head)
             cells.append("n/a" if r is None else
                          f"{_f(r['auc'], '.3f')} / {_f(r['rank_ic'], '+.3f')} / {_f(r['icir'], '+.3f')} / "

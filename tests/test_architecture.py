@@ -87,3 +87,10 @@ def test_loading_the_code_location_loads_no_heavy_library_and_no_kernel():
             "'cupy', 'kernels', 'domain'); print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_ruff_finds_nothing():
+    """pyflakes (unused imports and names, undefined names) and bugbear, as `make test` runs them."""
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    out = subprocess.run([ruff, "check", "--output-format", "concise", "."], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-1000:]

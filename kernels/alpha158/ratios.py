@@ -10,7 +10,6 @@ contract without fastmath), so every operation rounds as NumPy's does.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numba.extending import register_jitable

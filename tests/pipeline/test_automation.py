@@ -123,7 +123,7 @@ def test_definitions_load_with_jobs_schedule_and_sensor_off_by_default():
 
 
 def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build_covered(instance):
-    from dagster import DagsterRunStatus, build_run_status_sensor_context
+    from dagster import build_run_status_sensor_context
 
     from pipeline.sensors import build_chain_sensor
 
@@ -147,7 +147,6 @@ def test_chain_sensor_requests_the_yearly_stages_of_the_years_a_successful_build
 
 
 def _success_event(instance, run):
-    from dagster import DagsterEventType
 
     records = instance.get_records_for_run(run.run_id).records
     return next(r.event_log_entry.dagster_event for r in records if r.event_log_entry.dagster_event is not None)

@@ -132,7 +132,7 @@ def test_evaluate_prints_rounded_rank_ic_icir_and_long_short_sharpe_and_the_sens
 from tests.pipeline.test_run_check_warnings import split_folder  # noqa: E402,F401  (the fixture)
 
 
-def test_build_all_ends_with_the_results_block_and_counts_its_failed_checks(split_folder, make_settings, monkeypatch,
+def test_build_all_ends_with_the_results_block_and_counts_its_failed_checks(split_folder, make_settings, monkeypatch,  # noqa: F811  (the imported fixture)
                                                                            tmp_path, capsys):
     """One symbol, 60 sessions of 2001 with an unadjusted split and a Sunday bar: the chain
     finishes, two raw_bars checks fail; the block ends the output and counts them."""

@@ -77,6 +77,6 @@ def test_property_purged_train_never_overlaps(n, k, h, emb, seed):
     t0 = np.sort(rng.integers(0, n, n))
     t1 = t0 + rng.integers(0, h + 1, n)
     cv = PurgedKFold(k, t0, t1, embargo=emb)
-    for (train, test), (start, end) in zip(cv.split(), cv.test_windows()):
+    for (train, _test), (start, end) in zip(cv.split(), cv.test_windows()):
         assert not ((t0[train] <= end) & (t1[train] >= start)).any()
         assert not ((t0[train] > end) & (t0[train] <= end + emb)).any()
