@@ -9,7 +9,10 @@ carries every partition: what differs is how the four steps are launched and whe
 (the ratio to in_process is the executor's overhead on this machine).
 
 With `--symbols-per-group N` (partitions.symbols_per_group) the dynamic keys are groups of N
-symbols and the range names the first and last group; `--executors` picks which run.
+symbols and the range names the first and last group; `--executors` picks which run. The
+run is still one step per stage (single-run backfills): Dask places the steps on workers,
+so only independent steps (features and labels) overlap; spreading groups over workers
+takes one run per block of groups (pipeline.runs.selection_blocks), not the executor.
 
 Usage: python benchmarks/bench_executors.py [--symbols 40] [--years 2000-2009] [--symbols-per-group N]
                                             [--executors in_process,multiprocess,dask] [--record] [--json PATH]
