@@ -34,7 +34,7 @@ folder with its own DAGSTER_HOME (our dagster.yaml) and settings (synthetic univ
                median of the next ones
 
     python benchmarks/bench_scale.py [--symbols 5000] [--years 1999-2025] [--build-years 2025]
-                                     [--repeat 3] [--block 1000]
+                                     [--repeat 3] [--block 1000] [--build-block N]
                                      [--parts load,sensor,schedule,yearly,ui]
                                      [--reuse DIR] [--keep] [--profile] [--record]
                                      [--symbols-per-group N]
@@ -137,7 +137,8 @@ def phase(root: Path, name: str, args, extra: list[str] | None = None, profile: 
     """`bench_scale.py --phase name` in a fresh process; its JSON line plus `process_s`."""
     cmd = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else []), __file__, "--phase", name,
            "--root", str(root), "--symbols", str(args.symbols), "--years", args.years,
-           "--build-years", args.build_years, "--block", str(args.block), *(extra or [])]
+           "--build-years", args.build_years, "--block", str(args.block), "--build-block", str(args.build_block),
+           "--symbols-per-group", str(args.symbols_per_group), *(extra or [])]
     return run_json(cmd, f"phase {name}", env=env_for(root), cwd=REPO)
 
 
@@ -193,12 +194,23 @@ def phase_build(args) -> dict:
         print(f"raw_bars {block[0]}..{block[-1]} x {halo[0]}-{halo[-1]}: {time.perf_counter() - t0:.0f} s",
               file=sys.stderr, flush=True)
     t_halo = time.perf_counter() - t0
+    import resource
+
     t0 = time.perf_counter()
-    summary = run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, symbol_names(args.symbols),
-                            list(range(b0, b1 + 1)), log_level="WARNING")
-    return {"seconds": time.perf_counter() - t0, "partitions": sum(s.partitions for s in summary.values()),
-            "halo_years": halo, "halo_s": t_halo,
-            "rows": {k: v.rows for k, v in summary.items()}}
+    step = args.build_block or len(names)  # runs of --build-block symbols bound the run's memory
+    rows: dict[str, int] = {}
+    partitions = 0
+    for i in range(0, len(names), step):
+        summary = run_rectangle(defs.resolve_job_def("historical_build_and_train"), instance, names[i:i + step],
+                                list(range(b0, b1 + 1)), log_level="WARNING")
+        partitions += sum(s.partitions for s in summary.values())
+        for k, v in summary.items():
+            rows[k] = rows.get(k, 0) + v.rows
+        print(f"build {names[i]}..{names[min(i + step, len(names)) - 1]} x {b0}-{b1}: {time.perf_counter() - t0:.0f} s",
+              file=sys.stderr, flush=True)
+    return {"seconds": time.perf_counter() - t0, "partitions": partitions, "runs": -(-len(names) // step),
+            "halo_years": halo, "halo_s": t_halo, "rows": rows,
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def phase_load(args) -> dict:
@@ -423,7 +435,8 @@ def report(args, res: dict, setup: dict, load_avg: tuple) -> list[str]:
     n_build = b1 - b0 + 1
     parts_per_asset = -(-args.symbols // args.symbols_per_group) * n_years  # symbols (or groups) x years
     cmd = (f"python benchmarks/bench_scale.py --symbols-per-group {args.symbols_per_group} --symbols {args.symbols} --years {args.years} --build-years "
-           f"{args.build_years} --repeat {args.repeat} --parts {args.parts}" + (" --profile" if args.profile else ""))
+           f"{args.build_years} --repeat {args.repeat} --parts {args.parts}" + (" --profile" if args.profile else "")
+           + (f" --build-block {args.build_block}" if args.build_block else ""))
     lines = [(f"### Scale: {args.symbols:,} symbols x {n_years} years, {parts_per_asset:,} partitions per asset "
               f"({dt.date.today()})"), "",
              (f"Machine: {machine()}; load average at the start {load_avg[0]:.1f} (the 2 cores are shared with other "
@@ -433,9 +446,11 @@ def report(args, res: dict, setup: dict, load_avg: tuple) -> list[str]:
         reg, build = setup.get("register"), setup.get("build")
         what = (f"Materialized before measuring: raw_bars, features, labels and specialists of all {args.symbols:,} "
                 f"symbols x {b0}-{b1} ({args.symbols * n_build:,} partitions per asset, "
-                f"{args.symbols * n_build * 4:,} partition materializations, one run)")
+                f"{args.symbols * n_build * 4:,} symbol-year materializations, "
+                f"{'one run' if build is None or build.get('runs', 1) == 1 else str(build['runs']) + ' runs'})")
         if build:
-            what += f" in {build['seconds']:.0f} s ({build['process_s']:.0f} s with the process)"
+            what += f" in {build['seconds']:.0f} s ({build['process_s']:.0f} s with the process"
+            what += f", peak memory {build['max_rss_mb']:,.0f} MiB)" if build.get("max_rss_mb") else ")"
             if build.get("halo_years"):
                 h = build["halo_years"]
                 what += (f", after raw_bars alone for {h[0]}-{h[-1]} (the history specialists read; "
@@ -444,7 +459,7 @@ def report(args, res: dict, setup: dict, load_avg: tuple) -> list[str]:
         if reg:
             what += f"; registering the {args.symbols:,} symbols took {reg['seconds']:.1f} s"
         lines += [what + f". So raw_bars is materialized for every partition, features, labels and specialists for "
-                  f"{args.symbols * n_build:,} of {parts_per_asset:,}.", ""]
+                  f"{args.symbols * n_build:,} of {args.symbols * n_years:,} symbol-years.", ""]
     lines += ["| what | median s | samples s | goal | met? |", "|---|---:|---|---|---|"]
 
     def row(label, xs):
@@ -504,6 +519,9 @@ def main() -> int:
     ap.add_argument("--build-years", default=None, help="years materialized before measuring (default: the last)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--block", type=int, default=1000, help="symbols per raw_bars history run")
+    ap.add_argument("--build-block", type=int, default=0,
+                    help="symbols per run of the --build-years rectangle (0: one run; a from-scratch build of "
+                         "5,000 x 27 holds every row of a run in memory)")
     ap.add_argument("--parts", default=",".join(MEASURED))
     ap.add_argument("--reuse", help="a folder a previous --keep run prepared")
     ap.add_argument("--keep", action="store_true", help="keep the temp folder (printed)")

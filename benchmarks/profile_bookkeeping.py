@@ -2,7 +2,8 @@
 functions (no cProfile, so the figures are the unprofiled ones) during one rebuild of
 `--symbols` x `--years` through the four symbol x year assets, in a temp folder.
 
-    python benchmarks/profile_bookkeeping.py [--symbols 40] [--years 2000-2025] [--record] [--json PATH]
+    python benchmarks/profile_bookkeeping.py [--symbols 40] [--years 2000-2025] [--symbols-per-group N]
+                                             [--record] [--json PATH]
 
 Prints the run's wall / stage / write seconds and, per timed function, its total seconds
 and calls (timers nest: e.g. `serialize_value` is inside `store_event_batch`).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import importlib
 import json
 import os
 import sys
@@ -48,12 +50,13 @@ def main() -> int:
     ap = parser(__doc__)
     ap.add_argument("--symbols", type=int, default=40)
     ap.add_argument("--years", default="2000-2025")
+    ap.add_argument("--symbols-per-group", type=int, default=1, help="partitions.symbols_per_group")
     args = ap.parse_args()
     report = Report(f"Where the bookkeeping of a {args.symbols} x {args.years} rebuild goes", args)
     y0, y1 = (int(x) for x in args.years.split("-"))
     symbols = symbol_names(args.symbols)
     with tempfile.TemporaryDirectory(prefix="profile-bookkeeping-") as tmp:
-        os.environ["PIPELINE_CONFIG"] = str(write_settings(Path(tmp), symbols, y0, y1))
+        os.environ["PIPELINE_CONFIG"] = str(write_settings(Path(tmp), symbols, y0, y1, args.symbols_per_group))
         os.environ["DAGSTER_HOME"] = str(Path(tmp) / "home")
         import dagster._core.events as events
         import dagster._core.execution.context.data_version_cache as versions
@@ -65,7 +68,23 @@ def main() -> int:
         from pipeline.instance import get_instance
         from pipeline.symbols import register_symbols
 
+        import dagster._core.execution.plan.execute_step as execute_step
+        import dagster._core.execution.plan.inputs as inputs
+
+        import domain.checks as checks
+        import resources.io_manager as io_manager
+
         register_symbols(get_instance(), symbols)
+        timed(inputs.FromStepOutput, "load_input_object", "inputs loaded (mapping + our load_input)")
+        timed(io_manager.DeltaTableIOManager, "load_input", "  our load_input (Delta reads)")
+        timed(execute_step, "_store_output", "outputs stored (our handle_output + materialization events)")
+        timed(io_manager.DeltaTableIOManager, "handle_output", "  our handle_output (Delta writes)")
+        timed(execute_step, "_log_materialization_or_observation_events_for_asset", "  materialization events")
+        for name in ("raw_bars", "features", "labels", "specialists"):  # they import it by name
+            timed(importlib.import_module(f"assets.{name}"), "build_per_symbol", "stage compute (build_per_symbol)")
+        timed(io_manager, "expand", "group keys expanded to symbol-years (expand, in the IO manager)")
+        for name in ("unique_dates", "plausible_moves", "exchange_sessions", "finite_positive_prices"):
+            timed(checks, name, f"raw_bars check {name}")
         timed(run_domain.RunDomain, "create_run", "run creation (planned events included)")
         timed(run_domain.RunDomain, "_log_asset_planned_events", "planned events")
         timed(system.StepExecutionContext, "asset_partitions_subset_for_input", "input partition mappings")

@@ -145,9 +145,20 @@ def _checked_year(year) -> int:
 
 def _checked_keys(keys: Iterable[Key]) -> list[Key]:
     out: list[Key] = []
+    # a run's keys repeat each symbol once per year (13,000 keys at 500 x 26): each distinct
+    # symbol and year is validated once
+    symbols: dict[str, str] = {}
+    years: dict = {}
     for k in dict.fromkeys(keys):
         if isinstance(k, tuple):
-            out.append(SymbolYear(_checked_symbol(k[0]), _checked_year(k[1])))
+            s, y = k[0], k[1]
+            sym = symbols.get(s) if isinstance(s, str) else None
+            if sym is None:
+                sym = symbols[s] = _checked_symbol(s)
+            yr = years.get((type(y), y)) if isinstance(y, int) else None
+            if yr is None:
+                yr = years[(type(y), y)] = _checked_year(y)
+            out.append(SymbolYear(sym, yr))
         else:
             out.append(_checked_year(k))
     if any(isinstance(k, tuple) for k in out) and any(not isinstance(k, tuple) for k in out):

@@ -82,6 +82,40 @@ def test_a_materialization_runs_its_steps_as_tasks_on_a_dask_cluster(tmp_path, m
     assert df.height > 200
 
 
+def test_grouped_partitions_run_on_a_dask_cluster_and_write_every_symbol_of_their_groups(tmp_path, monkeypatch):
+    """partitions.symbols_per_group 2: three symbols are the groups G0000 (AAA, BBB) and G0001
+    (CCC); a run over both groups runs its steps as Dask tasks and writes every symbol."""
+    distributed = pytest.importorskip("distributed", reason="the cluster extra: pip install -e '.[cluster]'")
+    cfg = tmp_path / "settings.yaml"
+    settings = {
+        "paths": {"data": "data", "reports": "reports", "models": "models"},
+        "years": {"start": 2000, "end": 2002},
+        "universe": {"source": "synthetic",
+                     "synthetic": {"symbols": ["AAA", "BBB", "CCC"], "seed": 3, "end_date": "2002-12-31"}},
+        "partitions": {"symbols_per_group": 2},
+    }
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))  # the workers inherit the run's settings and instance
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        settings["executor"] = {"kind": "dask", "dask": {"scheduler": cluster.scheduler_address}}
+        cfg.write_text(yaml.safe_dump(settings))
+        env = {**os.environ}
+        sync = subprocess.run([sys.executable, "-m", "pipeline.cli", "symbols", "sync"], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert sync.returncode == 0, sync.stderr[-2000:]
+        out = subprocess.run([DAGSTER, "asset", "materialize", "-m", "pipeline.definitions", "--select", "raw_bars,labels",
+                              "--partition-range", "G0000|2001...G0001|2001"], cwd=REPO, env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    assert {"ASSET_JOB.raw_bars", "ASSET_JOB.labels"} <= set(prefixes)
+    store = DeltaStore(tmp_path / "data")
+    for symbol in ("AAA", "BBB", "CCC"):
+        assert store.read("labels", [SymbolYear(symbol, 2001)]).height > 200, symbol
+    assert store.partitions("raw_bars") == [SymbolYear(s, 2001) for s in ("AAA", "BBB", "CCC")]
+
+
 def _listening_addresses() -> set[tuple[str, int]]:
     """(ip, port) of every socket this process and its children listen on."""
     import psutil

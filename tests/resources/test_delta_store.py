@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -144,6 +145,18 @@ def test_a_hostile_symbol_is_refused_before_any_predicate_is_built(store, frame)
     with pytest.raises(ValueError, match="not allowed"):
         store.read("raw_bars", [SymbolYear(hostile, 2010)])
     assert store.version("raw_bars") == 0 and store.read("raw_bars", KEYS).height == 4
+
+
+@pytest.mark.parametrize("keys, expected", [
+    ([SymbolYear("AAA", 1), SymbolYear("BBB", True)], "year True: expected an integer year"),  # True == 1
+    ([SymbolYear("AAA", 2010), SymbolYear("AAA", "2010")], "year '2010': expected an integer year"),
+    ([SymbolYear("AAA", 2010), SymbolYear("aaa", 2010)], "symbol 'aaa' is not allowed"),
+], ids=["bool_year_after_the_equal_int_year", "text_year_after_the_int_year", "bad_symbol_after_a_good_one"])
+def test_every_key_of_a_run_is_checked_even_when_its_symbol_or_year_was_seen(keys, expected):
+    # the keys of a run are checked once per distinct symbol and year: a value equal to one
+    # already checked (True == 1) is still refused
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        partition_predicate(keys)
 
 
 def test_year_asset_replaces_only_its_years_and_takes_the_year_from_the_key_without_dates(store):
