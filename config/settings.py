@@ -358,7 +358,7 @@ class MetaSettings(_Model):
         'no extra) or `lightgbm` (LightGBM: in the `dev` extra, or the `lightgbm` extra alone)'
     ))
     calibration: Literal["isotonic", "sigmoid"] = Field("isotonic", description=(
-        '`isotonic` or `sigmoid` (Platt), fitted on purged folds'
+        '`isotonic` or `sigmoid` (Platt scaling, as sklearn names it; `platt` is refused), fitted on purged folds'
     ))
     horizons: list[int] | None = Field(None, description=(
         'the horizons to train (`train-meta --horizon 7`); `null` = every `labels.horizons`'

@@ -14,7 +14,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM
 
 $PY -m pipeline.cli build-features --years "$YEARS"
 # its own experiment: LSTM settings of a toy size (the default experiment keeps the configured ones)
-$PY -m pipeline.cli train-lstm --experiment smoke-lstm --seq-len 64 --epochs 1 --max-steps 5 --device gpu --years "$TEST_YEAR" || true
+$PY -m pipeline.cli train-lstm --experiment smoke-lstm --seq-len 64 --epochs 1 --max-steps 5 --device cuda --years "$TEST_YEAR" || true
 $PY -m pipeline.cli train-meta --horizon 7 --years "$TEST_YEAR"
 $PY -m pipeline.cli backtest --log "$REPORTS/backtest.jsonl" --years "$TEST_YEAR"
 $PY -m pipeline.cli evaluate --years "$TEST_YEAR"
