@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke: the seed's acceptance script adapted to tradelab's commands. Every step materializes
 # the matching assets through Dagster (DAGSTER_HOME) with the settings in force (PIPELINE_CONFIG).
-# On a machine without a GPU the train-lstm --device gpu step fails and is skipped (`|| true`),
+# On a machine without a GPU the train-lstm --device cuda step trains on the CPU with a warning (`|| true` keeps going),
 # as in the seed. Toy sizes by default; override with SMOKE_YEARS / SMOKE_TEST_YEAR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
