@@ -3,6 +3,7 @@ ranges; the commands that use them (atc-scan, train-lstm)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -49,8 +50,6 @@ def test_a_flag_the_settings_model_refuses_names_the_key(make_settings, monkeypa
 
 
 def test_atc_scan_command_materializes_the_asset_with_its_flags_as_in_memory_settings(make_settings, instance, monkeypatch, tmp_path, capsys):
-    import json
-
     from assets.raw_bars import raw_bars
     from pipeline.cli import live, main
     from tests.conftest import run_assets
@@ -117,3 +116,29 @@ def test_train_lstm_on_gpu_without_one_falls_back_to_the_cpu_or_stops_when_stric
     assert seen == {"device": "cpu"}
     assert main(["train-lstm", "--device", "cuda", "--strict-device", "--years", "2005"]) == 3
     assert "error: --device cuda: torch sees no CUDA/ROCm device (--strict-device)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "overrides"), [
+    (["train-meta", "--horizon", "7", "--years", "2005"], {"meta": {"horizons": [7]}}),
+    (["backtest", "--horizon", "3", "--years", "2005"], {"backtest": {"horizon": 3}}),
+    (["train-lstm", "--epochs", "2", "--device", "cpu", "--years", "2005"], {"lstm": {"epochs": 2}, "device": "cpu"}),
+    (["evaluate", "--years", "2005"], None),
+], ids=["train-meta", "backtest", "train-lstm", "evaluate-no-flags"])
+def test_a_stage_command_runs_with_its_flags_in_memory_and_writes_no_settings_file(make_settings, monkeypatch, tmp_path,
+                                                                                   capsys, argv, overrides):
+    import tempfile
+    from pathlib import Path
+
+    from pipeline.cli import learning, main
+
+    cfg = make_settings()
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(learning, "print_results", lambda *a, **k: None)
+    seen = []
+    monkeypatch.setattr(learning, "materialize_years", lambda cs, selection, years, desc, per_year=False: seen.append(cs))
+    before = set(Path(tempfile.gettempdir()).glob("tradelab-cli-*"))
+    assert main(argv) == 0
+    [cs] = seen
+    assert cs.path == cfg and (json.loads(cs.overrides) if cs.overrides else None) == overrides
+    assert set(Path(tempfile.gettempdir()).glob("tradelab-cli-*")) == before
