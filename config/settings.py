@@ -41,7 +41,7 @@ STAGE_DIRS = ("raw_bars", "features", "labels", "specialists", "regime", "cv_rep
 # Report folders of the layout before experiments whose name was not the asset's
 # (pipeline migrate-reports moves them); no experiment may take a stage's or these names.
 LEGACY_REPORT_DIRS = {"eval": "evaluation", "cv": "cv_report", "meta": "meta_model", "paper": "paper_trades"}
-# The tables that depend on an experiment's models (pipeline.experiments): stored per
+# The tables that depend on an experiment's models (pipeline.cli.experiments): stored per
 # experiment under paths.data/experiments/<experiment>/; every other table is shared.
 EXPERIMENT_TABLES = ("lstm_model", "cv_report", "meta_model", "predictions", "backtest", "evaluation")
 
@@ -358,7 +358,7 @@ class MetaSettings(_Model):
         'no extra) or `lightgbm` (LightGBM: in the `dev` extra, or the `lightgbm` extra alone)'
     ))
     calibration: Literal["isotonic", "sigmoid"] = Field("isotonic", description=(
-        '`isotonic` or `sigmoid` (Platt), fitted on purged folds'
+        '`isotonic` or `sigmoid` (Platt scaling, as sklearn names it; `platt` is refused), fitted on purged folds'
     ))
     horizons: list[int] | None = Field(None, description=(
         'the horizons to train (`train-meta --horizon 7`); `null` = every `labels.horizons`'
@@ -675,7 +675,7 @@ class StrategySearchSettings(_Model):
 
 class Settings(_Model):
     # The named experiment its models and reports belong to: reports/<experiment>/<stage>/,
-    # models/<experiment>/ (pipeline.experiments; CLI --experiment NAME)
+    # models/<experiment>/ (pipeline.cli.experiments; CLI --experiment NAME)
     experiment: str = Field("default", description=(
         'the named experiment (CLI `--experiment NAME`): its reports in `reports/<experiment>/<stage>/`, '
         'models in `models/<experiment>/` (see "Experiments")'

@@ -59,27 +59,28 @@ def run_rectangle(
 
 def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = False, yearly_years: list[int] | None = None,
               tags: dict | None = None, log_level: str = "WARNING", progress: bool = True,
-              settings_path: str | None = None) -> dict:
+              settings_path: str | None = None, overrides: str | None = None) -> dict:
     """Run the chain in process: the symbol x year build, the regimes of every year (when
     the yearly stages are narrower), the LSTM (when asked), then the follow-ups of the build
     in `FOLLOW_UPS` order; a progress bar over those runs. `yearly_years` narrows the yearly
     stages (e.g. the last few years in a demo); `settings_path` runs them on another
-    settings file (the CLI's derived one) instead of the one in force. Returns the build's
-    per-asset summary."""
+    settings file instead of the one in force, `overrides` (JSON, config.settings.derive_settings)
+    a command's flags over it. Returns the build's per-asset summary."""
     from dagster import Definitions, materialize
     from tqdm import tqdm
 
     from config.experiments import experiment_tags
-    from config.settings import load_settings
+    from config.settings import config_path, derive_settings, load_settings
     from pipeline.definitions import ALL_ASSETS, build_resources, defs
 
-    if settings_path is not None:
+    if settings_path is not None or overrides:
         defs = Definitions(assets=ALL_ASSETS, jobs=defs.jobs, executor=defs.executor,
-                           resources=build_resources(settings_path))
+                           resources=build_resources(settings_path, overrides=overrides))
 
     run_config = console_run_config(log_level)
     yearly = sorted(yearly_years or years)
-    tags = {**experiment_tags(load_settings(settings_path)), **(tags or {})}
+    settings = derive_settings(settings_path or config_path(), overrides) if overrides else load_settings(settings_path)
+    tags = {**experiment_tags(settings), **(tags or {})}
     steps = [("historical_build_and_train", years)]
     if min(yearly) > min(years):  # the meta models of `yearly` train on earlier rows: tag their regimes too
         steps.append(("regime", years))
@@ -95,7 +96,7 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
             continue
         run_tags = {**(year_range_tags(span) if name in YEAR_JOBS or name == "regime" else {}), **tags}
         if name == "regime":
-            res = materialize(ALL_ASSETS, selection=["regime"], instance=instance, resources=build_resources(settings_path),
+            res = materialize(ALL_ASSETS, selection=["regime"], instance=instance, resources=build_resources(settings_path, overrides=overrides),
                               tags=run_tags, run_config=run_config, raise_on_error=False)
         else:
             res = defs.resolve_job_def(name).execute_in_process(instance=instance, tags=run_tags, run_config=run_config,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke: the seed's acceptance script adapted to tradelab's commands. Every step materializes
 # the matching assets through Dagster (DAGSTER_HOME) with the settings in force (PIPELINE_CONFIG).
-# On a machine without a GPU the train-lstm --device gpu step fails and is skipped (`|| true`),
+# On a machine without a GPU the train-lstm --device cuda step trains on the CPU with a warning (`|| true` keeps going),
 # as in the seed. Toy sizes by default; override with SMOKE_YEARS / SMOKE_TEST_YEAR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM
 
 $PY -m pipeline.cli build-features --years "$YEARS"
 # its own experiment: LSTM settings of a toy size (the default experiment keeps the configured ones)
-$PY -m pipeline.cli train-lstm --experiment smoke-lstm --seq-len 64 --epochs 1 --max-steps 5 --device gpu --years "$TEST_YEAR" || true
+$PY -m pipeline.cli train-lstm --experiment smoke-lstm --seq-len 64 --epochs 1 --max-steps 5 --device cuda --years "$TEST_YEAR" || true
 $PY -m pipeline.cli train-meta --horizon 7 --years "$TEST_YEAR"
 $PY -m pipeline.cli backtest --log "$REPORTS/backtest.jsonl" --years "$TEST_YEAR"
 $PY -m pipeline.cli evaluate --years "$TEST_YEAR"

@@ -2,7 +2,8 @@
 
 - `fit_calibrator(scores, y, method)`: maps one raw score (a specialist's 0..100 score, a
   logit, anything where higher means "more likely positive") to a probability.
-    platt     LogisticRegression on the standardised score: p = sigmoid(a * z + b), smooth,
+    sigmoid   Platt scaling (sklearn's name, also the settings' `meta.calibration`):
+              LogisticRegression on the standardised score, p = sigmoid(a * z + b), smooth,
               strictly monotone (decreasing if the score is anti-informative, a < 0).
     isotonic  IsotonicRegression(increasing=True, out_of_bounds="clip"): a non-decreasing
               step/linear map fitted by pool-adjacent-violators; scores outside the
@@ -32,7 +33,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss, roc_auc_score
 
-METHODS = ("platt", "isotonic")
+METHODS = ("sigmoid", "isotonic")  # the one calibration vocabulary (settings meta.calibration)
 
 
 def binary_labels(y, n: int | None = None) -> np.ndarray:
@@ -65,8 +66,8 @@ class Calibrator:
     """A fitted score -> probability map (see the module docstring)."""
 
     method: str
-    model: Any  # LogisticRegression (platt) or IsotonicRegression (isotonic)
-    center: float = 0.0  # platt: the score is standardised before the logistic fit
+    model: Any  # LogisticRegression (sigmoid) or IsotonicRegression (isotonic)
+    center: float = 0.0  # sigmoid: the score is standardised before the logistic fit
     scale: float = 1.0
 
     def predict(self, scores) -> np.ndarray:
@@ -76,7 +77,7 @@ class Calibrator:
         out = np.full(s.shape[0], np.nan, dtype=np.float32)
         ok = np.isfinite(s)
         if ok.any():
-            if self.method == "platt":
+            if self.method == "sigmoid":
                 z = ((s[ok] - self.center) / self.scale).reshape(-1, 1)
                 out[ok] = self.model.predict_proba(z)[:, 1]
             else:
@@ -84,7 +85,7 @@ class Calibrator:
         return out
 
 
-def fit_calibrator(scores, y, method: str = "platt") -> Calibrator:
+def fit_calibrator(scores, y, method: str = "sigmoid") -> Calibrator:
     """Fit a calibrator on finite (score, label) pairs; both classes must be present."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -102,7 +103,7 @@ def fit_calibrator(scores, y, method: str = "platt") -> Calibrator:
     center = float(s.mean())
     scale = float(s.std()) or 1.0
     lr = LogisticRegression(C=1.0, max_iter=1000).fit(((s - center) / scale).reshape(-1, 1), y)
-    return Calibrator("platt", lr, center, scale)
+    return Calibrator("sigmoid", lr, center, scale)
 
 
 def fold_metrics(y, p) -> dict:

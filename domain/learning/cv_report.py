@@ -2,7 +2,7 @@
 
 For year Y (walk-forward: only labels known by the end of Y), per horizon H and specialist:
 PurgedKFold over the rows sorted by date, label intervals [date, date H rows ahead],
-embargo `cv.embargo_days`; on each fold, Platt and isotonic calibrators are fitted on the
+embargo `cv.embargo_days`; on each fold, sigmoid (Platt) and isotonic calibrators are fitted on the
 training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
 loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
 labels. Reports: `reports/<experiment>/cv_report/h{H}/{Y}.json`; the table of fold metrics is the output.
@@ -27,7 +27,7 @@ from domain.learning.calibration import fit_calibrator, fold_metrics
 from domain.learning.purged_cv import PurgedKFold
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
-METHODS = ("platt", "isotonic")
+METHODS = ("sigmoid", "isotonic")  # domain.learning.calibration.METHODS
 
 
 def _cv_one(scores_path: str, shape: tuple, column: int, y_path: str, folds: list) -> list[dict]:

@@ -255,10 +255,18 @@ def sequence_loader(ds: SequenceDataset, batch_size: int, *, shuffle: bool, seed
 
 
 def resolve_device(device="auto") -> torch.device:
-    """'auto' -> cuda when available (ROCm shows as cuda), else cpu; 'gpu' means cuda."""
+    """The torch device of a `device` setting, in the settings' vocabulary (auto|cpu|cuda|rocm;
+    the assets pass resources.compute.select_device's torch_device): auto is the GPU when
+    torch sees one, else cpu; rocm is torch's `cuda` device (a ROCm build of torch names it
+    so). A torch.device or `cuda:N` is taken as is; any other name (e.g. `gpu`) is a
+    ValueError naming the allowed values."""
+    if isinstance(device, torch.device):
+        return device
     if device in ("auto", None):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device("cuda" if device == "gpu" else device)
+    if device in ("cpu", "cuda", "rocm") or (isinstance(device, str) and device.startswith("cuda:")):
+        return torch.device("cuda" if device == "rocm" else device)
+    raise ValueError(f"device {device!r}: expected one of auto, cpu, cuda, rocm")
 
 
 def resolve_precision(amp, device: torch.device) -> str:

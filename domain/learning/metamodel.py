@@ -74,7 +74,7 @@ from domain.learning.matrix import complete_rows
 
 MODELS = ("logistic", "hist_gbm", "lightgbm")
 C_SEARCHES = ("once", "per_fold")  # train_meta: C chosen once per fit, or in every calibration fold
-CALIBRATIONS = {"isotonic": "isotonic", "sigmoid": "sigmoid", "platt": "sigmoid"}
+CALIBRATIONS = ("isotonic", "sigmoid")  # sklearn's names, the settings' meta.calibration (no aliases)
 PAYLOAD_FORMAT = "tradelab.meta/1"
 LIGHTGBM_HINT = "pip install lightgbm (the project's optional extra: pip install 'tradelab[lightgbm]')"
 HIST_GBM_DEFAULTS = {
@@ -394,7 +394,7 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
         extra = ("lightgbm",)
     # fold_jobs: the calibration folds in that many joblib processes, each fitting as above
     # (the same fitted copies, in the same order, as in process)
-    est = CalibratedClassifierCV(base, method=CALIBRATIONS[calibration], cv=cv, n_jobs=fold_jobs or n_jobs)
+    est = CalibratedClassifierCV(base, method=calibration, cv=cv, n_jobs=fold_jobs or n_jobs)
     with (warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"),
           threadpool_limits(omp_threads, user_api="openmp")):
         warnings.filterwarnings("ignore", message="X does not have valid feature names")

@@ -99,7 +99,7 @@ def test_atc_scan_checks():
 
 def folds(n_splits=2, **replace) -> pl.DataFrame:
     rows = [{"year": 2003, "horizon": 3, "specialist": "spec_rsi", "method": m, "fold": f, "auc": 0.55, "brier": 0.24,
-             "log_loss": 0.69} for m in ("platt", "isotonic") for f in range(n_splits)]
+             "log_loss": 0.69} for m in ("sigmoid", "isotonic") for f in range(n_splits)]
     df = pl.DataFrame(rows)
     return df.with_columns(**{k: pl.Series(v) for k, v in replace.items()})
 

@@ -36,7 +36,7 @@ def test_cv_report_writes_fold_metrics_per_specialist_and_horizon(make_settings,
     specs = {r["specialist"] for r in report["folds"]}
     assert specs == {"spec_mean_reversion_score", "spec_rsi_score", "spec_atc_score", "spec_seller_exhaustion_score"}
     for r in report["folds"]:
-        assert r["method"] in ("platt", "isotonic") and 0 <= r["brier"] <= 1 and r["log_loss"] > 0
+        assert r["method"] in ("sigmoid", "isotonic") and 0 <= r["brier"] <= 1 and r["log_loss"] > 0
     s = report["summary"]["spec_rsi_score"]["isotonic"]
     assert s["auc"] is None or 0 <= s["auc"] <= 1
 

@@ -42,4 +42,4 @@ def test_a_fold_whose_training_rows_have_one_class_is_left_out_and_the_others_ke
     rows = cv_horizon(_frame(labels), 3, n_splits=5, embargo_days=0, year=2016, log=log)
     assert log.warnings == []
     assert sorted({r["fold"] for r in rows}) == [0, 1, 2, 3]
-    assert len(rows) == 4 * 2 * len(SPECIALIST_COLUMNS)  # folds x (platt, isotonic) x specialists
+    assert len(rows) == 4 * 2 * len(SPECIALIST_COLUMNS)  # folds x (sigmoid, isotonic) x specialists

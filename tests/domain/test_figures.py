@@ -44,12 +44,12 @@ def test_backtest_figures_name_turnover_and_leave_out_a_sharpe_without_trades():
 
 def test_cv_figures_average_each_specialist_over_the_years_then_take_the_best():
     summary = {
-        "2003/h7": {"spec_rsi": {"platt": {"auc": 0.60, "brier": 0.24}, "isotonic": {"auc": 0.50, "brier": 0.25}},
-                    "spec_mom": {"platt": {"auc": 0.70, "brier": 0.20}, "isotonic": {"auc": None, "brier": 0.26}}},
-        "2004/h7": {"spec_rsi": {"platt": {"auc": 0.64, "brier": 0.22}, "isotonic": {"auc": 0.52, "brier": 0.25}},
-                    "spec_mom": {"platt": {"auc": 0.50, "brier": 0.30}, "isotonic": {"auc": 0.54, "brier": 0.26}}},
-        "2004/h3": {"spec_rsi": {"platt": {"auc": None, "brier": None}}},  # one-class: no AUC
+        "2003/h7": {"spec_rsi": {"sigmoid": {"auc": 0.60, "brier": 0.24}, "isotonic": {"auc": 0.50, "brier": 0.25}},
+                    "spec_mom": {"sigmoid": {"auc": 0.70, "brier": 0.20}, "isotonic": {"auc": None, "brier": 0.26}}},
+        "2004/h7": {"spec_rsi": {"sigmoid": {"auc": 0.64, "brier": 0.22}, "isotonic": {"auc": 0.52, "brier": 0.25}},
+                    "spec_mom": {"sigmoid": {"auc": 0.50, "brier": 0.30}, "isotonic": {"auc": 0.54, "brier": 0.26}}},
+        "2004/h3": {"spec_rsi": {"sigmoid": {"auc": None, "brier": None}}},  # one-class: no AUC
     }
-    # rsi/platt 0.62 beats mom/platt 0.60 once both years count
+    # rsi/sigmoid 0.62 beats mom/sigmoid 0.60 once both years count
     assert cv_figures(summary, [3, 7]) == {"h7_best_auc": 0.62, "h7_best_brier": 0.23,
                                            "h7_mean_auc": rounded((0.62 + 0.51 + 0.60 + 0.54) / 4)}

@@ -11,8 +11,11 @@ import os
 from pathlib import Path
 
 import polars as pl
+import pytest
 import yaml
 
+from config.settings import SettingsError, read_settings
+from pipeline.cli.experiments import derived_settings
 from tests.conftest import LEARNED_YEAR
 
 
@@ -200,3 +203,58 @@ def test_a_run_launched_outside_the_cli_gets_the_experiments_tags_and_keeps_its_
     own = materialize([raw_bars], instance=instance, resources=build_resources(str(cfg)), **one_partition(
         instance, "AAA", 2000, tags={"tradelab/experiment": "momentum", "tradelab/settings_hash": "given"}))
     assert instance.get_run_by_id(own.run_id).tags["tradelab/settings_hash"] == "given"
+
+
+def test_derived_settings_are_a_private_temp_file_that_keeps_the_relative_paths_of_the_file_in_force(make_settings, monkeypatch):
+    """--experiment's settings file. Not beside the file in force: its folder may be read-only."""
+    import tempfile
+
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": "user_data"}})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    before = cfg.read_text()
+    path = derived_settings({"meta": {"horizons": [7]}}, "train-meta")
+    assert str(path.parent) == tempfile.gettempdir() and path.name.startswith(f"tradelab-cli-train-meta-{os.getpid()}-")
+    assert path.suffix == ".yaml" and path.stat().st_mode & 0o777 == 0o600  # may hold a storage password
+    derived, original = read_settings(path), read_settings(cfg)
+    assert derived.meta.horizons == [7]
+    assert (derived.data_dir, derived.reports_root, derived.models_root) == (cfg.parent / "data", cfg.parent / "reports",
+                                                                             cfg.parent / "models")
+    assert derived.resolve(derived.universe.folder.path) == cfg.parent / "user_data"
+    assert derived.resolve(derived.grid_search.trade_log) == original.resolve(original.grid_search.trade_log)
+    assert cfg.read_text() == before  # the file in force is never modified
+
+
+def test_a_derived_setting_that_is_invalid_names_the_key(make_settings, monkeypatch):
+    monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings()))
+    with pytest.raises(SettingsError, match="meta.horizons"):
+        derived_settings({"meta": {"horizons": [5]}}, "bad")
+
+
+def test_two_commands_at_once_each_run_with_their_own_flags(make_settings):
+    """Real processes: A derives its settings, then B derives other ones while A is still
+    running; A must still read its own flags, and both files are gone when they exit."""
+    import os
+    import subprocess
+    import sys
+
+    cfg = make_settings()
+    code = ("import sys; from pipeline.cli.experiments import derived_settings; from config.settings import read_settings\n"
+            "p = derived_settings({'universe': {'folder': {'path': sys.argv[1]}}}, 'build-features')\n"
+            "print('ready', flush=True); sys.stdin.readline()\n"
+            "print(read_settings(p).universe.folder.path, flush=True)\n")
+    env = {**os.environ, "PIPELINE_CONFIG": str(cfg)}
+    run = lambda folder: subprocess.Popen([sys.executable, "-c", code, folder], env=env, text=True,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    a = run("/data/A")
+    assert a.stdout.readline().strip() == "ready"
+    b = run("/data/B")
+    assert b.stdout.readline().strip() == "ready"
+    out_a, _ = a.communicate("go\n", timeout=60)
+    out_b, _ = b.communicate("go\n", timeout=60)
+    assert (out_a.strip(), out_b.strip()) == ("/data/A", "/data/B")
+    import tempfile
+    from pathlib import Path
+
+    assert not [p for pid in (a.pid, b.pid) for p in Path(tempfile.gettempdir()).glob(f"tradelab-cli-build-features-{pid}-*")]
+
+

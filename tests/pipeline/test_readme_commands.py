@@ -63,7 +63,7 @@ COMMANDS = readme_cli_commands(README_TEXT)
 
 def _parse(args: str):
     from pipeline.cli import build_parser
-    from pipeline.experiments import take_experiment_flag
+    from pipeline.cli.experiments import take_experiment_flag
 
     words = [PLACEHOLDERS.get(a, a) for a in shlex.split(args) if a != "--verbose"]
     argv, _ = take_experiment_flag(words)

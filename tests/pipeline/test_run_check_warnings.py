@@ -59,14 +59,16 @@ def test_build_features_strict_refuses_the_file_with_a_sunday(split_folder, make
 
 def test_build_all_strict_runs_the_chain_on_settings_with_ingest_strict(split_folder, make_settings, monkeypatch, tmp_path):
     import pipeline.runs
-    from config.settings import read_settings
+    from config.settings import derive_settings, read_settings
     from pipeline.cli import main
 
     cfg = make_settings(universe={"source": "folder", "folder": {"path": str(split_folder)}}, years={"start": 2000, "end": 2001})
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     seen = []
-    monkeypatch.setattr(pipeline.runs, "run_graph", lambda *a, settings_path=None, **k: seen.append(
-        (settings_path == str(cfg), read_settings(settings_path).ingest.strict)))
+    monkeypatch.setattr(pipeline.runs, "run_graph", lambda *a, settings_path=None, overrides=None, **k: seen.append(
+        (settings_path == str(cfg), overrides,
+         (derive_settings(settings_path, overrides) if overrides else read_settings(settings_path)).ingest.strict)))
     assert main(["build-all", "--strict"]) == 0 and main(["build-all"]) == 0
-    assert seen == [(False, True), (True, False)]  # with the flag derived settings; without it the settings in force
+    # the settings in force, with the flag as an in-memory override (no derived file)
+    assert seen == [(True, '{"ingest": {"strict": true}}', True), (True, None, False)]

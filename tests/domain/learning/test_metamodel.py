@@ -60,7 +60,7 @@ def problem():
 # ---------------------------------------------------------------- calibration
 
 
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["sigmoid", "isotonic"])
 def test_calibrator_probabilities_are_monotone_in_the_score(method):
     rng = np.random.default_rng(0)
     s = rng.uniform(0, 100, 5_000)
@@ -73,7 +73,7 @@ def test_calibrator_probabilities_are_monotone_in_the_score(method):
     assert np.all(np.diff(p) >= 0), "probability must not decrease as the score rises"
     inside = (grid >= 10) & (grid <= 90)
     truth = 1 / (1 + np.exp(-(grid[inside] - 50) / 10))
-    assert np.abs(p[inside] - truth).max() < (0.05 if method == "platt" else 0.15)
+    assert np.abs(p[inside] - truth).max() < (0.05 if method == "sigmoid" else 0.15)
     assert np.isnan(cal.predict(np.array([np.nan, 50.0]))[0])
     if method == "isotonic":  # clip: outside the range the end values hold
         assert p[0] == cal.predict(np.array([s.min()]))[0] and p[-1] == cal.predict(np.array([s.max()]))[0]
@@ -81,7 +81,7 @@ def test_calibrator_probabilities_are_monotone_in_the_score(method):
 
 def test_calibrator_rejects_bad_input():
     with pytest.raises(ValueError, match="both classes"):
-        fit_calibrator(np.arange(10.0), np.zeros(10), "platt")
+        fit_calibrator(np.arange(10.0), np.zeros(10), "sigmoid")
     with pytest.raises(ValueError, match="method"):
         fit_calibrator(np.arange(10.0), np.arange(10) % 2, "beta")
     with pytest.raises(ValueError, match="non-finite"):
@@ -203,7 +203,7 @@ def test_train_meta_with_explicit_splits():
     X, y, _, names = make_problem(3_000, seed=5)
     blocks = np.array_split(np.arange(len(y)), 3)  # blocked, time-ordered folds
     splits = [(np.setdiff1d(np.arange(len(y)), b), b) for b in blocks]
-    m = train_meta(X, y, feature_names=names, cv=splits, Cs=None, calibration="platt")
+    m = train_meta(X, y, feature_names=names, cv=splits, Cs=None, calibration="sigmoid")
     assert m.info["cv"] == {"kind": "splits", "n_splits": 3} and m.info["base"] == "LogisticRegression"
     assert len(m.estimator.calibrated_classifiers_) == 3
     assert fold_metrics(y, m.predict_proba(X))["auc"] > 0.7

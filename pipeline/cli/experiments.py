@@ -2,8 +2,13 @@
 `compare A B [C ...]` and `migrate-reports`.
 
 - `--experiment NAME` (anywhere on the line, like --verbose) runs the command on a derived
-  settings file (pipeline.stage_commands.derived_settings) with `experiment: NAME`, made the
-  file in force ($PIPELINE_CONFIG) for the command and the processes it starts. Before a
+  settings file (`derived_settings`) with `experiment: NAME`, made the file in force
+  ($PIPELINE_CONFIG) for the command and the processes it starts. A file, not in-memory
+  overrides as a command's other flags are: the experiment must hold for everything that
+  reads the settings in force without a resource (pipeline.definitions and the sensors and
+  schedules at import, domain.live.inference for `infer`, the error path) and in the
+  processes the command starts (domain.symbol_chunks' worker processes import modules that
+  read $PIPELINE_CONFIG). Before a
   command that launches runs, the experiment is frozen (config.experiments.freeze_experiment):
   a changed model setting under a name that has results is refused with one line (exit 2).
 - `experiments` lists the experiments under paths.reports: settings hash, created, years and
@@ -18,15 +23,55 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import sys
+import tempfile
+from pathlib import Path
 
-from config.settings import CONFIG_ENV, EXPERIMENT_PATTERN, LEGACY_REPORT_DIRS, STAGE_DIRS
+from config.settings import (CONFIG_ENV, EXPERIMENT_PATTERN, LEGACY_REPORT_DIRS, STAGE_DIRS, config_path, merge_settings,
+                             parse_settings)
 
 # Commands that launch Dagster runs (and so write under the experiment).
 RUN_COMMANDS = {"build-features", "train-lstm", "train-meta", "backtest", "evaluate", "build-all", "live-paper-trade",
                 "strategy-search", "demo", "grid-search", "atc-scan"}
+
+
+def _absolute_paths(data: dict, model, root: Path) -> None:
+    """Every path setting of `model` (defaults included) written into `data` as an absolute
+    path against `root`: the derived file lives elsewhere, its paths must mean the same."""
+    from pydantic import BaseModel
+
+    for key in type(model).model_fields:
+        value = getattr(model, key)
+        if isinstance(value, BaseModel):
+            sub = data.get(key) if isinstance(data.get(key), dict) else {}
+            _absolute_paths(sub, value, root)
+            if sub:
+                data[key] = sub
+        elif isinstance(value, Path) and key != "root":
+            data[key] = str(value if value.is_absolute() else root / value)
+
+
+def derived_settings(overrides: dict, name: str) -> Path:
+    """The settings file in force with `overrides` (nested dict) applied, validated, as a file
+    of this invocation alone: a private temporary file (`tradelab-cli-<name>-<pid>-*.yaml`,
+    mode 0600: it may hold a storage URL with a password) whose relative paths are made
+    absolute against the folder of the file in force, removed when the process exits. The
+    folder of the settings may be read-only; two commands at once never read each other's
+    flags; the file in force is never modified."""
+    import yaml
+
+    base = config_path()
+    data = merge_settings(yaml.safe_load(base.read_text()) or {}, overrides)
+    _absolute_paths(data, parse_settings(data, origin=f"{base} with the command's flags", root=base.parent), base.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"tradelab-cli-{name}-{os.getpid()}-", suffix=".yaml")
+    path = Path(tmp)
+    atexit.register(path.unlink, missing_ok=True)
+    with os.fdopen(fd, "w") as fh:  # mkstemp: mode 0600
+        fh.write(yaml.safe_dump(data, sort_keys=False))
+    return path
 
 
 def take_experiment_flag(argv: list[str]) -> tuple[list[str], str | None]:
@@ -62,8 +107,6 @@ def use_experiment(name: str | None, command: str) -> None:
     from config.settings import load_settings
 
     if name is not None:
-        from pipeline.stage_commands import derived_settings
-
         os.environ[CONFIG_ENV] = str(derived_settings({"experiment": name}, "experiment"))
     if command in RUN_COMMANDS:
         freeze_experiment(load_settings())
@@ -117,7 +160,7 @@ def cmd_migrate_reports(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_experiment_commands(sub) -> None:
+def add_commands(sub) -> None:
     ex = sub.add_parser("experiments", help="the named experiments: settings hash, created, years, symbols")
     ex.add_argument("--json", action="store_true")
     ex.set_defaults(func=cmd_experiments)

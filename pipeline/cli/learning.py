@@ -1,0 +1,97 @@
+"""The learning stages, each the year-partitioned assets the Dagster jobs materialize, run as
+a job named after the command: `train-lstm` (lstm_model, one run per year: walk-forward),
+`train-meta` (regime, meta_model, predictions), `backtest` and `evaluate`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from config.settings import field_choices
+from pipeline.cli.common import command_settings, materialize_years, parse_years, print_results
+
+
+def cmd_train_lstm(args: argparse.Namespace) -> int:
+    lstm = {k: v for k, v in {"seq_len": args.seq_len, "epochs": args.epochs, "max_steps": args.max_steps}.items() if v}
+    overrides: dict = {"lstm": lstm} if lstm else {}
+    if args.device:
+        overrides["device"] = args.device
+    if args.device in ("cuda", "rocm"):
+        import torch
+
+        if not torch.cuda.is_available():
+            if args.strict_device:
+                print(f"error: --device {args.device}: torch sees no CUDA/ROCm device (--strict-device)", file=sys.stderr)
+                return 3
+            print(f"warning: --device {args.device}: torch sees no CUDA/ROCm device; training on the CPU instead "
+                  "(--strict-device stops here)", file=sys.stderr)
+            overrides["device"] = "cpu"
+    cs = command_settings(overrides)
+    years = parse_years(args.years, cs.settings)
+    materialize_years(cs, ["lstm_model"], years, "train-lstm", per_year=True)
+    print(f"models: {cs.settings.models_dir}/lstm_*.pt")
+    return 0
+
+
+def cmd_train_meta(args: argparse.Namespace) -> int:
+    cs = command_settings({"meta": {"horizons": [args.horizon]}} if args.horizon else {})
+    settings = cs.settings
+    years = parse_years(args.years, settings)
+    materialize_years(cs, ["regime", "meta_model", "predictions"], years, "train-meta")
+    hs = settings.meta.horizons or settings.labels.horizons
+    for y in years:
+        for h in hs:
+            path = settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json"
+            if path.exists():
+                m = json.loads(path.read_text())
+                fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731  (no labelled rows yet)
+                print(f"meta h{h} {y}: AUC {fmt(m['auc'])} Brier {fmt(m['brier'])} n {m['n']} symbols {m.get('symbols', 'n/a')}")
+    print_results(settings, years, ("meta_model",))
+    print(f"models: {settings.models_dir}/meta_h*_*.joblib")
+    return 0
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    cs = command_settings({"backtest": {"horizon": args.horizon}} if args.horizon else {})
+    years = parse_years(args.years, cs.settings)
+    materialize_years(cs, ["backtest"], years, "backtest")
+    if args.log:
+        Path(args.log).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cs.settings.stage_reports_dir("backtest") / "daily.jsonl", args.log)
+    print_results(cs.settings, years, ("backtest",))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    cs = command_settings()
+    years = parse_years(args.years, cs.settings)
+    materialize_years(cs, ["evaluation"], years, "evaluate")
+    print_results(cs.settings, years, ("evaluation",))
+    return 0
+
+
+def add_commands(sub) -> None:
+    tl = sub.add_parser("train-lstm", help="the LSTM specialist, year by year (walk-forward)")
+    tl.add_argument("--years")
+    tl.add_argument("--seq-len", type=int)
+    tl.add_argument("--epochs", type=int)
+    tl.add_argument("--max-steps", type=int)
+    tl.add_argument("--device", choices=field_choices("device"), help="default: settings device")
+    tl.add_argument("--strict-device", action="store_true", help="with --device cuda or rocm: stop (exit 3) when torch "
+                    "sees no GPU instead of training on the CPU")
+    tl.set_defaults(func=cmd_train_lstm)
+    tm = sub.add_parser("train-meta", help="regime, meta models and predictions of the years")
+    tm.add_argument("--horizon", type=int, help="train this horizon only (default: every labels.horizons)")
+    tm.add_argument("--years")
+    tm.set_defaults(func=cmd_train_meta)
+    bt = sub.add_parser("backtest", help="the portfolio backtest of the stored predictions")
+    bt.add_argument("--log", help="also copy the day log (JSON lines) here")
+    bt.add_argument("--horizon", type=int, help="the p_h{H} that drives the weights (default: settings)")
+    bt.add_argument("--years")
+    bt.set_defaults(func=cmd_backtest)
+    ev = sub.add_parser("evaluate", help="AUC, PR-AUC, Brier, IC, deciles by regime of the stored predictions")
+    ev.add_argument("--years")
+    ev.set_defaults(func=cmd_evaluate)
