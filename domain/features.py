@@ -22,6 +22,7 @@ from config.partitions import SymbolYear, feature_halo_years, key_text
 from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
+from domain.symbol_runs import is_sorted_by_symbol_date, keeps_every_row, run_starts
 from kernels.registry.features import compute_features
 from kernels.registry.packs import Selection, select, typical_price
 from resources.delta_store import DeltaStore
@@ -67,16 +68,21 @@ def build_features(
     names = selection.feature_columns
     dtype = np.float64 if precision == "float64" else np.float32
     inputs = selection.feature_inputs or INPUT_COLUMNS
-    bars = with_inputs(bars.sort("symbol", "date"), inputs)
+    if not is_sorted_by_symbol_date(bars):  # a source's bars usually come sorted: the sort is the stage's dearest copy
+        bars = bars.sort("symbol", "date")
+    bars = with_inputs(bars, inputs)
     feats, stats = map_symbol_chunks(
         features_by_symbol, bars, inputs, workers=workers, chunk_rows=chunk_rows, executor=executor,
         backend=backend, dtype=dtype, packs=selection.names or (("core",), ()),
     )
+    offsets = run_starts(bars["symbol"])
+    pos = np.arange(bars.height, dtype=np.int64) - np.repeat(offsets[:-1], np.diff(offsets))  # row within its symbol
     frame = bars.select("date", "symbol").with_columns(
         *[pl.Series(name, feats.get(name, np.empty(0, dtype))) for name in names],
-        pl.int_range(pl.len()).over("symbol").alias("__pos"),
+        pl.Series("__pos", pos),
     )
-    frame = keep_partitions(frame, keys)
+    if not keeps_every_row(frame, offsets, keys):  # halo years to drop
+        frame = keep_partitions(frame, keys)
     nan_after_warmup = {
         name: int(frame.select(((pl.col(name).is_nan() | pl.col(name).is_null()) & (pl.col("__pos") >= w)).sum()).item())
         for name, w in selection.warmups().items()
