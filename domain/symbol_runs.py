@@ -24,15 +24,15 @@ def run_starts(symbols: pl.Series) -> np.ndarray:
     return np.concatenate([starts, [len(symbols)]]).astype(np.int64)
 
 
-def is_sorted_by_symbol_date(frame: pl.DataFrame) -> bool:
-    """True when `frame` is in the order `frame.sort("symbol", "date")` gives: each symbol
-    in one run, the runs in increasing symbol order, dates strictly increasing inside a run
-    (a repeated date or a null answers False: the caller sorts, as before)."""
+def is_sorted_by_symbol_date(frame: pl.DataFrame, offsets: np.ndarray) -> bool:
+    """True when `frame` (`offsets`: its run_starts) is in the order
+    `frame.sort("symbol", "date")` gives: each symbol in one run, the runs in increasing
+    symbol order, dates strictly increasing inside a run (a repeated date or a null answers
+    False: the caller sorts, as before)."""
     if frame.height < 2:
         return True
     if frame["symbol"].null_count() or frame["date"].null_count():
         return False
-    offsets = run_starts(frame["symbol"])
     firsts = frame["symbol"].gather(offsets[:-1]).to_list()
     if any(a >= b for a, b in zip(firsts, firsts[1:])):
         return False
@@ -50,6 +50,6 @@ def keeps_every_row(frame: pl.DataFrame, offsets: np.ndarray, keys: list[SymbolY
         return True
     wanted = {sym: {k.year for k in group} for sym, group in groupby(sorted(set(keys)), key=lambda k: k.symbol)}
     symbols = frame["symbol"].gather(offsets[:-1]).to_list()
-    years = frame["date"].dt.year()
-    first, last = years.gather(offsets[:-1]).to_list(), years.gather(offsets[1:] - 1).to_list()
+    first = frame["date"].gather(offsets[:-1]).dt.year().to_list()
+    last = frame["date"].gather(offsets[1:] - 1).dt.year().to_list()
     return all(set(range(lo, hi + 1)) <= wanted.get(sym, set()) for sym, lo, hi in zip(symbols, first, last))
