@@ -102,13 +102,25 @@ def build_features(
     )
     if not keeps_every_row(frame, offsets, keys):  # halo years to drop
         frame = keep_partitions(frame, keys)
-    nan_after_warmup = {
-        name: int(frame.select(((pl.col(name).is_nan() | pl.col(name).is_null()) & (pl.col("__pos") >= w)).sum()).item())
-        for name, w in selection.warmups().items()
-    }
+    nan_after_warmup = _nan_after_warmup(frame, selection.warmups())
     out = frame.drop("__pos")
     features_schema(precision, names).check(out)
     return out, nan_after_warmup, stats
+
+
+def _nan_after_warmup(frame: pl.DataFrame, warmups: dict[str, int]) -> dict[str, int]:
+    """Per column, the NaN or null values at or after its warm-up (`__pos` >= warm-up):
+    all of them (one select over every column) less those inside the warm-up, counted on
+    the few rows whose `__pos` is below the longest warm-up."""
+    if not warmups:
+        return {}
+    def bad(name):
+        return pl.col(name).is_nan() | pl.col(name).is_null()
+
+    total = frame.select([bad(n).sum().alias(n) for n in warmups]).row(0, named=True)
+    early = (frame.filter(pl.col("__pos") < max(warmups.values()))
+             .select([(bad(n) & (pl.col("__pos") < w)).sum().alias(n) for n, w in warmups.items()]).row(0, named=True))
+    return {n: int(total[n]) - int(early[n]) for n in warmups}
 
 
 def __getattr__(name: str):
