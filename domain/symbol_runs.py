@@ -8,8 +8,6 @@ about a tenth of the sort and of the partition join they spare.
 
 from __future__ import annotations
 
-from itertools import groupby
-
 import numpy as np
 import polars as pl
 
@@ -48,7 +46,9 @@ def keeps_every_row(frame: pl.DataFrame, offsets: np.ndarray, keys: list[SymbolY
     last date are all keys of that symbol."""
     if frame.height == 0:
         return True
-    wanted = {sym: {k.year for k in group} for sym, group in groupby(sorted(set(keys)), key=lambda k: k.symbol)}
+    wanted: dict[str, set[int]] = {}
+    for k in keys:
+        wanted.setdefault(k.symbol, set()).add(k.year)
     symbols = frame["symbol"].gather(offsets[:-1]).to_list()
     first = frame["date"].gather(offsets[:-1]).dt.year().to_list()
     last = frame["date"].gather(offsets[1:] - 1).dt.year().to_list()
