@@ -209,6 +209,20 @@ def _distinct_symbols(bars: pl.LazyFrame) -> list[str]:
     return sorted(found)
 
 
+def _symbol_major(frame: pl.DataFrame, symbols: list[str]) -> pl.DataFrame:
+    """`frame` (rows of the sorted, distinct `symbols` only) in (symbol, date) order, or as
+    it is where that order would still not be strict (a repeated date: scan_universe then
+    sorts it as before). A read of a year-partitioned store gives each year's rows in turn,
+    so a chunk is never in symbol order; a NumPy lexsort on the symbol's rank in `symbols`
+    (an Enum code) and the date, then one gather, costs about a quarter of scan_universe's
+    sort on the String column (which took 2.0 of 7.0 s at 5,000 x 2,000 in 40 reads)."""
+    if frame.height < 2:
+        return frame
+    rank = frame["symbol"].cast(pl.Enum(symbols)).to_physical().to_numpy()
+    ordered = frame[np.lexsort((frame["date"].to_physical().to_numpy(), rank))]
+    return ordered if _offsets_in_order(ordered)[1] else frame
+
+
 def scan_store(bars: pl.LazyFrame, *, symbols: list[str] | None = None, read_symbols: int | None = None,
                **params) -> tuple[pl.DataFrame, ScanStats, list[str]]:
     """`scan_universe` over a lazy scan of stored bars (columns symbol, date, close), read
@@ -230,8 +244,9 @@ def scan_store(bars: pl.LazyFrame, *, symbols: list[str] | None = None, read_sym
     symbols, step = sorted(set(symbols)), read_symbols or READ_SYMBOLS
     stats, tables, read = ScanStats(), [], []
     for lo in range(0, len(symbols), step):
-        frame = bars.filter(pl.col("symbol").is_in(symbols[lo : lo + step])).select("symbol", "date", "close")
-        table, part_stats = scan_universe(frame.collect(), **params)
+        chunk = symbols[lo : lo + step]
+        frame = bars.filter(pl.col("symbol").is_in(chunk)).select("symbol", "date", "close").collect()
+        table, part_stats = scan_universe(_symbol_major(frame, chunk), **params)
         _merge(stats, part_stats)
         if table.height:
             tables.append(table)

@@ -22,7 +22,8 @@ from config.partitions import SymbolYear, feature_halo_years, key_text
 from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
-from kernels.registry.features import compute_features
+from domain.symbol_runs import is_sorted_by_symbol_date, keeps_every_row, run_starts
+from kernels.registry.features import Feature, compute_features
 from kernels.registry.packs import Selection, select, typical_price
 from resources.delta_store import DeltaStore
 
@@ -35,6 +36,20 @@ def features_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray, *, ba
     """Worker: the selected packs (by name: `(packs, plugins)`, so a process worker selects
     them again) over the symbols of a chunk, stored back to back."""
     return compute_features(arrays, offsets, backend=backend, dtype=dtype, entries=select(*packs).features)
+
+
+def _one_pass(bars: pl.DataFrame, inputs: list[str], offsets: np.ndarray, workers: int, dtype,
+              packs) -> tuple[dict[str, np.ndarray], ChunkStats]:
+    """Kernel-call features (kernels.registry.features.Feature) over the whole frame in one
+    pass, each kernel call splitting the symbols over `workers` threads: the outputs are
+    the kernels' own arrays (no chunk results copied into place) and the per-chunk
+    bookkeeping is gone; the values are those of the chunked pool bit for bit (the same
+    core call per symbol)."""
+    arrays = {c: bars[c].rechunk().to_numpy() for c in inputs}
+    stats = ChunkStats(chunks=1, workers=max(1, workers),
+                       max_chunk_input_mb=sum(a.nbytes for a in arrays.values()) / 2**20)
+    return compute_features(arrays, offsets, backend="cpu", dtype=dtype, entries=select(*packs).features,
+                            threads=workers), stats
 
 
 def with_inputs(bars: pl.DataFrame, inputs: list[str]) -> pl.DataFrame:
@@ -67,23 +82,45 @@ def build_features(
     names = selection.feature_columns
     dtype = np.float64 if precision == "float64" else np.float32
     inputs = selection.feature_inputs or INPUT_COLUMNS
-    bars = with_inputs(bars.sort("symbol", "date"), inputs)
-    feats, stats = map_symbol_chunks(
-        features_by_symbol, bars, inputs, workers=workers, chunk_rows=chunk_rows, executor=executor,
-        backend=backend, dtype=dtype, packs=selection.names or (("core",), ()),
-    )
+    offsets = run_starts(bars["symbol"])
+    if not is_sorted_by_symbol_date(bars, offsets):  # a source's bars usually come sorted: the sort is the stage's dearest copy
+        bars = bars.sort("symbol", "date")
+        offsets = run_starts(bars["symbol"])
+    bars = with_inputs(bars, inputs)
+    packs = selection.names or (("core",), ())
+    if executor == "thread" and backend == "cpu" and all(type(f) is Feature for f in selection.features):
+        feats, stats = _one_pass(bars, inputs, offsets, workers, dtype, packs)
+    else:
+        feats, stats = map_symbol_chunks(
+            features_by_symbol, bars, inputs, workers=workers, chunk_rows=chunk_rows, executor=executor,
+            backend=backend, dtype=dtype, packs=packs,
+        )
+    pos = np.arange(bars.height, dtype=np.int64) - np.repeat(offsets[:-1], np.diff(offsets))  # row within its symbol
     frame = bars.select("date", "symbol").with_columns(
         *[pl.Series(name, feats.get(name, np.empty(0, dtype))) for name in names],
-        pl.int_range(pl.len()).over("symbol").alias("__pos"),
+        pl.Series("__pos", pos),
     )
-    frame = keep_partitions(frame, keys)
-    nan_after_warmup = {
-        name: int(frame.select(((pl.col(name).is_nan() | pl.col(name).is_null()) & (pl.col("__pos") >= w)).sum()).item())
-        for name, w in selection.warmups().items()
-    }
+    if not keeps_every_row(frame, offsets, keys):  # halo years to drop
+        frame = keep_partitions(frame, keys)
+    nan_after_warmup = _nan_after_warmup(frame, selection.warmups())
     out = frame.drop("__pos")
     features_schema(precision, names).check(out)
     return out, nan_after_warmup, stats
+
+
+def _nan_after_warmup(frame: pl.DataFrame, warmups: dict[str, int]) -> dict[str, int]:
+    """Per column, the NaN or null values at or after its warm-up (`__pos` >= warm-up):
+    all of them (one select over every column) less those inside the warm-up, counted on
+    the few rows whose `__pos` is below the longest warm-up."""
+    if not warmups:
+        return {}
+    def bad(name):
+        return pl.col(name).is_nan() | pl.col(name).is_null()
+
+    total = frame.select([bad(n).sum().alias(n) for n in warmups]).row(0, named=True)
+    early = (frame.filter(pl.col("__pos") < max(warmups.values()))
+             .select([(bad(n) & (pl.col("__pos") < w)).sum().alias(n) for n, w in warmups.items()]).row(0, named=True))
+    return {n: int(total[n]) - int(early[n]) for n in warmups}
 
 
 def __getattr__(name: str):

@@ -133,13 +133,15 @@ def _run(name: str, arrays, params: tuple[int, ...], backend: str, dtype) -> lis
     return [o[0] if was_1d else o for o in outs]
 
 
-def ragged(name: str, inputs, offsets, params: tuple[int, ...], *, backend: str = "cpu", dtype=np.float32) -> list:
+def ragged(name: str, inputs, offsets, params: tuple[int, ...], *, backend: str = "cpu", dtype=np.float32,
+           threads: int = 1) -> list:
     """Run core `name` (a key of SPECS) over many series stored back to back.
 
     Series k occupies rows offsets[k]:offsets[k+1] of every 1-D NumPy input; the outputs
     have the inputs' total length, each series' values in its own rows (warm-up NaN at the
-    start of each). The cpu backend runs the compiled core on each slice in place; other
-    backends batch the series of equal length as [series, time].
+    start of each). The cpu backend runs the compiled core on each slice in place, the
+    series split over `threads` threads; other backends batch the series of equal length
+    as [series, time].
     """
     spec = SPECS[name]
     if params[0] < spec.min_n:
@@ -149,7 +151,7 @@ def ragged(name: str, inputs, offsets, params: tuple[int, ...], *, backend: str 
     offsets = np.asarray(offsets, dtype=np.int64)
     backend_mod = get_backend(backend)
     if hasattr(backend_mod, "run_ragged"):
-        return backend_mod.run_ragged(spec, inputs, offsets, tuple(int(p) for p in params), dtype)
+        return backend_mod.run_ragged(spec, inputs, offsets, tuple(int(p) for p in params), dtype, threads=threads)
     total = inputs[0].shape[0]
     outs = [np.empty(total, dtype=dtype) for _ in range(spec.n_outputs)]
     lengths = np.diff(offsets)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
@@ -40,14 +41,32 @@ def run_lanes(core_name: str, inputs: list[np.ndarray], periods: np.ndarray, ext
     return out
 
 
-def run_ragged(spec, inputs: list[np.ndarray], offsets: np.ndarray, params: tuple[int, ...], dtype) -> list[np.ndarray]:
+def run_ragged(spec, inputs: list[np.ndarray], offsets: np.ndarray, params: tuple[int, ...], dtype,
+               threads: int = 1) -> list[np.ndarray]:
     """Many series stored back to back (series k is rows offsets[k]:offsets[k+1]): the core
-    runs on each slice and writes its slice of the outputs in place (no copies)."""
+    runs on each slice and writes its slice of the outputs in place (no copies).
+
+    `threads` > 1 splits the series into that many runs of about equal rows, one thread
+    each (the compiled cores release the GIL); every series is still one call of the same
+    core, so the outputs are the same bit for bit."""
     core = compiled(spec.core)
     total = inputs[0].shape[0]
     outs = [np.empty(total, dtype=dtype) for _ in range(spec.n_outputs)]
-    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        core(*[x[a:b] for x in inputs], *params, *[o[a:b] for o in outs])
+    bounds = offsets.tolist()
+
+    def series(lo: int, hi: int) -> None:
+        for a, b in zip(bounds[lo:hi], bounds[lo + 1 : hi + 1]):
+            core(*[x[a:b] for x in inputs], *params, *[o[a:b] for o in outs])
+
+    n_series = len(bounds) - 1
+    threads = max(1, min(int(threads), n_series))
+    if threads == 1:
+        series(0, n_series)
+        return outs
+    cuts = np.searchsorted(offsets, np.linspace(0, total, threads + 1)[1:-1]).tolist()
+    edges = sorted({0, *[min(max(c, 0), n_series) for c in cuts], n_series})
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(lambda e: series(*e), zip(edges[:-1], edges[1:])))
     return outs
 
 

@@ -123,8 +123,8 @@ MAX_WARMUP = max(f.warmup for f in FEATURES)
 class _KernelCalls:
     """The `k` handed to formulas: memoised ragged kernel runs over one set of arrays."""
 
-    def __init__(self, arrays: dict[str, np.ndarray], offsets: np.ndarray, backend: str, dtype):
-        self.arrays, self.offsets, self.backend, self.dtype = arrays, offsets, backend, dtype
+    def __init__(self, arrays: dict[str, np.ndarray], offsets: np.ndarray, backend: str, dtype, threads: int = 1):
+        self.arrays, self.offsets, self.backend, self.dtype, self.threads = arrays, offsets, backend, dtype, threads
         self._memo: dict[tuple, list[np.ndarray]] = {}
 
     def column(self, name: str) -> np.ndarray:
@@ -144,18 +144,19 @@ class _KernelCalls:
         key = (core, inputs, ordered)
         if key not in self._memo:
             cols = [self.arrays[c] for c in inputs]
-            self._memo[key] = K.ragged(core, cols, self.offsets, ordered, backend=self.backend, dtype=self.dtype)
+            self._memo[key] = K.ragged(core, cols, self.offsets, ordered, backend=self.backend, dtype=self.dtype,
+                                        threads=self.threads)
         return self._memo[key][output]
 
 
 def compute_features(arrays: dict[str, np.ndarray], offsets: np.ndarray | None = None, backend: str = "cpu",
-                     dtype=np.float32, entries=None) -> dict[str, np.ndarray]:
+                     dtype=np.float32, entries=None, threads: int = 1) -> dict[str, np.ndarray]:
     """Every registered feature (or every column of `entries`, feature entries of
     kernels.registry.packs: Feature, Formula, Batch) over `arrays` (name -> 1-D array;
-    series back to back)."""
+    series back to back); each kernel call splits the series over `threads` threads."""
     total = len(next(iter(arrays.values())))
     offsets = np.array([0, total], dtype=np.int64) if offsets is None else np.asarray(offsets, dtype=np.int64)
-    k = _KernelCalls(arrays, offsets, backend, dtype)
+    k = _KernelCalls(arrays, offsets, backend, dtype, threads)
     out: dict[str, np.ndarray] = {}
     with np.errstate(invalid="ignore", divide="ignore"):  # NaN / NaN during warm-up
         for f in FEATURES if entries is None else entries:
