@@ -6,6 +6,9 @@ embargo `cv.embargo_days`; on each fold, Platt and isotonic calibrators are fitt
 training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
 loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
 labels. Reports: `reports/<experiment>/cv_report/h{H}/{Y}.json`; the table of fold metrics is the output.
+Cost: ~1,000 calibrator fits per demo run, so none pays sklearn's per-call validation: Platt is
+a Newton solve (domain.learning.platt), fold metrics are NumPy (domain.learning.calibration),
+and isotonic fits get rows sorted once per specialist (the same fit bit for bit).
 
 A horizon whose label has one class in the rows known by Y (a universe that only rose over
 H rows) has nothing to calibrate: it is skipped with one warning line naming the stage,
