@@ -2,8 +2,9 @@
 
 - `fit_calibrator(scores, y, method)`: maps one raw score (a specialist's 0..100 score, a
   logit, anything where higher means "more likely positive") to a probability.
-    sigmoid   Platt scaling (sklearn's name, also the settings' `meta.calibration`):
-              LogisticRegression on the standardised score, p = sigmoid(a * z + b), smooth,
+    sigmoid   Platt scaling (sklearn's name, also the settings' `meta.calibration`): a penalised
+              1-D logistic fit (domain.learning.platt: Newton, == sklearn LogisticRegression(C=1)
+              to its tolerance) on the standardised score: p = sigmoid(a * z + b), smooth,
               strictly monotone (decreasing if the score is anti-informative, a < 0).
     isotonic  IsotonicRegression(increasing=True, out_of_bounds="clip"): a non-decreasing
               step/linear map fitted by pool-adjacent-violators; scores outside the
@@ -30,8 +31,9 @@ from typing import Any
 import numpy as np
 from sklearn.calibration import calibration_curve
 from sklearn.isotonic import IsotonicRegression
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import log_loss, roc_auc_score
+from scipy.stats import rankdata
+
+from domain.learning.platt import fit_platt
 
 METHODS = ("sigmoid", "isotonic")  # the one calibration vocabulary (settings meta.calibration)
 
@@ -66,7 +68,7 @@ class Calibrator:
     """A fitted score -> probability map (see the module docstring)."""
 
     method: str
-    model: Any  # LogisticRegression (sigmoid) or IsotonicRegression (isotonic)
+    model: Any  # PlattFit (sigmoid) or IsotonicRegression (isotonic)
     center: float = 0.0  # sigmoid: the score is standardised before the logistic fit
     scale: float = 1.0
 
@@ -102,7 +104,7 @@ def fit_calibrator(scores, y, method: str = "sigmoid") -> Calibrator:
         return Calibrator("isotonic", iso.fit(s, y))
     center = float(s.mean())
     scale = float(s.std()) or 1.0
-    lr = LogisticRegression(C=1.0, max_iter=1000).fit(((s - center) / scale).reshape(-1, 1), y)
+    lr = fit_platt((s - center) / scale, y, C=1.0)  # == LogisticRegression(C=1.0) to its tolerance
     return Calibrator("sigmoid", lr, center, scale)
 
 
@@ -114,14 +116,30 @@ def fold_metrics(y, p) -> dict:
     positives = int(y.sum())
     if n == 0:
         return {"auc": None, "brier": None, "log_loss": None, "n": 0, "positives": 0}
-    auc = float(roc_auc_score(y, p)) if 0 < positives < n else None
+    auc = _auc(y, p, positives) if 0 < positives < n else None
     return {
         "auc": auc,
         "brier": float(np.mean((p - y) ** 2)),  # == sklearn.metrics.brier_score_loss
-        "log_loss": float(log_loss(y, p, labels=[0, 1])),
+        "log_loss": _log_loss(y, p),
         "n": n,
         "positives": positives,
     }
+
+
+def _auc(y: np.ndarray, p: np.ndarray, positives: int) -> float:
+    """ROC AUC as the Mann-Whitney statistic on average ranks (ties count 1/2): the area
+    sklearn's roc_auc_score integrates, to float64 rounding, without its validation cost."""
+    negatives = y.shape[0] - positives
+    rank_sum = float(rankdata(p)[y == 1].sum())
+    return (rank_sum - positives * (positives + 1) / 2.0) / (positives * negatives)
+
+
+def _log_loss(y: np.ndarray, p: np.ndarray) -> float:
+    """sklearn's log_loss(y, p, labels=[0, 1]): the probability of the true class clipped
+    to [eps, 1 - eps] (float64 eps), mean of -log."""
+    eps = np.finfo(np.float64).eps
+    q = np.where(y == 1, p, 1.0 - p)
+    return float(np.mean(-np.log(np.clip(q, eps, 1.0 - eps))))
 
 
 def reliability_curve(y, p, bins: int = 10, strategy: str = "uniform") -> dict[str, np.ndarray]:

@@ -6,6 +6,9 @@ embargo `cv.embargo_days`; on each fold, sigmoid (Platt) and isotonic calibrator
 training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
 loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
 labels. Reports: `reports/<experiment>/cv_report/h{H}/{Y}.json`; the table of fold metrics is the output.
+Cost: ~1,000 calibrator fits per demo run, so none pays sklearn's per-call validation: Platt is
+a Newton solve (domain.learning.platt), fold metrics are NumPy (domain.learning.calibration),
+and isotonic fits get rows sorted once per specialist (the same fit bit for bit).
 
 A horizon whose label has one class in the rows known by Y (a universe that only rose over
 H rows) has nothing to calibrate: it is skipped with one warning line naming the stage,
@@ -34,12 +37,21 @@ def _cv_one(scores_path: str, shape: tuple, column: int, y_path: str, folds: lis
     """One specialist's folds, reading the shared memory-mapped arrays."""
     scores = np.memmap(scores_path, dtype=np.float32, mode="r", shape=shape)[:, column]
     y = np.memmap(y_path, dtype=np.int8, mode="r", shape=(shape[0],))
+    # the isotonic fit sorts its rows by (score, label); handing it each fold's training rows
+    # already in that order (one sort per specialist, not one per fold) gives the same fit
+    # bit for bit at a quarter of the cost
+    order = np.lexsort((y, scores))
+    in_train = np.zeros(shape[0], dtype=bool)
     rows = []
     for fold, (train, test) in enumerate(folds):
         if np.unique(y[train]).size < 2:  # nothing to calibrate on this fold
             continue
+        in_train[:] = False
+        in_train[train] = True
+        ordered = order[in_train[order]]
         for method in METHODS:
-            cal = fit_calibrator(scores[train], y[train], method=method)
+            fit_rows = ordered if method == "isotonic" else train
+            cal = fit_calibrator(scores[fit_rows], y[fit_rows], method=method)
             rows.append({"fold": fold, "method": method, **fold_metrics(y[test], cal.predict(scores[test]))})
     return rows
 

@@ -22,7 +22,8 @@ Missing scores: NOT imputed. A NaN (or inf) specialist or LSTM score stays NaN i
 Model (`train_meta`)
     logistic (default): CalibratedClassifierCV(Pipeline(StandardScaler, LogisticRegression(C)),
         method="isotonic", cv=5), L2, lbfgs. c_search="once" (default): C is chosen ONCE per
-        fit, by Pipeline(StandardScaler, LogisticRegressionCV(Cs=10, scoring="neg_log_loss"))
+        fit, by Pipeline(StandardScaler, LogisticRegressionCV(Cs=10, scoring="neg_log_loss";
+        `neg_log_loss_score`, the same scores without sklearn's per-call validation))
         over the same `cv` splits (purged when the caller passes purged splits) on all the
         training rows (sklearn walks the C path with warm starts); every calibrated copy
         then fits LogisticRegression(C=that C). 10 Cs x 5 folds + 5 fits, about 4x less work
@@ -273,12 +274,26 @@ def library_versions(*extra: str) -> dict[str, str]:
     return out
 
 
+def neg_log_loss_score(estimator, X, y) -> float:
+    """sklearn's "neg_log_loss" scorer for a binary linear classifier, the same float64
+    operations in the same order (decision = X @ coef.T + intercept, expit, the true class's
+    probability clipped to [eps, 1 - eps], mean of log), without the scorer's validation,
+    which cost ~7 ms a call and 50 calls per C search (10 Cs x 5 folds): the same scores bit
+    for bit, so the same C."""
+    coef = estimator.coef_
+    d = X @ (coef.T if coef.ndim == 2 else coef) + estimator.intercept_
+    p = expit(d.reshape(-1))
+    eps = np.finfo(np.float64).eps
+    q = np.where(np.asarray(y) == estimator.classes_[-1], p, 1 - p)
+    return -float(np.average(-np.log(np.clip(q, eps, 1 - eps))))
+
+
 def _logistic_cv(Cs, cv, seed: int, n_jobs) -> LogisticRegressionCV:
     kw: dict[str, Any] = {}
     params = inspect.signature(LogisticRegressionCV).parameters
     if "use_legacy_attributes" in params:  # scikit-learn >= 1.8: pin the new defaults now
         kw.update(l1_ratios=(0.0,), use_legacy_attributes=False)
-    return LogisticRegressionCV(Cs=Cs, cv=cv, scoring="neg_log_loss", max_iter=1000, random_state=seed,
+    return LogisticRegressionCV(Cs=Cs, cv=cv, scoring=neg_log_loss_score, max_iter=1000, random_state=seed,
                                 n_jobs=n_jobs, **kw)
 
 

@@ -24,7 +24,7 @@ def test_sigmoid_is_platt_scaling_and_platt_is_not_an_alias():
     s = np.linspace(0.0, 100.0, 200)
     y = (s > 50).astype(np.int8)
     cal = fit_calibrator(s, y, "sigmoid")
-    assert cal.method == "sigmoid" and type(cal.model).__name__ == "LogisticRegression"
+    assert cal.method == "sigmoid" and type(cal.model).__name__ == "PlattFit"
     with pytest.raises(ValueError, match=r"method must be one of \('sigmoid', 'isotonic'\), got 'platt'"):
         fit_calibrator(s, y, "platt")
 

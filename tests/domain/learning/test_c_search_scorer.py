@@ -1,0 +1,41 @@
+"""The meta model's C search scores its folds with `neg_log_loss_score`: sklearn's
+"neg_log_loss" scorer bit for bit (so the same C and the same model), without the scorer's
+per-call validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.metrics import get_scorer, log_loss, make_scorer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from domain.learning.metamodel import neg_log_loss_score, train_meta
+
+
+@pytest.mark.parametrize("seed,rows,cols,scale", [(0, 50, 1, 1.0), (1, 700, 6, 30.0), (2, 30, 12, 0.01)])
+def test_neg_log_loss_score_equals_sklearn_scorer_bit_for_bit(seed, rows, cols, scale):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(rows, cols)) * scale
+    y = (rng.uniform(size=rows) < 0.4).astype(np.int8)
+    lr = LogisticRegression()
+    lr.classes_ = np.array([0, 1], dtype=np.int8)
+    w = rng.normal(size=cols + 1) * 5  # a path point as LogisticRegressionCV sets it: 1-D coef
+    lr.coef_, lr.intercept_ = w[..., :-1], w[..., -1]
+    ref = make_scorer(log_loss, greater_is_better=False, response_method="predict_proba", labels=lr.classes_)
+    assert neg_log_loss_score(lr, X, y) == ref(lr, X, y)
+    fitted = LogisticRegression().fit(X, y)  # 2-D coef_, as after a fit
+    assert neg_log_loss_score(fitted, X, y) == get_scorer("neg_log_loss")(fitted, X, y)
+
+
+def test_meta_model_c_search_chooses_the_c_of_sklearns_neg_log_loss_search():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 100, size=(1_500, 4)).astype(np.float32)
+    y = (rng.uniform(size=1_500) < 1 / (1 + np.exp(-(X[:, 0] - 50) / 25))).astype(np.int8)
+    model = train_meta(X, y, cv=3, Cs=10, seed=0)
+    ref = Pipeline([("scale", StandardScaler()),
+                    ("logit", LogisticRegressionCV(Cs=10, cv=3, scoring="neg_log_loss", max_iter=1000, random_state=0,
+                                                   l1_ratios=(0.0,), use_legacy_attributes=False))])
+    ref.fit(X.astype(np.float64), y)
+    assert model.info["C"] == float(np.ravel(ref.named_steps["logit"].C_)[0])
