@@ -33,9 +33,11 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
     that the Plots tab charts."""
     from domain import checks
     from domain.backtest import build_backtest
+    from domain.schema import require_stored
     from resources.observe import observe
 
     settings = project.settings()
+    require_stored(predictions, "predictions", settings.experiment, "train-meta")
     bt = settings.backtest
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "backtest", args=bt.model_dump()) as obs:

@@ -29,9 +29,11 @@ def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels
     every stored prediction year. The overall figures are also top-level float metadata
     (`h{H}_auc`, `h{H}_rank_ic`, ...: domain.figures) that the Plots tab charts."""
     from domain.evaluation import build_evaluation
+    from domain.schema import require_stored
     from resources.observe import observe
 
     settings = project.settings()
+    require_stored(predictions, "predictions", settings.experiment, "train-meta")
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "evaluation") as obs:
         table, preview, images = build_evaluation(predictions, labels, settings.labels.horizons, years,

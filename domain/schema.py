@@ -133,3 +133,12 @@ REGIME = TableSchema(
     "regime",
     (("date", DATE), ("regime", ENUM), ("index_close", NUMBER), ("members", pl.Int32)),
 )
+
+
+def require_stored(frame, table: str, experiment: str, command: str) -> None:
+    """A ValueError (an input error: exit 2) when nothing of `table` is stored for the
+    experiment (a new experiment, or the stages that write it never ran), naming the command
+    that stores it; `frame` is the (lazy) input as the IO manager returned it."""
+    if "symbol" not in frame.collect_schema().names():
+        raise ValueError(f"experiment {experiment!r} has no stored {table}: run "
+                         f"`python -m pipeline.cli --experiment {experiment} {command}` first")

@@ -258,3 +258,20 @@ def test_two_commands_at_once_each_run_with_their_own_flags(make_settings):
     assert not [p for pid in (a.pid, b.pid) for p in Path(tempfile.gettempdir()).glob(f"tradelab-cli-build-features-{pid}-*")]
 
 
+
+
+@pytest.mark.parametrize("command", ["evaluate", "backtest"])
+def test_a_new_experiment_without_predictions_is_told_to_run_train_meta(learned_copy, monkeypatch, capsys, tmp_path,
+                                                                         command):
+    """A stage that reads predictions, run under an experiment that has none: exit 2 and one
+    line naming the experiment and the command that stores them; no report is written."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    assert _cli(monkeypatch, learned_copy, ["symbols", "sync"]) == 0
+    capsys.readouterr()
+    assert _cli(monkeypatch, learned_copy, [command, "--years", str(LEARNED_YEAR), "--experiment", "fresh"]) == 2
+    err = capsys.readouterr().err
+    assert (f"error: {command.replace('evaluate', 'evaluation')}: experiment 'fresh' has no stored predictions: run "
+            "`python -m pipeline.cli --experiment fresh train-meta` first") in err
+    fresh = read_settings(learned_copy).model_copy(update={"experiment": "fresh"})
+    assert not (fresh.stage_reports_dir(command.replace("evaluate", "evaluation")) / "overall.json").exists()
