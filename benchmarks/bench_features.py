@@ -5,7 +5,7 @@ Phases, each in a fresh process:
            packs one pass whose kernel calls split the symbols over the workers, else a pool
            over symbol chunks; + build_labels) on the whole universe in memory: rows/s, peak RSS, and the
            largest worker's RSS growth against its chunk's input bytes
-  seed     the seed's baseline for the same work (seed 000 section 2): per symbol, pandas
+  seed     the seed's baseline for the same work (the notebook way): per symbol, pandas
            round trip, rolling_mean/rsi numba kernels (2 features) + labels; rows/s
   raw      raw_bars of the universe materialized (one run), for a later `dagster` phase
   dagster  through Dagster, one single-run backfill for features + labels after raw_bars

@@ -1,4 +1,4 @@
-"""Orchestration overhead against Dagster's floor (issue 13, part 2).
+"""Orchestration overhead against Dagster's floor (the per-partition bookkeeping).
 
 A BARE Dagster project is written to a temp folder: one module with the same partitions
 (DynamicPartitionsDefinition "symbols" x yearly TimeWindowPartitionsDefinition) and the four

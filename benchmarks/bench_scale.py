@@ -1,4 +1,4 @@
-"""Scale: 5,000 registered symbols x 27 years (issue 13, part 3).
+"""Scale: 5,000 registered symbols x 27 years (a full market on one machine).
 
 135,000 partitions per symbol x year asset (Dagster recommends at most 100,000). In a temp
 folder with its own DAGSTER_HOME (our dagster.yaml) and settings (synthetic universe of the

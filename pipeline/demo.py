@@ -112,7 +112,7 @@ def _grid_search_demo(settings: Settings, defs, instance) -> str:
     gs = settings.grid_search
     market, log = settings.resolve(gs.market_data), settings.resolve(gs.trade_log)
     if not market.exists() and not log.exists() and market.parent == log.parent:
-        print(f"[demo] generating grid-search inputs in {market.parent} (3 days, seed 001 formats)")
+        print(f"[demo] generating grid-search inputs in {market.parent} (3 days, the trade log's formats)")
         generate_grid_data(market.parent, days=3)
     job = defs.resolve_job_def("grid_search_job")
     job.execute_in_process(instance=instance, run_config=console_run_config())

@@ -196,13 +196,13 @@ def test_trade_logs_and_market_files_that_cannot_be_read_are_one_line(tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(InputDataError) as err:
         read_trade_log(empty, ["SOXL"], pl.DataFrame())
-    assert str(err.value) == f"{empty}: the file is empty; expected a header with the seed 001 trade-log columns and rows"
+    assert str(err.value) == f"{empty}: the file is empty; expected a header with the trade-log columns and rows"
     latin = tmp_path / "latin.csv"
     from domain.gridsearch.inputs import TRADE_COLUMNS
 
     header = ",".join(TRADE_COLUMNS)
     latin.write_bytes(f"{header}\n".encode() + ("2024-03-04,caf\xe9" + ",1" * (len(TRADE_COLUMNS) - 2) + "\n").encode("latin-1"))
-    with pytest.raises(InputDataError, match=r"latin\.csv: .*; expected a UTF-8 CSV file with the seed 001 trade-log columns"):
+    with pytest.raises(InputDataError, match=r"latin\.csv: .*; expected a UTF-8 CSV file with the trade-log columns"):
         read_trade_log(latin, ["SOXL"], pl.DataFrame())
     folder = tmp_path / "market"
     folder.mkdir()

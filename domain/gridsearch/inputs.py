@@ -103,7 +103,7 @@ def read_market_file(path: Path, iso_date: str, tickers: list[str]) -> pl.DataFr
     origin = str(path)
     try:
         header = pl.read_csv(path, n_rows=0).columns
-        _require(header, MARKET_COLUMNS, origin, "the seed 001 market-data header")
+        _require(header, MARKET_COLUMNS, origin, "the market-data header (README 'Trade-log grid search')")
         df = pl.read_csv(path, columns=list(MARKET_COLUMNS), infer_schema=False).rename(MARKET_COLUMNS)
     except (pl.exceptions.PolarsError, OSError) as err:
         raise InputDataError(origin, f"cannot be read: {str(err).splitlines()[0]}",
@@ -200,14 +200,14 @@ def read_trade_log(path: Path, tickers: list[str], market: pl.DataFrame) -> tupl
     if not Path(path).is_file():
         raise InputDataError(origin, "file not found", expected="the trade log (all_trade_logs.csv)")
     if Path(path).stat().st_size == 0:
-        raise InputDataError(origin, "the file is empty", expected="a header with the seed 001 trade-log columns and rows")
+        raise InputDataError(origin, "the file is empty", expected="a header with the trade-log columns and rows")
     try:
         header = pl.read_csv(path, n_rows=0).columns
-        _require(header, TRADE_COLUMNS, origin, "the seed 001 trade-log columns")
+        _require(header, TRADE_COLUMNS, origin, "the trade-log columns (README 'Trade-log grid search')")
         df = pl.read_csv(path, columns=list(TRADE_COLUMNS), infer_schema=False).rename(TRADE_COLUMNS)
     except (pl.exceptions.PolarsError, OSError) as err:
         raise InputDataError(origin, f"cannot be read: {str(err).splitlines()[0]}",
-                             expected="a UTF-8 CSV file with the seed 001 trade-log columns") from None
+                             expected="a UTF-8 CSV file with the trade-log columns") from None
     _refuse_duplicate_ids(df, origin)
     rej = Rejections()
     rej.other_tickers = df.filter(~pl.col("ticker").is_in(tickers)).height

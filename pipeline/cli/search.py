@@ -251,7 +251,7 @@ def add_commands(sub) -> None:
     gp.add_argument("--out", help="the JSON report to write (required for a direct run; else a copy of top10.json)")
     gp.add_argument("--quiet", action="store_true", help="no progress bar")
     gp.set_defaults(func=cmd_grid_search)
-    gd = sub.add_parser("grid-data", help="write realistic grid-search inputs (seed 001 formats)")
+    gd = sub.add_parser("grid-data", help="write realistic grid-search inputs (market data and trade log)")
     gd.add_argument("--out", required=True)
     gd.add_argument("--days", type=int, default=3)
     gd.add_argument("--trades-per-day", type=int, default=200)
