@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from domain.learning.training_data import one_class, training_frame
+from domain.learning.training_data import known_by, one_class, training_frame
 from domain.observe import write_bytes_atomic, write_json_atomic
 from domain.progress import year_done
 from domain.learning.calibration import fold_metrics
@@ -158,15 +158,16 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
 
 def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
                 horizons: list[int], year: int, log=None, features: pl.LazyFrame | None = None,
-                columns: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                columns: list[str] | None = None, read: tuple | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The training rows of year Y's model (labels known by the end of Y-1) and its test rows
     (the rows of Y), with the LSTM score when it covers LSTM_MIN_COVERAGE of the training rows
-    and the feature `columns` of `features` (feature_columns(meta.inputs); none by default)."""
-    train = training_frame(specialists, labels, horizons, known_by_year=year - 1, regime=regime)
-    test = training_frame(specialists, labels, horizons, known_by_year=year, regime=regime).filter(
-        pl.col("date").dt.year() == year)
-    if LSTM_COLUMN in lstm_model.collect_schema().names():
-        scores = lstm_model.select("symbol", "date", LSTM_COLUMN).collect()
+    and the feature `columns` of `features` (feature_columns(meta.inputs); none by default).
+    `read`: `read_inputs(...)` of a year >= Y, the tables read once for several years (the
+    same frames as read here; default: read here)."""
+    known, scores = read_inputs(specialists, labels, regime, lstm_model, horizons, year) if read is None else read
+    train = known_by(known, horizons, year - 1)
+    test = known_by(known, horizons, year).filter(pl.col("date").dt.year() == year)
+    if scores is not None:
         train = train.join(scores, on=["symbol", "date"], how="left")
         coverage = train[LSTM_COLUMN].drop_nans().drop_nulls().len() / max(train.height, 1)
         if coverage >= LSTM_MIN_COVERAGE:
@@ -176,6 +177,17 @@ def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.Lazy
             if log is not None:
                 log.info(f"meta_model {year}: LSTM scores cover {coverage:.0%} of training rows; not used")
     return join_features(train, features, columns or []), join_features(test, features, columns or [])
+
+
+def read_inputs(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
+                horizons: list[int], last_year: int) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """(training_frame known by `last_year`, the LSTM scores or None when none are stored):
+    one read of the tables for the frames of every year up to `last_year` (year_frames cuts
+    each year's with known_by)."""
+    known = training_frame(specialists, labels, horizons, known_by_year=last_year, regime=regime)
+    scores = (lstm_model.select("symbol", "date", LSTM_COLUMN).collect()
+              if LSTM_COLUMN in lstm_model.collect_schema().names() else None)
+    return known, scores
 
 
 def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: dict) -> tuple:
@@ -193,8 +205,9 @@ def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: d
 def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns):
     """(year, h, train rows, test rows, (test symbols, train symbols)) per year and horizon
     to fit, built lazily (one year's frames at a time, as the workers ask for work)."""
+    read = read_inputs(specialists, labels, regime, lstm_model, horizons, max(years)) if years else None
     for year in years:
-        train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns)
+        train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns, read)
         for h in horizons:
             if train.filter(pl.col(f"label_bin_h{h}").is_not_null()).height < 200:
                 if log is not None:
