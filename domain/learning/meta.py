@@ -15,7 +15,7 @@ with a list of pack names (`meta.inputs: [specialists, alpha158]`) those packs' 
 Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
 (domain.learning.metamodel), its calibration folds purged on the label intervals and, for the
-logistic model, its C searched once per fit over those folds. The model records
+logistic model, its C searched once per fit over those folds (newton-cholesky fits). The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
 inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.joblib` + JSON
 (the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
@@ -23,7 +23,8 @@ window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
 out-of-sample metrics under `reports/<experiment>/meta_model/`. The (year, horizon) fits are
 independent and run in `build.workers` processes; this process writes every file, in year
-and horizon order, so the files do not depend on the worker count.
+and horizon order, so the files do not depend on the worker count. The input tables are read
+once for all the years (read_inputs); each year's rows are cut from that read (known_by).
 """
 
 from pathlib import Path
@@ -126,7 +127,7 @@ def _matrix(frame: pl.DataFrame, horizon: int, features: list[str] | None = None
 
 def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
              model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None,
-             n_jobs: int | None = None, c_search: str = "once"):
+             n_jobs: int | None = None, c_search: str = "once", solver: str = "newton-cholesky"):
     """(model, out-of-sample metrics, test probabilities, test labels) for one horizon;
     `features`: the registry feature columns of the frames to use too (feature_columns);
     `n_jobs`: processes for the calibration folds (the same model whatever the number)."""
@@ -145,7 +146,7 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
               "horizon": horizon, "inputs": WITH_FEATURES if features else SPECIALISTS_ONLY}
     model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window,
-                       fold_jobs=n_jobs, c_search=c_search)
+                       fold_jobs=n_jobs, c_search=c_search, solver=solver)
     test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     Xt, yt, _ = _matrix(test, horizon, features)
     okt = complete_rows(Xt)
@@ -224,7 +225,7 @@ def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, f
 
 def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
                       years: list[int], settings, log=None, features: pl.LazyFrame | None = None,
-                      c_search: str = "once") -> tuple[pl.DataFrame, dict]:
+                      c_search: str = "once", solver: str = "newton-cholesky") -> tuple[pl.DataFrame, dict]:
     """The meta model of each year of `years` per horizon (walk-forward), saved under
     `models/<experiment>/meta_h{H}_{Y}.*`, with its calibration PNG and out-of-sample metrics under
     `reports/<experiment>/meta_model/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
@@ -232,7 +233,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     (the stored table) is read only when settings `meta.inputs` asks for its columns.
     The (year, horizon) fits run in `build.workers` processes (one: in this process); files
     are written here, in year and horizon order, and are the same whatever the worker count.
-    `c_search`: domain.learning.metamodel.train_meta's (the stage uses "once")."""
+    `c_search`, `solver`: domain.learning.metamodel.train_meta's (the stage uses the defaults)."""
     from joblib import Parallel, delayed
 
     from domain.feature_packs import feature_selection
@@ -243,7 +244,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                 for a in TRAINED_ON + (("features",) if columns else ())}
     fit = {"n_splits": settings.cv.n_splits, "embargo_days": settings.cv.embargo_days, "model": settings.meta.model,
            "calibration": settings.meta.calibration, "seed": settings.meta.seed, "features": columns,
-           "c_search": c_search}
+           "c_search": c_search, "solver": solver}
     workers = min(settings.build.worker_count(), len(years) * len(horizons))
     tasks = list(_year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns)) \
         if workers <= 1 else None
