@@ -105,6 +105,9 @@ def test_year_frames_cut_from_one_read_equal_the_frames_read_for_each_year(learn
         assert cut.equals(own) and own.height > 0
         # a label whose interval ends after the cutoff is unknown (null) in the year's frame
         assert cut[f"label_bin_h{horizons[-1]}"].null_count() >= horizons[-1]
+        no_regime = training_frame(scan["specialists"], scan["labels"], horizons, known_by_year=year)  # cv_report's
+        assert known_by(training_frame(scan["specialists"], scan["labels"], horizons, known_by_year=2003), horizons,
+                        year).equals(no_regime)
         for a, b in zip(year_frames(scan["specialists"], scan["labels"], scan["regime"], pl.LazyFrame(), horizons, year),
                         year_frames(scan["specialists"], scan["labels"], scan["regime"], pl.LazyFrame(), horizons, year,
                                     read=read)):
