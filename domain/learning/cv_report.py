@@ -26,7 +26,7 @@ from joblib import Parallel, delayed
 from domain.learning.training_data import known_by, one_class, training_frame
 from domain.observe import write_json_atomic
 from domain.progress import year_done
-from domain.learning.calibration import fit_calibrator, fold_metrics
+from domain.learning.calibration import both_classes, fit_calibrator, fold_metrics
 from domain.learning.purged_cv import PurgedKFold
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
@@ -44,7 +44,7 @@ def _cv_one(scores_path: str, shape: tuple, column: int, y_path: str, folds: lis
     in_train = np.zeros(shape[0], dtype=bool)
     rows = []
     for fold, (train, test) in enumerate(folds):
-        if np.unique(y[train]).size < 2:  # nothing to calibrate on this fold
+        if not both_classes(y[train]):  # nothing to calibrate on this fold
             continue
         in_train[:] = False
         in_train[train] = True
