@@ -47,7 +47,7 @@ Model (`train_meta`)
         (tests/domain/test_planted_signal.py plants one).
     lightgbm (in the dev extra; the `lightgbm` extra alone): the same calibration around an LGBMClassifier (histogram
         trees, GOSS sampling, deterministic, one thread unless n_jobs says otherwise).
-    blas_threads=1 (default) limits BLAS threads during the fit: the lbfgs steps on ~10
+    blas_threads=1 (default) limits BLAS threads during the fit: the solver steps on ~10
         columns are too small for threads, which only contend (3x slower on 2 busy cores);
         None leaves BLAS alone. Parallel folds are n_jobs (processes via joblib); fold_jobs
         runs only the calibration folds in processes (each fit as in process: same model).
