@@ -24,9 +24,10 @@ Model (`train_meta`)
         method="isotonic", cv=5), L2. solver="newton-cholesky" (default): scikit-learn's Newton
         solver for every logistic fit (the C search's path and the calibrated copies): the same
         objective as lbfgs solved to its optimum (a few Newton steps on ~10 columns), where
-        lbfgs stops at its loose tolerance (coefficients differ in the 3rd digit); 1.4-1.8x
-        less time for the demo's meta_model, out-of-sample AUC / IC equal to 3-4 decimals
-        (benchmarks/LOG.md 2026-11-24, `bench_yearly.py --compare-solver`). solver="lbfgs":
+        lbfgs stops at its loose tolerance (on the demo the coefficients moved by up to 0.004,
+        and 2 of 15 fits chose the neighbouring C, whose fold log losses tie to ~1e-6); 1.4-1.8x
+        less time for the demo's meta_model, mean out-of-sample AUC / IC equal to 3 decimals
+        (benchmarks/LOG.md, issue 26; `bench_yearly.py --compare-solver`). solver="lbfgs":
         the earlier models bit for bit. c_search="once" (default): C is chosen ONCE per
         fit, by Pipeline(StandardScaler, LogisticRegressionCV(Cs=10, scoring="neg_log_loss";
         `neg_log_loss_score`, the same scores without sklearn's per-call validation))
