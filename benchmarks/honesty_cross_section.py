@@ -36,7 +36,7 @@ evaluation for the test years (walk-forward: the model of year Y is trained on l
 before Y, from --train-from on). Nothing is tuned on this data: every setting is the
 project's default except the ones named here. The cross-sectional figures come from
 `reports/<experiment>/evaluation/<Y>.json` (domain.evaluation: days with at least evaluation.min_symbols_per_day
-symbols, default 5 of the 20). The logistic meta model is deterministic (lbfgs on unshuffled
+symbols, default 5 of the 20). The logistic meta model is deterministic (newton-cholesky on unshuffled
 purged folds; `meta.seed` changes nothing), so it runs once; lightgbm and hist_gbm run once
 per --seeds entry (`meta.seed`).
 

@@ -385,7 +385,7 @@ class MetaSettings(_Model):
                 raise ValueError(f"{bad[0]!r} is not a pack name; expected specialists or pack names such as core, alpha158")
         return v
     # random_state of hist_gbm / lightgbm (and of the logistic model, which does not use it:
-    # lbfgs on unshuffled folds is deterministic); the same seed and data give the same model
+    # newton-cholesky on unshuffled folds is deterministic); the same seed and data give the same model
     seed: int = Field(0, ge=0, description=(
         "`random_state` of `hist_gbm` and `lightgbm` (LightGBM's GOSS row sampling, the trees' tie-breaks): "
         'the same seed and data give the same model; the logistic model is deterministic and does not depend '

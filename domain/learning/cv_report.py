@@ -23,10 +23,10 @@ import numpy as np
 import polars as pl
 from joblib import Parallel, delayed
 
-from domain.learning.training_data import one_class, training_frame
+from domain.learning.training_data import known_by, one_class, training_frame
 from domain.observe import write_json_atomic
 from domain.progress import year_done
-from domain.learning.calibration import fit_calibrator, fold_metrics
+from domain.learning.calibration import both_classes, fit_calibrator, fold_metrics
 from domain.learning.purged_cv import PurgedKFold
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
@@ -44,7 +44,7 @@ def _cv_one(scores_path: str, shape: tuple, column: int, y_path: str, folds: lis
     in_train = np.zeros(shape[0], dtype=bool)
     rows = []
     for fold, (train, test) in enumerate(folds):
-        if np.unique(y[train]).size < 2:  # nothing to calibrate on this fold
+        if not both_classes(y[train]):  # nothing to calibrate on this fold
             continue
         in_train[:] = False
         in_train[train] = True
@@ -106,8 +106,9 @@ def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list
     `log.warning` is told of a horizon skipped for a one-class label."""
     horizons = settings.labels.horizons
     tables, summary = [], {}
+    known = training_frame(specialists, labels, horizons, known_by_year=max(years)) if years else None
     for year in years:
-        frame = training_frame(specialists, labels, horizons, known_by_year=year)
+        frame = known_by(known, horizons, year)  # == training_frame(..., known_by_year=year): one read for all years
         for h in horizons:
             rows = cv_horizon(frame, h, n_splits=settings.cv.n_splits, embargo_days=settings.cv.embargo_days,
                               workers=settings.build.worker_count(), year=year, log=log)

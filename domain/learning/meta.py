@@ -15,7 +15,7 @@ with a list of pack names (`meta.inputs: [specialists, alpha158]`) those packs' 
 Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
 (domain.learning.metamodel), its calibration folds purged on the label intervals and, for the
-logistic model, its C searched once per fit over those folds. The model records
+logistic model, its C searched once per fit over those folds (newton-cholesky fits). The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
 inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.joblib` + JSON
 (the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
@@ -23,7 +23,8 @@ window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
 out-of-sample metrics under `reports/<experiment>/meta_model/`. The (year, horizon) fits are
 independent and run in `build.workers` processes; this process writes every file, in year
-and horizon order, so the files do not depend on the worker count.
+and horizon order, so the files do not depend on the worker count. The input tables are read
+once for all the years (read_inputs); each year's rows are cut from that read (known_by).
 """
 
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from domain.learning.training_data import one_class, training_frame
+from domain.learning.training_data import known_by, one_class, training_frame
 from domain.observe import write_bytes_atomic, write_json_atomic
 from domain.progress import year_done
 from domain.learning.calibration import fold_metrics
@@ -126,7 +127,7 @@ def _matrix(frame: pl.DataFrame, horizon: int, features: list[str] | None = None
 
 def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
              model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None,
-             n_jobs: int | None = None, c_search: str = "once"):
+             n_jobs: int | None = None, c_search: str = "once", solver: str = "newton-cholesky"):
     """(model, out-of-sample metrics, test probabilities, test labels) for one horizon;
     `features`: the registry feature columns of the frames to use too (feature_columns);
     `n_jobs`: processes for the calibration folds (the same model whatever the number)."""
@@ -145,7 +146,7 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
               "horizon": horizon, "inputs": WITH_FEATURES if features else SPECIALISTS_ONLY}
     model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window,
-                       fold_jobs=n_jobs, c_search=c_search)
+                       fold_jobs=n_jobs, c_search=c_search, solver=solver)
     test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     Xt, yt, _ = _matrix(test, horizon, features)
     okt = complete_rows(Xt)
@@ -158,15 +159,16 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
 
 def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
                 horizons: list[int], year: int, log=None, features: pl.LazyFrame | None = None,
-                columns: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                columns: list[str] | None = None, read: tuple | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The training rows of year Y's model (labels known by the end of Y-1) and its test rows
     (the rows of Y), with the LSTM score when it covers LSTM_MIN_COVERAGE of the training rows
-    and the feature `columns` of `features` (feature_columns(meta.inputs); none by default)."""
-    train = training_frame(specialists, labels, horizons, known_by_year=year - 1, regime=regime)
-    test = training_frame(specialists, labels, horizons, known_by_year=year, regime=regime).filter(
-        pl.col("date").dt.year() == year)
-    if LSTM_COLUMN in lstm_model.collect_schema().names():
-        scores = lstm_model.select("symbol", "date", LSTM_COLUMN).collect()
+    and the feature `columns` of `features` (feature_columns(meta.inputs); none by default).
+    `read`: `read_inputs(...)` of a year >= Y, the tables read once for several years (the
+    same frames as read here; default: read here)."""
+    known, scores = read_inputs(specialists, labels, regime, lstm_model, horizons, year) if read is None else read
+    train = known_by(known, horizons, year - 1)
+    test = known_by(known, horizons, year).filter(pl.col("date").dt.year() == year)
+    if scores is not None:
         train = train.join(scores, on=["symbol", "date"], how="left")
         coverage = train[LSTM_COLUMN].drop_nans().drop_nulls().len() / max(train.height, 1)
         if coverage >= LSTM_MIN_COVERAGE:
@@ -176,6 +178,17 @@ def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.Lazy
             if log is not None:
                 log.info(f"meta_model {year}: LSTM scores cover {coverage:.0%} of training rows; not used")
     return join_features(train, features, columns or []), join_features(test, features, columns or [])
+
+
+def read_inputs(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
+                horizons: list[int], last_year: int) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """(training_frame known by `last_year`, the LSTM scores or None when none are stored):
+    one read of the tables for the frames of every year up to `last_year` (year_frames cuts
+    each year's with known_by)."""
+    known = training_frame(specialists, labels, horizons, known_by_year=last_year, regime=regime)
+    scores = (lstm_model.select("symbol", "date", LSTM_COLUMN).collect()
+              if LSTM_COLUMN in lstm_model.collect_schema().names() else None)
+    return known, scores
 
 
 def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: dict) -> tuple:
@@ -193,8 +206,9 @@ def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: d
 def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns):
     """(year, h, train rows, test rows, (test symbols, train symbols)) per year and horizon
     to fit, built lazily (one year's frames at a time, as the workers ask for work)."""
+    read = read_inputs(specialists, labels, regime, lstm_model, horizons, max(years)) if years else None
     for year in years:
-        train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns)
+        train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns, read)
         for h in horizons:
             if train.filter(pl.col(f"label_bin_h{h}").is_not_null()).height < 200:
                 if log is not None:
@@ -211,7 +225,7 @@ def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, f
 
 def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
                       years: list[int], settings, log=None, features: pl.LazyFrame | None = None,
-                      c_search: str = "once") -> tuple[pl.DataFrame, dict]:
+                      c_search: str = "once", solver: str = "newton-cholesky") -> tuple[pl.DataFrame, dict]:
     """The meta model of each year of `years` per horizon (walk-forward), saved under
     `models/<experiment>/meta_h{H}_{Y}.*`, with its calibration PNG and out-of-sample metrics under
     `reports/<experiment>/meta_model/`. Returns the table of headline metrics and the metrics keyed `{Y}/h{H}`.
@@ -219,7 +233,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     (the stored table) is read only when settings `meta.inputs` asks for its columns.
     The (year, horizon) fits run in `build.workers` processes (one: in this process); files
     are written here, in year and horizon order, and are the same whatever the worker count.
-    `c_search`: domain.learning.metamodel.train_meta's (the stage uses "once")."""
+    `c_search`, `solver`: domain.learning.metamodel.train_meta's (the stage uses the defaults)."""
     from joblib import Parallel, delayed
 
     from domain.feature_packs import feature_selection
@@ -230,7 +244,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                 for a in TRAINED_ON + (("features",) if columns else ())}
     fit = {"n_splits": settings.cv.n_splits, "embargo_days": settings.cv.embargo_days, "model": settings.meta.model,
            "calibration": settings.meta.calibration, "seed": settings.meta.seed, "features": columns,
-           "c_search": c_search}
+           "c_search": c_search, "solver": solver}
     workers = min(settings.build.worker_count(), len(years) * len(horizons))
     tasks = list(_year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns)) \
         if workers <= 1 else None

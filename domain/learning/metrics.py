@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import average_precision_score
 
-from domain.learning.calibration import binary_labels, fold_metrics
+from domain.learning.calibration import average_ranks, binary_labels, fold_metrics  # noqa: F401 (average_ranks: re-exported)
 
 DECILE_COLUMNS = ("bin", "count", "p_mean", "p_min", "p_max", "ret_mean", "hit_rate")
 CROSS_SECTION_COLUMNS = ("n", "ic", "long", "short", "long_short", "top_turnover", "bottom_turnover")
@@ -93,19 +93,6 @@ def classification_metrics(y, p) -> dict:
         "base_rate": pos / n if n else None,
         "n_dropped": int((~ok).sum()),
     }
-
-
-def average_ranks(x: np.ndarray) -> np.ndarray:
-    """1-based ranks of a finite 1-D array, ties at their average rank: scipy.stats.rankdata's
-    values exactly (integers and halves are exact in float64), without its per-call checks,
-    which cost more than the ranking on a day of a few symbols (cross_section ranks every day)."""
-    order = np.argsort(x, kind="mergesort")
-    xs = x[order]
-    start = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])  # first sorted position of each tie group
-    count = np.diff(np.r_[start, xs.shape[0]])
-    ranks = np.empty(xs.shape[0], dtype=np.float64)
-    ranks[order] = np.repeat(start + (count + 1) / 2.0, count)
-    return ranks
 
 
 def information_coefficient(p, ret) -> float | None:

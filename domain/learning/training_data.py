@@ -32,6 +32,10 @@ def training_frame(specialists: pl.LazyFrame, labels: pl.LazyFrame, horizons: li
     frame = specialists.select("symbol", "date", *SPECIALIST_COLUMNS).join(labs, on=["symbol", "date"], how="inner")
     if regime is not None and "regime" in regime.collect_schema().names():  # empty when none is stored yet
         frame = frame.join(regime.select("date", "regime"), on="date", how="left")
+    return _known_by(frame, horizons, cutoff).sort("date", "symbol").collect()
+
+
+def _known_by(frame, horizons: list[int], cutoff: dt.datetime):
     frame = frame.filter(pl.col("date") < cutoff)
     for h in horizons:  # a label not known by the cutoff is not a training label yet
         known = pl.col(f"t1_h{h}").is_not_null() & (pl.col(f"t1_h{h}") < cutoff)
@@ -39,7 +43,16 @@ def training_frame(specialists: pl.LazyFrame, labels: pl.LazyFrame, horizons: li
             pl.when(known).then(pl.col(f"label_bin_h{h}")).otherwise(None).alias(f"label_bin_h{h}"),
             pl.when(known).then(pl.col(f"t1_h{h}")).otherwise(None).alias(f"t1_h{h}"),
         )
-    return frame.sort("date", "symbol").collect()
+    return frame
+
+
+def known_by(frame: pl.DataFrame, horizons: list[int], known_by_year: int) -> pl.DataFrame:
+    """training_frame(..., known_by_year) cut from a training_frame of the same tables known by
+    a LATER year (read once, cut per year): the rows before the cutoff, each label and t1 kept
+    where t1 falls before it. The same frame (rows, order, values): a label known by the
+    earlier cutoff was known by the later one, and the rows stay in their (date, symbol) order."""
+    cutoff = dt.datetime(known_by_year + 1, 1, 1)
+    return _known_by(frame.lazy(), horizons, cutoff).collect()
 
 
 def one_class(labels: pl.Series) -> int | None:

@@ -39,3 +39,24 @@ def test_meta_model_c_search_chooses_the_c_of_sklearns_neg_log_loss_search():
                                                    l1_ratios=(0.0,), use_legacy_attributes=False))])
     ref.fit(X.astype(np.float64), y)
     assert model.info["C"] == float(np.ravel(ref.named_steps["logit"].C_)[0])
+
+
+@pytest.mark.parametrize("seed,rows,cols,signal", [(4, 2_000, 8, 0.05), (5, 800, 3, 2.0), (6, 3_000, 12, 0.0),
+                                                   (7, 400, 1, 0.5)])
+def test_c_search_without_the_refit_chooses_the_c_of_the_refitting_search(seed, rows, cols, signal):
+    """_search_C skips LogisticRegressionCV's refit on all rows (its coefficients are not
+    used) and takes refit=True's C: argmax of the fold scores summed over folds. Weak,
+    strong, no signal (the scores of the large Cs nearly tie) and one column."""
+    from domain.learning.metamodel import _search_C
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(rows, cols)) * rng.uniform(0.1, 50, size=cols)
+    y = (rng.uniform(size=rows) < 1 / (1 + np.exp(-signal * X[:, 0] / X[:, 0].std()))).astype(np.int8)
+    splits = [(np.r_[0:i, i + rows // 4:rows], np.arange(i, i + rows // 4)) for i in range(0, rows, rows // 4)]
+    ref = Pipeline([("scale", StandardScaler()),
+                    ("logit", LogisticRegressionCV(Cs=10, cv=splits, scoring="neg_log_loss", max_iter=1000,
+                                                   random_state=0, l1_ratios=(0.0,), use_legacy_attributes=False))])
+    expected = float(np.ravel(ref.fit(X, y).named_steps["logit"].C_)[0])
+    assert _search_C(X, y, 10, splits, 0, None) == expected
+    assert _search_C(X, y, [0.01, 0.1, 1.0], splits, 0, None) == float(np.ravel(
+        ref.set_params(logit__Cs=[0.01, 0.1, 1.0]).fit(X, y).named_steps["logit"].C_)[0])

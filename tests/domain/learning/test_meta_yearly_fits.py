@@ -83,3 +83,32 @@ def test_meta_models_of_several_years_in_worker_processes_equal_those_fitted_in_
             X = np.random.default_rng(year + h).normal(50, 20, size=(50, len(a["features"])))
             np.testing.assert_array_equal(ma.predict_proba(X), mb.predict_proba(X))
             assert (s2.stage_reports_dir("meta_model") / f"calibration_h{h}_{year}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_year_frames_cut_from_one_read_equal_the_frames_read_for_each_year(learned_store):
+    """build_meta_models reads the tables once (read_inputs of the last year) and cuts each
+    year's training and test rows from that frame (training_data.known_by): the same rows, in
+    the same order, with the same labels and label ends as reading each year on its own."""
+    import polars as pl
+
+    from domain.learning.meta import read_inputs, year_frames
+    from domain.learning.training_data import known_by, training_frame
+
+    s = read_settings(learned_store)
+    scan = {a: DeltaStore(s.table_root(a)).scan(a) for a in ("specialists", "labels", "regime")}
+    horizons = s.labels.horizons
+    read = read_inputs(scan["specialists"], scan["labels"], scan["regime"], pl.LazyFrame(), horizons, 2003)
+    assert read[1] is None  # no LSTM scores stored
+    for year in (2001, 2002, 2003):
+        own = training_frame(scan["specialists"], scan["labels"], horizons, known_by_year=year, regime=scan["regime"])
+        cut = known_by(read[0], horizons, year)
+        assert cut.equals(own) and own.height > 0
+        # a label whose interval ends after the cutoff is unknown (null) in the year's frame
+        assert cut[f"label_bin_h{horizons[-1]}"].null_count() >= horizons[-1]
+        no_regime = training_frame(scan["specialists"], scan["labels"], horizons, known_by_year=year)  # cv_report's
+        assert known_by(training_frame(scan["specialists"], scan["labels"], horizons, known_by_year=2003), horizons,
+                        year).equals(no_regime)
+        for a, b in zip(year_frames(scan["specialists"], scan["labels"], scan["regime"], pl.LazyFrame(), horizons, year),
+                        year_frames(scan["specialists"], scan["labels"], scan["regime"], pl.LazyFrame(), horizons, year,
+                                    read=read)):
+            assert a.equals(b)
