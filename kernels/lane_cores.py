@@ -66,6 +66,12 @@ def _max_period(ns):
     return m
 
 
+@register_jitable
+def _ema_next(v, e, k, omk):
+    """One EMA step as in cores.ema_core: v*k + e*(1-k), e itself where v == e."""
+    return v * k + e * omk if v != e else e
+
+
 def sma_lanes(x, ns, out):
     """Lanes of `cores.sma_core`: total += x[t]; out = total/n; total -= x[t-n+1]."""
     t_len, n_lanes = out.shape
@@ -94,7 +100,12 @@ def sma_lanes(x, ns, out):
 
 def ema_lanes(x, ns, out):
     """Lanes of `cores.ema_core`: SMA seed of the first n values, then e = v*k + e*(1-k),
-    e kept where v == e."""
+    e kept where v == e.
+
+    Steady phase (every lane updating): one row per pass over the lanes, the row's value
+    read once as a scalar when the lanes share a series (no per-row lane buffer). The
+    loop is bound by writing the block (4 or 8 bytes per lane-step), see benchmarks/LOG.md
+    "Issue 28: the EMA family's sweep"."""
     t_len, n_lanes = out.shape
     prev = np.zeros(n_lanes)
     k = np.empty(n_lanes)
@@ -115,18 +126,39 @@ def ema_lanes(x, ns, out):
                 prev[j] = (prev[j] + v[j]) / n
                 out[i, j] = prev[j]
             else:
-                p = prev[j]
-                p = v[j] * k[j] + p * omk[j] if v[j] != p else p
+                p = _ema_next(v[j], prev[j], k[j], omk[j])
                 prev[j] = p
                 out[i, j] = p
+    shared = x.shape[1] == 1
+    if out.itemsize == 8:
+        # A float64 block holds each lane's state exactly: read it from the row above
+        # (row nmax-1 is every lane's seed or update) instead of loading and storing `prev`.
+        for i in range(nmax, t_len):
+            row = out[i]
+            above = out[i - 1]
+            if shared:
+                vv = np.float64(x[i, 0])
+                for j in range(n_lanes):
+                    row[j] = _ema_next(vv, above[j], k[j], omk[j])
+            else:
+                xr = x[i]
+                for j in range(n_lanes):
+                    row[j] = _ema_next(np.float64(xr[j]), above[j], k[j], omk[j])
+        return
     for i in range(nmax, t_len):
-        _load(x, i, v)
         row = out[i]
-        for j in range(n_lanes):
-            p = prev[j]
-            p = v[j] * k[j] + p * omk[j] if v[j] != p else p
-            prev[j] = p
-            row[j] = p
+        if shared:
+            vv = np.float64(x[i, 0])
+            for j in range(n_lanes):
+                p = _ema_next(vv, prev[j], k[j], omk[j])
+                prev[j] = p
+                row[j] = p
+        else:
+            xr = x[i]
+            for j in range(n_lanes):
+                p = _ema_next(np.float64(xr[j]), prev[j], k[j], omk[j])
+                prev[j] = p
+                row[j] = p
 
 
 @register_jitable
@@ -482,14 +514,10 @@ def _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider):
     return ps / divider[j]
 
 
-@register_jitable
-def _ema_next(v, e, k, omk):
-    return v * k + e * omk if v != e else e
-
-
 def dema_lanes(x, ns, out):
     """Lanes of `cores.dema_core`: 2*EMA - EMA(EMA), the second EMA seeded by the mean of
-    the first n EMA values (look = 2(n-1)); one loop, each lane in its own phase."""
+    the first n EMA values (look = 2(n-1)); a warm-up loop where each lane is in its own
+    phase, then from the row past the longest look a branch-free loop over the lanes."""
     t_len, n_lanes = out.shape
     e1 = np.zeros(n_lanes)
     e2 = np.zeros(n_lanes)
@@ -500,7 +528,8 @@ def dema_lanes(x, ns, out):
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
         omk[j] = 1.0 - k[j]
-    for i in range(t_len):
+    steady = 2 * (_max_period(ns) - 1) + 1  # first row past every lane's look
+    for i in range(min(steady, t_len)):
         _load(x, i, v)
         for j in range(n_lanes):
             n = ns[j]
@@ -525,11 +554,31 @@ def dema_lanes(x, ns, out):
                 out[i, j] = 2.0 * e1[j] - e2[j]
             else:
                 out[i, j] = NAN
+    shared = x.shape[1] == 1
+    for i in range(steady, t_len):
+        row = out[i]
+        if shared:
+            vv = np.float64(x[i, 0])
+            for j in range(n_lanes):
+                a = _ema_next(vv, e1[j], k[j], omk[j])
+                b = _ema_next(a, e2[j], k[j], omk[j])
+                e1[j] = a
+                e2[j] = b
+                row[j] = 2.0 * a - b
+        else:
+            xr = x[i]
+            for j in range(n_lanes):
+                a = _ema_next(np.float64(xr[j]), e1[j], k[j], omk[j])
+                b = _ema_next(a, e2[j], k[j], omk[j])
+                e1[j] = a
+                e2[j] = b
+                row[j] = 2.0 * a - b
 
 
 def tema_lanes(x, ns, out):
     """Lanes of `cores.tema_core`: 3*EMA1 - 3*EMA2 + EMA3, EMA2 seeded at row 2n-2 and EMA3
-    at row 3(n-1) by the means of the first n values of their inputs."""
+    at row 3(n-1) by the means of the first n values of their inputs; warm-up loop, then
+    from the row past the longest look a branch-free loop over the lanes."""
     t_len, n_lanes = out.shape
     e1 = np.zeros(n_lanes)
     e2 = np.zeros(n_lanes)
@@ -542,7 +591,8 @@ def tema_lanes(x, ns, out):
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
         omk[j] = 1.0 - k[j]
-    for i in range(t_len):
+    steady = 3 * (_max_period(ns) - 1) + 1  # first row past every lane's look
+    for i in range(min(steady, t_len)):
         _load(x, i, v)
         for j in range(n_lanes):
             n = ns[j]
@@ -575,6 +625,29 @@ def tema_lanes(x, ns, out):
                 out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
             else:
                 out[i, j] = NAN
+    shared = x.shape[1] == 1
+    for i in range(steady, t_len):
+        row = out[i]
+        if shared:
+            vv = np.float64(x[i, 0])
+            for j in range(n_lanes):
+                a = _ema_next(vv, e1[j], k[j], omk[j])
+                b = _ema_next(a, e2[j], k[j], omk[j])
+                c = _ema_next(b, e3[j], k[j], omk[j])
+                e1[j] = a
+                e2[j] = b
+                e3[j] = c
+                row[j] = 3.0 * a - 3.0 * b + c
+        else:
+            xr = x[i]
+            for j in range(n_lanes):
+                a = _ema_next(np.float64(xr[j]), e1[j], k[j], omk[j])
+                b = _ema_next(a, e2[j], k[j], omk[j])
+                c = _ema_next(b, e3[j], k[j], omk[j])
+                e1[j] = a
+                e2[j] = b
+                e3[j] = c
+                row[j] = 3.0 * a - 3.0 * b + c
 
 
 def lsma_lanes(x, ns, out):
