@@ -214,9 +214,22 @@ def rsi_lanes(x, ns, out):
                 loss[j] = lo
                 s = g + lo
                 out[i, j] = 100.0 * (g / s) if s != 0.0 else 0.0
+    shared = x.shape[1] == 1
     for i in range(max(nmax + 1, 1), t_len):
-        _load_change(x, i, dd)
         row = out[i]
+        if shared:  # the change, its up and down parts once per row (no per-row lane buffer)
+            d = np.float64(x[i, 0]) - np.float64(x[i - 1, 0])
+            up = d if d > 0.0 else 0.0
+            down = -d if d < 0.0 else 0.0
+            for j in range(n_lanes):
+                g = gain[j] * omn[j] + up * inv[j]
+                lo = loss[j] * omn[j] + down * inv[j]
+                gain[j] = g
+                loss[j] = lo
+                s = g + lo
+                row[j] = 100.0 * (g / s) if s != 0.0 else 0.0
+            continue
+        _load_change(x, i, dd)
         for j in range(n_lanes):
             d = dd[j]
             up = d if d > 0.0 else 0.0
@@ -276,9 +289,17 @@ def atr_lanes(h, l, c, ns, out):
             else:
                 acc[j] = acc[j] * omn[j] + tr * inv[j]
                 out[i, j] = acc[j]
+    shared = h.shape[1] == 1
     for i in range(max(nmax + 1, 1), t_len):
-        _load_true_range(h, l, c, i, trs)
         row = out[i]
+        if shared:  # the true range once per row (no per-row lane buffer)
+            tr = _true_range(h, l, c, i, 0)
+            for j in range(n_lanes):
+                a = acc[j] * omn[j] + tr * inv[j]
+                acc[j] = a
+                row[j] = a
+            continue
+        _load_true_range(h, l, c, i, trs)
         for j in range(n_lanes):
             a = acc[j] * omn[j] + trs[j] * inv[j]
             acc[j] = a
