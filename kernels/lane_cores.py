@@ -26,7 +26,11 @@ whose period exceeds the series stay NaN throughout.
 CPU only (compiled by `kernels.backends.cpu_backend.compiled_lanes` with numba's "numpy"
 error model: a quotient by zero is IEEE inf/NaN, computed for every lane and kept only where
 the single core computes it): the cuda backend already runs one thread per series. Per-lane
-state lives in small scratch arrays of length L.
+state lives in small scratch arrays of length L (a float64 EMA block is its own state: each
+row is read back as the lanes' EMA for the next). In the steady loops, what the lanes share
+(a row's value, change or true range) is a scalar computed once per row: a pass over the
+lanes is then loads of the state and constants, the arithmetic, and the block's row write,
+which is what bounds the EMA family (benchmarks/LOG.md, "Issue 28: the EMA family").
 """
 
 from __future__ import annotations
@@ -103,9 +107,10 @@ def ema_lanes(x, ns, out):
     e kept where v == e.
 
     Steady phase (every lane updating): one row per pass over the lanes, the row's value
-    read once as a scalar when the lanes share a series (no per-row lane buffer). The
-    loop is bound by writing the block (4 or 8 bytes per lane-step), see benchmarks/LOG.md
-    "Issue 28: the EMA family's sweep"."""
+    read once as a scalar when the lanes share a series (no per-row lane buffer); into a
+    float64 block the state is the row above (the same bits as `prev`), so the pass loads
+    that row, k and 1-k and writes one row. Bound by writing the block (4 or 8 bytes per
+    lane-step): benchmarks/LOG.md, "Issue 28: the EMA family"."""
     t_len, n_lanes = out.shape
     prev = np.zeros(n_lanes)
     k = np.empty(n_lanes)
