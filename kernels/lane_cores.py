@@ -71,6 +71,16 @@ def _max_period(ns):
 
 
 @register_jitable
+def _zeros_aligned(n):
+    """Zeros of length n starting on a 64-byte boundary (numba's arrays start on 32 bytes):
+    the lane loop's 8-wide loads and stores of a state array then never straddle two cache
+    lines (float32 EMA sweep: 0.82-0.93x the time with numba's alignment)."""
+    buf = np.zeros(n + 8)
+    off = (-(buf.ctypes.data // 8)) % 8
+    return buf[off : off + n]
+
+
+@register_jitable
 def _ema_next(v, e, k, omk):
     """One EMA step as in cores.ema_core: v*k + e*(1-k), e itself where v == e."""
     return v * k + e * omk if v != e else e
@@ -112,9 +122,9 @@ def ema_lanes(x, ns, out):
     that row, k and 1-k and writes one row. Bound by writing the block (4 or 8 bytes per
     lane-step): benchmarks/LOG.md, "Issue 28: the EMA family"."""
     t_len, n_lanes = out.shape
-    prev = np.zeros(n_lanes)
-    k = np.empty(n_lanes)
-    omk = np.empty(n_lanes)
+    prev = _zeros_aligned(n_lanes)
+    k = _zeros_aligned(n_lanes)
+    omk = _zeros_aligned(n_lanes)
     v = np.empty(n_lanes)
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
