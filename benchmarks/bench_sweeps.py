@@ -11,7 +11,7 @@ there. Sides are interleaved round by round (ours f32, ours f64, TA-Lib, takt; o
 allocation included everywhere) and the ratios reported are medians of the per-round ratios,
 so machine load shifts both sides alike. One warm-up round is discarded.
 
-Usage: python benchmarks/bench_sweeps.py [--rows 1000000] [--rounds 5] [--no-takt]
+Usage: python benchmarks/bench_sweeps.py [--rows 1000000] [--rounds 5] [--no-takt] [--names ema,dema]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from benchmarks.common import emit, machine  # noqa: E402
 
 PERIODS = list(range(2, 101))
 NAMES = ("ema", "rsi", "atr", "adx")
-TALIB_FN = {"ema": "EMA", "rsi": "RSI", "atr": "ATR", "adx": "ADX"}
+TALIB_FN = {"ema": "EMA", "dema": "DEMA", "tema": "TEMA", "rsi": "RSI", "atr": "ATR", "adx": "ADX"}
 
 # Runs in the takt venv: reads {"name", "rows"} lines, answers {"s": seconds} per loop of
 # 99 single calls on the same data as the parent (same generator and seed).
@@ -42,7 +42,7 @@ WORKER = r"""
 import json, sys, time
 import numpy as np, talib
 PERIODS = list(range(2, 101))
-FN = {"ema": "EMA", "rsi": "RSI", "atr": "ATR", "adx": "ADX"}
+FN = {"ema": "EMA", "dema": "DEMA", "tema": "TEMA", "rsi": "RSI", "atr": "ATR", "adx": "ADX"}
 data = {}
 for line in sys.stdin:
     req = json.loads(line)
@@ -55,7 +55,7 @@ for line in sys.stdin:
         data[n] = (h, l, c)
     h, l, c = data[req["rows"]]
     fn = getattr(talib, FN[req["name"]])
-    args = (c,) if req["name"] in ("ema", "rsi") else (h, l, c)
+    args = (h, l, c) if req["name"] in ("atr", "adx") else (c,)
     t0 = time.perf_counter()
     outs = [fn(*args, p) for p in PERIODS]
     s = time.perf_counter() - t0
@@ -115,6 +115,7 @@ def main() -> int:
     ap.add_argument("--no-takt", action="store_true")
     ap.add_argument("--takt-venv", default="/tmp/tradelab-takt-venv")
     ap.add_argument("--takt-wheel", default=None)
+    ap.add_argument("--names", default=",".join(NAMES), help=f"comma-separated, of {sorted(TALIB_FN)}")
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
 
@@ -128,8 +129,8 @@ def main() -> int:
     # reused output blocks (sweep(out=)): what a repeated sweep costs without fresh pages
     block32 = np.zeros((args.rows, len(PERIODS)), dtype=np.float32)
     block64 = np.zeros((args.rows, len(PERIODS)), dtype=np.float64)
-    for name in NAMES:
-        inputs = (c,) if name in ("ema", "rsi") else (h, l, c)
+    for name in args.names.split(","):
+        inputs = (h, l, c) if name in ("atr", "adx") else (c,)
         fn = getattr(talib, TALIB_FN[name])
         sides = {
             "f32": lambda name=name, inputs=inputs: K.sweep(name, inputs, PERIODS, dtype=np.float32),
@@ -164,7 +165,8 @@ def main() -> int:
         f"### 99-period sweeps (periods 2..100), {args.rows:,} rows ({dt.date.today()})",
         "",
         f"Machine: {machine()}; load average {os.getloadavg()[0]:.2f} at the end. Command: "
-        f"`python benchmarks/bench_sweeps.py --rows {args.rows} --rounds {args.rounds}`. TA-Lib {talib.__version__}"
+        f"`python benchmarks/bench_sweeps.py --rows {args.rows} --rounds {args.rounds}"
+        + ("" if args.names == ",".join(NAMES) else f" --names {args.names}") + f"`. TA-Lib {talib.__version__}"
         + (f", ta-lib-takt {takt.version} (own venv)" if takt is not None else "")
         + ". Medians over rounds, interleaved; ratios are medians of per-round ratios to " + ref + "'s loop of 99 calls.",
         "",

@@ -26,7 +26,11 @@ whose period exceeds the series stay NaN throughout.
 CPU only (compiled by `kernels.backends.cpu_backend.compiled_lanes` with numba's "numpy"
 error model: a quotient by zero is IEEE inf/NaN, computed for every lane and kept only where
 the single core computes it): the cuda backend already runs one thread per series. Per-lane
-state lives in small scratch arrays of length L.
+state lives in small scratch arrays of length L (a float64 EMA block is its own state: each
+row is read back as the lanes' EMA for the next). In the steady loops, what the lanes share
+(a row's value, change or true range) is a scalar computed once per row: a pass over the
+lanes is then loads of the state and constants, the arithmetic, and the block's row write,
+which is what bounds the EMA family (benchmarks/LOG.md, "Issue 28: the EMA family").
 """
 
 from __future__ import annotations
@@ -66,6 +70,22 @@ def _max_period(ns):
     return m
 
 
+@register_jitable
+def _zeros_aligned(n):
+    """Zeros of length n starting on a 64-byte boundary (numba's arrays start on 32 bytes):
+    the lane loop's 8-wide loads and stores of a state array then never straddle two cache
+    lines (float32 EMA sweep: 0.82-0.93x the time with numba's alignment)."""
+    buf = np.zeros(n + 8)
+    off = (-(buf.ctypes.data // 8)) % 8
+    return buf[off : off + n]
+
+
+@register_jitable
+def _ema_next(v, e, k, omk):
+    """One EMA step as in cores.ema_core: v*k + e*(1-k), e itself where v == e."""
+    return v * k + e * omk if v != e else e
+
+
 def sma_lanes(x, ns, out):
     """Lanes of `cores.sma_core`: total += x[t]; out = total/n; total -= x[t-n+1]."""
     t_len, n_lanes = out.shape
@@ -94,11 +114,17 @@ def sma_lanes(x, ns, out):
 
 def ema_lanes(x, ns, out):
     """Lanes of `cores.ema_core`: SMA seed of the first n values, then e = v*k + e*(1-k),
-    e kept where v == e."""
+    e kept where v == e.
+
+    Steady phase (every lane updating): one row per pass over the lanes, the row's value
+    read once as a scalar when the lanes share a series (no per-row lane buffer); into a
+    float64 block the state is the row above (the same bits as `prev`), so the pass loads
+    that row, k and 1-k and writes one row. Bound by writing the block (4 or 8 bytes per
+    lane-step): benchmarks/LOG.md, "Issue 28: the EMA family"."""
     t_len, n_lanes = out.shape
-    prev = np.zeros(n_lanes)
-    k = np.empty(n_lanes)
-    omk = np.empty(n_lanes)
+    prev = _zeros_aligned(n_lanes)
+    k = _zeros_aligned(n_lanes)
+    omk = _zeros_aligned(n_lanes)
     v = np.empty(n_lanes)
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
@@ -115,18 +141,39 @@ def ema_lanes(x, ns, out):
                 prev[j] = (prev[j] + v[j]) / n
                 out[i, j] = prev[j]
             else:
-                p = prev[j]
-                p = v[j] * k[j] + p * omk[j] if v[j] != p else p
+                p = _ema_next(v[j], prev[j], k[j], omk[j])
                 prev[j] = p
                 out[i, j] = p
+    shared = x.shape[1] == 1
+    if out.itemsize == 8:
+        # A float64 block holds each lane's state exactly: read it from the row above
+        # (row nmax-1 is every lane's seed or update) instead of loading and storing `prev`.
+        for i in range(nmax, t_len):
+            row = out[i]
+            above = out[i - 1]
+            if shared:
+                vv = np.float64(x[i, 0])
+                for j in range(n_lanes):
+                    row[j] = _ema_next(vv, above[j], k[j], omk[j])
+            else:
+                xr = x[i]
+                for j in range(n_lanes):
+                    row[j] = _ema_next(np.float64(xr[j]), above[j], k[j], omk[j])
+        return
     for i in range(nmax, t_len):
-        _load(x, i, v)
         row = out[i]
-        for j in range(n_lanes):
-            p = prev[j]
-            p = v[j] * k[j] + p * omk[j] if v[j] != p else p
-            prev[j] = p
-            row[j] = p
+        if shared:
+            vv = np.float64(x[i, 0])
+            for j in range(n_lanes):
+                p = _ema_next(vv, prev[j], k[j], omk[j])
+                prev[j] = p
+                row[j] = p
+        else:
+            xr = x[i]
+            for j in range(n_lanes):
+                p = _ema_next(np.float64(xr[j]), prev[j], k[j], omk[j])
+                prev[j] = p
+                row[j] = p
 
 
 @register_jitable
@@ -182,9 +229,22 @@ def rsi_lanes(x, ns, out):
                 loss[j] = lo
                 s = g + lo
                 out[i, j] = 100.0 * (g / s) if s != 0.0 else 0.0
+    shared = x.shape[1] == 1
     for i in range(max(nmax + 1, 1), t_len):
-        _load_change(x, i, dd)
         row = out[i]
+        if shared:  # the change, its up and down parts once per row (no per-row lane buffer)
+            d = np.float64(x[i, 0]) - np.float64(x[i - 1, 0])
+            up = d if d > 0.0 else 0.0
+            down = -d if d < 0.0 else 0.0
+            for j in range(n_lanes):
+                g = gain[j] * omn[j] + up * inv[j]
+                lo = loss[j] * omn[j] + down * inv[j]
+                gain[j] = g
+                loss[j] = lo
+                s = g + lo
+                row[j] = 100.0 * (g / s) if s != 0.0 else 0.0
+            continue
+        _load_change(x, i, dd)
         for j in range(n_lanes):
             d = dd[j]
             up = d if d > 0.0 else 0.0
@@ -244,9 +304,17 @@ def atr_lanes(h, l, c, ns, out):
             else:
                 acc[j] = acc[j] * omn[j] + tr * inv[j]
                 out[i, j] = acc[j]
+    shared = h.shape[1] == 1
     for i in range(max(nmax + 1, 1), t_len):
-        _load_true_range(h, l, c, i, trs)
         row = out[i]
+        if shared:  # the true range once per row (no per-row lane buffer)
+            tr = _true_range(h, l, c, i, 0)
+            for j in range(n_lanes):
+                a = acc[j] * omn[j] + tr * inv[j]
+                acc[j] = a
+                row[j] = a
+            continue
+        _load_true_range(h, l, c, i, trs)
         for j in range(n_lanes):
             a = acc[j] * omn[j] + trs[j] * inv[j]
             acc[j] = a
@@ -482,14 +550,10 @@ def _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider):
     return ps / divider[j]
 
 
-@register_jitable
-def _ema_next(v, e, k, omk):
-    return v * k + e * omk if v != e else e
-
-
 def dema_lanes(x, ns, out):
     """Lanes of `cores.dema_core`: 2*EMA - EMA(EMA), the second EMA seeded by the mean of
-    the first n EMA values (look = 2(n-1)); one loop, each lane in its own phase."""
+    the first n EMA values (look = 2(n-1)); a warm-up loop where each lane is in its own
+    phase, then from the row past the longest look a branch-free loop over the lanes."""
     t_len, n_lanes = out.shape
     e1 = np.zeros(n_lanes)
     e2 = np.zeros(n_lanes)
@@ -500,7 +564,8 @@ def dema_lanes(x, ns, out):
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
         omk[j] = 1.0 - k[j]
-    for i in range(t_len):
+    steady = 2 * (_max_period(ns) - 1) + 1  # first row past every lane's look
+    for i in range(min(steady, t_len)):
         _load(x, i, v)
         for j in range(n_lanes):
             n = ns[j]
@@ -525,11 +590,31 @@ def dema_lanes(x, ns, out):
                 out[i, j] = 2.0 * e1[j] - e2[j]
             else:
                 out[i, j] = NAN
+    shared = x.shape[1] == 1
+    for i in range(steady, t_len):
+        row = out[i]
+        if shared:
+            vv = np.float64(x[i, 0])
+            for j in range(n_lanes):
+                a = _ema_next(vv, e1[j], k[j], omk[j])
+                b = _ema_next(a, e2[j], k[j], omk[j])
+                e1[j] = a
+                e2[j] = b
+                row[j] = 2.0 * a - b
+        else:
+            xr = x[i]
+            for j in range(n_lanes):
+                a = _ema_next(np.float64(xr[j]), e1[j], k[j], omk[j])
+                b = _ema_next(a, e2[j], k[j], omk[j])
+                e1[j] = a
+                e2[j] = b
+                row[j] = 2.0 * a - b
 
 
 def tema_lanes(x, ns, out):
     """Lanes of `cores.tema_core`: 3*EMA1 - 3*EMA2 + EMA3, EMA2 seeded at row 2n-2 and EMA3
-    at row 3(n-1) by the means of the first n values of their inputs."""
+    at row 3(n-1) by the means of the first n values of their inputs; warm-up loop, then
+    from the row past the longest look a branch-free loop over the lanes."""
     t_len, n_lanes = out.shape
     e1 = np.zeros(n_lanes)
     e2 = np.zeros(n_lanes)
@@ -542,7 +627,8 @@ def tema_lanes(x, ns, out):
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
         omk[j] = 1.0 - k[j]
-    for i in range(t_len):
+    steady = 3 * (_max_period(ns) - 1) + 1  # first row past every lane's look
+    for i in range(min(steady, t_len)):
         _load(x, i, v)
         for j in range(n_lanes):
             n = ns[j]
@@ -575,6 +661,29 @@ def tema_lanes(x, ns, out):
                 out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
             else:
                 out[i, j] = NAN
+    shared = x.shape[1] == 1
+    for i in range(steady, t_len):
+        row = out[i]
+        if shared:
+            vv = np.float64(x[i, 0])
+            for j in range(n_lanes):
+                a = _ema_next(vv, e1[j], k[j], omk[j])
+                b = _ema_next(a, e2[j], k[j], omk[j])
+                c = _ema_next(b, e3[j], k[j], omk[j])
+                e1[j] = a
+                e2[j] = b
+                e3[j] = c
+                row[j] = 3.0 * a - 3.0 * b + c
+        else:
+            xr = x[i]
+            for j in range(n_lanes):
+                a = _ema_next(np.float64(xr[j]), e1[j], k[j], omk[j])
+                b = _ema_next(a, e2[j], k[j], omk[j])
+                c = _ema_next(b, e3[j], k[j], omk[j])
+                e1[j] = a
+                e2[j] = b
+                e3[j] = c
+                row[j] = 3.0 * a - 3.0 * b + c
 
 
 def lsma_lanes(x, ns, out):

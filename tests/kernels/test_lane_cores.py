@@ -145,3 +145,47 @@ def test_sweep_into_a_reused_block_overwrites_it_with_the_same_bytes():
     again = K.sweep("rsi", c[::-1].copy(), [2, 14, 600], dtype=np.float32, out=block)
     for n, got in zip([2, 14, 600], again):
         assert_bitwise_equal(got, K.rsi(c[::-1].copy(), n, dtype=np.float32), f"rsi({n})")
+
+
+def _ema_family_series():
+    c = goog_ohlc()[3][:400].astype(np.float64)
+    flat = c.copy()
+    flat[100:160] = flat[100]  # ties: the EMA kept exactly where it is
+    nan_start = flat.copy()
+    nan_start[:2] = np.nan
+    nan_middle = flat.copy()
+    nan_middle[250] = np.nan
+    return {"flat": flat, "nan_start": nan_start, "nan_middle": nan_middle}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["ema", "dema", "tema"])
+def test_ema_family_steady_phase_equals_single_calls_bit_for_bit(name, dtype):
+    """The EMA family's lane cores run a branch-free loop from the row past the longest
+    warm-up (a float64 EMA block reads each lane's state from the row above): periods 1 and
+    2 alone, as long as the series and longer, one lane or many, in any order; series with
+    a flat stretch (ties), NaN in the first rows, NaN in the middle."""
+    period_sets = [[1], [2], [1, 2], [2, 1, 3, 7], [5, 30, 399, 400, 401, 1000], [100, 2, 50], [500]]
+    for label, c in _ema_family_series().items():
+        for periods in period_sets:
+            for n, got in zip(periods, K.sweep(name, c, periods, dtype=dtype)):
+                assert_bitwise_equal(got, getattr(K, name)(c, n, dtype=dtype), f"{name}({n}) of {periods} on {label}")
+        panel = np.stack(list(_ema_family_series().values()), axis=1)
+        for n in (1, 2, 5, 133, 401):
+            got = K.lanes(name, panel, n, dtype=dtype)
+            for s in range(panel.shape[1]):
+                single = getattr(K, name)(np.ascontiguousarray(panel[:, s]), n, dtype=dtype)
+                assert_bitwise_equal(got[:, s], single, f"{name}({n}) panel column {s}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["ema", "dema", "tema"])
+def test_ema_family_sweep_into_a_block_holding_other_values_writes_the_single_calls_bytes(name, dtype):
+    """`out=` prefilled with NaN and with numbers: every row is rewritten before any row
+    above is read back as a lane's state."""
+    c = _ema_family_series()["flat"]
+    periods = [3, 1, 60, 2, 399]
+    for fill in (np.nan, 7.0):
+        block = np.full((c.size, len(periods)), fill, dtype=dtype)
+        for n, got in zip(periods, K.sweep(name, c, periods, dtype=dtype, out=block)):
+            assert_bitwise_equal(got, getattr(K, name)(c, n, dtype=dtype), f"{name}({n}) over {fill}")
