@@ -52,49 +52,20 @@ def test_gpu_steps_request_the_dask_gpu_resource_when_configured(make_settings, 
     assert gpu_step_tags() == {DASK_RESOURCES_TAG: {"GPU": 1}}
 
 
-def test_a_materialization_runs_its_steps_as_tasks_on_a_dask_cluster(tmp_path, monkeypatch):
+def _materialize_on_a_dask_cluster(tmp_path, monkeypatch, symbols: list[str], partition_range: str,
+                                   **extra) -> list[str]:
+    """`symbols sync`, then `dagster asset materialize` of raw_bars and labels over
+    `partition_range` with `executor: dask` pointed at a 2-worker LocalCluster (the workers
+    inherit the run's settings and instance from this environment); the scheduler's task prefixes."""
     distributed = pytest.importorskip("distributed", reason="the cluster extra: pip install -e '.[cluster]'")
     cfg = tmp_path / "settings.yaml"
-    home = tmp_path / "home"
     settings = {
         "paths": {"data": "data", "reports": "reports", "models": "models"},
         "years": {"start": 2000, "end": 2002},
-        "universe": {"source": "synthetic", "synthetic": {"symbols": ["AAA", "BBB"], "seed": 3, "end_date": "2002-12-31"}},
+        "universe": {"source": "synthetic", "synthetic": {"symbols": symbols, "seed": 3, "end_date": "2002-12-31"}},
+        **extra,
     }
-    # the workers share the run's instance and settings: they inherit this environment
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        settings["executor"] = {"kind": "dask", "dask": {"scheduler": cluster.scheduler_address}}
-        cfg.write_text(yaml.safe_dump(settings))
-        env = {**os.environ}
-        sync = subprocess.run([sys.executable, "-m", "pipeline.cli", "symbols", "sync"], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert sync.returncode == 0, sync.stderr[-2000:]
-        out = subprocess.run([DAGSTER, "asset", "materialize", "-m", "pipeline.definitions", "--select", "raw_bars,labels",
-                              "--partition-range", "AAA|2001...BBB|2001"], cwd=REPO, env=env, capture_output=True,
-                             text=True, timeout=300)
-        assert out.returncode == 0, out.stderr[-3000:]
-        prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-    assert {"ASSET_JOB.raw_bars", "ASSET_JOB.labels"} <= set(prefixes)  # each step was a Dask task
-    df = DeltaStore(tmp_path / "data").read("labels", [SymbolYear("BBB", 2001)])
-    assert df.height > 200
-
-
-def test_grouped_partitions_run_on_a_dask_cluster_and_write_every_symbol_of_their_groups(tmp_path, monkeypatch):
-    """partitions.symbols_per_group 2: three symbols are the groups G0000 (AAA, BBB) and G0001
-    (CCC); a run over both groups runs its steps as Dask tasks and writes every symbol."""
-    distributed = pytest.importorskip("distributed", reason="the cluster extra: pip install -e '.[cluster]'")
-    cfg = tmp_path / "settings.yaml"
-    settings = {
-        "paths": {"data": "data", "reports": "reports", "models": "models"},
-        "years": {"start": 2000, "end": 2002},
-        "universe": {"source": "synthetic",
-                     "synthetic": {"symbols": ["AAA", "BBB", "CCC"], "seed": 3, "end_date": "2002-12-31"}},
-        "partitions": {"symbols_per_group": 2},
-    }
-    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))  # the workers inherit the run's settings and instance
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
@@ -105,10 +76,24 @@ def test_grouped_partitions_run_on_a_dask_cluster_and_write_every_symbol_of_thei
                               capture_output=True, text=True, timeout=300)
         assert sync.returncode == 0, sync.stderr[-2000:]
         out = subprocess.run([DAGSTER, "asset", "materialize", "-m", "pipeline.definitions", "--select", "raw_bars,labels",
-                              "--partition-range", "G0000|2001...G0001|2001"], cwd=REPO, env=env, capture_output=True,
+                              "--partition-range", partition_range], cwd=REPO, env=env, capture_output=True,
                              text=True, timeout=300)
         assert out.returncode == 0, out.stderr[-3000:]
-        prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+        return client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+
+
+def test_a_materialization_runs_its_steps_as_tasks_on_a_dask_cluster(tmp_path, monkeypatch):
+    prefixes = _materialize_on_a_dask_cluster(tmp_path, monkeypatch, ["AAA", "BBB"], "AAA|2001...BBB|2001")
+    assert {"ASSET_JOB.raw_bars", "ASSET_JOB.labels"} <= set(prefixes)  # each step was a Dask task
+    df = DeltaStore(tmp_path / "data").read("labels", [SymbolYear("BBB", 2001)])
+    assert df.height > 200
+
+
+def test_grouped_partitions_run_on_a_dask_cluster_and_write_every_symbol_of_their_groups(tmp_path, monkeypatch):
+    """partitions.symbols_per_group 2: three symbols are the groups G0000 (AAA, BBB) and G0001
+    (CCC); a run over both groups runs its steps as Dask tasks and writes every symbol."""
+    prefixes = _materialize_on_a_dask_cluster(tmp_path, monkeypatch, ["AAA", "BBB", "CCC"], "G0000|2001...G0001|2001",
+                                              partitions={"symbols_per_group": 2})
     assert {"ASSET_JOB.raw_bars", "ASSET_JOB.labels"} <= set(prefixes)
     store = DeltaStore(tmp_path / "data")
     for symbol in ("AAA", "BBB", "CCC"):
