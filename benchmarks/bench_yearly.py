@@ -291,8 +291,9 @@ def bench_built(args, years: list[int]) -> None:
             report.table(["yearly_stages, one run", "seconds"], rows)
             total = r["process_s"]
             met = "yes" if total <= GOAL_S else "no"
-            report.note(f"Build (build-features, not against the goal): {figures.get('build', {}).get('s', float('nan')):.1f} s"
-                        f" at load {figures.get('build', {}).get('load')}; yearly at load {r['load']}.")
+            b = figures.get("build")
+            report.note((f"Build (build-features, not against the goal): {b['s']:.1f} s at load {b['load']}; " if b else
+                         "No build (--reuse); ") + f"yearly at load {r['load']}.")
             report.result(f"yearly stages over {n} symbols x {len(years)} years", "<= 5 min",
                           f"{total:.0f} s (" + ", ".join(f"{a} {steps.get(a, 0):.0f}" for a in YEAR_ASSETS) + ")", met)
         else:
@@ -362,6 +363,8 @@ def main() -> None:
     if args.compare_solver:
         compare(settings, years, args.repeats, "solver", ("lbfgs", "newton-cholesky"), args.solver)
         return
+    report = Report(f"yearly stages on the settings' store, {years[0]}-{years[-1]}", args)
+    rows = []
     for stage in args.stages.split(","):
         prof = cProfile.Profile() if stage == args.profile else None
         t0 = time.perf_counter()
@@ -372,8 +375,12 @@ def main() -> None:
             prof.disable()
         wall = time.perf_counter() - t0
         print(json.dumps({"stage": stage, "s": round(wall, 3), "years": [years[0], years[-1]]}), flush=True)
+        rows.append([stage, f"{wall:.2f}"])
+        report.figure(f"{stage} s", wall)
         if prof:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+    report.table(["stage (in process)", "seconds"], rows)
+    report.finish()
 
 
 if __name__ == "__main__":
