@@ -13,19 +13,59 @@ Dagster). Writes the stages' reports and models as the assets do. Prints one JSO
 stage (seconds, years); --compare-c-search runs meta_model with the old nested C search
 (c_search=per_fold) and the C searched once, interleaved in one process, with the mean
 out-of-sample AUC and IC per horizon of each (the planted market: universe.synthetic.planted).
+
+A fresh store of N synthetic symbols, built and timed in one command (the goal "the yearly
+stages over 500 symbols x 26 years <= 5 minutes"):
+
+    python benchmarks/bench_yearly.py --build --symbols 500 --years 2000..2025 [--symbols-per-group 50]
+        [--via job|commands] [--root DIR] [--reuse DIR] [--record] [--json PATH]
+
+  build   (timed apart, not against the goal) a settings file in a temp folder (or --root DIR,
+          kept): N synthetic symbols (benchmarks.common.symbol_names) with the shipped planted
+          signal (universe.synthetic.planted 0.1, linear, h7), the years, symbol groups of
+          --symbols-per-group; then `python -m pipeline.cli build-features` (raw_bars, features,
+          labels, specialists of every symbol x year) in a fresh process, with a fresh DAGSTER_HOME
+  yearly  --via job (default): the `yearly_stages` job (regime, cv_report, meta_model,
+          predictions, backtest, evaluation) over all the years in ONE run, as
+          build_chain_sensor / pipeline.runs.run_graph launch it after a build, in a fresh
+          process: each step's seconds (Dagster's step stats), the run's wall and the
+          process's wall (imports included); --via commands: what a user types instead,
+          `python -m pipeline.cli train-meta`, `backtest`, `evaluate` (each a fresh process;
+          cv_report has no command and is then run in process through build_cv_report, as
+          its asset does)
+
+--reuse DIR measures the yearly stages again on a store a previous --root DIR built (no
+build); with --reuse, `--profile STAGE` cProfiles that stage in this process on that store
+(run_stage: the code the asset runs; --workers 1 keeps the fits in the profiled process).
 """
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import json
+import os
 import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.common import Report, load, parser, run_json, symbol_names  # noqa: E402
+
+GOAL_S = 300.0  # the yearly stages over 500 symbols x 26 years
+YEAR_ASSETS = ("regime", "cv_report", "meta_model", "predictions", "backtest", "evaluation")  # pipeline.jobs
 
 
 def _years(text: str) -> list[int]:
-    a, _, b = text.partition("..")
+    """`2000..2025` or `2000-2025` (or one year)."""
+    a, sep, b = text.partition("..")
+    if not sep:
+        a, _, b = text.partition("-")
     return list(range(int(a), int(b or a) + 1))
 
 
@@ -62,6 +102,22 @@ def run_stage(stage: str, settings, years: list[int], c_search: str = "once", so
         return build_evaluation(t["predictions"], t["labels"], settings.labels.horizons, years,
                                 settings.stage_reports_dir("evaluation"), settings.evaluation.min_symbols_per_day,
                                 settings.evaluation.year_figures)
+    if stage == "regime":
+        from domain.regime import regime_years
+
+        return regime_years(scans(settings, ("raw_bars",))["raw_bars"], years, settings.regime.index_symbol)
+    if stage == "predictions":
+        from domain.learning.predictions import predict_years
+
+        t = scans(settings, ("specialists", "regime", "lstm_model", "features"))
+        return predict_years(t["specialists"], t["regime"], t["lstm_model"], years, settings.models_dir,
+                             settings.labels.horizons, features=t["features"])
+    if stage == "backtest":
+        from domain.backtest import build_backtest
+
+        t = scans(settings, ("predictions", "raw_bars"))
+        return build_backtest(t["predictions"], t["raw_bars"], years, settings.backtest,
+                              settings.stage_reports_dir("backtest"))
     raise ValueError(f"unknown stage {stage!r}")
 
 
@@ -87,9 +143,193 @@ def compare(settings, years: list[int], repeats: int, key: str, modes: tuple[str
     subprocess.run(["uptime"], check=False)
 
 
+# ---------------------------------------------------------------- --build: a fresh store of N symbols
+
+
+def write_settings(root: Path, n_symbols: int, y0: int, y1: int, per_group: int, workers: int | None) -> Path:
+    """The settings of the measured store: N synthetic symbols with the shipped planted
+    signal (dagster_project.yaml's), years y0..y1, symbol groups of `per_group`."""
+    cfg = root / "settings.yaml"
+    cfg.write_text(json.dumps({
+        "paths": {"data": str(root / "data"), "reports": str(root / "reports"), "models": str(root / "models")},
+        "years": {"start": y0, "end": y1},
+        "universe": {"source": "synthetic", "synthetic": {
+            "symbols": symbol_names(n_symbols), "seed": 7, "end_date": f"{y1}-12-31",
+            "planted": {"strength": 0.1, "kind": "linear", "horizon": 7}}},
+        "partitions": {"symbols_per_group": per_group},
+        "automation": {"build_chain_sensor": False},  # nothing launches runs behind the benchmark
+        **({"build": {"workers": workers}} if workers else {}),
+    }))
+    return cfg
+
+
+def env_for(root: Path) -> dict:
+    return {**os.environ, "DAGSTER_HOME": str(root / "home"), "PIPELINE_CONFIG": str(root / "settings.yaml"),
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
+
+def timed_process(cmd: list[str], what: str, env: dict) -> float:
+    """Run `cmd` (a fresh process, output to this one's stderr); its wall seconds."""
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, cwd=REPO, stdout=sys.stderr, stderr=sys.stderr, check=False)
+    wall = time.perf_counter() - t0
+    if out.returncode:
+        raise RuntimeError(f"{what} failed (exit {out.returncode})")
+    return wall
+
+
+def build_store(root: Path, years: list[int]) -> dict:
+    """raw_bars, features, labels, specialists of every symbol x year: `pipeline.cli build-features`."""
+    la = load()
+    wall = timed_process([sys.executable, "-m", "pipeline.cli", "build-features", "--years", f"{years[0]}-{years[-1]}"],
+                         "build-features", env_for(root))
+    return {"s": wall, "load": [la, load()]}
+
+
+def phase_job(years: list[int]) -> dict:
+    """In the child process: the yearly_stages job over `years` in one run (as the chain
+    launches it); the run's wall and each step's seconds."""
+    from pipeline.startup import prepare_process
+
+    prepare_process()
+    from pipeline.chain import year_range_tags
+    from pipeline.definitions import defs
+    from pipeline.instance import get_instance
+    from pipeline.run_report import console_run_config
+    from pipeline.runs import raise_if_failed
+
+    instance = get_instance()
+    job = defs.resolve_job_def("yearly_stages")
+    t0 = time.perf_counter()
+    res = job.execute_in_process(instance=instance, tags=year_range_tags(years), run_config=console_run_config("WARNING"),
+                                 raise_on_error=False)
+    wall = time.perf_counter() - t0
+    raise_if_failed(res, f"yearly_stages {years[0]}..{years[-1]}")
+    steps = {s.step_key: round(s.end_time - s.start_time, 3) for s in instance.get_run_step_stats(res.run_id)
+             if s.start_time and s.end_time}
+    return {"run_s": wall, "steps": steps}
+
+
+def yearly_job(root: Path, years: list[int]) -> dict:
+    la = load()
+    res = run_json([sys.executable, __file__, "--phase", "job", "--years", f"{years[0]}..{years[-1]}"],
+                   "yearly_stages", env=env_for(root), cwd=REPO)
+    return {**res, "load": [la, load()]}
+
+
+def yearly_commands(root: Path, years: list[int]) -> dict:
+    """train-meta, backtest, evaluate as a user types them (fresh processes), and cv_report
+    (no command) in process through build_cv_report."""
+    env, span = env_for(root), f"{years[0]}-{years[-1]}"
+    la = load()
+    walls = {}
+    for cmd in ("train-meta", "backtest", "evaluate"):
+        walls[cmd] = timed_process([sys.executable, "-m", "pipeline.cli", cmd, "--years", span], cmd, env)
+        print(f"{cmd}: {walls[cmd]:.1f} s (load {load()})", file=sys.stderr, flush=True)
+    res = run_json([sys.executable, __file__, "--phase", "cv_report", "--years", f"{years[0]}..{years[-1]}"],
+                   "cv_report", env=env, cwd=REPO)
+    walls["cv_report (in process)"] = res["s"]
+    return {"commands": walls, "load": [la, load()]}
+
+
+def phase_stage(stage: str, years: list[int]) -> dict:
+    from config.settings import load_settings
+
+    settings = load_settings()
+    t0 = time.perf_counter()
+    run_stage(stage, settings, years)
+    return {"s": time.perf_counter() - t0}
+
+
+def bench_built(args, years: list[int]) -> None:
+    """--build / --reuse: the store of --symbols synthetic symbols, then the yearly stages."""
+    keep = args.root or args.reuse
+    root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="bench_yearly_"))
+    if args.reuse and (root / "settings.yaml").exists():  # the store's own size, not the flags'
+        stored = json.loads((root / "settings.yaml").read_text())
+        args.symbols = len(stored["universe"]["synthetic"]["symbols"])
+        args.symbols_per_group = stored["partitions"]["symbols_per_group"]
+    n = args.symbols
+    report = Report(f"yearly stages: {n} symbols x {years[0]}-{years[-1]}, a fresh store", args)
+    figures: dict = {"symbols": n, "years": [years[0], years[-1]], "symbols_per_group": args.symbols_per_group}
+    try:
+        if args.reuse:
+            if not (root / "settings.yaml").exists():
+                raise SystemExit(f"--reuse {root}: no settings.yaml there (build one with --build --root DIR)")
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            write_settings(root, n, years[0], years[-1], args.symbols_per_group, args.workers)
+            b = build_store(root, years)
+            figures["build"] = b
+            print(f"build: {b['s']:.1f} s (load {b['load']})", file=sys.stderr, flush=True)
+        if args.profile:
+            os.environ.update({k: v for k, v in env_for(root).items() if k in ("DAGSTER_HOME", "PIPELINE_CONFIG")})
+            from config.settings import load_settings
+
+            settings = load_settings()
+            if args.workers:
+                settings = settings.model_copy(update={"build": settings.build.model_copy(update={"workers": args.workers})})
+            prof = cProfile.Profile()
+            la = load()
+            t0 = time.perf_counter()
+            prof.enable()
+            run_stage(args.profile, settings, years)
+            prof.disable()
+            wall = time.perf_counter() - t0
+            figures["profile"] = {"stage": args.profile, "s": wall, "load": [la, load()]}
+            report.table(["stage (profiled, in process)", "seconds", "load at start", "load at end"],
+                         [[args.profile, f"{wall:.1f}", " ".join(map(str, la)), " ".join(map(str, load()))]])
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        elif args.via == "job":
+            r = yearly_job(root, years)
+            figures["yearly"] = r
+            steps = r["steps"]
+            rows = [[a, f"{steps[a]:.1f}" if a in steps else "-"] for a in YEAR_ASSETS]
+            rows += [["steps, sum", f"{sum(steps.values()):.1f}"], ["the run (execute_in_process)", f"{r['run_s']:.1f}"],
+                     ["the process (imports included)", f"{r['process_s']:.1f}"]]
+            report.table(["yearly_stages, one run", "seconds"], rows)
+            total = r["process_s"]
+            met = "yes" if total <= GOAL_S else "no"
+            b = figures.get("build")
+            report.note((f"Build (build-features, not against the goal): {b['s']:.1f} s at load {b['load']}; " if b else
+                         "No build (--reuse); ") + f"yearly at load {r['load']}.")
+            report.result(f"yearly stages over {n} symbols x {len(years)} years", "<= 5 min",
+                          f"{total:.0f} s (" + ", ".join(f"{a} {steps.get(a, 0):.0f}" for a in YEAR_ASSETS) + ")", met)
+        else:
+            r = yearly_commands(root, years)
+            figures["yearly"] = r
+            rows = [[k, f"{v:.1f}"] for k, v in r["commands"].items()] + [["sum", f"{sum(r['commands'].values()):.1f}"]]
+            report.table(["command (fresh process)", "seconds"], rows)
+            report.note(f"Load {r['load']}.")
+        report.figure("run", figures)
+        print(json.dumps(figures), flush=True)
+        report.finish()
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def argparse_suppress():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--years", default="2022..2026")
+    ap = parser(__doc__)
+    ap.add_argument("--years", default="2022..2026", help="A..B or A-B")
+    ap.add_argument("--build", action="store_true",
+                    help="build a fresh store of --symbols synthetic symbols x --years in a temp folder (timed apart), "
+                         "then time the yearly stages on it")
+    ap.add_argument("--symbols", type=int, default=500, help="with --build: synthetic symbols (default 500)")
+    ap.add_argument("--symbols-per-group", type=int, default=50,
+                    help="with --build: partitions.symbols_per_group of the store (default 50)")
+    ap.add_argument("--via", default="job", choices=("job", "commands"),
+                    help="with --build/--reuse: the yearly_stages job in one run, or the CLI commands")
+    ap.add_argument("--root", help="with --build: build in this folder and keep it (for --reuse)")
+    ap.add_argument("--reuse", metavar="DIR", help="time the yearly stages on the store a --build --root DIR left")
+    ap.add_argument("--phase", help=argparse_suppress())
     ap.add_argument("--stages", default="cv_report,meta_model,evaluation")
     ap.add_argument("--workers", type=int, default=None, help="override settings build.workers")
     ap.add_argument("--c-search", default="once", choices=("once", "per_fold"), help="meta_model's C search")
@@ -104,6 +344,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--profile", default=None, help="cProfile this stage, print the top 25 by cumulative time")
     args = ap.parse_args()
+    if args.phase:  # a child process of --build / --reuse
+        years = _years(args.years)
+        print(json.dumps(phase_job(years) if args.phase == "job" else phase_stage(args.phase, years)), flush=True)
+        return
+    if args.build or args.reuse:
+        bench_built(args, _years(args.years))
+        return
     from config.settings import load_settings
 
     settings = load_settings()
@@ -116,6 +363,8 @@ def main() -> None:
     if args.compare_solver:
         compare(settings, years, args.repeats, "solver", ("lbfgs", "newton-cholesky"), args.solver)
         return
+    report = Report(f"yearly stages on the settings' store, {years[0]}-{years[-1]}", args)
+    rows = []
     for stage in args.stages.split(","):
         prof = cProfile.Profile() if stage == args.profile else None
         t0 = time.perf_counter()
@@ -126,8 +375,12 @@ def main() -> None:
             prof.disable()
         wall = time.perf_counter() - t0
         print(json.dumps({"stage": stage, "s": round(wall, 3), "years": [years[0], years[-1]]}), flush=True)
+        rows.append([stage, f"{wall:.2f}"])
+        report.figure(f"{stage} s", wall)
         if prof:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+    report.table(["stage (in process)", "seconds"], rows)
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 HARNESS_SCRIPTS = ["bench_import.py", "bench_ingest.py", "bench_lstm.py", "bench_backtest.py", "bench_strategy.py",
                    "bench_executors.py", "bench_long_file.py", "bench_grid.py", "bench_grid_dask.py", "bench_infer.py",
                    "bench_alpha158.py", "bench_gpu.py", "event_log_growth.py", "honesty_cross_section.py",
-                   "honesty_real_data.py", "profile_bookkeeping.py", "profile_features_write.py", "ab_grid_exits.py"]
+                   "honesty_real_data.py", "profile_bookkeeping.py", "profile_features_write.py", "ab_grid_exits.py",
+                   "bench_yearly.py"]
 
 
 def _run(args: list[str], tmp_path: Path, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -63,3 +64,15 @@ def test_the_cross_section_benchmark_checks_its_data_path_and_configs(tmp_path):
     run = _run(["benchmarks/honesty_cross_section.py", "--self-test"], tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.startswith("self-test: --configs ok")
+
+
+def test_the_yearly_benchmark_builds_a_store_and_times_every_yearly_stage(tmp_path):
+    out = tmp_path / "figures.json"
+    run = _run(["benchmarks/bench_yearly.py", "--build", "--symbols", "3", "--symbols-per-group", "3",
+                "--years", "2019..2021", "--json", str(out)], tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "| yearly_stages, one run | seconds |" in run.stdout
+    run_figures = json.loads(out.read_text())["figures"]["run"]
+    assert run_figures["build"]["s"] > 0 and run_figures["yearly"]["process_s"] >= run_figures["yearly"]["run_s"] > 0
+    assert set(run_figures["yearly"]["steps"]) == {"regime", "cv_report", "meta_model", "predictions", "backtest",
+                                                    "evaluation"}
