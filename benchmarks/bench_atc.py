@@ -66,7 +66,7 @@ import polars as pl
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, run_phases  # noqa: E402
+from benchmarks.common import emit, machine, run_phases, use_checkout  # noqa: E402
 
 GOAL_SCAN_S = 0.1  # benchmarks/RESULTS.md (first goal 0.25 s)
 GOAL_PEAK_MB = 400.0
@@ -108,7 +108,7 @@ def _reset_peak() -> bool:
 
 def _use_code(args) -> str:
     if args.code:
-        sys.path.insert(0, str(Path(args.code).resolve()))
+        use_checkout(args.code)
     return args.code or "this checkout"
 
 

@@ -17,8 +17,12 @@ Phases, each in a fresh process:
 `--packs core,alpha158` selects the feature packs (settings `features.packs`; default core)
 for the `stage` and `dagster` phases.
 
+`--baseline DIR` runs the `stage` phase a second time with DIR's packages first on the path
+(an older checkout, e.g. `git worktree add --detach /tmp/base 26a9383`), alternating with this
+checkout's `--rounds` times (fresh processes, same bars): the medians and their ratio.
+
 Usage: python benchmarks/bench_features.py [--symbols 500] [--years 2000-2025] [--packs core]
-    [--phases stage,seed,dagster] [--record]
+    [--phases stage,seed,dagster] [--baseline DIR --baseline-label TEXT --rounds 3] [--record]
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.common import emit, machine, peak_rss_mb, run_phases, symbol_names as names, synthetic_instance  # noqa: E402
+from benchmarks.common import (emit, machine, peak_rss_mb, run_phases, symbol_names as names,  # noqa: E402
+                               synthetic_instance, use_checkout)
 
 
 def _universe(args):
@@ -60,26 +65,41 @@ def reset_peak_rss() -> float:
     return float("nan")
 
 
+def _samples(runs: list[dict]) -> str:
+    return ", ".join(f"{r['features_s']:.3f}" for r in runs)
+
+
 def _packs(args) -> list[str]:
     return args.packs.split(",")
 
 
 def phase_stage(args) -> dict:
+    if args.code:  # the baseline: an older checkout's packages instead of this one's
+        use_checkout(args.code)
     from domain.features import build_features
     from domain.labels import build_labels
-    from kernels.registry.packs import select
 
-    selection = select(tuple(_packs(args)))
+    try:
+        from kernels.registry.packs import select
+
+        packs = {"selection": select(tuple(_packs(args)))}
+    except ImportError:  # a checkout from before feature packs: its one feature set is `core`
+        if _packs(args) != ["core"]:
+            raise
+        packs = {}
     bars, keys = _universe(args)
-    build_features(bars.head(20_000), keys[:1], selection=selection)  # JIT/cache warm-up outside the timing
+    build_features(bars.head(20_000), keys[:1], **packs)  # JIT/cache warm-up outside the timing
     rss_before = reset_peak_rss()  # the peak below is the build's, not the data generation's
     t0 = time.perf_counter()
     feats, _, stats = build_features(bars, keys, workers=args.workers, chunk_rows=args.chunk_rows, executor=args.executor,
-                                     selection=selection)
+                                     **packs)
     t1 = time.perf_counter()
     labs = build_labels(bars, keys, {3: 0.0, 7: 0.0, 14: 0.0})
     t2 = time.perf_counter()
-    return {"rows": feats.height, "features_s": t1 - t0, "labels_s": t2 - t1, "seconds": t2 - t0,
+    import domain.features as features_module
+
+    return {"code": str(Path(features_module.__file__).resolve().parent.parent),
+            "rows": feats.height, "features_s": t1 - t0, "labels_s": t2 - t1, "seconds": t2 - t0,
             "rows_per_s": feats.height / (t2 - t0), "peak_rss_mb": peak_rss_mb(), "rss_before_mb": rss_before,
             "features_mb": feats.estimated_size() / 2**20, "workers": stats.workers,
             "chunks": stats.chunks, "chunk_input_mb": stats.max_chunk_input_mb,
@@ -204,21 +224,35 @@ def main() -> int:
     ap.add_argument("--phases", default="stage,seed,dagster")
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--tmp")
+    ap.add_argument("--baseline", help="a checkout whose stage code is measured too (an older commit)")
+    ap.add_argument("--baseline-label", default="baseline")
+    ap.add_argument("--rounds", type=int, default=1, help="with --baseline: stage runs per side, alternating")
+    ap.add_argument("--code", help=argparse.SUPPRESS)  # set by main for the baseline's stage phase
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
     args.y0, args.y1 = (int(x) for x in args.years.split("-"))
     if args.phase:
         print(json.dumps(PHASES[args.phase](args)))
         return 0
+    phases = args.phases.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        results = run_phases(__file__, args.phases.split(","),
-                             ["--tmp", tmp, "--symbols", str(args.symbols), "--years", args.years, "--workers",
-                              str(args.workers), "--chunk-rows", str(args.chunk_rows), "--executor", args.executor,
-                              "--packs", args.packs])
+        common = ["--tmp", tmp, "--symbols", str(args.symbols), "--years", args.years, "--workers",
+                  str(args.workers), "--chunk-rows", str(args.chunk_rows), "--executor", args.executor,
+                  "--packs", args.packs]
+        base_runs, ours_runs = [], []
+        if args.baseline and "stage" in phases:
+            for _ in range(args.rounds):  # alternating: the load drifts on a shared machine
+                base_runs.append(run_phases(__file__, ["stage"], [*common, "--code", args.baseline])["stage"])
+                ours_runs.append(run_phases(__file__, ["stage"], common)["stage"])
+        results = run_phases(__file__, [p for p in phases if not (p == "stage" and ours_runs)], common)
+    if ours_runs:
+        results["stage"] = sorted(ours_runs, key=lambda r: r["seconds"])[len(ours_runs) // 2]
     cmd = (f"python benchmarks/bench_features.py --symbols {args.symbols} --years {args.years} "
            f"--workers {args.workers} --executor {args.executor}"
            + (f" --packs {args.packs}" if args.packs != "core" else "")
-           + (f" --phases {args.phases}" if args.phases != "stage,seed,dagster" else ""))
+           + (f" --phases {args.phases}" if args.phases != "stage,seed,dagster" else "")
+           + (f" --baseline <{args.baseline_label} checkout> --baseline-label '{args.baseline_label}' --rounds {args.rounds}"
+              if args.baseline else ""))
     what = "19 features" if args.packs == "core" else f"packs {args.packs}"
     lines = [f"### Features + labels rebuild: {args.symbols} symbols x {args.y1 - args.y0 + 1} years ({dt.date.today()})", "",
              f"Machine: {machine()}. Command: `{cmd}`.", "",
@@ -229,6 +263,10 @@ def main() -> int:
                else f"{args.executor} pool of {s['workers']} over {s['chunks']} chunks")
         lines.append(f"| stage code: {what} ({how}) + 6 labels | {s['rows']:,} | "
                      f"{s['seconds']:.2f} | {s['rows_per_s']:,.0f} | {s['peak_rss_mb']:.0f} |")
+    if base_runs:
+        b = sorted(base_runs, key=lambda r: r["seconds"])[len(base_runs) // 2]
+        lines.append(f"| stage code of {args.baseline_label} + 6 labels (median of {len(base_runs)}) | {b['rows']:,} | "
+                     f"{b['seconds']:.2f} | {b['rows_per_s']:,.0f} | {b['peak_rss_mb']:.0f} |")
     if "seed" in results:
         b = results["seed"]
         lines.append(f"| seed baseline: 2 features + labels per symbol via pandas | {b['rows']:,} | {b['seconds']:.2f} | "
@@ -250,6 +288,18 @@ def main() -> int:
                      + (f" Largest process worker's peak RSS growth after warm-up: {s['worker_rss_growth_mb']:.1f} MB "
                         f"({s['worker_rss_growth_mb'] / max(s['chunk_input_mb'], 1e-9):.2f}x its chunk)."
                         if args.executor == "process" else ""))
+        if base_runs:
+            import statistics
+
+            def med(runs, key):
+                return statistics.median(r[key] for r in runs)
+
+            bf, sf, bt, st = (med(base_runs, "features_s"), med(ours_runs, "features_s"),
+                              med(base_runs, "seconds"), med(ours_runs, "seconds"))
+            lines.append(f"Against {args.baseline_label} (medians of {len(base_runs)} alternating runs, same bars): "
+                         f"features {bf:.3f} -> {sf:.3f} s ({bf / sf:.2f}x), "
+                         f"features + labels {bt:.3f} -> {st:.3f} s ({bt / st:.2f}x); "
+                         f"samples, ours: {_samples(ours_runs)}; {args.baseline_label}: {_samples(base_runs)} s (features).")
         if "seed" in results:
             lines.append(f"Ratio stage code / seed baseline (rows/s): {s['rows_per_s'] / results['seed']['rows_per_s']:.1f}x "
                          "(with 19 features instead of 2).")

@@ -320,6 +320,18 @@ def synthetic_instance(tmp: Path, n_symbols: int, y0: int, y1: int, **more):
     })[2]
 
 
+def use_checkout(path: str | Path) -> str:
+    """Import the project's packages from another checkout (an older commit, a baseline) in
+    this process: its root first on sys.path, this checkout's root (PYTHONPATH) and the
+    editable install's finder taken away, so no module of this checkout is imported instead.
+    Call before any project import; the phases record `__file__` of what they imported."""
+    root = Path(path).resolve()
+    here = Path(__file__).resolve().parent.parent
+    sys.path[:] = [str(root)] + [p for p in sys.path if Path(p or ".").resolve() != here]
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in getattr(f, "__name__", type(f).__name__).lower()]
+    return str(root)
+
+
 def run_json(cmd: list[str], what: str, env: dict | None = None, cwd: Path | None = None) -> dict:
     """Run `cmd` in a fresh process; its last stdout line is a JSON object, returned with
     `process_s` (the process's wall, imports included). A failure raises naming `what`."""

@@ -76,3 +76,19 @@ def test_the_yearly_benchmark_builds_a_store_and_times_every_yearly_stage(tmp_pa
     assert run_figures["build"]["s"] > 0 and run_figures["yearly"]["process_s"] >= run_figures["yearly"]["run_s"] > 0
     assert set(run_figures["yearly"]["steps"]) == {"regime", "cv_report", "meta_model", "predictions", "backtest",
                                                     "evaluation"}
+
+
+def test_a_baseline_checkout_replaces_this_ones_packages_in_a_phase(tmp_path):
+    """`--baseline DIR` phases (bench_features, bench_atc) import DIR's packages, never this
+    checkout's, even though this one is on PYTHONPATH and installed in editable mode: a
+    package the baseline lacks (here `resources`) is missing, not taken from this checkout."""
+    base = tmp_path / "base"
+    for package in ("domain", "kernels"):
+        (base / package).mkdir(parents=True)
+        (base / package / "__init__.py").write_text(f"WHERE = 'baseline {package}'\n")
+    code = ("import sys; sys.path.insert(0, '.'); from benchmarks.common import use_checkout; "
+            f"use_checkout({str(base)!r}); import domain, kernels; print(domain.WHERE, '|', kernels.WHERE); "
+            "import importlib.util; print(importlib.util.find_spec('resources'))")
+    run = _run(["-c", code], tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[:2] == ["baseline domain | baseline kernels", "None"]
