@@ -27,7 +27,7 @@ Model (`train_meta`)
         lbfgs stops at its loose tolerance (on the demo the coefficients moved by up to 0.004,
         and 2 of 15 fits chose the neighbouring C, whose fold log losses tie to ~1e-6); 1.4-1.8x
         less time for the demo's meta_model, mean out-of-sample AUC / IC equal to 3 decimals
-        (benchmarks/LOG.md, issue 26; `bench_yearly.py --compare-solver`). solver="lbfgs":
+        (benchmarks/LOG.md, "Issue 26: the demo's yearly stages"; `bench_yearly.py --compare-solver`). solver="lbfgs":
         the earlier models bit for bit. c_search="once" (default): C is chosen ONCE per
         fit, by Pipeline(StandardScaler, LogisticRegressionCV(Cs=10, scoring="neg_log_loss";
         `neg_log_loss_score`, the same scores without sklearn's per-call validation))
