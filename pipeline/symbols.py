@@ -132,23 +132,11 @@ def name_summary(names: list[str], limit: int = 10) -> str:
 
 
 def contiguous_blocks(registered: list[str], wanted: list[str]) -> list[list[str]]:
-    """Split `wanted` into runs that are contiguous in the registration order.
+    """Split `wanted` into runs that are contiguous in the registration order
+    (resources.partitions.contiguous_runs); unregistered symbols are refused."""
+    from resources.partitions import contiguous_runs
 
-    A multi-partition range is a rectangle over the dynamic dimension's order, so each
-    block can be one run without touching unwanted symbols.
-    """
-    wanted_set = set(wanted)
-    unknown = sorted(wanted_set - set(registered))
+    unknown = sorted(set(wanted) - set(registered))
     if unknown:
         raise ValueError(f"symbols not registered: {unknown}")
-    blocks: list[list[str]] = []
-    current: list[str] = []
-    for sym in registered:
-        if sym in wanted_set:
-            current.append(sym)
-        elif current:
-            blocks.append(current)
-            current = []
-    if current:
-        blocks.append(current)
-    return blocks
+    return contiguous_runs(registered, set(wanted))

@@ -204,8 +204,9 @@ def dynamic_key_of(instance: DagsterInstance, symbols: Iterable[str]) -> dict[st
     return out
 
 
-def _contiguous(order: list[str], wanted: set[str]) -> list[list[str]]:
-    """`wanted` split into runs of consecutive entries of `order`."""
+def contiguous_runs(order: list[str], wanted: set[str]) -> list[list[str]]:
+    """`wanted` split into runs of consecutive entries of `order` (a multi-partition range is
+    a rectangle over the dynamic dimension's order: each run can be one run of Dagster)."""
     blocks: list[list[str]] = []
     current: list[str] = []
     for key in order:
@@ -229,13 +230,13 @@ def selection_blocks(instance: DagsterInstance, symbols: list[str]) -> list[tupl
     if unknown:
         raise ValueError(f"symbols not registered: {unknown}")
     if not GROUPED:
-        return [(b[0], b[-1], {}, b) for b in _contiguous(registered, set(symbols))]
+        return [(b[0], b[-1], {}, b) for b in contiguous_runs(registered, set(symbols))]
     groups = read_groups(instance)
     wanted = set(symbols)
     keyed = dynamic_key_of(instance, symbols)
     active = set(registered)
     out = []
-    for block in _contiguous(groups.keys(), set(keyed.values())):
+    for block in contiguous_runs(groups.keys(), set(keyed.values())):
         members = [s for k in block for s in groups.members(k) if s in active]
         chosen = [s for s in members if s in wanted]
         out.append((block[0], block[-1], {} if len(chosen) == len(members) else {SYMBOLS_TAG: ",".join(chosen)}, chosen))

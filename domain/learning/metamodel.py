@@ -12,12 +12,8 @@ Inference (`MetaModel.predict_proba`): for model='logistic' the fitted parameter
     models, or an estimator whose structure the extraction does not recognise, go through
     sklearn.
 
-Missing scores: NOT imputed. A NaN (or inf) specialist or LSTM score stays NaN in X.
-    `complete_rows(X)` is the mask of usable rows: the caller trains on X[mask], and
-    `MetaModel.predict_proba` returns NaN for incomplete rows (so outputs stay aligned with
-    the input rows and nothing is invented). `train_meta` refuses non-finite X.
-    Imputing 0 + an indicator column was rejected: a 0..100 score imputed at 0 is a strong
-    (false) signal and an indicator per specialist doubles the columns for a warm-up effect.
+Missing scores: NOT imputed (domain.learning.matrix, "Missing scores"): `train_meta` refuses
+    non-finite X, and `MetaModel.predict_proba` returns NaN for incomplete rows.
 
 Model (`train_meta`)
     logistic (default): CalibratedClassifierCV(Pipeline(StandardScaler, LogisticRegression(C)),
