@@ -39,10 +39,23 @@ class ExperimentFrozen(SettingsError):
     """A run under an experiment name whose results were built with other settings."""
 
 
+# Settings added after experiments existed, left out of the hash while at their default so
+# that an experiment built before keeps its hash: at the defaults they change no model of a
+# store below the caps (cv.max_rows, meta.search_rows: the samples start above them). Any
+# other value is in the hash like every model setting.
+ADDED_LATER = {"cv": ("max_rows",), "meta": ("search_rows",)}
+
+
 def model_settings(settings: Settings) -> dict:
-    """The settings that reach the models, as JSON-ready values (MODEL_KEYS)."""
+    """The settings that reach the models, as JSON-ready values (MODEL_KEYS; ADDED_LATER
+    keys only when set to other than their default)."""
     data = settings.model_dump(mode="json", include=set(MODEL_KEYS))
     data["meta"].pop("horizons", None)
+    for section, keys in ADDED_LATER.items():
+        fields = type(getattr(settings, section)).model_fields
+        for key in keys:
+            if data[section].get(key) == fields[key].default:
+                data[section].pop(key)
     return data
 
 

@@ -302,6 +302,10 @@ class CV(_Model):
     embargo_days: int = Field(5, ge=0, description=(
         'calendar days after each test window also removed from training'
     ))
+    max_rows: int | None = Field(500_000, ge=1_000, description=(
+        "`cv_report` cross-validates at most this many of the rows known by the year (per horizon), a seeded "
+        "uniform sample over every year and symbol; `null`: every row (the cost grows with symbols x years^2)"
+    ))
 
 
 class LSTMSettings(_Model):
@@ -384,12 +388,16 @@ class MetaSettings(_Model):
             if bad:
                 raise ValueError(f"{bad[0]!r} is not a pack name; expected specialists or pack names such as core, alpha158")
         return v
-    # random_state of hist_gbm / lightgbm (and of the logistic model, which does not use it:
+    search_rows: int | None = Field(250_000, ge=1_000, description=(
+        "the logistic model's C is searched on at most this many training rows (a seeded uniform sample, "
+        "the same purged folds); the calibrated fits use every row; `null`: the search uses every row"
+    ))
+    # random_state of hist_gbm / lightgbm (and of the logistic model's C-search sample;
     # newton-cholesky on unshuffled folds is deterministic); the same seed and data give the same model
     seed: int = Field(0, ge=0, description=(
         "`random_state` of `hist_gbm` and `lightgbm` (LightGBM's GOSS row sampling, the trees' tie-breaks): "
-        'the same seed and data give the same model; the logistic model is deterministic and does not depend '
-        'on it'
+        'the same seed and data give the same model; the logistic model depends on it only through the C '
+        "search's sample (more training rows than `search_rows`)"
     ))
 
 

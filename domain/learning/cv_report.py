@@ -1,7 +1,9 @@
 """Stage `cv_report` (year): purged cross-validation of every specialist per horizon.
 
 For year Y (walk-forward: only labels known by the end of Y), per horizon H and specialist:
-PurgedKFold over the rows sorted by date, label intervals [date, date H rows ahead],
+PurgedKFold over the rows sorted by date (at most `cv.max_rows` of them: a seeded uniform sample
+over every year and symbol, so the cost stops growing with symbols x years^2 on a large store;
+each fold row records `rows` used and `rows_known`), label intervals [date, date H rows ahead],
 embargo `cv.embargo_days`; on each fold, sigmoid (Platt) and isotonic calibrators are fitted on the
 training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
 loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
@@ -27,7 +29,7 @@ from domain.learning.training_data import known_by, one_class, training_frame
 from domain.observe import write_json_atomic
 from domain.progress import year_done
 from domain.learning.calibration import both_classes, fit_calibrator, fold_metrics
-from domain.learning.purged_cv import PurgedKFold
+from domain.learning.purged_cv import PurgedKFold, row_sample
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
 METHODS = ("sigmoid", "isotonic")  # domain.learning.calibration.METHODS
@@ -57,10 +59,15 @@ def _cv_one(scores_path: str, shape: tuple, column: int, y_path: str, folds: lis
 
 
 def cv_horizon(frame: pl.DataFrame, horizon: int, *, n_splits: int = 5, embargo_days: int = 5, workers: int = 1,
-               year: int | None = None, log=None) -> list[dict]:
-    """Fold metrics of every specialist at one horizon (rows with every score and the label);
+               year: int | None = None, log=None, max_rows: int | None = None, seed: int = 0) -> list[dict]:
+    """Fold metrics of every specialist at one horizon (rows with every score and the label;
+    at most `max_rows` of them, a seeded uniform sample: purged_cv.row_sample);
     [] with a `log.warning` when the label has one class there."""
     data = frame.filter(pl.col(f"label_bin_h{horizon}").is_not_null()).drop_nans(SPECIALIST_COLUMNS).drop_nulls(SPECIALIST_COLUMNS)
+    known = data.height
+    sample = row_sample(known, max_rows, seed)
+    if sample is not None:
+        data = data[sample]
     if data.height < n_splits * 10:
         return []
     only = one_class(data[f"label_bin_h{horizon}"])
@@ -82,7 +89,7 @@ def cv_horizon(frame: pl.DataFrame, horizon: int, *, n_splits: int = 5, embargo_
         results = Parallel(n_jobs=workers, backend="loky" if workers > 1 else "sequential")(
             delayed(_cv_one)(scores.filename, scores.shape, j, y.filename, folds) for j in range(len(SPECIALIST_COLUMNS))
         )
-    return [{"horizon": horizon, "specialist": col, "rows": data.height, **r}
+    return [{"horizon": horizon, "specialist": col, "rows": data.height, "rows_known": known, **r}
             for col, rows in zip(SPECIALIST_COLUMNS, results) for r in rows]
 
 
@@ -111,9 +118,9 @@ def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list
         frame = known_by(known, horizons, year)  # == training_frame(..., known_by_year=year): one read for all years
         for h in horizons:
             rows = cv_horizon(frame, h, n_splits=settings.cv.n_splits, embargo_days=settings.cv.embargo_days,
-                              workers=settings.build.worker_count(), year=year, log=log)
+                              workers=settings.build.worker_count(), year=year, log=log, max_rows=settings.cv.max_rows)
             report = {"year": year, "horizon": h, "symbols": frame["symbol"].n_unique(), "n_splits": settings.cv.n_splits,
-                      "embargo_days": settings.cv.embargo_days, "summary": summarize(rows), "folds": rows}
+                      "embargo_days": settings.cv.embargo_days, "max_rows": settings.cv.max_rows, "summary": summarize(rows), "folds": rows}
             write_json_atomic(settings.stage_reports_dir("cv_report") / f"h{h}" / f"{year}.json", report)
             summary[f"{year}/h{h}"] = report["summary"]
             tables.append(pl.DataFrame(rows).with_columns(pl.lit(year).alias("year")) if rows else None)

@@ -15,7 +15,8 @@ with a list of pack names (`meta.inputs: [specialists, alpha158]`) those packs' 
 Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
 (domain.learning.metamodel), its calibration folds purged on the label intervals and, for the
-logistic model, its C searched once per fit over those folds (newton-cholesky fits). The model records
+logistic model, its C searched once per fit over those folds (newton-cholesky fits; on at most
+`meta.search_rows` training rows, a seeded sample with the same folds). The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
 inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.joblib` + JSON
 (the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
@@ -127,7 +128,8 @@ def _matrix(frame: pl.DataFrame, horizon: int, features: list[str] | None = None
 
 def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
              model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None,
-             n_jobs: int | None = None, c_search: str = "once", solver: str = "newton-cholesky"):
+             n_jobs: int | None = None, c_search: str = "once", solver: str = "newton-cholesky",
+             search_rows: int | None = None):
     """(model, out-of-sample metrics, test probabilities, test labels) for one horizon;
     `features`: the registry feature columns of the frames to use too (feature_columns);
     `n_jobs`: processes for the calibration folds (the same model whatever the number)."""
@@ -146,7 +148,7 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
               "horizon": horizon, "inputs": WITH_FEATURES if features else SPECIALISTS_ONLY}
     model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window,
-                       fold_jobs=n_jobs, c_search=c_search, solver=solver)
+                       fold_jobs=n_jobs, c_search=c_search, solver=solver, search_rows=search_rows)
     test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
     Xt, yt, _ = _matrix(test, horizon, features)
     okt = complete_rows(Xt)
@@ -244,7 +246,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                 for a in TRAINED_ON + (("features",) if columns else ())}
     fit = {"n_splits": settings.cv.n_splits, "embargo_days": settings.cv.embargo_days, "model": settings.meta.model,
            "calibration": settings.meta.calibration, "seed": settings.meta.seed, "features": columns,
-           "c_search": c_search, "solver": solver}
+           "c_search": c_search, "solver": solver, "search_rows": settings.meta.search_rows}
     workers = min(settings.build.worker_count(), len(years) * len(horizons))
     tasks = list(_year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns)) \
         if workers <= 1 else None

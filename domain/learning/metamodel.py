@@ -76,6 +76,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from domain.learning.matrix import complete_rows
+from domain.learning.purged_cv import folds_on, row_sample
 
 MODELS = ("logistic", "hist_gbm", "lightgbm")
 SOLVERS = ("newton-cholesky", "lbfgs")  # train_meta: scikit-learn's solver of every logistic fit
@@ -332,6 +333,18 @@ def _search_C(X64: np.ndarray, y: np.ndarray, Cs, cv, seed: int, n_jobs, solver:
     return float(lr.Cs_[int(np.argmax(total))])
 
 
+def _search_rows(X: np.ndarray, y: np.ndarray, cv, cap: int | None, seed: int):
+    """(X, y, cv) of the C search: every row, or at most `cap` rows (a seeded uniform sample,
+    training_data.row_sample) with the same folds restricted to them (purged_cv.folds_on;
+    an int `cv` splits the sample)."""
+    rows = row_sample(len(y), cap, seed)
+    if rows is None:
+        return X, y, cv
+    if not isinstance(cv, int):
+        cv = folds_on(rows, cv.split(X, y) if hasattr(cv, "split") else cv, len(y))
+    return X[rows], y[rows], cv
+
+
 def _lightgbm(seed: int, n_jobs, params: dict | None):
     try:
         import lightgbm
@@ -377,7 +390,7 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
                Cs: int | Sequence[float] | None = 10, inner_cv: int = 5, n_jobs: int | None = None,
                blas_threads: int | None = 1, lgbm_params: dict | None = None,
                hist_gbm_params: dict | None = None, fold_jobs: int | None = None,
-               c_search: str = "once", solver: str = "newton-cholesky") -> MetaModel:
+               c_search: str = "once", solver: str = "newton-cholesky", search_rows: int | None = None) -> MetaModel:
     """Fit the calibrated meta model on complete rows (see the module docstring)."""
     if c_search not in C_SEARCHES:
         raise ValueError(f"c_search must be one of {C_SEARCHES}, got {c_search!r}")
@@ -411,10 +424,13 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
 
     omp_threads = None
     chosen_C = None
+    searched_on = None
     if model == "logistic" and Cs is not None and c_search == "once":
+        Xs, ys, cvs = _search_rows(X, y, cv, search_rows, seed)
+        searched_on = int(len(ys))
         with (warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas")):
             warnings.filterwarnings("ignore", message="X does not have valid feature names")
-            chosen_C = _search_C(X.astype(np.float64), y, Cs, cv, seed, n_jobs, solver)
+            chosen_C = _search_C(Xs.astype(np.float64), ys, Cs, cvs, seed, n_jobs, solver)
         base = _logistic(None, inner_cv, seed, n_jobs, C=chosen_C, solver=solver)
         extra: tuple[str, ...] = ()
     elif model == "logistic":
@@ -449,6 +465,7 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
             info["c_search"] = c_search
         if chosen_C is not None:
             info["C"] = chosen_C
+            info["search_rows"] = searched_on
         info["solver"] = solver
         info["folds"] = _fold_summary(est, names)
     else:

@@ -9,6 +9,11 @@ its interval [t0, t1] overlaps the test window, and embargoed when its t0 falls 
 `embargo` after the window's end (serial correlation does not stop at the label's end).
 
 t0, t1 and embargo are integers (positions) or datetimes and a timedelta.
+
+Large stores: `row_sample` (a seeded uniform sample of at most N rows) and `folds_on` (the
+same folds restricted to those rows) bound the work of a cross-validation whose rows grow
+with symbols x years (settings cv.max_rows for cv_report, meta.search_rows for the meta
+model's C search).
 """
 
 from __future__ import annotations
@@ -55,3 +60,29 @@ class PurgedKFold:
             keep = ~(overlaps | embargoed)
             keep[test] = False
             yield np.flatnonzero(keep), test
+
+
+def folds_on(rows: np.ndarray, folds, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (train, test) `folds` of n samples restricted to the samples at positions `rows`
+    (ascending), as positions into `rows`: the same folds with fewer samples. A subset of a
+    purged, embargoed training set is still purged and embargoed against its test fold."""
+    at = np.full(n, -1, dtype=np.int64)
+    at[rows] = np.arange(len(rows))
+    out = []
+    for train, test in folds:
+        tr, te = at[np.asarray(train)], at[np.asarray(test)]
+        out.append((tr[tr >= 0], te[te >= 0]))
+    return out
+
+
+def row_sample(n: int, cap: int | None, seed: int = 0) -> np.ndarray | None:
+    """Positions of a seeded uniform sample of `cap` of `n` rows, ascending (so rows sorted
+    by date stay sorted), or None when every row is used (`cap` None, or n <= cap).
+
+    The same (n, cap, seed) give the same sample, so a year's fit or report does not depend
+    on the run or the process. A uniform sample keeps the rows' spread over the years and the
+    symbols; a stride would not (rows are in (date, symbol) order, and a stride that divides
+    the symbol count picks the same symbols every day)."""
+    if cap is None or n <= cap:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n, size=cap, replace=False))

@@ -95,3 +95,16 @@ def test_processes_freezing_one_new_experiment_at_once_leave_one_whole_manifest(
     hashes = {settings_hash(_settings(tmp_path, meta={"model": m})) for m in set(models)}
     assert manifest["settings_hash"] in hashes and set(outs) <= hashes
     assert not [p for p in (tmp_path / "reports" / "default").iterdir() if p.name != "experiment.json"]  # no temp files
+
+
+def test_settings_added_later_keep_the_hash_at_their_default_and_change_it_otherwise(tmp_path):
+    """cv.max_rows and meta.search_rows came after experiments existed: at their defaults an
+    experiment built before keeps its hash; another value is a different experiment."""
+    from config.experiments import model_settings, settings_hash
+
+    base = _settings(tmp_path)
+    assert "max_rows" not in model_settings(base)["cv"] and "search_rows" not in model_settings(base)["meta"]
+    assert settings_hash(_settings(tmp_path, cv={"max_rows": 500_000}, meta={"search_rows": 250_000})) == settings_hash(base)
+    assert settings_hash(_settings(tmp_path, cv={"max_rows": None})) != settings_hash(base)
+    assert settings_hash(_settings(tmp_path, meta={"search_rows": 50_000})) != settings_hash(base)
+    assert model_settings(_settings(tmp_path, meta={"search_rows": None}))["meta"]["search_rows"] is None

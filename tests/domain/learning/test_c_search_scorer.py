@@ -60,3 +60,35 @@ def test_c_search_without_the_refit_chooses_the_c_of_the_refitting_search(seed, 
     assert _search_C(X, y, 10, splits, 0, None) == expected
     assert _search_C(X, y, [0.01, 0.1, 1.0], splits, 0, None) == float(np.ravel(
         ref.set_params(logit__Cs=[0.01, 0.1, 1.0]).fit(X, y).named_steps["logit"].C_)[0])
+
+
+def _purged_problem(rows: int, seed: int):
+    from domain.learning.purged_cv import PurgedKFold
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 100, size=(rows, 4)).astype(np.float32)
+    y = (rng.uniform(size=rows) < 1 / (1 + np.exp(-(X[:, 0] - 50) / 40))).astype(np.int8)
+    t0 = np.repeat(np.arange(rows // 4), 4)  # 4 symbols a day, sorted by day
+    return X, y, list(PurgedKFold(5, t0, t0 + 3, embargo=1).split())
+
+
+def test_c_search_on_a_row_sample_is_the_search_on_those_rows_with_the_same_folds():
+    """search_rows: the C of `_search_C` over the sampled rows and the full folds restricted
+    to them; the calibrated copies still fit every row (the model records both counts)."""
+    from domain.learning.metamodel import _search_C
+    from domain.learning.purged_cv import folds_on, row_sample
+
+    X, y, folds = _purged_problem(4_000, 8)
+    model = train_meta(X, y, cv=folds, Cs=10, seed=2, search_rows=1_000)
+    rows = row_sample(len(y), 1_000, seed=2)
+    expected = _search_C(X[rows].astype(np.float64), y[rows], 10, folds_on(rows, folds, len(y)), 2, None,
+                         "newton-cholesky")
+    assert model.info["C"] == expected and model.info["search_rows"] == 1_000 and model.info["n_train"] == 4_000
+
+
+def test_c_search_rows_at_or_above_the_training_rows_give_the_same_model_bit_for_bit():
+    X, y, folds = _purged_problem(1_200, 9)
+    every = train_meta(X, y, cv=folds, Cs=10, search_rows=None)
+    capped = train_meta(X, y, cv=folds, Cs=10, search_rows=1_200)
+    assert every.info["C"] == capped.info["C"] and capped.info["search_rows"] == 1_200
+    assert np.array_equal(every.predict_proba(X), capped.predict_proba(X))

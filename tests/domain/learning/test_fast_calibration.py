@@ -114,3 +114,30 @@ def test_cv_horizon_metrics_equal_per_fold_sklearn_fits():
             p = lr.predict_proba(((s[test] - c) / sd).reshape(-1, 1))[:, 1]
             assert r["brier"] == pytest.approx(float(np.mean((p - y[test]) ** 2)), abs=1e-6)
             assert r["log_loss"] == pytest.approx(log_loss(y[test], y_proba=p, labels=[0, 1]), abs=1e-6)
+
+
+def _cv_frame(seed: int, days: int = 200, symbols: int = 4) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    dates = np.repeat(np.arange(np.datetime64("2001-01-02"), np.datetime64("2001-01-02") + days), symbols)
+    n = dates.size
+    scores = {c: np.round(rng.uniform(0, 100, n), 1).astype(np.float32) for c in SPECIALIST_COLUMNS}
+    y = (rng.uniform(size=n) < scores[SPECIALIST_COLUMNS[0]] / 100).astype(np.int8)
+    return pl.DataFrame({"date": dates, "symbol": np.tile([f"S{i}" for i in range(symbols)], days), **scores,
+                         "label_bin_h3": y, "t1_h3": dates + np.timedelta64(3, "D")})
+
+
+def test_cv_horizon_over_max_rows_cross_validates_the_seeded_sample_of_the_rows():
+    """cv.max_rows: the report of a year with more rows is the report of a uniform sample of
+    that many rows (purged_cv.row_sample), each fold row naming the rows used and known."""
+    from domain.learning.purged_cv import row_sample
+
+    frame = _cv_frame(8)
+    capped = cv_horizon(frame, 3, n_splits=3, embargo_days=2, max_rows=300)
+    on_sample = cv_horizon(frame[row_sample(frame.height, 300)], 3, n_splits=3, embargo_days=2)
+    assert [dict(r, rows_known=None) for r in capped] == [dict(r, rows_known=None) for r in on_sample]
+    assert {(r["rows"], r["rows_known"]) for r in capped} == {(300, 800)}
+
+
+def test_cv_horizon_at_or_under_max_rows_is_the_report_on_every_row():
+    frame = _cv_frame(9, days=60)
+    assert cv_horizon(frame, 3, n_splits=3, embargo_days=2, max_rows=240) == cv_horizon(frame, 3, n_splits=3, embargo_days=2)

@@ -80,3 +80,41 @@ def test_property_purged_train_never_overlaps(n, k, h, emb, seed):
     for (train, _test), (start, end) in zip(cv.split(), cv.test_windows()):
         assert not ((t0[train] <= end) & (t1[train] >= start)).any()
         assert not ((t0[train] > end) & (t0[train] <= end + emb)).any()
+
+
+def test_row_sample_is_none_at_or_below_the_cap_and_a_sorted_seeded_sample_above():
+    from domain.learning.purged_cv import row_sample
+
+    assert row_sample(1_000, None) is None and row_sample(1_000, 1_000) is None
+    rows = row_sample(10_000, 1_000, seed=3)
+    assert len(rows) == 1_000 and len(np.unique(rows)) == 1_000 and (np.diff(rows) > 0).all()
+    assert rows.min() >= 0 and rows.max() < 10_000
+    assert np.array_equal(rows, row_sample(10_000, 1_000, seed=3))  # the same sample in every process
+    assert not np.array_equal(rows, row_sample(10_000, 1_000, seed=4))
+
+
+def test_row_sample_covers_every_symbol_of_a_day_ordered_panel_where_a_stride_would_not():
+    from domain.learning.purged_cv import row_sample
+
+    symbols = 500
+    symbol_of_row = np.tile(np.arange(symbols), 2_000)  # rows in (date, symbol) order
+    assert len(np.unique(symbol_of_row[::5])) == 100  # a stride of 5 sees a fifth of the symbols
+    assert len(np.unique(symbol_of_row[row_sample(len(symbol_of_row), 200_000)])) == symbols
+
+
+@pytest.mark.parametrize("horizon", [3, 14])
+def test_folds_on_a_sample_keep_each_fold_purged_and_map_back_to_the_same_rows(horizon):
+    from domain.learning.purged_cv import folds_on, row_sample
+
+    t0, t1 = panel_intervals(400, 5, horizon)
+    cv = PurgedKFold(5, t0, t1, embargo=2)
+    folds = list(cv.split())
+    rows = row_sample(len(t0), 600, seed=1)
+    sampled = folds_on(rows, folds, len(t0))
+    assert len(sampled) == 5
+    for (train, test), (s_train, s_test), (start, end) in zip(folds, sampled, cv.test_windows()):
+        assert np.array_equal(rows[s_train], np.intersect1d(train, rows))
+        assert np.array_equal(rows[s_test], np.intersect1d(test, rows))
+        kept = rows[s_train]
+        assert not ((t0[kept] <= end) & (t1[kept] >= start)).any()
+        assert not ((t0[kept] > end) & (t0[kept] <= end + 2)).any()
