@@ -34,6 +34,11 @@ stages over 500 symbols x 26 years <= 5 minutes"):
           cv_report has no command and is then run in process through build_cv_report, as
           its asset does)
 
+--quality DIR[,DIR2] reads what the yearly stages of kept stores found (per horizon: the meta
+model's mean out-of-sample AUC and IC, the evaluation's overall AUC / IC / rank IC / ICIR,
+cv_report's mean isotonic AUC, and with two stores the fits whose chosen C differ): the
+before / after check of a change to what the stages compute.
+
 --reuse DIR measures the yearly stages again on a store a previous --root DIR built (no
 build); with --reuse, `--profile STAGE` cProfiles that stage in this process on that store
 (run_stage: the code the asset runs; --workers 1 keeps the fits in the profiled process).
@@ -310,6 +315,53 @@ def bench_built(args, years: list[int]) -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def quality(root: Path) -> dict:
+    """What the yearly stages of a kept store found, per horizon, from its reports and model
+    sidecars: the meta model's out-of-sample AUC and IC (mean over the years), the
+    evaluation's overall AUC, IC, rank IC and ICIR, cv_report's isotonic AUC (mean over the
+    specialists and years), and each fit's chosen C (to count the fits whose C changed)."""
+    import statistics
+
+    def mean(values) -> float | None:
+        values = [v for v in values if v is not None]
+        return round(statistics.fmean(values), 4) if values else None
+
+    settings = json.loads((root / "settings.yaml").read_text())
+    reports = Path(settings["paths"]["reports"]) / "default"
+    models = Path(settings["paths"]["models"]) / "default"
+    overall = json.loads((reports / "evaluation" / "overall.json").read_text())
+    out: dict = {}
+    for key in [k for k in overall if k.startswith("h") and k[1:].isdigit()]:
+        metas = [json.loads(f.read_text()) for f in sorted((reports / "meta_model").glob(f"{key}_*.json"))]
+        cvs = [json.loads(f.read_text())["summary"] for f in sorted((reports / "cv_report" / key).glob("*.json"))]
+        out[key] = {
+            "meta_auc": mean(m["auc"] for m in metas),
+            "meta_ic": mean(m["ic"] for m in metas),
+            **{f"eval_{m}": mean([overall[key][m]]) for m in ("auc", "ic", "rank_ic", "icir")},
+            "cv_iso_auc": mean(m["isotonic"]["auc"] for s in cvs for m in s.values()),
+            "C": {f.stem.rsplit("_", 1)[1]: json.loads(f.read_text()).get("C")
+                  for f in sorted(models.glob(f"meta_{key}_*.json"))},
+        }
+    return out
+
+
+def compare_quality(dirs: list[str], report) -> None:
+    """--quality DIR[,DIR2]: the table of `quality` per store (DIR2: after), and the fits whose C differ."""
+    q = [quality(Path(d)) for d in dirs]
+    cols = ("meta_auc", "meta_ic", "eval_auc", "eval_ic", "eval_rank_ic", "eval_icir", "cv_iso_auc")
+    rows = []
+    for h in q[0]:
+        for name, one in zip(dirs, q):
+            rows.append([h, name, *["n/a" if one[h][c] is None else f"{one[h][c]:.4f}" for c in cols]])
+        if len(q) == 2:
+            a, b = q[0][h]["C"], q[1][h]["C"]
+            rows.append([h, "fits whose C changed", f"{sum(a[y] != b.get(y) for y in a)} of {len(a)}", *[""] * (len(cols) - 1)])
+    report.table(["horizon", "store", *cols], rows)
+    report.figure("quality", q)
+    print(json.dumps(q), flush=True)
+    report.finish()
+
+
 def argparse_suppress():
     import argparse
 
@@ -343,7 +395,13 @@ def main() -> None:
                          "and the out-of-sample AUC / IC per horizon and per fit of each")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--profile", default=None, help="cProfile this stage, print the top 25 by cumulative time")
+    ap.add_argument("--quality", metavar="DIR[,DIR2]",
+                    help="what kept stores' yearly stages found (meta AUC/IC, evaluation, cv_report AUC, C per fit); "
+                         "two: before and after")
     args = ap.parse_args()
+    if args.quality:
+        compare_quality(args.quality.split(","), Report("yearly stages: what they found", args))
+        return
     if args.phase:  # a child process of --build / --reuse
         years = _years(args.years)
         print(json.dumps(phase_job(years) if args.phase == "job" else phase_stage(args.phase, years)), flush=True)

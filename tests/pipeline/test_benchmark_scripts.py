@@ -66,16 +66,21 @@ def test_the_cross_section_benchmark_checks_its_data_path_and_configs(tmp_path):
     assert run.stdout.startswith("self-test: --configs ok")
 
 
-def test_the_yearly_benchmark_builds_a_store_and_times_every_yearly_stage(tmp_path):
-    out = tmp_path / "figures.json"
+def test_the_yearly_benchmark_builds_a_store_times_every_yearly_stage_and_reads_what_they_found(tmp_path):
+    out, store = tmp_path / "figures.json", tmp_path / "store"
     run = _run(["benchmarks/bench_yearly.py", "--build", "--symbols", "3", "--symbols-per-group", "3",
-                "--years", "2019..2021", "--json", str(out)], tmp_path)
+                "--years", "2019..2021", "--json", str(out), "--root", str(store)], tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "| yearly_stages, one run | seconds |" in run.stdout
     run_figures = json.loads(out.read_text())["figures"]["run"]
     assert run_figures["build"]["s"] > 0 and run_figures["yearly"]["process_s"] >= run_figures["yearly"]["run_s"] > 0
     assert set(run_figures["yearly"]["steps"]) == {"regime", "cv_report", "meta_model", "predictions", "backtest",
                                                     "evaluation"}
+    found = _run(["benchmarks/bench_yearly.py", "--quality", f"{store},{store}"], tmp_path)
+    assert found.returncode == 0, found.stderr[-2000:]
+    q = json.loads(next(line for line in found.stdout.splitlines() if line.startswith("[{")))
+    assert q[0] == q[1] and set(q[0]) == {"h3", "h7", "h14"} and 0 < q[0]["h7"]["meta_auc"] < 1
+    assert "| h7 | fits whose C changed | 0 of 2 |" in found.stdout
 
 
 def test_a_baseline_checkout_replaces_this_ones_packages_in_a_phase(tmp_path):
