@@ -3,7 +3,7 @@
 For year Y (walk-forward: only labels known by the end of Y), per horizon H and specialist:
 PurgedKFold over the rows sorted by date (at most `cv.max_rows` of them: a seeded uniform sample
 over every year and symbol, so the cost stops growing with symbols x years^2 on a large store;
-each fold row records `rows` used and `rows_known`), label intervals [date, date H rows ahead],
+each fold row records the `rows` used; the JSON report's also `rows_known`), label intervals [date, date H rows ahead],
 embargo `cv.embargo_days`; on each fold, sigmoid (Platt) and isotonic calibrators are fitted on the
 training rows (a score -> probability map) and scored on the test rows: AUC, Brier, log
 loss. Specialists run in parallel (joblib) over one memory-mapped copy of the scores and
@@ -123,7 +123,10 @@ def build_cv_report(specialists: pl.LazyFrame, labels: pl.LazyFrame, years: list
                       "embargo_days": settings.cv.embargo_days, "max_rows": settings.cv.max_rows, "summary": summarize(rows), "folds": rows}
             write_json_atomic(settings.stage_reports_dir("cv_report") / f"h{h}" / f"{year}.json", report)
             summary[f"{year}/h{h}"] = report["summary"]
-            tables.append(pl.DataFrame(rows).with_columns(pl.lit(year).alias("year")) if rows else None)
+            # rows_known stays in the JSON report: a new table column would refuse the partial
+            # overwrite of a cv_report table stored before it (resources.delta_store)
+            table_rows = [{k: v for k, v in r.items() if k != "rows_known"} for r in rows]
+            tables.append(pl.DataFrame(table_rows).with_columns(pl.lit(year).alias("year")) if rows else None)
         year_done(log, "cv_report", year)
     table = pl.concat([t for t in tables if t is not None], how="diagonal_relaxed") if any(t is not None for t in tables) \
         else pl.DataFrame(schema={"year": pl.Int32})

@@ -193,6 +193,17 @@ def read_inputs(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.Lazy
     return known, scores
 
 
+def horizon_frame(frame: pl.DataFrame, horizon: int, columns: list[str] | None, labelled: bool = False) -> pl.DataFrame:
+    """The columns of `frame` that fit_year reads for `horizon` (date, the label, its end and
+    return, the scores, the LSTM score and regime when present, the feature `columns`), and
+    with `labelled` only the rows with that label: what a worker process is sent, in the
+    frame's row order (fit_year keeps the labelled rows itself, so the model is the same)."""
+    keep = ["date", f"t1_h{horizon}", f"label_bin_h{horizon}", f"label_ret_h{horizon}", *SPECIALIST_COLUMNS,
+            LSTM_COLUMN, "regime", *(columns or [])]
+    out = frame.select([c for c in dict.fromkeys(keep) if c in frame.columns])
+    return out.filter(pl.col(f"label_bin_h{horizon}").is_not_null()) if labelled else out
+
+
 def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: dict) -> tuple:
     """One (year, horizon) fit, run in a worker process: (model, metrics, calibration PNG
     bytes or None). Every fit is seeded and independent, so the result does not depend on
@@ -222,7 +233,8 @@ def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, f
                     log.warning(f"meta_model {year} h{h}: the label has one class (all {only}) in the training years; "
                                 "horizon skipped")
                 continue
-            yield year, h, train, test, (test["symbol"].n_unique(), train["symbol"].n_unique())
+            yield (year, h, horizon_frame(train, h, columns, labelled=True), horizon_frame(test, h, columns),
+                   (test["symbol"].n_unique(), train["symbol"].n_unique()))
 
 
 def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,

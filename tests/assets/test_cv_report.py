@@ -39,6 +39,12 @@ def test_cv_report_writes_fold_metrics_per_specialist_and_horizon(make_settings,
         assert r["method"] in ("sigmoid", "isotonic") and 0 <= r["brier"] <= 1 and r["log_loss"] > 0
     s = report["summary"]["spec_rsi_score"]["isotonic"]
     assert s["auc"] is None or 0 <= s["auc"] <= 1
+    assert report["max_rows"] == 500_000 and {(r["rows"], r["rows_known"]) for r in report["folds"]} == {
+        (report["folds"][0]["rows"],) * 2}  # fewer rows than cv.max_rows: every row
+    # the stored table keeps the columns of the tables written before cv.max_rows (rows_known is
+    # only in the JSON): a stored cv_report table takes a year's overwrite without a schema change
+    stored = DeltaStore(settings.table_root("cv_report")).scan("cv_report").collect_schema().names()
+    assert "rows_known" not in stored and {"year", "horizon", "specialist", "rows", "fold", "method", "auc"} <= set(stored)
 
 
 def test_walk_forward_frame_keeps_only_labels_known_by_the_year_end(make_settings, instance):
