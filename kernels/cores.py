@@ -99,13 +99,18 @@ def wma_core(x, n, out):
         period_sub += v
         period_sum += v * (i + 1)
     trailing = 0.0
-    for i in range(n - 1, t_len):
-        v = np.float64(x[i])
+    # Views indexed by the loop counter: numba then knows no index is negative and drops
+    # the wraparound arithmetic of x[i - n + 1] (float32: 15.0 -> 14.0 ms at 10M rows).
+    cur = x[n - 1 :]
+    old = x[: t_len - n + 1]
+    dst = out[n - 1 :]
+    for j in range(t_len - n + 1):
+        v = np.float64(cur[j])
         period_sub += v
         period_sub -= trailing
         period_sum += v * n
-        trailing = np.float64(x[i - n + 1])
-        out[i] = period_sum / divider
+        trailing = np.float64(old[j])
+        dst[j] = period_sum / divider
         period_sum -= period_sub
 
 
@@ -533,7 +538,7 @@ def moments_core(x, n, zscore, out):
 
 def moments_blocked_core(x, n, zscore, out):
     """`moments_core` for the cpu backend, bit for bit: the same sums in the same order, but
-    each block of MOMENTS_BLOCK outputs first stores its variances (and the z-score's
+    each block of SCRATCH_BLOCK outputs first stores its variances (and the z-score's
     numerators) in scratch rows, then takes the square roots (and quotients) in a second,
     vectorised loop. In the one-loop core every output waits for a scalar sqrt (and
     division) beside the running sums; split, the sums run alone and the roots go four to
@@ -546,8 +551,8 @@ def moments_blocked_core(x, n, zscore, out):
     if t_len < n:
         return
     inv_n = 1.0 / n
-    var_b = np.empty(MOMENTS_BLOCK)
-    num_b = np.empty(MOMENTS_BLOCK)
+    var_b = np.empty(SCRATCH_BLOCK)
+    num_b = np.empty(SCRATCH_BLOCK)
     next_start = n
     anchor = np.float64(x[0])
     s1 = 0.0
@@ -556,8 +561,8 @@ def moments_blocked_core(x, n, zscore, out):
         d = np.float64(x[i]) - anchor
         s1 += d
         s2 += d * d
-    for b0 in range(n - 1, t_len, MOMENTS_BLOCK):
-        b1 = min(b0 + MOMENTS_BLOCK, t_len)
+    for b0 in range(n - 1, t_len, SCRATCH_BLOCK):
+        b1 = min(b0 + SCRATCH_BLOCK, t_len)
         for i in range(b0, b1):
             start = i - n + 1
             if start == next_start:
@@ -589,10 +594,54 @@ def moments_blocked_core(x, n, zscore, out):
                 dst[k] = 0.0 if v < EPS else num_b[k] / math.sqrt(v)
 
 
-MOMENTS_BLOCK = 256
+def lsma_blocked_core(x, n, out):
+    """`lsma_core` for the cpu backend, bit for bit: the same rolling sums in the same
+    order, but each block of SCRATCH_BLOCK outputs first stores its slope numerators and
+    Sy in scratch rows, then finishes them (two divisions each) in a second, vectorised
+    loop. In the one-loop core the two scalar divisions per row, not the sums, bound the
+    loop (500 series x 2,000 rows x 9 lengths: 16.2 -> 13.1 ms)."""
+    t_len = x.shape[0]
+    for i in range(min(n - 1, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    st = n * (n - 1) * 0.5
+    stt = n * (n - 1) * (2.0 * n - 1) / 6.0
+    divisor = n * stt - st * st
+    sy = 0.0
+    sty = 0.0
+    for i in range(n):
+        sy += np.float64(x[i])
+        sty += i * np.float64(x[i])
+    num_b = np.empty(SCRATCH_BLOCK)
+    sy_b = np.empty(SCRATCH_BLOCK)
+    num_b[0] = n * sty - st * sy  # row n-1: the sums of the first window
+    sy_b[0] = sy
+    cur = x[n:]  # the row entering the window at output n-1+k (k >= 1) is cur[k-1]
+    old = x[: t_len - n]
+    m = t_len - n + 1  # outputs at rows n-1 .. t_len-1
+    first = 1
+    for b0 in range(0, m, SCRATCH_BLOCK):
+        b1 = min(b0 + SCRATCH_BLOCK, m)
+        for k in range(first, b1 - b0):
+            j = b0 + k - 1
+            oldest = np.float64(old[j])
+            v = np.float64(cur[j])
+            sty = sty - (sy - oldest) + (n - 1) * v
+            sy = sy - oldest + v
+            num_b[k] = n * sty - st * sy
+            sy_b[k] = sy
+        first = 0
+        dst = out[n - 1 + b0 : n - 1 + b1]
+        for k in range(b1 - b0):
+            slope = num_b[k] / divisor
+            dst[k] = (sy_b[k] - slope * st) / n + slope * (n - 1)
+
+
+SCRATCH_BLOCK = 256
 # Cores the cpu backend replaces with a variant of its own (same outputs bit for bit,
 # tests/kernels/test_core_variants.py); the cuda backend compiles the portable core.
-CPU_VARIANTS = {"moments_core": "moments_blocked_core"}
+CPU_VARIANTS = {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core"}
 
 
 def rocp_core(x, n, out):

@@ -91,9 +91,9 @@ Backends
 * cpu (`kernels.atc.cpu`): the per-series cores of `kernels.atc.cores` (`returns_core`,
   `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`, the MA dispatch `ma`
   over `kama_pine_core` and the `kernels.cores` MAs) compiled with numba.njit, driven by
-  one parallel (prange over symbols) compiled loop. The MAs are computed into per-symbol
-  scratch rows, three at a time, and folded into layer 1 at once (`layer1_core3`; no
-  [symbols, 54, bars] bank); `tail=k`
+  one parallel (prange over symbols) compiled loop. A family's nine MAs are computed into
+  per-symbol scratch (EMA, DEMA and KAMA in one multi-lane pass each) and folded into
+  layer 1 at once (`layer1_family_core`; no [symbols, 54, bars] bank); `tail=k`
   keeps only the last k bars of the outputs (a scan of the latest state passes 1), so
   memory is the input plus a few rows per symbol. With cache=True the MAs come from
   `ma_cache` (LRU keyed by (series hash, family, length), 256 MiB by default, hit/miss
@@ -119,7 +119,8 @@ Package layout
 --------------
     params.py     constants, `AtcParams` (validated parameters, growth), `ma_lengths`, input checks
     cores.py      the per-series loops written once (`kama_step`, `kama_pine_core`, `ma`,
-                  `returns_core`, `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`)
+                  `returns_core`, `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`;
+                  for the cpu: `kama_pine_lanes`, `layer1_family_core`)
     cpu.py        the cores under numba.njit and the parallel batch driver
     cuda.py       the cores as numba.cuda device functions and the kernel
     torch.py      the torch path

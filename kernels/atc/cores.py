@@ -18,9 +18,11 @@ interpretation decisions are those of the `kernels.atc` package docstring.
   the one dispatch over the MA kinds; EMA..LSMA are the TA-Lib cores of `kernels.cores`.
 - `returns_core`, `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`: the
   two layers of the indicator. `layer1_step` is one bar of one MA in layer 1, shared by
-  `layer1_core` (one MA a pass: cuda, one thread per symbol) and `layer1_core3` (three MAs
-  a pass, the same sums in the same order: cpu, where one MA's equity recursion alone
-  leaves the core waiting on multiply latency).
+  `layer1_core` (one MA a pass: cuda, one thread per symbol) and `layer1_family_core` (a
+  family's nine MAs a pass, the same sums in the same order: cpu, where one MA's equity
+  recursion alone leaves the core waiting on multiply latency).
+- `kama_pine_lanes`: the KAMA family's lengths in one pass (cpu), each lane bit for bit
+  `kama_pine_core`.
 
 Cores that other cores call (`kama_step`, `kama_pine_core`, `layer1_step` and the `kernels.cores` MAs used
 by `ma`) are registered with numba's `register_jitable`: the function itself is returned
@@ -173,42 +175,93 @@ def layer1_core(x, ma, r, d, cutout, nom, den):
         pm = m
 
 
-def layer1_core3(x, ma0, ma1, ma2, r, d, cutout, nom, den):
-    """Three MAs of layer 1 in one pass over the bars: the same operations, and the same
-    sums (nom[t] and den[t] get MA 0's addend, then 1's, then 2's), as layer1_core on
-    ma0, ma1, ma2 in turn. The three equity recursions are independent, so the CPU
-    overlaps them (one alone waits on its own multiply latency every bar)."""
+def layer1_family_core(x, mas, r, d, cutout, nom, den):
+    """A family's nine MAs (rows of mas [9, T], any strides) of layer 1 in one pass over the
+    bars: the same operations as layer1_core on mas[0], ..., mas[8] in turn, and the same
+    sums (nom[t] and den[t] get MA 0's addend, then 1's, ..., then 8's). The nine equity
+    recursions are independent, so the CPU overlaps them (one alone waits on its own
+    multiply latency every bar), and nom/den are read and written once per bar, not once
+    per MA (500 x 2,000: 84 -> 72 ms for the 54 MAs of one thread, against three a pass)."""
     t_len = x.shape[0]
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    e0 = NAN
-    e1 = NAN
-    e2 = NAN
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = 0.0
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = a8 = 0.0
+    e0 = e1 = e2 = e3 = e4 = e5 = e6 = e7 = e8 = NAN
+    p0 = p1 = p2 = p3 = p4 = p5 = p6 = p7 = p8 = NAN
     pv = NAN
-    p0 = NAN
-    p1 = NAN
-    p2 = NAN
     rt = NAN
     for t in range(t_len):
         v = np.float64(x[t])
-        m0 = np.float64(ma0[t])
-        m1 = np.float64(ma1[t])
-        m2 = np.float64(ma2[t])
+        m0 = np.float64(mas[0, t])
+        m1 = np.float64(mas[1, t])
+        m2 = np.float64(mas[2, t])
+        m3 = np.float64(mas[3, t])
+        m4 = np.float64(mas[4, t])
+        m5 = np.float64(mas[5, t])
+        m6 = np.float64(mas[6, t])
+        m7 = np.float64(mas[7, t])
+        m8 = np.float64(mas[8, t])
         if t >= 1:
             rt = np.float64(r[t])
         s0, a0, e0 = layer1_step(t, cutout, v, pv, m0, p0, rt, d, s0, a0, e0)
         s1, a1, e1 = layer1_step(t, cutout, v, pv, m1, p1, rt, d, s1, a1, e1)
         s2, a2, e2 = layer1_step(t, cutout, v, pv, m2, p2, rt, d, s2, a2, e2)
-        nom[t] = ((nom[t] + s0 * e0) + s1 * e1) + s2 * e2
-        den[t] = ((den[t] + e0) + e1) + e2
+        s3, a3, e3 = layer1_step(t, cutout, v, pv, m3, p3, rt, d, s3, a3, e3)
+        s4, a4, e4 = layer1_step(t, cutout, v, pv, m4, p4, rt, d, s4, a4, e4)
+        s5, a5, e5 = layer1_step(t, cutout, v, pv, m5, p5, rt, d, s5, a5, e5)
+        s6, a6, e6 = layer1_step(t, cutout, v, pv, m6, p6, rt, d, s6, a6, e6)
+        s7, a7, e7 = layer1_step(t, cutout, v, pv, m7, p7, rt, d, s7, a7, e7)
+        s8, a8, e8 = layer1_step(t, cutout, v, pv, m8, p8, rt, d, s8, a8, e8)
+        nom[t] = ((((((((nom[t] + s0 * e0) + s1 * e1) + s2 * e2) + s3 * e3) + s4 * e4) + s5 * e5) + s6 * e6)
+                  + s7 * e7) + s8 * e8
+        den[t] = ((((((((den[t] + e0) + e1) + e2) + e3) + e4) + e5) + e6) + e7) + e8
         pv = v
         p0 = m0
         p1 = m1
         p2 = m2
+        p3 = m3
+        p4 = m4
+        p5 = m5
+        p6 = m6
+        p7 = m7
+        p8 = m8
+
+
+def kama_pine_lanes(x, ns, out, prev, noise):
+    """`kama_pine_core` for the lengths ns in one pass over the bars: out [T, len(ns)]
+    time-major, lane j bit for bit kama_pine_core(x, ns[j]) (the same noise sums in the
+    same order: accumulated bar by bar through bar n, then rolled). `prev` and `noise`
+    are scratch of len(ns). The independent lanes overlap each other's KAMA latency (500
+    x 2,000 x 9 lengths: 18.0 -> 14.7 ms on one thread)."""
+    t_len, n_lanes = out.shape
+    nmax = 0
+    for j in range(n_lanes):
+        prev[j] = 0.0  # nz(KAMA[1]) on bar 0
+        noise[j] = 0.0
+        nmax = max(nmax, ns[j])
+    for t in range(min(nmax + 1, t_len)):  # warm-up: each lane in its own phase
+        v = np.float64(x[t])
+        d = math.fabs(v - np.float64(x[t - 1])) if t >= 1 else 0.0
+        for j in range(n_lanes):
+            n = ns[j]
+            if t < n:
+                if t >= 1:
+                    noise[j] += d
+                prev[j] = kama_step(prev[j], v, NAN, NAN)  # noise na: ratio 0
+            else:
+                noise[j] += d
+                if t > n:
+                    noise[j] -= math.fabs(np.float64(x[t - n]) - np.float64(x[t - n - 1]))
+                prev[j] = kama_step(prev[j], v, np.float64(x[t - n]), noise[j])
+            out[t, j] = prev[j]
+    for t in range(nmax + 1, t_len):
+        v = np.float64(x[t])
+        d = math.fabs(v - np.float64(x[t - 1]))
+        for j in range(n_lanes):
+            n = ns[j]
+            xn = np.float64(x[t - n])
+            noise[j] = (noise[j] + d) - math.fabs(xn - np.float64(x[t - n - 1]))
+            prev[j] = kama_step(prev[j], v, xn, noise[j])
+            out[t, j] = prev[j]
 
 
 def family_finish_core(nom, den, out):

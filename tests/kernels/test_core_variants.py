@@ -1,7 +1,7 @@
 """The cpu backend's core variants (kernels.cores.CPU_VARIANTS) equal the portable cores
 bit for bit: same values, same NaN positions, float32 and float64 inputs and outputs, every
-mode, periods from 1 to past the series' length, and blocks of MOMENTS_BLOCK outputs cut
-anywhere (a re-anchoring inside a block, a block ending on the last row)."""
+mode, periods from 1 (LSMA: 2) to past the series' length, and blocks of SCRATCH_BLOCK
+outputs cut anywhere (a re-anchoring inside a block, a block ending on the last row)."""
 
 from __future__ import annotations
 
@@ -23,15 +23,16 @@ def _series(t_len: int) -> np.ndarray:
     return c
 
 
-SERIES = _series(3 * cores.MOMENTS_BLOCK + 17)
-PERIODS = [1, 2, 3, 20, cores.MOMENTS_BLOCK, cores.MOMENTS_BLOCK + 1, 400, len(SERIES) - 1, len(SERIES), len(SERIES) + 1]
+SERIES = _series(3 * cores.SCRATCH_BLOCK + 17)
+PERIODS = [1, 2, 3, 20, cores.SCRATCH_BLOCK, cores.SCRATCH_BLOCK + 1, 400, len(SERIES) - 1, len(SERIES), len(SERIES) + 1]
 
 
 def test_every_variant_runs_its_cores_spec_on_the_cpu():
-    assert cores.CPU_VARIANTS == {"moments_core": "moments_blocked_core"}
+    assert cores.CPU_VARIANTS == {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core"}
     from kernels.backends import cpu_backend
 
     assert cpu_backend.compiled("moments_core").py_func is cores.moments_blocked_core
+    assert cpu_backend.compiled("lsma_core").py_func is cores.lsma_blocked_core
 
 
 @pytest.mark.parametrize("in_dtype", [np.float64, np.float32])
@@ -56,3 +57,19 @@ def test_the_public_functions_run_the_variant():
     want = np.empty(300)
     njit(cache=True, nogil=True)(cores.moments_core)(x, 20, 0, want)
     np.testing.assert_array_equal(K.rolling_std(x, 20, dtype=np.float64), want)
+
+
+@pytest.mark.parametrize("in_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [p for p in PERIODS if p >= 2])
+def test_lsma_blocked_core_equals_lsma_core_bit_for_bit(n, in_dtype, out_dtype):
+    portable = njit(cache=True, nogil=True)(cores.lsma_core)
+    blocked = njit(cache=True, nogil=True)(cores.lsma_blocked_core)
+    x = SERIES.astype(in_dtype)
+    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    with np.errstate(invalid="ignore"):
+        portable(x, n, want)
+        blocked(x, n, got)
+    np.testing.assert_array_equal(got.view(np.uint64 if out_dtype == np.float64 else np.uint32),
+                                  want.view(np.uint64 if out_dtype == np.float64 else np.uint32))
