@@ -1,7 +1,8 @@
 """Per-series indicator cores, written once and compiled twice.
 
 Each core is a plain loop over one series that writes into preallocated outputs: no
-allocation, no calls to other functions (only `math`), float64 accumulators. The cpu
+allocation, no calls to other functions (only `math`), float64 accumulators. (The cpu
+variants of `CPU_VARIANTS`, compiled for the cpu backend only, allocate scratch blocks.) The cpu
 backend compiles them with `numba.njit`, the cuda backend with `numba.cuda.jit(device=True)`
 (one thread per series, reading a time-major column view). Outputs are NaN during warm-up.
 

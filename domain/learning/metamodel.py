@@ -28,7 +28,8 @@ Model (`train_meta`)
         fit, by Pipeline(StandardScaler, LogisticRegressionCV(Cs=10, scoring="neg_log_loss";
         `neg_log_loss_score`, the same scores without sklearn's per-call validation))
         over the same `cv` splits (purged when the caller passes purged splits) on all the
-        training rows (sklearn walks the C path with warm starts; no refit on all the rows,
+        training rows, or on a seeded uniform sample of `search_rows` of them with the same
+        splits restricted to it (`_search_rows`; the calibrated fits use every row) (sklearn walks the C path with warm starts; no refit on all the rows,
         whose coefficients nothing used); every calibrated copy
         then fits LogisticRegression(C=that C). 10 Cs x 5 folds + 5 fits, about 4x less work
         than c_search="per_fold": the nested search the seed described (each of the 5
@@ -335,7 +336,7 @@ def _search_C(X64: np.ndarray, y: np.ndarray, Cs, cv, seed: int, n_jobs, solver:
 
 def _search_rows(X: np.ndarray, y: np.ndarray, cv, cap: int | None, seed: int):
     """(X, y, cv) of the C search: every row, or at most `cap` rows (a seeded uniform sample,
-    training_data.row_sample) with the same folds restricted to them (purged_cv.folds_on;
+    purged_cv.row_sample) with the same folds restricted to them (purged_cv.folds_on;
     an int `cv` splits the sample)."""
     rows = row_sample(len(y), cap, seed)
     if rows is None:

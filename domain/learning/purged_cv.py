@@ -10,10 +10,11 @@ its interval [t0, t1] overlaps the test window, and embargoed when its t0 falls 
 
 t0, t1 and embargo are integers (positions) or datetimes and a timedelta.
 
-Large stores: `row_sample` (a seeded uniform sample of at most N rows) and `folds_on` (the
-same folds restricted to those rows) bound the work of a cross-validation whose rows grow
-with symbols x years (settings cv.max_rows for cv_report, meta.search_rows for the meta
-model's C search).
+Large stores: `row_sample` (a seeded uniform sample of at most N rows) bounds the work of a
+cross-validation whose rows grow with symbols x years. cv_report (setting cv.max_rows) builds
+new purged folds on the sampled rows; the meta model's C search (meta.search_rows) keeps the
+folds it was given, restricted to the sample (`folds_on`), since they are also the
+calibration's folds.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def row_sample(n: int, cap: int | None, seed: int = 0) -> np.ndarray | None:
     by date stay sorted), or None when every row is used (`cap` None, or n <= cap).
 
     The same (n, cap, seed) give the same sample, so a year's fit or report does not depend
-    on the run or the process. A uniform sample keeps the rows' spread over the years and the
+    on the run or the process (for one NumPy version: NumPy does not promise that
+    `Generator.choice` draws the same rows across versions). A uniform sample keeps the rows' spread over the years and the
     symbols; a stride would not (rows are in (date, symbol) order, and a stride that divides
     the symbol count picks the same symbols every day)."""
     if cap is None or n <= cap:

@@ -17,6 +17,11 @@ disk), driven by one parallel compiled loop (prange over symbols).
 
 Imported on demand by the dispatch (`kernels.atc.api`); imports the cores, never the cuda
 module.
+
+Cache note: numba keys the on-disk cache of `_cpu_batch` and `_cpu_bank` on this file alone,
+yet they hold compiled copies of `kernels.atc.cores`, `kernels.cores` and
+`kernels.lane_cores` code; a change there is paired with a change to this file (or a cleared
+cache), or a stale scan runs.
 """
 
 from __future__ import annotations
@@ -24,11 +29,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from kernels import cores as ta_cores
-from kernels import lane_cores
 from kernels.atc import cores
 from kernels.atc.cache import ma_cache
 from kernels.atc.params import FAMILIES, prepare_numpy
+from kernels.backends.cpu_backend import compiled, compiled_lanes
 
 BANK_CHUNK_BYTES = 64 * 2**20  # MA bank memory per chunk of symbols
 
@@ -41,13 +45,12 @@ layer1_family_cpu = _jit(cores.layer1_family_core)
 family_finish_cpu = _jit(cores.family_finish_core)
 layer2_cpu = _jit(cores.layer2_core)
 final_cpu = _jit(cores.final_core)
-lsma_blocked_cpu = _jit(ta_cores.lsma_blocked_core)
 kama_pine_lanes_cpu = _jit(cores.kama_pine_lanes)
-# The multi-lane cores of kernels.lane_cores, compiled as the cpu backend compiles them
-# ("numpy" error model).
-_jit_lanes = njit(cache=True, nogil=True, error_model="numpy")
-ema_lanes_cpu = _jit_lanes(lane_cores.ema_lanes)
-dema_lanes_cpu = _jit_lanes(lane_cores.dema_lanes)
+# kernels.cores' LSMA as the cpu backend runs it (its blocked variant) and two lane cores
+# of kernels.lane_cores, the same compiled dispatchers as `kernels.indicators` uses.
+lsma_blocked_cpu = compiled("lsma_core")
+ema_lanes_cpu = compiled_lanes("ema_lanes")
+dema_lanes_cpu = compiled_lanes("dema_lanes")
 
 
 @njit(cache=True, nogil=True)

@@ -4,7 +4,8 @@
 core (EMA, DEMA from kernels.lane_cores; Pine's KAMA: `cores.kama_pine_lanes`) and folds
 the nine into layer 1 in one pass (`cores.layer1_family_core`); LSMA goes through the cpu
 variant with blocked divisions. Each must give the bits of the portable one-MA cores
-(`cores.ma`, `cores.layer1_core`) that the cuda backend and the bank path run.
+(`cores.ma`, `cores.layer1_core`), which the cuda backend runs: each piece is compared with
+them, and so is the whole driver (`_one_ma_at_a_time`, those cores composed in a plain loop).
 """
 
 from __future__ import annotations
@@ -93,22 +94,49 @@ def test_lsma_in_the_atc_is_the_blocked_cpu_variant_of_the_same_bits():
         np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=f"n={n}")
 
 
+def _one_ma_at_a_time(x, p):
+    """The indicator from the portable one-MA cores, one call per MA, in a plain loop."""
+    n_series, t_len = x.shape
+    growth = p.growth(t_len)
+    fam = np.empty((n_series, 6, t_len))
+    final = np.empty((n_series, t_len))
+    for s in range(n_series):
+        xs = x[s]
+        r = np.empty(t_len)
+        atc_cpu.returns_cpu(xs, growth, r)
+        fnom, fden = np.zeros(t_len), np.zeros(t_len)
+        for f in range(6):
+            nom, den = np.zeros(t_len), np.zeros(t_len)
+            for n in p.lens[f]:
+                m = np.empty(t_len)
+                atc_cpu.ma_cpu(f, xs, n, m)
+                atc_cpu.layer1_cpu(xs, m, r, p.d, p.cutout, nom, den)
+            atc_cpu.family_finish_cpu(nom, den, nom)
+            fam[s, f] = nom
+            atc_cpu.layer2_cpu(nom, r, p.d, p.cutout, p.weights[f], fnom, fden)
+        atc_cpu.final_cpu(fnom, fden, fnom)
+        final[s] = fnom
+    return fam, final
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("robustness,length,cutout", [("Medium", 28, 0), ("Wide", 14, 25), ("Narrow", 40, 3)])
-def test_the_lane_passes_equal_the_bank_of_one_ma_calls_bit_for_bit(robustness, length, cutout):
-    """The whole driver: no bank (lane passes, family layer) against the bank path, whose
-    MAs are one `cores.ma` call each, over series shorter and longer than the lengths."""
-    x = np.stack([_closes(260, seed=s) for s in range(3)] + [_closes(260, seed=9)[::-1].copy()])
+def test_the_driver_equals_the_one_ma_cores_bit_for_bit(robustness, length, cutout, dtype):
+    """The whole driver, without the bank (lane passes, family layer) and with it, against
+    the portable cores one MA at a time, over 260 bars and over 30 bars (shorter than most
+    lengths: lanes still in warm-up at the end)."""
     p = AtcParams(robustness, length, 0.02, 0.03, cutout, 1.0)
-    growth = p.growth(x.shape[1])
-    outs = {}
-    for name, bank in (("lanes", np.empty((0, p.lens.size, x.shape[1]))),
-                       ("bank", np.empty((x.shape[0], p.lens.size, x.shape[1])))):
-        need = np.ones((bank.shape[0], p.lens.size), dtype=np.bool_)
-        fam = np.empty((x.shape[0], 6, x.shape[1]))
-        final = np.empty((x.shape[0], x.shape[1]))
-        atc_cpu._cpu_batch(x, p.lens, p.weights, need, bank, growth, p.d, p.cutout, 0, fam, final)
-        outs[name] = (fam, final)
-    np.testing.assert_array_equal(_bits(outs["lanes"][0]), _bits(outs["bank"][0]))
-    np.testing.assert_array_equal(_bits(outs["lanes"][1]), _bits(outs["bank"][1]))
-    assert np.isfinite(outs["lanes"][1][:, -1]).all()
+    for t_len in (260, 30):
+        x = np.stack([_closes(t_len, seed=s) for s in range(3)] + [_closes(t_len, seed=9)[::-1].copy()]).astype(dtype)
+        want_fam, want_final = _one_ma_at_a_time(x, p)
+        growth = p.growth(t_len)
+        for name, bank in (("lanes", np.empty((0, p.lens.size, t_len))),
+                           ("bank", np.empty((x.shape[0], p.lens.size, t_len)))):
+            need = np.ones((bank.shape[0], p.lens.size), dtype=np.bool_)
+            fam = np.empty((x.shape[0], 6, t_len))
+            final = np.empty((x.shape[0], t_len))
+            atc_cpu._cpu_batch(x, p.lens, p.weights, need, bank, growth, p.d, p.cutout, 0, fam, final)
+            np.testing.assert_array_equal(_bits(fam), _bits(want_fam), err_msg=f"{name}, T={t_len}")
+            np.testing.assert_array_equal(_bits(final), _bits(want_final), err_msg=f"{name}, T={t_len}")
+    assert np.isfinite(want_final[:, -1]).all()
     atc.ma_cache.clear()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,11 +77,23 @@ def test_the_yearly_benchmark_builds_a_store_times_every_yearly_stage_and_reads_
     assert run_figures["build"]["s"] > 0 and run_figures["yearly"]["process_s"] >= run_figures["yearly"]["run_s"] > 0
     assert set(run_figures["yearly"]["steps"]) == {"regime", "cv_report", "meta_model", "predictions", "backtest",
                                                     "evaluation"}
-    found = _run(["benchmarks/bench_yearly.py", "--quality", f"{store},{store}"], tmp_path)
+    # an "after" store: the same reports and models, one h7 fit with another C
+    after = tmp_path / "after"
+    settings = json.loads((store / "settings.yaml").read_text())
+    for key in ("reports", "models"):
+        shutil.copytree(settings["paths"][key], after / key)
+        settings["paths"][key] = str(after / key)
+    (after / "settings.yaml").write_text(json.dumps(settings))
+    sidecar = sorted((after / "models" / "default").glob("meta_h7_*.json"))[-1]
+    meta = json.loads(sidecar.read_text())
+    sidecar.write_text(json.dumps({**meta, "C": meta["C"] * 10}))
+    found = _run(["benchmarks/bench_yearly.py", "--quality", f"{store},{after}"], tmp_path)
     assert found.returncode == 0, found.stderr[-2000:]
     q = json.loads(next(line for line in found.stdout.splitlines() if line.startswith("[{")))
-    assert q[0] == q[1] and set(q[0]) == {"h3", "h7", "h14"} and 0 < q[0]["h7"]["meta_auc"] < 1
-    assert "| h7 | fits whose C changed | 0 of 2 |" in found.stdout
+    assert set(q[0]) == {"h3", "h7", "h14"} and 0 < q[0]["h7"]["meta_auc"] < 1
+    assert q[1]["h7"]["meta_auc"] == q[0]["h7"]["meta_auc"] and q[1]["h3"] == q[0]["h3"]
+    assert "| h3 | fits whose C changed | 0 of 2 |" in found.stdout
+    assert "| h7 | fits whose C changed | 1 of 2 |" in found.stdout
 
 
 def test_a_baseline_checkout_replaces_this_ones_packages_in_a_phase(tmp_path):
