@@ -80,15 +80,15 @@ def family_layer1_cpu(kind, x, ns, r, d, cutout, nom, den, rows, block, state):
             dema_lanes_cpu(x.reshape((x.shape[0], 1)), ns, block)
         else:
             kama_pine_lanes_cpu(x, ns, block, state[0], state[1])
-        layer1_cpu_family(x, block.T, r, d, cutout, nom, den)
+        layer1_rows_cpu(x, block.T, r, d, cutout, nom, den)
     else:
         for i in range(ns.shape[0]):
             ma_variant_cpu(kind, x, ns[i], rows[i])
-        layer1_cpu_family(x, rows, r, d, cutout, nom, den)
+        layer1_rows_cpu(x, rows, r, d, cutout, nom, den)
 
 
 @njit(cache=True, nogil=True)
-def layer1_cpu_family(x, mas, r, d, cutout, nom, den):
+def layer1_rows_cpu(x, mas, r, d, cutout, nom, den):
     """Layer 1 over a family's MAs (rows of mas), in MA order: nine in one pass
     (`layer1_family_core`), any other count one at a time (the same sums)."""
     if mas.shape[0] == 9:
@@ -143,7 +143,7 @@ def _cpu_batch(x, lens, weights, need, bank, growth, d, cutout, t0, fam_out, fin
                     if need[s, j]:
                         ma_variant_cpu(f, xs, lens[f, i], bank[s, j])
                 mas = bank[s, f * n_len : (f + 1) * n_len]
-                layer1_cpu_family(xs, mas, r, d, cutout, nom, den)
+                layer1_rows_cpu(xs, mas, r, d, cutout, nom, den)
             else:
                 family_layer1_cpu(f, xs, lens[f], r, d, cutout, nom, den, rows, block, state)
             family_finish_cpu(nom, den, nom)

@@ -27,6 +27,19 @@ SERIES = _series(3 * cores.SCRATCH_BLOCK + 17)
 PERIODS = [1, 2, 3, 20, cores.SCRATCH_BLOCK, cores.SCRATCH_BLOCK + 1, 400, len(SERIES) - 1, len(SERIES), len(SERIES) + 1]
 
 
+def _assert_variant_equals_core(core: str, x: np.ndarray, params: tuple, out_dtype) -> None:
+    """The portable core and its cpu variant (CPU_VARIANTS[core]) on x, bit for bit."""
+    portable = njit(cache=True, nogil=True)(getattr(cores, core))
+    variant = njit(cache=True, nogil=True)(getattr(cores, cores.CPU_VARIANTS[core]))
+    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    with np.errstate(invalid="ignore"):
+        portable(x, *params, want)
+        variant(x, *params, got)
+    bits = np.uint64 if out_dtype == np.float64 else np.uint32
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
+
+
 def test_every_variant_runs_its_cores_spec_on_the_cpu():
     assert cores.CPU_VARIANTS == {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core"}
     from kernels.backends import cpu_backend
@@ -40,16 +53,7 @@ def test_every_variant_runs_its_cores_spec_on_the_cpu():
 @pytest.mark.parametrize("zscore", [0, 1])
 @pytest.mark.parametrize("n", PERIODS)
 def test_moments_blocked_core_equals_moments_core_bit_for_bit(n, zscore, in_dtype, out_dtype):
-    portable = njit(cache=True, nogil=True)(cores.moments_core)
-    blocked = njit(cache=True, nogil=True)(cores.moments_blocked_core)
-    x = SERIES.astype(in_dtype)
-    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    with np.errstate(invalid="ignore"):
-        portable(x, n, zscore, want)
-        blocked(x, n, zscore, got)
-    np.testing.assert_array_equal(got.view(np.uint64 if out_dtype == np.float64 else np.uint32),
-                                  want.view(np.uint64 if out_dtype == np.float64 else np.uint32))
+    _assert_variant_equals_core("moments_core", SERIES.astype(in_dtype), (n, zscore), out_dtype)
 
 
 def test_the_public_functions_run_the_variant():
@@ -63,13 +67,4 @@ def test_the_public_functions_run_the_variant():
 @pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n", [p for p in PERIODS if p >= 2])
 def test_lsma_blocked_core_equals_lsma_core_bit_for_bit(n, in_dtype, out_dtype):
-    portable = njit(cache=True, nogil=True)(cores.lsma_core)
-    blocked = njit(cache=True, nogil=True)(cores.lsma_blocked_core)
-    x = SERIES.astype(in_dtype)
-    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    with np.errstate(invalid="ignore"):
-        portable(x, n, want)
-        blocked(x, n, got)
-    np.testing.assert_array_equal(got.view(np.uint64 if out_dtype == np.float64 else np.uint32),
-                                  want.view(np.uint64 if out_dtype == np.float64 else np.uint32))
+    _assert_variant_equals_core("lsma_core", SERIES.astype(in_dtype), (n,), out_dtype)
