@@ -11,6 +11,15 @@ there. Sides are interleaved round by round (ours f32, ours f64, TA-Lib, takt; o
 allocation included everywhere) and the ratios reported are medians of the per-round ratios,
 so machine load shifts both sides alike. One warm-up round is discarded.
 
+Fresh pages against recycled ones: takt's 99 outputs of 8 MB (float64, 1M rows) are served
+from glibc's heap once its dynamic mmap threshold has risen past them (after the first
+round), so its loop writes into pages the previous round freed: the like-for-like figure for
+it is ours into a reused block. Our one block (396 / 792 MB) is above glibc's 32 MB ceiling
+for that threshold, so a fresh block is new pages every call. `--takt-fresh` (on by default)
+times a second takt worker started with `MALLOC_MMAP_THRESHOLD_=131072`, which pins the
+threshold so that each of its outputs is new pages too: the like-for-like figure for ours
+into a fresh block.
+
 Usage: python benchmarks/bench_sweeps.py [--rows 1000000] [--rounds 5] [--no-takt] [--names ema,dema]
 """
 
@@ -82,8 +91,10 @@ def takt_python(venv: Path, wheel: str | None) -> Path:
 
 
 class Takt:
-    def __init__(self, py: Path):
+    def __init__(self, py: Path, fresh_pages: bool = False):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        if fresh_pages:  # glibc's threshold pinned at its default: every 8 MB output is a new mapping
+            env["MALLOC_MMAP_THRESHOLD_"] = "131072"
         self.proc = subprocess.Popen([str(py), "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env=env)
         self.version = "?"
@@ -115,6 +126,7 @@ def main() -> int:
     ap.add_argument("--no-takt", action="store_true")
     ap.add_argument("--takt-venv", default="/tmp/tradelab-takt-venv")
     ap.add_argument("--takt-wheel", default=None)
+    ap.add_argument("--no-takt-fresh", action="store_true", help="skip the takt worker whose outputs are fresh pages")
     ap.add_argument("--names", default=",".join(NAMES), help=f"comma-separated, of {sorted(TALIB_FN)}")
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
@@ -125,6 +137,8 @@ def main() -> int:
 
     h, l, c = series(args.rows)
     takt = None if args.no_takt else Takt(takt_python(Path(args.takt_venv), args.takt_wheel))
+    takt_fresh = None if takt is None or args.no_takt_fresh else Takt(takt_python(Path(args.takt_venv), args.takt_wheel),
+                                                                       fresh_pages=True)
     rows = []
     # reused output blocks (sweep(out=)): what a repeated sweep costs without fresh pages
     block32 = np.zeros((args.rows, len(PERIODS)), dtype=np.float32)
@@ -139,28 +153,53 @@ def main() -> int:
             "f64_out": lambda name=name, inputs=inputs: K.sweep(name, inputs, PERIODS, dtype=np.float64, out=block64),
             "talib": lambda fn=fn, inputs=inputs: [fn(*inputs, p) for p in PERIODS],
         }
-        times: dict[str, list[float]] = {k: [] for k in (*sides, "takt")}
+        workers = {k: w for k, w in (("takt", takt), ("takt_fresh", takt_fresh)) if w is not None}
+        times: dict[str, list[float]] = {k: [] for k in (*sides, *workers)}
         for r in range(args.rounds + 1):
             for k, f in sides.items():
                 s = timed(f)
                 if r:
                     times[k].append(s)
-            if takt is not None:
-                s = takt.time(name, args.rows)
+            for k, w in workers.items():
+                s = w.time(name, args.rows)
                 if r:
-                    times["takt"].append(s)
+                    times[k].append(s)
         ref = "takt" if takt is not None else "talib"
         med = {k: float(np.median(v)) for k, v in times.items() if v}
         ratio = {k: float(np.median(np.array(times[k]) / np.array(times[ref])))
                  for k in ("f32", "f64", "f32_out", "f64_out", "talib")}
+        if takt_fresh is not None:  # fresh pages on both sides
+            for k in ("f32", "f64"):
+                ratio[k + "_fresh"] = float(np.median(np.array(times[k]) / np.array(times["takt_fresh"])))
         rows.append((name, med, ratio))
         print(f"{name}: " + "  ".join(f"{k} {v * 1e3:.0f} ms" for k, v in med.items())
               + f"  | ratio to {ref}: f32 {ratio['f32']:.2f} f64 {ratio['f64']:.2f} f32(out=) {ratio['f32_out']:.2f} "
-              f"f64(out=) {ratio['f64_out']:.2f} TA-Lib {ratio['talib']:.2f}",
+              f"f64(out=) {ratio['f64_out']:.2f} TA-Lib {ratio['talib']:.2f}"
+              + (f" | fresh pages both sides: f32 {ratio['f32_fresh']:.2f} f64 {ratio['f64_fresh']:.2f}"
+                 if takt_fresh is not None else ""),
               flush=True)
-    if takt is not None:
-        takt.close()
+    for w in (takt, takt_fresh):
+        if w is not None:
+            w.close()
     ref = "ta-lib-takt" if takt is not None else "TA-Lib"
+
+    def ms(key):
+        return lambda n, m, r: f"{m[key] * 1e3:.0f}"
+
+    def ratio_of(key):
+        return lambda n, m, r: f"{r[key]:.2f}"
+
+    cols = [("indicator", lambda n, m, r: n), ("sweep f32 ms", ms("f32")), ("sweep f64 ms", ms("f64")),
+            ("f32 out= ms", ms("f32_out")), ("f64 out= ms", ms("f64_out")), ("TA-Lib loop ms", ms("talib"))]
+    if takt is not None:
+        cols.append(("takt loop ms", ms("takt")))
+    if takt_fresh is not None:
+        cols.append(("takt loop, fresh pages ms", ms("takt_fresh")))
+    cols += [(f"f32 / {ref}", ratio_of("f32")), (f"f64 / {ref}", ratio_of("f64")),
+             (f"f32 out= / {ref}", ratio_of("f32_out")), (f"f64 out= / {ref}", ratio_of("f64_out"))]
+    if takt_fresh is not None:
+        cols += [("f32 / takt fresh pages", ratio_of("f32_fresh")), ("f64 / takt fresh pages", ratio_of("f64_fresh"))]
+    cols.append((f"TA-Lib / {ref}", ratio_of("talib")))
     lines = [
         f"### 99-period sweeps (periods 2..100), {args.rows:,} rows ({dt.date.today()})",
         "",
@@ -168,16 +207,13 @@ def main() -> int:
         f"`python benchmarks/bench_sweeps.py --rows {args.rows} --rounds {args.rounds}"
         + ("" if args.names == ",".join(NAMES) else f" --names {args.names}") + f"`. TA-Lib {talib.__version__}"
         + (f", ta-lib-takt {takt.version} (own venv)" if takt is not None else "")
-        + ". Medians over rounds, interleaved; ratios are medians of per-round ratios to " + ref + "'s loop of 99 calls.",
+        + ". Medians over rounds, interleaved; ratios are medians of per-round ratios to " + ref + "'s loop of 99 calls"
+        + ("; 'takt fresh pages': the same loop in a worker started with MALLOC_MMAP_THRESHOLD_=131072, so each output is "
+           "new pages as in our fresh block (recycled pages: ours out= against takt's loop)." if takt_fresh else "."),
         "",
-        f"| indicator | sweep f32 ms | sweep f64 ms | f32 out= ms | f64 out= ms | TA-Lib loop ms | "
-        f"{'takt loop ms | ' if takt else ''}f32 / {ref} | f64 / {ref} | f32 out= / {ref} | f64 out= / {ref} | "
-        f"TA-Lib / {ref} |",
-        "|---|---:|---:|---:|---:|---:|" + ("---:|" if takt else "") + "---:|---:|---:|---:|---:|",
-        *[f"| {n} | {m['f32'] * 1e3:.0f} | {m['f64'] * 1e3:.0f} | {m['f32_out'] * 1e3:.0f} | {m['f64_out'] * 1e3:.0f} | "
-          f"{m['talib'] * 1e3:.0f} | " + (f"{m['takt'] * 1e3:.0f} | " if takt else "")
-          + f"{r['f32']:.2f} | {r['f64']:.2f} | {r['f32_out']:.2f} | {r['f64_out']:.2f} | {r['talib']:.2f} |"
-          for n, m, r in rows],
+        "| " + " | ".join(c for c, _ in cols) + " |",
+        "|---|" + "---:|" * (len(cols) - 1),
+        *["| " + " | ".join(fmt(n, m, r) for _, fmt in cols) + " |" for n, m, r in rows],
         "",
     ]
     emit(lines, args.record)

@@ -110,3 +110,21 @@ def test_a_baseline_checkout_replaces_this_ones_packages_in_a_phase(tmp_path):
     run = _run(["-c", code], tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split("\n")[:2] == ["baseline domain | baseline kernels", "None"]
+
+
+def test_the_sweep_benchmark_without_takt_compares_with_talib_and_prints_its_table(tmp_path):
+    run = _run(["benchmarks/bench_sweeps.py", "--rows", "3000", "--rounds", "1", "--no-takt", "--names", "ema,atr"],
+               tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    table = [line for line in run.stdout.splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| indicator | sweep f32 ms | sweep f64 ms | f32 out= ms | f64 out= ms | TA-Lib loop ms |")
+    assert "takt" not in table[0] and "f32 / TA-Lib" in table[0]
+    assert [line.split(" | ")[0] for line in table[1:]] == ["| ema", "| atr"]
+
+
+def test_the_fresh_pages_probe_times_blocks_with_and_without_huge_pages(tmp_path):
+    for flags in ([], ["--no-hugepages"]):
+        run = _run(["benchmarks/probe_fresh_pages.py", "block", "--rows", "2000", "--gaps", "0", "--calls", "2",
+                    *flags], tmp_path)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert re.fullmatch(r"gap 0 s: ms \[[\d., ]+\]  minor faults \[\d+, \d+\]\n", run.stdout)
