@@ -20,7 +20,7 @@ HARNESS_SCRIPTS = ["bench_import.py", "bench_ingest.py", "bench_lstm.py", "bench
                    "bench_executors.py", "bench_long_file.py", "bench_grid.py", "bench_grid_dask.py", "bench_infer.py",
                    "bench_alpha158.py", "bench_gpu.py", "event_log_growth.py", "honesty_cross_section.py",
                    "honesty_real_data.py", "profile_bookkeeping.py", "profile_features_write.py", "ab_grid_exits.py",
-                   "bench_yearly.py"]
+                   "bench_yearly.py", "probe_chains.py"]
 
 
 def _run(args: list[str], tmp_path: Path, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -128,3 +128,14 @@ def test_the_fresh_pages_probe_times_blocks_with_and_without_huge_pages(tmp_path
                     *flags], tmp_path)
         assert run.returncode == 0, run.stderr[-2000:]
         assert re.fullmatch(r"gap 0 s: ms \[[\d., ]+\]  minor faults \[\d+, \d+\]\n", run.stdout)
+
+
+def test_the_chain_probe_sets_each_core_beside_the_latency_of_its_chain(tmp_path):
+    out = tmp_path / "figures.json"
+    run = _run(["benchmarks/probe_chains.py", "--rows", "20000", "--repeat", "1", "--json", str(out)], tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    figures = json.loads(out.read_text())["figures"]
+    assert set(figures["chains_ns"]) == {"add", "add+sub", "mul+add", "fma", "sub+mul+add", "sub+fma"}
+    assert all(v > 0 for v in figures["chains_ns"].values())
+    assert {"sma(20)", "wma(20)", "ema(20)", "tema(20)", "kama(10)", "atr(14)"} <= set(figures)
+    assert "| indicator | our chain | its ns/row | core, reused output ns/row |" in run.stdout
