@@ -15,12 +15,12 @@ Fresh pages against recycled ones: takt's 99 outputs of 8 MB (float64, 1M rows) 
 from glibc's heap once its dynamic mmap threshold has risen past them (after the first
 round), so its loop writes into pages the previous round freed: the like-for-like figure for
 it is ours into a reused block. Our one block (396 / 792 MB) is above glibc's 32 MB ceiling
-for that threshold, so a fresh block is new pages every call. `--takt-fresh` (on by default)
+for that threshold, so a fresh block is new pages every call. Unless `--no-takt-fresh`, the script
 times a second takt worker started with `MALLOC_MMAP_THRESHOLD_=131072`, which pins the
 threshold so that each of its outputs is new pages too: the like-for-like figure for ours
 into a fresh block.
 
-Usage: python benchmarks/bench_sweeps.py [--rows 1000000] [--rounds 5] [--no-takt] [--names ema,dema]
+Usage: python benchmarks/bench_sweeps.py [--rows 1000000] [--rounds 5] [--no-takt] [--no-takt-fresh] [--names ema,dema]
 """
 
 from __future__ import annotations
