@@ -29,7 +29,10 @@ def minor_faults() -> int:
 
 
 def probe_block(rows: int, dtype, gaps: list[float], calls: int, hugepages: bool) -> None:
-    from numpy._core.multiarray import _set_madvise_hugepage
+    try:  # numpy's switch for its madvise(MADV_HUGEPAGE) on large allocations (private: 2.x, then 1.x)
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:
+        from numpy.core.multiarray import _set_madvise_hugepage
 
     _set_madvise_hugepage(hugepages)
     for gap in gaps:
