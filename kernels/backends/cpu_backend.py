@@ -10,13 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from kernels import cores, lane_cores
+from kernels import chunked_cores, cores, lane_cores
 
 
 @functools.cache
 def compiled(core_name: str):
-    """The compiled core `core_name`, or its cpu variant (cores.CPU_VARIANTS) where it has one."""
-    return njit(cache=True, nogil=True)(getattr(cores, cores.CPU_VARIANTS.get(core_name, core_name)))
+    """The compiled core `core_name`, or its cpu variant (cores.CPU_VARIANTS: in kernels.cores
+    or, time-chunked, in kernels.chunked_cores) where it has one."""
+    name = cores.CPU_VARIANTS.get(core_name, core_name)
+    return njit(cache=True, nogil=True)(getattr(chunked_cores if hasattr(chunked_cores, name) else cores, name))
 
 
 @functools.cache

@@ -1,0 +1,241 @@
+"""Time-chunked variants of recursive cores: one series cut into LANES chunks run side by side.
+
+A recursive indicator computes each row from the state the row before left, so a single
+series is bound by the latency of that loop-carried chain (mul+add 1.43 ns a row on the
+EPYC of benchmarks/RESULTS.md; `benchmarks/probe_chains.py`), not by the arithmetic. These
+variants cut the steady phase into LANES equal chunks and advance all of them in one loop:
+independent chains that the CPU overlaps. The first chunk starts from the true state (the
+seeds as in `kernels.cores`); chunk j >= 1 starts `warm` rows early, from an arbitrary state,
+on the last rows of chunk j-1.
+
+Why that gives the exact bits: the recurrences here contract (Wilder's `a*(1-1/n) + v/n`,
+the EMA's `v*k + e*(1-k)`), so two runs from different states draw together by a factor
+below 1 a row until both round to the same float64, and from then on they are the same
+bits (the same operations on the same inputs). After the pass, chunk j's state at its first
+row is compared bit for bit with the state chunk j-1 (true by then) ended with; a chunk whose
+warm-up has not met it (a NaN or inf in the warm-up rows, a period too long for `warm`) is
+recomputed serially from that state. The outputs never depend on the meeting, only the
+time does (tests/kernels/test_chunked_cores.py: every variant against its core, bit for bit,
+warm-ups that meet and ones that do not).
+
+Per row, every operation is the one of the core in `kernels.cores`, in the same order. A
+series shorter than LANES chunks of 4 x `warm` rows runs the core's serial loop. CPU only
+(`kernels.cores.CPU_VARIANTS`; the cuda backend compiles the portable cores, one thread per
+series). Running sums (SMA, WMA, KAMA's efficiency ratio) do not contract, so they have no
+such variant.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+NAN = float("nan")
+LANES = 8  # 8 chains hide the latency; 16 lose more to the 32 memory streams than they gain (measured)
+
+
+@register_jitable
+def _same_bits(a, b):
+    """a and b are the same float64 (== with the sign of zero; NaN is never the same)."""
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@register_jitable
+def atr_warm(n):
+    """Rows a chunk of atr_chunked_core warms up on: 48n + 64 (see there)."""
+    return 48 * n + 64
+
+
+@register_jitable
+def tema_warm(n):
+    """Rows a chunk of tema_chunked_core warms up on: 64(n+1) + 64 (see there)."""
+    return 64 * (n + 1) + 64
+
+
+@register_jitable
+def _true_range(h, l, c, i):
+    """atr_core's true range of row i (i >= 1)."""
+    hi = np.float64(h[i])
+    lo = np.float64(l[i])
+    cp = np.float64(c[i - 1])
+    return max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+
+
+def atr_chunked_core(h, l, c, n, out):
+    """atr_core bit for bit; the steady phase (rows n+1..) in LANES chunks at once.
+
+    Wilder's step `a*(1 - 1/n) + TR/n` contracts by 1 - 1/n a row: `warm` = 48n + 64 rows take
+    a start from nothing (0.0) to below 2^-69 of the true state. 10M float64 rows: 1.05 ns a
+    row against 1.52 for the serial loop (EPYC, thread CPU time)."""
+    t_len = h.shape[0]
+    for i in range(min(n, t_len)):
+        out[i] = NAN
+    if t_len <= n:
+        return
+    acc = 0.0
+    for i in range(1, n + 1):
+        acc += _true_range(h, l, c, i)
+    acc = acc / n
+    out[n] = acc
+    inv_n = 1.0 / n
+    omn = 1.0 - inv_n
+    start = n + 1
+    warm = atr_warm(n)
+    size = (t_len - start) // LANES
+    stop = start
+    st = np.zeros(LANES)
+    met = np.zeros(LANES)
+    if size >= 4 * warm:
+        stop = start + LANES * size
+        # flat views of the chunked rows: chunk j is [j*size, (j+1)*size) (any input layout)
+        hs = h[start:stop]
+        ls = l[start:stop]
+        cs = c[start - 1 : stop - 1]
+        os = out[start:stop]
+        for r in range(size - warm, size):  # chunk j >= 1 warms up on chunk j-1's last rows
+            for j in range(1, LANES):
+                q = (j - 1) * size + r
+                hi = np.float64(hs[q])
+                lo = np.float64(ls[q])
+                cp = np.float64(cs[q])
+                tr = max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+                st[j] = st[j] * omn + tr * inv_n
+        met[:] = st
+        st[0] = acc
+        for r in range(size):
+            for j in range(LANES):
+                q = j * size + r
+                hi = np.float64(hs[q])
+                lo = np.float64(ls[q])
+                cp = np.float64(cs[q])
+                tr = max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+                a = st[j] * omn + tr * inv_n
+                st[j] = a
+                os[q] = a
+        acc = st[LANES - 1]
+    for i in range(stop, t_len):  # the rows after the last chunk (every row of a short series)
+        acc = acc * omn + _true_range(h, l, c, i) * inv_n
+        out[i] = acc
+    if stop == start:
+        return
+    st[LANES - 1] = acc
+    for j in range(1, LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
+        if _same_bits(met[j], st[j - 1]):
+            continue
+        acc = st[j - 1]
+        for i in range(start + j * size, start + (j + 1) * size if j < LANES - 1 else t_len):
+            acc = acc * omn + _true_range(h, l, c, i) * inv_n
+            out[i] = acc
+        st[j] = acc
+
+
+@register_jitable
+def _tema_step(v, e1, e2, e3, k, omk):
+    """tema_core's update of its three EMAs for input v (each kept where its input equals it)."""
+    e1 = v * k + e1 * omk if v != e1 else e1
+    e2 = e1 * k + e2 * omk if e1 != e2 else e2
+    e3 = e2 * k + e3 * omk if e2 != e3 else e3
+    return e1, e2, e3
+
+
+def tema_chunked_core(x, n, out):
+    """tema_core bit for bit; the steady phase (rows 3(n-1)+1..) in LANES chunks at once.
+
+    Each EMA contracts by 1 - k = (n-1)/(n+1) a row; the third follows the second, so
+    `warm` = 64(n+1) + 64 rows (more than twice what one EMA needs). 10M float64 rows: 1.63
+    ns a row against 2.05 for the serial loop (EPYC; three chains a row leave less latency
+    to hide than ATR's one)."""
+    t_len = x.shape[0]
+    look = 3 * (n - 1)
+    for i in range(min(look, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    k = 2.0 / (n + 1)
+    omk = 1.0 - k
+    e1 = 0.0
+    for i in range(n):
+        e1 += np.float64(x[i])
+    e1 = e1 / n
+    acc2 = e1
+    for i in range(n, min(2 * n - 1, t_len)):  # e1 values 1..n-1 enter the seed of e2
+        v = np.float64(x[i])
+        e1 = v * k + e1 * omk if v != e1 else e1
+        acc2 += e1
+    if t_len <= 2 * n - 2:
+        return
+    e2 = acc2 / n
+    acc3 = e2
+    for i in range(2 * n - 1, min(look + 1, t_len)):  # e2 values 1..n-1 enter the seed of e3
+        v = np.float64(x[i])
+        e1 = v * k + e1 * omk if v != e1 else e1
+        e2 = e1 * k + e2 * omk if e1 != e2 else e2
+        acc3 += e2
+    if t_len <= look:
+        return
+    e3 = acc3 / n
+    out[look] = 3.0 * e1 - 3.0 * e2 + e3
+    start = look + 1
+    warm = tema_warm(n)
+    size = (t_len - start) // LANES
+    stop = start
+    s1 = np.zeros(LANES)
+    s2 = np.zeros(LANES)
+    s3 = np.zeros(LANES)
+    m1 = np.zeros(LANES)
+    m2 = np.zeros(LANES)
+    m3 = np.zeros(LANES)
+    if size >= 4 * warm:
+        stop = start + LANES * size
+        xs = x[start:stop]
+        os = out[start:stop]
+        for j in range(1, LANES):  # chunk j >= 1 warms up on chunk j-1's last rows, from its first
+            first = np.float64(xs[j * size - warm])
+            s1[j] = first
+            s2[j] = first
+            s3[j] = first
+        for r in range(size - warm, size):
+            for j in range(1, LANES):
+                a, b, d = _tema_step(np.float64(xs[(j - 1) * size + r]), s1[j], s2[j], s3[j], k, omk)
+                s1[j] = a
+                s2[j] = b
+                s3[j] = d
+        m1[:] = s1
+        m2[:] = s2
+        m3[:] = s3
+        s1[0] = e1
+        s2[0] = e2
+        s3[0] = e3
+        for r in range(size):
+            for j in range(LANES):
+                q = j * size + r
+                a, b, d = _tema_step(np.float64(xs[q]), s1[j], s2[j], s3[j], k, omk)
+                s1[j] = a
+                s2[j] = b
+                s3[j] = d
+                os[q] = 3.0 * a - 3.0 * b + d
+        e1 = s1[LANES - 1]
+        e2 = s2[LANES - 1]
+        e3 = s3[LANES - 1]
+    for i in range(stop, t_len):  # the rows after the last chunk (every row of a short series)
+        e1, e2, e3 = _tema_step(np.float64(x[i]), e1, e2, e3, k, omk)
+        out[i] = 3.0 * e1 - 3.0 * e2 + e3
+    if stop == start:
+        return
+    s1[LANES - 1] = e1
+    s2[LANES - 1] = e2
+    s3[LANES - 1] = e3
+    for j in range(1, LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
+        if _same_bits(m1[j], s1[j - 1]) and _same_bits(m2[j], s2[j - 1]) and _same_bits(m3[j], s3[j - 1]):
+            continue
+        e1 = s1[j - 1]
+        e2 = s2[j - 1]
+        e3 = s3[j - 1]
+        for i in range(start + j * size, start + (j + 1) * size if j < LANES - 1 else t_len):
+            e1, e2, e3 = _tema_step(np.float64(x[i]), e1, e2, e3, k, omk)
+            out[i] = 3.0 * e1 - 3.0 * e2 + e3
+        s1[j] = e1
+        s2[j] = e2
+        s3[j] = e3
