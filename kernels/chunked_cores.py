@@ -49,6 +49,12 @@ def atr_warm(n):
 
 
 @register_jitable
+def ema_warm(n):
+    """Rows a chunk of ema_chunked_core warms up on: 32(n+1) + 64 (see there)."""
+    return 32 * (n + 1) + 64
+
+
+@register_jitable
 def tema_warm(n):
     """Rows a chunk of tema_chunked_core warms up on: 64(n+1) + 64 (see there)."""
     return 64 * (n + 1) + 64
@@ -129,6 +135,69 @@ def atr_chunked_core(h, l, c, n, out):
             acc = acc * omn + _true_range(h, l, c, i) * inv_n
             out[i] = acc
         st[j] = acc
+
+
+@register_jitable
+def _ema_step(v, e, k, omk):
+    """ema_core's update for input v (e kept where v equals it)."""
+    return v * k + e * omk if v != e else e
+
+
+def ema_chunked_core(x, n, out):
+    """ema_core bit for bit; the steady phase (rows n..) in LANES chunks at once.
+
+    The EMA contracts by 1 - k = (n-1)/(n+1) a row: `warm` = 32(n+1) + 64 rows take a start
+    from the first warm-up value to below e^-64 of the gap."""
+    t_len = x.shape[0]
+    for i in range(min(n - 1, t_len)):
+        out[i] = NAN
+    if t_len < n:
+        return
+    k = 2.0 / (n + 1)
+    omk = 1.0 - k
+    e = 0.0
+    for i in range(n):
+        e += np.float64(x[i])
+    e = e / n
+    out[n - 1] = e
+    start = n
+    warm = ema_warm(n)
+    size = (t_len - start) // LANES
+    stop = start
+    st = np.zeros(LANES)
+    met = np.zeros(LANES)
+    if size >= 4 * warm:
+        stop = start + LANES * size
+        xs = x[start:stop]
+        os = out[start:stop]
+        for j in range(1, LANES):  # chunk j >= 1 warms up on chunk j-1's last rows, from its first
+            st[j] = np.float64(xs[j * size - warm])
+        for r in range(size - warm, size):
+            for j in range(1, LANES):
+                st[j] = _ema_step(np.float64(xs[(j - 1) * size + r]), st[j], k, omk)
+        met[:] = st
+        st[0] = e
+        for r in range(size):
+            for j in range(LANES):
+                q = j * size + r
+                a = _ema_step(np.float64(xs[q]), st[j], k, omk)
+                st[j] = a
+                os[q] = a
+        e = st[LANES - 1]
+    for i in range(stop, t_len):  # the rows after the last chunk (every row of a short series)
+        e = _ema_step(np.float64(x[i]), e, k, omk)
+        out[i] = e
+    if stop == start:
+        return
+    st[LANES - 1] = e
+    for j in range(1, LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
+        if _same_bits(met[j], st[j - 1]):
+            continue
+        e = st[j - 1]
+        for i in range(start + j * size, start + (j + 1) * size if j < LANES - 1 else t_len):
+            e = _ema_step(np.float64(x[i]), e, k, omk)
+            out[i] = e
+        st[j] = e
 
 
 @register_jitable

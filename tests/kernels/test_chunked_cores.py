@@ -1,10 +1,13 @@
 """The time-chunked variants (kernels.chunked_cores) equal their portable cores bit for bit:
 series long enough to be chunked and one row short of it, warm-ups that meet the true state
-and ones that cannot (a huge true range or a NaN just before a chunk's warm-up, which the
-chunk never sees), ties (TEMA keeps an EMA whose input equals it), float32 and float64 inputs
+and ones that cannot (a huge value, a NaN or an inf just before a chunk's warm-up, which the
+chunk never sees), ties (an EMA kept where its input equals it), float32 and float64 inputs
 and outputs, strided inputs, and the public functions that run them."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -17,127 +20,103 @@ from tests.kernel_data import walk_ohlc
 LANES = chunked_cores.LANES
 
 
+@dataclass(frozen=True)
+class Case:
+    core: str
+    ohlc: bool  # inputs (high, low, close), else (close,)
+    first_steady: Callable[[int], int]  # the first row of the steady phase for period n
+    warm: Callable[[int], int]
+    periods: tuple[int, ...]
+    public: Callable
+
+
+CASES = {
+    "atr": Case("atr_core", True, lambda n: n + 1, chunked_cores.atr_warm, (1, 2, 14, 30), K.atr),
+    "ema": Case("ema_core", False, lambda n: n, chunked_cores.ema_warm, (1, 2, 20, 60), K.ema),
+    "tema": Case("tema_core", False, lambda n: 3 * (n - 1) + 1, chunked_cores.tema_warm, (2, 3, 20), K.tema),
+}
+
+
 def _compiled(module, name):
     return njit(cache=True, nogil=True)(getattr(module, name))
 
 
-def _assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
-    bits = np.uint64 if want.dtype == np.float64 else np.uint32
-    np.testing.assert_array_equal(got.view(bits), want.view(bits))
+def _inputs(case: Case, t_len: int, seed: int = 3) -> list[np.ndarray]:
+    _, h, l, c = (a.astype(np.float64) for a in walk_ohlc(t_len, seed=seed))
+    return [h, l, c] if case.ohlc else [c]
 
 
-def _run_both(core: str, inputs: tuple, n: int, out_dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
-    portable = _compiled(cores, core)
-    variant = _compiled(chunked_cores, cores.CPU_VARIANTS[core])
+def _chunked_rows(case: Case, n: int) -> int:
+    """The shortest series whose steady phase is cut into LANES chunks."""
+    return case.first_steady(n) + LANES * 4 * case.warm(n)
+
+
+def _assert_variant_equals_core(case: Case, inputs, n: int, out_dtype=np.float64) -> np.ndarray:
+    portable = _compiled(cores, case.core)
+    variant = _compiled(chunked_cores, cores.CPU_VARIANTS[case.core])
     t_len = inputs[0].shape[0]
     want = np.full(t_len, -1.0, dtype=out_dtype)
     got = np.full(t_len, -1.0, dtype=out_dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         portable(*inputs, n, want)
         variant(*inputs, n, got)
-    return got, want
+    bits = np.uint64 if out_dtype == np.float64 else np.uint32
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
+    return want
 
 
-def _chunked_rows(start: int, warm: int) -> int:
-    """The shortest series whose steady phase (from row `start`) is cut into LANES chunks."""
-    return start + LANES * 4 * warm
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_chunked_variant_is_the_cpu_backends_core(name):
+    from kernels.backends import cpu_backend
+
+    case = CASES[name]
+    assert cpu_backend.compiled(case.core).py_func is getattr(chunked_cores, cores.CPU_VARIANTS[case.core])
 
 
-def _ohlc(t_len: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    _, h, l, c = walk_ohlc(t_len, seed=seed)
-    return h.astype(np.float64), l.astype(np.float64), c.astype(np.float64)
-
-
-# --- ATR -------------------------------------------------------------------------------------
-
-ATR_PERIODS = [1, 2, 14, 30]
-
-
-@pytest.mark.parametrize("n", ATR_PERIODS)
-@pytest.mark.parametrize("extra", [-1, 0, 5, LANES - 1])
-def test_atr_chunked_equals_atr_core_around_the_chunking_length(n, extra):
-    t_len = _chunked_rows(n + 1, chunked_cores.atr_warm(n)) + extra  # -1: the serial loop
-    got, want = _run_both("atr_core", _ohlc(t_len), n)
-    _assert_same_bits(got, want)
+@pytest.mark.parametrize("extra", [-1, 0, 5, LANES - 1])  # -1: one row short, the serial loop
+@pytest.mark.parametrize("name,n", [(name, n) for name, case in sorted(CASES.items()) for n in case.periods])
+def test_the_variant_equals_its_core_around_the_chunking_length(name, n, extra):
+    case = CASES[name]
+    _assert_variant_equals_core(case, _inputs(case, _chunked_rows(case, n) + extra), n)
 
 
 @pytest.mark.parametrize("in_dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
-def test_atr_chunked_equals_atr_core_in_both_precisions(in_dtype, out_dtype):
-    t_len = _chunked_rows(15, chunked_cores.atr_warm(14)) + 1234
-    got, want = _run_both("atr_core", tuple(a.astype(in_dtype) for a in _ohlc(t_len)), 14, out_dtype)
-    _assert_same_bits(got, want)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_variant_equals_its_core_with_ties_in_both_precisions(name, in_dtype, out_dtype):
+    case = CASES[name]
+    inputs = [np.round(a, 0).astype(in_dtype) for a in _inputs(case, _chunked_rows(case, 20) + 999)]
+    _assert_variant_equals_core(case, inputs, 20, out_dtype)
 
 
 @pytest.mark.parametrize("poison", [1e200, np.nan, np.inf])
-def test_atr_chunk_whose_warm_up_cannot_meet_the_true_state_is_recomputed(poison):
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_chunk_whose_warm_up_cannot_meet_the_true_state_is_recomputed(name, poison):
+    case = CASES[name]
     n = 14
-    warm = chunked_cores.atr_warm(n)
-    t_len = _chunked_rows(n + 1, warm) + 300
-    h, l, c = _ohlc(t_len)
-    size = (t_len - (n + 1)) // LANES
-    # the row just before chunk 3's warm-up: the true state carries it, the warm-up never sees it
-    row = n + 1 + 3 * size - warm - 1
-    h[row] = poison
-    got, want = _run_both("atr_core", (h, l, c), n)
-    _assert_same_bits(got, want)
-    if np.isfinite(poison):
-        assert np.isfinite(want[-1]) and want[row + warm + 1] > 1e150  # the chunk does start far off
-
-
-def test_atr_chunked_reads_strided_inputs():
-    t_len = 2 * (_chunked_rows(15, chunked_cores.atr_warm(14)) + 17)
-    h, l, c = _ohlc(t_len)
-    got, want = _run_both("atr_core", (h[::2], l[::2], c[::2]), 14)
-    _assert_same_bits(got, want)
-
-
-# --- TEMA ------------------------------------------------------------------------------------
-
-TEMA_PERIODS = [2, 3, 20]
-
-
-def _close(t_len: int, seed: int = 5) -> np.ndarray:
-    return walk_ohlc(t_len, seed=seed)[3].astype(np.float64)
-
-
-@pytest.mark.parametrize("n", TEMA_PERIODS)
-@pytest.mark.parametrize("extra", [-1, 0, 3, LANES - 1])
-def test_tema_chunked_equals_tema_core_around_the_chunking_length(n, extra):
-    t_len = _chunked_rows(3 * (n - 1) + 1, chunked_cores.tema_warm(n)) + extra
-    got, want = _run_both("tema_core", (_close(t_len),), n)
-    _assert_same_bits(got, want)
-
-
-@pytest.mark.parametrize("in_dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
-def test_tema_chunked_equals_tema_core_with_ties_in_both_precisions(in_dtype, out_dtype):
-    t_len = _chunked_rows(58, chunked_cores.tema_warm(20)) + 999
-    x = np.round(_close(t_len), 0)  # whole prices: an EMA often meets its input exactly
-    got, want = _run_both("tema_core", (x.astype(in_dtype),), 20, out_dtype)
-    _assert_same_bits(got, want)
-
-
-@pytest.mark.parametrize("poison", [1e250, np.nan])
-def test_tema_chunk_whose_warm_up_cannot_meet_the_true_state_is_recomputed(poison):
-    n = 20
-    warm = chunked_cores.tema_warm(n)
-    start = 3 * (n - 1) + 1
-    t_len = _chunked_rows(start, warm) + 50
-    x = _close(t_len)
+    t_len = _chunked_rows(case, n) + 300
+    inputs = _inputs(case, t_len)
+    start, warm = case.first_steady(n), case.warm(n)
     size = (t_len - start) // LANES
-    x[start + 5 * size - warm - 1] = poison
-    got, want = _run_both("tema_core", (x,), n)
-    _assert_same_bits(got, want)
+    # the row just before chunk 3's warm-up: the true state carries it, the warm-up never sees it
+    row = start + 3 * size - warm - 1
+    inputs[0][row] = poison
+    want = _assert_variant_equals_core(case, inputs, n)
+    if np.isfinite(poison):
+        assert np.isfinite(want[-1]) and abs(want[row + warm + 1]) > 1e100  # chunk 3 does start far off
 
 
-# --- through the public functions ------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_variant_reads_strided_inputs(name):
+    case = CASES[name]
+    inputs = _inputs(case, 2 * (_chunked_rows(case, 14) + 17))
+    _assert_variant_equals_core(case, [a[::2] for a in inputs], 14)
 
 
-def test_the_public_atr_and_tema_run_the_chunked_variants_and_equal_the_portable_cores():
-    t_len = _chunked_rows(58, chunked_cores.tema_warm(20)) + 321
-    h, l, c = _ohlc(t_len, seed=9)
-    _, want_atr = _run_both("atr_core", (h, l, c), 14)
-    _, want_tema = _run_both("tema_core", (c,), 20)
-    _assert_same_bits(K.atr(h, l, c, 14, dtype=np.float64), want_atr)
-    _assert_same_bits(K.tema(c, 20, dtype=np.float64), want_tema)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_public_function_runs_the_variant_and_equals_the_portable_core(name):
+    case = CASES[name]
+    inputs = _inputs(case, _chunked_rows(case, 14) + 321, seed=9)
+    want = _assert_variant_equals_core(case, inputs, 14)
+    got = case.public(*inputs, 14, dtype=np.float64)
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
