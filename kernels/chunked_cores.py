@@ -19,7 +19,9 @@ time does (tests/kernels/test_chunked_cores.py: every variant against its core, 
 warm-ups that meet and ones that do not).
 
 Per row, every operation is the one of the core in `kernels.cores`, in the same order. A
-series shorter than LANES chunks of 4 x `warm` rows runs the core's serial loop. CPU only
+series shorter than LANES chunks of 4 x `warm` rows runs the portable core itself (whose
+serial loop is the faster one for a single chain), and the seeds come from it where its
+output is the whole state (ATR, EMA). CPU only
 (`kernels.cores.CPU_VARIANTS`; the cuda backend compiles the portable cores, one thread per
 series). Running sums (SMA, WMA, KAMA's efficiency ratio) do not contract, so they have no
 such variant.
@@ -31,6 +33,8 @@ import math
 
 import numpy as np
 from numba.extending import register_jitable
+
+from kernels import cores
 
 NAN = float("nan")
 LANES = 8  # 8 chains hide the latency; 16 lose more to the 32 memory streams than they gain (measured)
@@ -60,6 +64,18 @@ def tema_warm(n):
     return 64 * (n + 1) + 64
 
 
+# the portable cores, callable from these variants (compiled inline)
+_atr_core = register_jitable(cores.atr_core)
+_ema_core = register_jitable(cores.ema_core)
+_tema_core = register_jitable(cores.tema_core)
+
+
+@register_jitable
+def _chunked(t_len, first_steady, warm):
+    """Whether a series is long enough for LANES chunks of at least 4 x `warm` steady rows."""
+    return (t_len - first_steady) // LANES >= 4 * warm
+
+
 @register_jitable
 def _true_range(h, l, c, i):
     """atr_core's true range of row i (i >= 1)."""
@@ -76,56 +92,48 @@ def atr_chunked_core(h, l, c, n, out):
     a start from nothing (0.0) to below 2^-69 of the true state. 10M float64 rows: 1.05 ns a
     row against 1.52 for the serial loop (EPYC, thread CPU time)."""
     t_len = h.shape[0]
-    for i in range(min(n, t_len)):
-        out[i] = NAN
-    if t_len <= n:
-        return
-    acc = 0.0
-    for i in range(1, n + 1):
-        acc += _true_range(h, l, c, i)
-    acc = acc / n
-    out[n] = acc
-    inv_n = 1.0 / n
-    omn = 1.0 - inv_n
     start = n + 1
     warm = atr_warm(n)
+    if not _chunked(t_len, start, warm):
+        _atr_core(h, l, c, n, out)
+        return
+    seed = np.empty(start)  # rows 0..n as the core computes them, in float64: seed[n] is the state
+    _atr_core(h[:start], l[:start], c[:start], n, seed)
+    out[:start] = seed
+    inv_n = 1.0 / n
+    omn = 1.0 - inv_n
     size = (t_len - start) // LANES
-    stop = start
+    stop = start + LANES * size
+    # flat views of the chunked rows: chunk j is [j*size, (j+1)*size) (any input layout)
+    hs = h[start:stop]
+    ls = l[start:stop]
+    cs = c[start - 1 : stop - 1]
+    os = out[start:stop]
     st = np.zeros(LANES)
-    met = np.zeros(LANES)
-    if size >= 4 * warm:
-        stop = start + LANES * size
-        # flat views of the chunked rows: chunk j is [j*size, (j+1)*size) (any input layout)
-        hs = h[start:stop]
-        ls = l[start:stop]
-        cs = c[start - 1 : stop - 1]
-        os = out[start:stop]
-        for r in range(size - warm, size):  # chunk j >= 1 warms up on chunk j-1's last rows
-            for j in range(1, LANES):
-                q = (j - 1) * size + r
-                hi = np.float64(hs[q])
-                lo = np.float64(ls[q])
-                cp = np.float64(cs[q])
-                tr = max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
-                st[j] = st[j] * omn + tr * inv_n
-        met[:] = st
-        st[0] = acc
-        for r in range(size):
-            for j in range(LANES):
-                q = j * size + r
-                hi = np.float64(hs[q])
-                lo = np.float64(ls[q])
-                cp = np.float64(cs[q])
-                tr = max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
-                a = st[j] * omn + tr * inv_n
-                st[j] = a
-                os[q] = a
-        acc = st[LANES - 1]
-    for i in range(stop, t_len):  # the rows after the last chunk (every row of a short series)
+    for r in range(size - warm, size):  # chunk j >= 1 warms up on chunk j-1's last rows
+        for j in range(1, LANES):
+            q = (j - 1) * size + r
+            hi = np.float64(hs[q])
+            lo = np.float64(ls[q])
+            cp = np.float64(cs[q])
+            tr = max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+            st[j] = st[j] * omn + tr * inv_n
+    met = st.copy()
+    st[0] = seed[n]
+    for r in range(size):
+        for j in range(LANES):
+            q = j * size + r
+            hi = np.float64(hs[q])
+            lo = np.float64(ls[q])
+            cp = np.float64(cs[q])
+            tr = max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+            a = st[j] * omn + tr * inv_n
+            st[j] = a
+            os[q] = a
+    acc = st[LANES - 1]
+    for i in range(stop, t_len):  # the rows after the last chunk, on its chain
         acc = acc * omn + _true_range(h, l, c, i) * inv_n
         out[i] = acc
-    if stop == start:
-        return
     st[LANES - 1] = acc
     for j in range(1, LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
         if _same_bits(met[j], st[j - 1]):
@@ -149,46 +157,38 @@ def ema_chunked_core(x, n, out):
     The EMA contracts by 1 - k = (n-1)/(n+1) a row: `warm` = 32(n+1) + 64 rows take a start
     from the first warm-up value to below e^-64 of the gap."""
     t_len = x.shape[0]
-    for i in range(min(n - 1, t_len)):
-        out[i] = NAN
-    if t_len < n:
-        return
-    k = 2.0 / (n + 1)
-    omk = 1.0 - k
-    e = 0.0
-    for i in range(n):
-        e += np.float64(x[i])
-    e = e / n
-    out[n - 1] = e
     start = n
     warm = ema_warm(n)
+    if not _chunked(t_len, start, warm):
+        _ema_core(x, n, out)
+        return
+    seed = np.empty(start)  # rows 0..n-1 as the core computes them, in float64: seed[n-1] is the state
+    _ema_core(x[:start], n, seed)
+    out[:start] = seed
+    k = 2.0 / (n + 1)
+    omk = 1.0 - k
     size = (t_len - start) // LANES
-    stop = start
+    stop = start + LANES * size
+    xs = x[start:stop]
+    os = out[start:stop]
     st = np.zeros(LANES)
-    met = np.zeros(LANES)
-    if size >= 4 * warm:
-        stop = start + LANES * size
-        xs = x[start:stop]
-        os = out[start:stop]
-        for j in range(1, LANES):  # chunk j >= 1 warms up on chunk j-1's last rows, from its first
-            st[j] = np.float64(xs[j * size - warm])
-        for r in range(size - warm, size):
-            for j in range(1, LANES):
-                st[j] = _ema_step(np.float64(xs[(j - 1) * size + r]), st[j], k, omk)
-        met[:] = st
-        st[0] = e
-        for r in range(size):
-            for j in range(LANES):
-                q = j * size + r
-                a = _ema_step(np.float64(xs[q]), st[j], k, omk)
-                st[j] = a
-                os[q] = a
-        e = st[LANES - 1]
-    for i in range(stop, t_len):  # the rows after the last chunk (every row of a short series)
+    for j in range(1, LANES):  # chunk j >= 1 warms up on chunk j-1's last rows, from its first
+        st[j] = np.float64(xs[j * size - warm])
+    for r in range(size - warm, size):
+        for j in range(1, LANES):
+            st[j] = _ema_step(np.float64(xs[(j - 1) * size + r]), st[j], k, omk)
+    met = st.copy()
+    st[0] = seed[n - 1]
+    for r in range(size):
+        for j in range(LANES):
+            q = j * size + r
+            a = _ema_step(np.float64(xs[q]), st[j], k, omk)
+            st[j] = a
+            os[q] = a
+    e = st[LANES - 1]
+    for i in range(stop, t_len):  # the rows after the last chunk, on its chain
         e = _ema_step(np.float64(x[i]), e, k, omk)
         out[i] = e
-    if stop == start:
-        return
     st[LANES - 1] = e
     for j in range(1, LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
         if _same_bits(met[j], st[j - 1]):
@@ -215,13 +215,17 @@ def tema_chunked_core(x, n, out):
     Each EMA contracts by 1 - k = (n-1)/(n+1) a row; the third follows the second, so
     `warm` = 64(n+1) + 64 rows (more than twice what one EMA needs). 10M float64 rows: 1.63
     ns a row against 2.05 for the serial loop (EPYC; three chains a row leave less latency
-    to hide than ATR's one)."""
+    to hide than ATR's one). Its output is not its state (three EMAs), so it repeats the
+    core's seeds (the two seed sums over the first 3(n-1) rows)."""
     t_len = x.shape[0]
     look = 3 * (n - 1)
-    for i in range(min(look, t_len)):
-        out[i] = NAN
-    if t_len < n:
+    start = look + 1
+    warm = tema_warm(n)
+    if not _chunked(t_len, start, warm):
+        _tema_core(x, n, out)
         return
+    for i in range(look):
+        out[i] = NAN
     k = 2.0 / (n + 1)
     omk = 1.0 - k
     e1 = 0.0
@@ -229,70 +233,54 @@ def tema_chunked_core(x, n, out):
         e1 += np.float64(x[i])
     e1 = e1 / n
     acc2 = e1
-    for i in range(n, min(2 * n - 1, t_len)):  # e1 values 1..n-1 enter the seed of e2
+    for i in range(n, 2 * n - 1):  # e1 values 1..n-1 enter the seed of e2
         v = np.float64(x[i])
         e1 = v * k + e1 * omk if v != e1 else e1
         acc2 += e1
-    if t_len <= 2 * n - 2:
-        return
     e2 = acc2 / n
     acc3 = e2
-    for i in range(2 * n - 1, min(look + 1, t_len)):  # e2 values 1..n-1 enter the seed of e3
+    for i in range(2 * n - 1, look + 1):  # e2 values 1..n-1 enter the seed of e3
         v = np.float64(x[i])
         e1 = v * k + e1 * omk if v != e1 else e1
         e2 = e1 * k + e2 * omk if e1 != e2 else e2
         acc3 += e2
-    if t_len <= look:
-        return
     e3 = acc3 / n
     out[look] = 3.0 * e1 - 3.0 * e2 + e3
-    start = look + 1
-    warm = tema_warm(n)
     size = (t_len - start) // LANES
-    stop = start
+    stop = start + LANES * size
+    xs = x[start:stop]
+    os = out[start:stop]
     s1 = np.zeros(LANES)
-    s2 = np.zeros(LANES)
-    s3 = np.zeros(LANES)
-    m1 = np.zeros(LANES)
-    m2 = np.zeros(LANES)
-    m3 = np.zeros(LANES)
-    if size >= 4 * warm:
-        stop = start + LANES * size
-        xs = x[start:stop]
-        os = out[start:stop]
-        for j in range(1, LANES):  # chunk j >= 1 warms up on chunk j-1's last rows, from its first
-            first = np.float64(xs[j * size - warm])
-            s1[j] = first
-            s2[j] = first
-            s3[j] = first
-        for r in range(size - warm, size):
-            for j in range(1, LANES):
-                a, b, d = _tema_step(np.float64(xs[(j - 1) * size + r]), s1[j], s2[j], s3[j], k, omk)
-                s1[j] = a
-                s2[j] = b
-                s3[j] = d
-        m1[:] = s1
-        m2[:] = s2
-        m3[:] = s3
-        s1[0] = e1
-        s2[0] = e2
-        s3[0] = e3
-        for r in range(size):
-            for j in range(LANES):
-                q = j * size + r
-                a, b, d = _tema_step(np.float64(xs[q]), s1[j], s2[j], s3[j], k, omk)
-                s1[j] = a
-                s2[j] = b
-                s3[j] = d
-                os[q] = 3.0 * a - 3.0 * b + d
-        e1 = s1[LANES - 1]
-        e2 = s2[LANES - 1]
-        e3 = s3[LANES - 1]
-    for i in range(stop, t_len):  # the rows after the last chunk (every row of a short series)
+    for j in range(1, LANES):  # chunk j >= 1 warms up on chunk j-1's last rows, from its first
+        s1[j] = np.float64(xs[j * size - warm])
+    s2 = s1.copy()
+    s3 = s1.copy()
+    for r in range(size - warm, size):
+        for j in range(1, LANES):
+            a, b, d = _tema_step(np.float64(xs[(j - 1) * size + r]), s1[j], s2[j], s3[j], k, omk)
+            s1[j] = a
+            s2[j] = b
+            s3[j] = d
+    m1 = s1.copy()
+    m2 = s2.copy()
+    m3 = s3.copy()
+    s1[0] = e1
+    s2[0] = e2
+    s3[0] = e3
+    for r in range(size):
+        for j in range(LANES):
+            q = j * size + r
+            a, b, d = _tema_step(np.float64(xs[q]), s1[j], s2[j], s3[j], k, omk)
+            s1[j] = a
+            s2[j] = b
+            s3[j] = d
+            os[q] = 3.0 * a - 3.0 * b + d
+    e1 = s1[LANES - 1]
+    e2 = s2[LANES - 1]
+    e3 = s3[LANES - 1]
+    for i in range(stop, t_len):  # the rows after the last chunk, on its chain
         e1, e2, e3 = _tema_step(np.float64(x[i]), e1, e2, e3, k, omk)
         out[i] = 3.0 * e1 - 3.0 * e2 + e3
-    if stop == start:
-        return
     s1[LANES - 1] = e1
     s2[LANES - 1] = e2
     s3[LANES - 1] = e3
