@@ -10,7 +10,9 @@ Part 2 times, on 10M float64 rows, the project's core into a reused output (what
 arithmetic costs), the public call (`kernels.indicators`, a fresh output: like for like with
 TA-Lib, whose every call allocates its output) and TA-Lib's call, by thread CPU time,
 interleaved; the table sets each core beside the bound of its chain. An indicator whose exact formula needs `mul+add` cannot
-reach a library that fuses it into one FMA without changing last bits.
+reach a library that fuses it into one FMA without changing last bits on one chain; the
+cpu backend's time-chunked variants (`kernels.chunked_cores`: ATR, EMA, TEMA) run eight
+chains of one series side by side, so their core column can fall below one chain's bound.
 
 Usage: python benchmarks/probe_chains.py [--rows 10000000] [--repeat 7]
 """
