@@ -1,4 +1,4 @@
-"""Time-chunked variants of recursive cores: one series cut into LANES chunks run side by side.
+"""Time-chunked variants of recursive cores (ATR, EMA, RSI, TEMA): one series in LANES chunks side by side.
 
 A recursive indicator computes each row from the state the row before left, so a single
 series is bound by the latency of that loop-carried chain (mul+add 1.43 ns a row on the
@@ -54,6 +54,12 @@ def atr_warm(n):
 
 
 @register_jitable
+def rsi_warm(n):
+    """Rows a chunk of rsi_chunked_core warms up on: 48n + 64, as ATR (the same Wilder step)."""
+    return 48 * n + 64
+
+
+@register_jitable
 def ema_warm(n):
     """Rows a chunk of ema_chunked_core warms up on: 32(n+1) + 64 (see there)."""
     return 32 * (n + 1) + 64
@@ -68,6 +74,7 @@ def tema_warm(n):
 # the portable cores, callable from these variants (compiled inline)
 _atr_core = register_jitable(cores.atr_core)
 _ema_core = register_jitable(cores.ema_core)
+_rsi_core = register_jitable(cores.rsi_core)
 _tema_core = register_jitable(cores.tema_core)
 
 
@@ -298,3 +305,90 @@ def tema_chunked_core(x, n, out):
         s1[j] = e1
         s2[j] = e2
         s3[j] = e3
+
+
+@register_jitable
+def _rsi_out(gain, loss):
+    """rsi_core's output for its two averages: 100*gain/(gain+loss), 0 when both are 0."""
+    s = gain + loss
+    return 100.0 * (gain / s) if s != 0.0 else 0.0
+
+
+def rsi_chunked_core(x, n, out):
+    """rsi_core bit for bit; the steady phase (rows n+1..) in LANES chunks at once.
+
+    Two Wilder averages (gains, losses), each contracting by 1 - 1/n a row as ATR's, so the
+    same `warm`. Its output is not its state, so it repeats the core's seed (the means of the
+    first n gains and losses)."""
+    t_len = x.shape[0]
+    start = n + 1
+    warm = rsi_warm(n)
+    if not _chunked(t_len, start, warm, LANES):
+        _rsi_core(x, n, out)
+        return
+    for i in range(n):
+        out[i] = NAN
+    inv_n = 1.0 / n
+    omn = 1.0 - inv_n
+    gain = 0.0
+    loss = 0.0
+    for i in range(1, n + 1):
+        d = np.float64(x[i]) - np.float64(x[i - 1])
+        if d < 0:
+            loss -= d
+        else:
+            gain += d
+    loss /= n
+    gain /= n
+    out[n] = _rsi_out(gain, loss)
+    size = (t_len - start) // LANES
+    stop = start + LANES * size
+    cur = x[start:stop]
+    before = x[start - 1 : stop - 1]
+    os = out[start:stop]
+    g = np.zeros(LANES)
+    lo = np.zeros(LANES)
+    for r in range(size - warm, size):  # chunk j >= 1 warms up on chunk j-1's last rows, from 0
+        for j in range(1, LANES):
+            q = (j - 1) * size + r
+            d = np.float64(cur[q]) - np.float64(before[q])
+            up = d if d > 0.0 else 0.0
+            down = -d if d < 0.0 else 0.0
+            g[j] = g[j] * omn + up * inv_n
+            lo[j] = lo[j] * omn + down * inv_n
+    mg = g.copy()
+    ml = lo.copy()
+    g[0] = gain
+    lo[0] = loss
+    for r in range(size):
+        for j in range(LANES):
+            q = j * size + r
+            d = np.float64(cur[q]) - np.float64(before[q])
+            up = d if d > 0.0 else 0.0
+            down = -d if d < 0.0 else 0.0
+            a = g[j] * omn + up * inv_n
+            b = lo[j] * omn + down * inv_n
+            g[j] = a
+            lo[j] = b
+            os[q] = _rsi_out(a, b)
+    gain = g[LANES - 1]
+    loss = lo[LANES - 1]
+    for i in range(stop, t_len):  # the rows after the last chunk, on its chain
+        d = np.float64(x[i]) - np.float64(x[i - 1])
+        gain = gain * omn + (d if d > 0.0 else 0.0) * inv_n
+        loss = loss * omn + (-d if d < 0.0 else 0.0) * inv_n
+        out[i] = _rsi_out(gain, loss)
+    g[LANES - 1] = gain
+    lo[LANES - 1] = loss
+    for j in range(1, LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
+        if _same_bits(mg[j], g[j - 1]) and _same_bits(ml[j], lo[j - 1]):
+            continue
+        gain = g[j - 1]
+        loss = lo[j - 1]
+        for i in range(start + j * size, start + (j + 1) * size if j < LANES - 1 else t_len):
+            d = np.float64(x[i]) - np.float64(x[i - 1])
+            gain = gain * omn + (d if d > 0.0 else 0.0) * inv_n
+            loss = loss * omn + (-d if d < 0.0 else 0.0) * inv_n
+            out[i] = _rsi_out(gain, loss)
+        g[j] = gain
+        lo[j] = loss
