@@ -78,6 +78,12 @@ SCATTER = ("broadcast", "rows")
 # against 0.26 s for half the 10M grid). Our local workers keep glibc's defaults, as the
 # single-process run does (at most ~64 MiB of freed heap kept per worker).
 GLIBC_MALLOC_DEFAULTS = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+# The inputs are broadcast on purpose (one copy per worker, before the shards are submitted).
+# The active memory manager's ReduceReplicas drops every copy but one of a key that no task on
+# that worker waits for yet, every 2 s: a cycle between the scatter and the submissions made
+# a worker fetch the inputs again (and failed tests/domain/test_grid_dask.py under load).
+# Our local cluster runs without it; a cluster at `scheduler` keeps its own configuration.
+LOCAL_CLUSTER_CONFIG = {**GLIBC_MALLOC_DEFAULTS, "distributed.scheduler.active-memory-manager.start": False}
 
 
 def _no_dashboard(host: str) -> dict:
@@ -132,7 +138,7 @@ def local_cluster(settings=None, *, rmm_pool_size: float | str = 0.8):
     import dask
 
     ds = dask_settings(settings)
-    with dask.config.set(GLIBC_MALLOC_DEFAULTS):
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):
         if ds.gpu:
             return _local_cuda_cluster(ds.workers, rmm_pool_size, ds.host)
         from distributed import LocalCluster

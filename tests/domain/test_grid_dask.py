@@ -70,6 +70,11 @@ def test_the_local_cluster_is_two_single_threaded_worker_processes(client):
     pids = client.run(os.getpid)
     assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
     assert set(client.run(lambda: os.environ.get("NUMBA_NUM_THREADS")).values()) == {"1"}
+
+
+def test_the_local_cluster_keeps_every_broadcast_copy_no_active_memory_manager(client):
+    # ReduceReplicas would drop a broadcast input's second copy before the shards are submitted
+    assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.extensions["amm"].running) is False
     if "MALLOC_TRIM_THRESHOLD_" not in os.environ:  # not inherited from an earlier cluster in this process
         assert set(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == {None}
 
