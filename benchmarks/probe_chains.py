@@ -11,7 +11,7 @@ arithmetic costs), the public call (`kernels.indicators`, a fresh output: like f
 TA-Lib, whose every call allocates its output) and TA-Lib's call, by thread CPU time,
 interleaved; the table sets each core beside the bound of its chain. An indicator whose exact formula needs `mul+add` cannot
 reach a library that fuses it into one FMA without changing last bits on one chain; the
-cpu backend's time-chunked variants (`kernels.chunked_cores`: ATR, EMA, TEMA) run eight
+cpu backend's time-chunked variants (`kernels.chunked_cores`: ATR, EMA, RSI, TEMA) run 6-8
 chains of one series side by side, so their core column can fall below one chain's bound.
 
 Usage: python benchmarks/probe_chains.py [--rows 10000000] [--repeat 7]
@@ -97,16 +97,17 @@ def chain_sub_fma(a, b):
 
 CHAINS = {"add": chain_add, "add+sub": chain_add_sub, "mul+add": chain_mul_add, "fma": chain_fma,
           "sub+mul+add": chain_sub_mul_add, "sub+fma": chain_sub_fma}
-# indicator -> (its core, the TA-Lib call, our chain, the chain of the fused formula)
+# indicator -> (its core and TA-Lib function, period, whether it reads (high, low, close), our chain,
+# the chain of the fused formula)
 CORES = {
-    "sma(20)": ("sma_core", lambda h, l, c: __import__("talib").SMA(c, 20), "add+sub", "add+sub"),
-    "wma(20)": ("wma_core", lambda h, l, c: __import__("talib").WMA(c, 20), "add+sub", "add+sub"),
-    "ema(20)": ("ema_core", lambda h, l, c: __import__("talib").EMA(c, 20), "mul+add", "fma"),
-    "tema(20)": ("tema_core", lambda h, l, c: __import__("talib").TEMA(c, 20), "mul+add", "fma"),
-    "kama(10)": ("kama_core", lambda h, l, c: __import__("talib").KAMA(c, 10), "sub+mul+add", "sub+fma"),
-    "atr(14)": ("atr_core", lambda h, l, c: __import__("talib").ATR(h, l, c, 14), "mul+add", "fma"),
+    "sma(20)": ("sma", 20, False, "add+sub", "add+sub"),
+    "wma(20)": ("wma", 20, False, "add+sub", "add+sub"),
+    "ema(20)": ("ema", 20, False, "mul+add", "fma"),
+    "tema(20)": ("tema", 20, False, "mul+add", "fma"),
+    "kama(10)": ("kama", 10, False, "sub+mul+add", "sub+fma"),
+    "rsi(14)": ("rsi", 14, False, "mul+add", "fma"),
+    "atr(14)": ("atr", 14, True, "mul+add", "fma"),
 }
-PERIOD = {"sma(20)": 20, "wma(20)": 20, "ema(20)": 20, "tema(20)": 20, "kama(10)": 10, "atr(14)": 14}
 
 
 def main() -> None:
@@ -123,6 +124,8 @@ def main() -> None:
     report.table(["chain", "ns per step (min)", "ns per step (median)"],
                  [[k, f"{chain_ns[k]:.2f}", f"{t.median / n * 1e9:.2f}"] for k, t in chains.items()])
 
+    import talib
+
     from kernels import indicators as K
     from kernels.backends.cpu_backend import compiled
 
@@ -131,16 +134,16 @@ def main() -> None:
     l = c - np.abs(rng.normal(0, 0.5, n))
     reused = np.empty(n)
     fns = {}
-    for name, (core_name, talib_call, _, _) in CORES.items():
-        core, p, public = compiled(core_name), PERIOD[name], getattr(K, name.split("(")[0])
-        args_in = (h, l, c) if core_name == "atr_core" else (c,)
+    for name, (base, p, ohlc, _, _) in CORES.items():
+        core, public, peer = compiled(base + "_core"), getattr(K, base), getattr(talib, base.upper())
+        args_in = (h, l, c) if ohlc else (c,)
         fns[name + " core"] = lambda core=core, args_in=args_in, p=p: core(*args_in, p, reused)
         fns[name + " ours"] = lambda public=public, args_in=args_in, p=p: public(*args_in, p, dtype=np.float64)
-        fns[name + " TA-Lib"] = lambda f=talib_call: f(h, l, c)
+        fns[name + " TA-Lib"] = lambda peer=peer, args_in=args_in, p=p: peer(*args_in, p)
     timed = interleaved(fns, args.repeat, clock=time.thread_time)
     per_row = {k: t.min / n * 1e9 for k, t in timed.items()}
     rows = []
-    for name, (_, _, ours_chain, fused_chain) in CORES.items():
+    for name, (_, _, _, ours_chain, fused_chain) in CORES.items():
         core, ours, ta = per_row[name + " core"], per_row[name + " ours"], per_row[name + " TA-Lib"]
         rows.append([name, ours_chain, f"{chain_ns[ours_chain]:.2f}", f"{core:.2f}", f"{ours:.2f}", f"{ta:.2f}",
                      f"{ours / ta:.2f}", fused_chain, f"{chain_ns[fused_chain]:.2f}",

@@ -85,12 +85,15 @@ def _chunked(t_len, first_steady, warm, lanes):
 
 
 @register_jitable
+def _tr(hi, lo, cp):
+    """atr_core's true range from a row's high and low and the close before (float64)."""
+    return max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+
+
+@register_jitable
 def _true_range(h, l, c, i):
     """atr_core's true range of row i (i >= 1)."""
-    hi = np.float64(h[i])
-    lo = np.float64(l[i])
-    cp = np.float64(c[i - 1])
-    return max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+    return _tr(np.float64(h[i]), np.float64(l[i]), np.float64(c[i - 1]))
 
 
 def atr_chunked_core(h, l, c, n, out):
@@ -121,20 +124,14 @@ def atr_chunked_core(h, l, c, n, out):
     for r in range(size - warm, size):  # chunk j >= 1 warms up on chunk j-1's last rows
         for j in range(1, ATR_LANES):
             q = (j - 1) * size + r
-            hi = np.float64(hs[q])
-            lo = np.float64(ls[q])
-            cp = np.float64(cs[q])
-            tr = max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+            tr = _tr(np.float64(hs[q]), np.float64(ls[q]), np.float64(cs[q]))
             st[j] = st[j] * omn + tr * inv_n
     met = st.copy()
     st[0] = seed[n]
     for r in range(size):
         for j in range(ATR_LANES):
             q = j * size + r
-            hi = np.float64(hs[q])
-            lo = np.float64(ls[q])
-            cp = np.float64(cs[q])
-            tr = max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
+            tr = _tr(np.float64(hs[q]), np.float64(ls[q]), np.float64(cs[q]))
             a = st[j] * omn + tr * inv_n
             st[j] = a
             os[q] = a
@@ -308,6 +305,12 @@ def tema_chunked_core(x, n, out):
 
 
 @register_jitable
+def _moves(d):
+    """rsi_core's gain and loss of a change d (both 0 for a NaN change)."""
+    return (d if d > 0.0 else 0.0), (-d if d < 0.0 else 0.0)
+
+
+@register_jitable
 def _rsi_out(gain, loss):
     """rsi_core's output for its two averages: 100*gain/(gain+loss), 0 when both are 0."""
     s = gain + loss
@@ -352,8 +355,7 @@ def rsi_chunked_core(x, n, out):
         for j in range(1, LANES):
             q = (j - 1) * size + r
             d = np.float64(cur[q]) - np.float64(before[q])
-            up = d if d > 0.0 else 0.0
-            down = -d if d < 0.0 else 0.0
+            up, down = _moves(d)
             g[j] = g[j] * omn + up * inv_n
             lo[j] = lo[j] * omn + down * inv_n
     mg = g.copy()
@@ -364,8 +366,7 @@ def rsi_chunked_core(x, n, out):
         for j in range(LANES):
             q = j * size + r
             d = np.float64(cur[q]) - np.float64(before[q])
-            up = d if d > 0.0 else 0.0
-            down = -d if d < 0.0 else 0.0
+            up, down = _moves(d)
             a = g[j] * omn + up * inv_n
             b = lo[j] * omn + down * inv_n
             g[j] = a
@@ -374,9 +375,9 @@ def rsi_chunked_core(x, n, out):
     gain = g[LANES - 1]
     loss = lo[LANES - 1]
     for i in range(stop, t_len):  # the rows after the last chunk, on its chain
-        d = np.float64(x[i]) - np.float64(x[i - 1])
-        gain = gain * omn + (d if d > 0.0 else 0.0) * inv_n
-        loss = loss * omn + (-d if d < 0.0 else 0.0) * inv_n
+        up, down = _moves(np.float64(x[i]) - np.float64(x[i - 1]))
+        gain = gain * omn + up * inv_n
+        loss = loss * omn + down * inv_n
         out[i] = _rsi_out(gain, loss)
     g[LANES - 1] = gain
     lo[LANES - 1] = loss
@@ -386,9 +387,9 @@ def rsi_chunked_core(x, n, out):
         gain = g[j - 1]
         loss = lo[j - 1]
         for i in range(start + j * size, start + (j + 1) * size if j < LANES - 1 else t_len):
-            d = np.float64(x[i]) - np.float64(x[i - 1])
-            gain = gain * omn + (d if d > 0.0 else 0.0) * inv_n
-            loss = loss * omn + (-d if d < 0.0 else 0.0) * inv_n
+            up, down = _moves(np.float64(x[i]) - np.float64(x[i - 1]))
+            gain = gain * omn + up * inv_n
+            loss = loss * omn + down * inv_n
             out[i] = _rsi_out(gain, loss)
         g[j] = gain
         lo[j] = loss
