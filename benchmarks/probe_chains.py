@@ -5,7 +5,8 @@ the latency of the operations on that loop-carried chain, whatever else runs bes
 Part 1 times such chains alone (numba, no fastmath, the operands loaded from arrays off
 the chain; ns per step): `add`, `add+sub` (SMA's and WMA's running sums), `mul+add` (the
 EMA family's and Wilder's `e*(1-k) + v*k`), `fma` (the same fused, as TA-Lib's C compiler
-emits where the CPU has FMA), `sub+mul+add` (KAMA's `(v - p)*sc + p`) and `sub+fma`.
+emits where the CPU has FMA), `sub+mul+add` (TA-Lib's KAMA `(v - p)*sc + p` unfused) and `sub+fma` (fused, as
+`kernels.cores.kama_core` and TA-Lib compute it).
 Part 2 times, on 10M float64 rows, the project's core into a reused output (what the
 arithmetic costs), the public call (`kernels.indicators`, a fresh output: like for like with
 TA-Lib, whose every call allocates its output) and TA-Lib's call, by thread CPU time,
@@ -24,27 +25,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.common import Report, interleaved, parser  # noqa: E402
-
-
-@intrinsic
-def _fma(typingctx, a, b, c):
-    """a*b + c rounded once (LLVM's llvm.fma: one vfmadd on a CPU with FMA)."""
-    sig = types.float64(types.float64, types.float64, types.float64)
-
-    def codegen(context, builder, signature, args):
-        f64 = ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [f64], ir.FunctionType(f64, [f64, f64, f64]))
-        return builder.call(fn, args)
-
-    return sig, codegen
+from kernels.fused_numba import fma as _fma  # noqa: E402
 
 
 @njit(nogil=True)
@@ -104,7 +91,7 @@ CORES = {
     "wma(20)": ("wma", 20, False, "add+sub", "add+sub"),
     "ema(20)": ("ema", 20, False, "mul+add", "fma"),
     "tema(20)": ("tema", 20, False, "mul+add", "fma"),
-    "kama(10)": ("kama", 10, False, "sub+mul+add", "sub+fma"),
+    "kama(10)": ("kama", 10, False, "sub+fma", "sub+fma"),
     "rsi(14)": ("rsi", 14, False, "mul+add", "fma"),
     "atr(14)": ("atr", 14, True, "mul+add", "fma"),
 }

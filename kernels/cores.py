@@ -1,7 +1,8 @@
 """Per-series indicator cores, written once and compiled twice.
 
 Each core is a plain loop over one series that writes into preallocated outputs: no
-allocation, no calls to other functions (only `math`), float64 accumulators. (The cpu
+allocation, no calls to other functions (only `math` and `kernels.fused_numba.fma`, which
+numba compiles to one fused multiply-add and Python runs exactly), float64 accumulators. (The cpu
 variants of `CPU_VARIANTS`, compiled for the cpu backend only, allocate scratch blocks.) The cpu
 backend compiles them with `numba.njit`, the cuda backend with `numba.cuda.jit(device=True)`
 (one thread per series, reading a time-major column view). Outputs are NaN during warm-up.
@@ -9,7 +10,7 @@ backend compiles them with `numba.njit`, the cuda backend with `numba.cuda.jit(d
 The arithmetic follows TA-Lib's C code step by step (same seeds, same update order, same
 zero tests: `|v| < 1e-14` where TA-Lib uses a fixed band, exact zero where its scale-aware
 test applies to a sum of non-negative terms), so values agree with TA-Lib to float64
-rounding.
+rounding; KAMA, which fuses its multiply-adds where TA-Lib's build does, to the last bit.
 
 Conventions: `x` (or `h`, `l`, `c`) is one series of length T, float32 or float64; `n` the
 period; outputs have length T. Every element read that meets another element goes through
@@ -25,6 +26,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from kernels.fused_numba import fma
 
 NAN = float("nan")
 EPS = 1e-14  # TA-Lib's TA_EPSILON: |v| < EPS counts as zero
@@ -312,7 +315,10 @@ def lsma_core(x, n, out):
 
 def kama_core(x, n, out):
     """Kaufman adaptive MA, TA-Lib: ER over n bars, sc = (ER*(2/3 - 2/31) + 2/31)^2,
-    seeded with np.float64(x[n-1]); first output at n."""
+    kama = (x - kama)*sc + kama seeded with np.float64(x[n-1]); first output at n.
+
+    Both multiply-adds are fused (`kernels.fused.fma`) as TA-Lib's C library fuses them, so
+    the output is TA-Lib's bit for bit, and the loop-carried chain is sub+fma."""
     t_len = x.shape[0]
     for i in range(min(n, t_len)):
         out[i] = NAN
@@ -330,9 +336,9 @@ def kama_core(x, n, out):
         er = 1.0
     else:
         er = math.fabs(roc / sum_roc)
-    sc = er * const_diff + const_max
+    sc = fma(er, const_diff, const_max)
     sc *= sc
-    prev = (np.float64(x[n]) - prev) * sc + prev
+    prev = fma(np.float64(x[n]) - prev, sc, prev)
     out[n] = prev
     for i in range(n + 1, t_len):
         v = np.float64(x[i])
@@ -345,9 +351,9 @@ def kama_core(x, n, out):
             er = 1.0
         else:
             er = math.fabs(roc / sum_roc)
-        sc = er * const_diff + const_max
+        sc = fma(er, const_diff, const_max)
         sc *= sc
-        prev = (v - prev) * sc + prev
+        prev = fma(v - prev, sc, prev)
         out[i] = prev
 
 

@@ -40,6 +40,8 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
+from kernels.fused_numba import fma
+
 NAN = float("nan")
 EPS = 1e-14  # as kernels.cores.EPS
 
@@ -451,7 +453,7 @@ def dmi_lanes(h, l, c, ns, which, out):
 
 def kama_lanes(x, ns, out):
     """Lanes of `cores.kama_core` (TA-Lib KAMA): the seed at row n as in the single core,
-    then the efficiency ratio over n rows and prev = (v - prev)*sc + prev."""
+    then the efficiency ratio over n rows and prev = fma(v - prev, sc, prev)."""
     t_len, n_lanes = out.shape
     const_max = 2.0 / (30.0 + 1.0)
     const_diff = 2.0 / (2.0 + 1.0) - const_max
@@ -475,9 +477,9 @@ def kama_lanes(x, ns, out):
                     er = 1.0
                 else:
                     er = math.fabs(roc / s)
-                sc = er * const_diff + const_max
+                sc = fma(er, const_diff, const_max)
                 sc *= sc
-                p = (_at(x, n, j) - p) * sc + p
+                p = fma(_at(x, n, j) - p, sc, p)
                 sum_roc[j] = s
                 trailing[j] = tr0
                 prev[j] = p
@@ -503,10 +505,10 @@ def _kama_step(x, i, n, j, sum_roc, trailing, prev, const_diff, const_max):
         er = 1.0
     else:
         er = math.fabs(roc / s)
-    sc = er * const_diff + const_max
+    sc = fma(er, const_diff, const_max)
     sc *= sc
     p = prev[j]
-    p = (v - p) * sc + p
+    p = fma(v - p, sc, p)
     prev[j] = p
     return p
 

@@ -46,6 +46,8 @@ from typing import Callable
 
 import numpy as np
 
+from kernels.fused import fma
+
 __all__ = [
     "ATRUpdater",
     "DEMAUpdater",
@@ -323,7 +325,7 @@ _KAMA_DIFF = _KAMA_FAST - _KAMA_SLOW
 class KAMAUpdater(Updater):
     """Kaufman AMA (TA-Lib): ER = |x - x[t-n]| / sum|x[i] - x[i-1]| over n bars (1 when the sum
     is 0 or <= the change), sc = (ER*(2/3 - 2/31) + 2/31)^2, kama += (x - kama)*sc, seeded
-    with x[n-1]; first value at bar n."""
+    with x[n-1]; first value at bar n. Both multiply-adds fused, as kama_core fuses them."""
 
     def __init__(self, n: int) -> None:
         super().__init__()
@@ -357,9 +359,9 @@ class KAMAUpdater(Updater):
         window.append(x)
         s = self._sum_roc
         er = 1.0 if (s <= roc or -EPS < s < EPS) else math.fabs(roc / s)
-        sc = er * _KAMA_DIFF + _KAMA_SLOW
+        sc = fma(er, _KAMA_DIFF, _KAMA_SLOW)
         sc *= sc
-        out = (x - self.value) * sc + self.value
+        out = fma(x - self.value, sc, self.value)
         self.value = out
         return out
 

@@ -189,7 +189,8 @@ def lsma(x, n):
 def kama(x, n):
     """Kaufman adaptive MA: ER = |x[t] - x[t-n]| / sum of |changes| over those n bars (1.0
     when that sum is <= the change or |sum| < EPS), sc = (ER*(2/3 - 2/31) + 2/31)^2,
-    kama = (x - kama)*sc + kama seeded with x[n-1]; first output at n."""
+    kama = (x - kama)*sc + kama seeded with x[n-1]; first output at n. Unfused here (the cores
+    fuse both multiply-adds, as TA-Lib does): equal to them to float64 rounding."""
     out = _nans(x)
     t_len = x.shape[1]
     if t_len <= n:

@@ -55,6 +55,24 @@ def test_unary_indicator_equals_talib(name, n, series):
 
 @pytest.mark.parametrize("series", sorted(SERIES))
 @pytest.mark.parametrize("n", PERIODS)
+def test_kama_is_talib_bit_for_bit_as_both_fuse_its_multiply_adds(n, series):
+    """TA-Lib's wheels are built with FMA (`vfmadd` in libta-lib), so its KAMA fuses
+    er*diff + slow and (x - kama)*sc + kama; kama_core fuses the same two (kernels.fused)."""
+    close = SERIES[series][3]
+    ours = K.kama(close, n, dtype=np.float64)
+    ref = talib.KAMA(close, n)
+    np.testing.assert_array_equal(ours.view(np.int64), ref.view(np.int64))
+
+
+def test_kama_over_ten_thousand_random_walk_rows_is_talib_bit_for_bit():
+    close = 100 * np.exp(np.cumsum(np.random.default_rng(7).normal(0, 0.01, 10_000)))
+    for n in (2, 10, 30):
+        np.testing.assert_array_equal(K.kama(close, n, dtype=np.float64).view(np.int64),
+                                      talib.KAMA(close, n).view(np.int64))
+
+
+@pytest.mark.parametrize("series", sorted(SERIES))
+@pytest.mark.parametrize("n", PERIODS)
 @pytest.mark.parametrize("name", sorted(HLC))
 def test_hlc_indicator_equals_talib(name, n, series):
     _, high, low, close = SERIES[series]
