@@ -88,5 +88,17 @@ def test_compiled_equals_python_on_random_triples_across_exponents():
     np.testing.assert_array_equal(_compiled_many(a, b, c).view(np.int64), want.view(np.int64))
 
 
+def test_compiled_equals_python_where_results_are_subnormal_or_overflow():
+    rng = np.random.default_rng(1)
+    tiny = rng.normal(size=(3, 5_000)) * 10.0 ** rng.integers(-170, -150, size=(3, 5_000))
+    tiny[2] *= 1e-152  # addends as small as the products: results around the subnormal range (< 2.2e-308)
+    huge = rng.normal(size=(3, 5_000)) * 10.0 ** rng.integers(150, 160, size=(3, 5_000))
+    for a, b, c in (tiny, huge):
+        want = np.array([_fma_exact(*t) for t in zip(a, b, c)])
+        np.testing.assert_array_equal(_compiled_many(a, b, c).view(np.int64), want.view(np.int64))
+    assert (np.abs(_compiled_many(*tiny)) < 2.2250738585072014e-308).mean() > 0.3
+    assert np.isinf(_compiled_many(*huge)).mean() > 0.3
+
+
 def test_float32_and_integer_arguments_are_read_as_float64():
     assert _compiled_one(np.float32(1.5), 2, 3.0) == fma(np.float32(1.5), 2, 3.0) == 6.0
