@@ -656,7 +656,7 @@ SCRATCH_BLOCK = 256
 # (tests/kernels/test_chunked_cores.py). The cuda backend compiles the portable core.
 CPU_VARIANTS = {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core",
                 "atr_core": "atr_chunked_core", "ema_core": "ema_chunked_core", "rsi_core": "rsi_chunked_core",
-                "tema_core": "tema_chunked_core"}
+                "tema_core": "tema_chunked_core", "sma_core": "sma_chunked_core", "wma_core": "wma_chunked_core"}
 
 
 def rocp_core(x, n, out):

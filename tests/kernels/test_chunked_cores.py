@@ -124,3 +124,110 @@ def test_the_public_function_runs_the_variant_and_equals_the_portable_core(name)
     want = _assert_variant_equals_core(case, inputs, 14)
     got = case.public(*inputs, 14, dtype=np.float64)
     np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
+# The exact-sum variants (SMA, WMA): chunked where `_sums_exact` shows every window sum exact.
+
+EXACT = {"sma": ("sma_core", 1, (1, 2, 3, 20, 400), K.sma), "wma": ("wma_core", 2, (2, 3, 20, 400), K.wma)}
+EXACT_ROWS = chunked_cores.LANES * 4 * chunked_cores.SUM_ROWS  # steady rows below which the core runs
+
+
+def _exact_pair(name):
+    core = EXACT[name][0]
+    return _compiled(cores, core), _compiled(chunked_cores, cores.CPU_VARIANTS[core])
+
+
+def _assert_exact_variant_equals_core(name, x, n, out_dtype=np.float32):
+    portable, variant = _exact_pair(name)
+    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        portable(x, n, want)
+        variant(x, n, got)
+    bits = np.uint64 if out_dtype == np.float64 else np.uint32
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
+    return want
+
+
+@njit(cache=True)
+def _sums_exact(x, span, weight):
+    return chunked_cores._sums_exact(x, span, weight)
+
+
+def _walk32(t_len: int, seed: int = 5) -> np.ndarray:
+    return walk_ohlc(t_len, seed=seed)[3].astype(np.float32)
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 7, 3 * chunked_cores.SUM_ROWS + 5])  # -1: one row short, the serial loop
+@pytest.mark.parametrize("name,n", [(name, n) for name, spec in sorted(EXACT.items()) for n in spec[2]])
+def test_the_exact_sum_variant_equals_its_core_around_the_chunking_length(name, n, extra):
+    x = _walk32(n + EXACT_ROWS + extra)
+    assert _sums_exact(x, n + 1, n * (n + 2))
+    for out_dtype in (np.float32, np.float64):
+        _assert_exact_variant_equals_core(name, x, n, out_dtype)
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_a_window_longer_than_the_scans_block_is_covered(name):
+    n = chunked_cores.EXACT_BLOCK + 3
+    _assert_exact_variant_equals_core(name, _walk32(n + 2 * EXACT_ROWS), n)
+
+
+def test_float32_windows_are_exact_up_to_2_to_the_29_plus_lo_minus_hi():
+    """The bound itself: values from 2^-10 to 2^10 - 1 in steps of 2^-10 span exponent fields
+    117..136, so a weight of 2^(29 + 117 - 136) = 2^10 windows is exact and 2^10 + 1 is not
+    claimed; and the claim holds: every window sum of 2^10 values, added in float64 in any
+    order, is the exact integer sum."""
+    rng = np.random.default_rng(0)
+    steps = rng.integers(1, 2**20, size=EXACT_ROWS)
+    steps[::97] = 1  # the smallest value, 2^-10, in every block
+    x = (steps * 2.0**-10).astype(np.float32)
+    assert np.array_equal(x.astype(np.float64) * 2**10, steps)  # each value exact in float32
+    n = 2**10
+    assert _sums_exact(x, n, n) and not _sums_exact(x, n, n + 1)
+    cum = np.concatenate([[0], np.cumsum(steps)])  # int64: exact
+    exact = (cum[n:] - cum[:-n]) * 2.0**-10
+    x64 = x.astype(np.float64)
+    running = np.convolve(x64, np.ones(n))[n - 1 : len(x64)]  # another order of the same sums
+    np.testing.assert_array_equal(running, exact)
+    _assert_exact_variant_equals_core("sma", x, n, np.float64)
+
+
+@pytest.mark.parametrize("case,data", [
+    ("float64", lambda x: x.astype(np.float64)),
+    ("strided", lambda x: np.repeat(x, 2)[::2]),
+    ("nan", lambda x: np.where(np.arange(x.size) == x.size // 2, np.float32(np.nan), x)),
+    ("inf", lambda x: np.where(np.arange(x.size) == x.size - 1, np.float32(np.inf), x)),
+    ("wide_window", lambda x: np.where(np.arange(x.size) == x.size // 3, np.float32(1e-9), x)),
+])
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_inputs_whose_sums_could_round_run_the_portable_core(name, case, data):
+    x = data(_walk32(20 + EXACT_ROWS + 999))
+    assert not _sums_exact(x, 21, 20 * 22)
+    _assert_exact_variant_equals_core(name, x, 20)
+
+
+def test_zeros_subnormals_and_far_apart_levels_are_exact():
+    x = _walk32(20 + EXACT_ROWS + 999)
+    x[:500] = 0.0
+    assert _sums_exact(x, 21, 440)
+    tiny = (np.arange(1, x.size + 1) % 7 + 1).astype(np.float32) * np.float32(1e-44)  # subnormal float32
+    assert tiny[0] != 0 and _sums_exact(tiny, 21, 440)
+    _assert_exact_variant_equals_core("sma", tiny, 20)
+    # a level that grows by 2^29 over the series (too far for one window check of weight 440)
+    # but by 2^11.5 over two blocks: the check is per pair of blocks
+    far = np.exp(np.linspace(0.0, 20.0, 5 * chunked_cores.EXACT_BLOCK)).astype(np.float32)
+    assert np.log2(far[-1] / far[0]) > 28 and _sums_exact(far, 21, 440)
+    for name in EXACT:
+        _assert_exact_variant_equals_core(name, far, 20)
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_the_public_function_runs_the_exact_sum_variant(name):
+    from kernels.backends import cpu_backend
+
+    core, _, _, public = EXACT[name]
+    assert cpu_backend.compiled(core).py_func is getattr(chunked_cores, cores.CPU_VARIANTS[core])
+    x = _walk32(20 + EXACT_ROWS + 321, seed=9)
+    want = _assert_exact_variant_equals_core(name, x, 20)
+    np.testing.assert_array_equal(public(x, 20).view(np.uint32), want.view(np.uint32))
