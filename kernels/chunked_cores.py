@@ -476,19 +476,15 @@ def sma_chunked_core(x, n, out):
                 totals[j * SUM_ROWS + r] = t
                 st[j] = t - np.float64(old[q])
         for j in range(LANES):
-            _divide_into(out[first + j * size + r0 : first + j * size + r0 + m], totals[j * SUM_ROWS : j * SUM_ROWS + m], n)
+            dst = out[first + j * size + r0 : first + j * size + r0 + m]  # inline: a call's views do not vectorise
+            src = totals[j * SUM_ROWS : j * SUM_ROWS + m]
+            for r in range(m):
+                dst[r] = src[r] / n
     total = st[LANES - 1]
     for i in range(first + LANES * size, t_len):  # the rows after the last chunk, on its chain
         total += np.float64(x[i])
         out[i] = total / n
         total -= np.float64(x[i - n + 1])
-
-
-@register_jitable
-def _divide_into(dst, src, d):
-    """dst[r] = src[r] / d (one rounding, then the cast to dst's dtype; vectorises)."""
-    for r in range(dst.shape[0]):
-        dst[r] = src[r] / d
 
 
 def wma_chunked_core(x, n, out):
@@ -532,7 +528,10 @@ def wma_chunked_core(x, n, out):
                 w_sum[j] = w
                 s_sum[j] = s_sum[j] + v - np.float64(old[q])
         for j in range(LANES):
-            _divide_into(out[start + j * size + r0 : start + j * size + r0 + m], emitted[j * SUM_ROWS : j * SUM_ROWS + m], divider)
+            dst = out[start + j * size + r0 : start + j * size + r0 + m]
+            src = emitted[j * SUM_ROWS : j * SUM_ROWS + m]
+            for r in range(m):
+                dst[r] = src[r] / divider
     s = s_sum[LANES - 1]
     w = w_sum[LANES - 1]
     for i in range(start + LANES * size, t_len):  # the rows after the last chunk, on its chain
