@@ -36,3 +36,34 @@ def test_dry_gpu_check_runs_every_section_and_every_engine_agrees(tmp_path):
     table = (tmp_path / "gpu_check.txt").read_text()
     assert all(name in table for name in SECTIONS) and "Dry run" in table
     assert run.stdout.rstrip().endswith("tests rc 0, benchmarks rc 0")
+
+
+def _compile_check():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cuda_compile_check", REPO / "scripts" / "cuda_compile_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cuda_compile_check_has_an_entry_point_for_every_cuda_kernel():
+    """scripts/cuda_compile_check.py compiles every @cuda.jit kernel with numba-cuda (no GPU
+    needed, toolchain from PyPI wheels; not run in CI). A new kernel needs an entry point there:
+    this fails until COVERS names it."""
+    check = _compile_check()
+    found = check.kernels_in_source()
+    assert {"_atc_kernel", "crossings_kernel", "combos_kernel", "walk_kernel"} <= found
+    assert found == set(check.COVERS)
+    points = {name.split(" ")[0] if name.startswith("indicator") else name for name, _ in check._entry_points()}
+    assert set(check.COVERS.values()) <= points
+
+
+def test_kernels_in_source_finds_nested_and_top_level_kernels_only(tmp_path):
+    (tmp_path / "k.py").write_text(
+        "from numba import cuda\n"
+        "@cuda.jit\ndef top(x):\n    pass\n"
+        "dev = cuda.jit(device=True)(lambda x: x)\n"
+        "def template(d):\n    @cuda.jit\n    def kernel(x):\n        d(x)\n    return kernel\n"
+        "@cuda.jit(device=True)\ndef device_fn(x):\n    return x\n")
+    assert _compile_check().kernels_in_source(tmp_path) == {"top", "template.<locals>.kernel"}
