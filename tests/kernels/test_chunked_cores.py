@@ -231,3 +231,29 @@ def test_the_public_function_runs_the_exact_sum_variant(name):
     x = _walk32(20 + EXACT_ROWS + 321, seed=9)
     want = _assert_exact_variant_equals_core(name, x, 20)
     np.testing.assert_array_equal(public(x, 20).view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_float32_series_at_the_exactness_bound_chunk_to_the_cores_bits(seed):
+    """Values with random signs and mantissas spread over as many binades as the bound allows
+    for the period (the largest sums come within a factor of the period of 2^53 ulps): where
+    `_sums_exact` claims exactness, the chunks started from sums formed in another order give
+    the core's bits; one binade more and the claim is not made."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([2, 3, 5, 20, 64]))
+    name = "sma" if seed % 2 == 0 else "wma"
+    weight = n if name == "sma" else n * (n + 2)
+    spread = 29 - int(np.ceil(np.log2(weight)))  # exponent fields hi - lo allowed for this weight
+    t_len = n + EXACT_ROWS + int(rng.integers(0, 500))
+    lo_exp = int(rng.integers(-40, 40))
+    exps = rng.integers(lo_exp, lo_exp + spread + 1, t_len)
+    exps[::50] = lo_exp
+    exps[25::50] = lo_exp + spread  # both ends of the spread in every block
+    mant = rng.integers(2**23, 2**24, t_len)  # full 24-bit mantissas
+    x = (rng.choice([-1.0, 1.0], t_len) * mant * 2.0 ** (exps - 23)).astype(np.float32)
+    assert _sums_exact(x, n + 1, weight)
+    for out_dtype in (np.float32, np.float64):
+        _assert_exact_variant_equals_core(name, x, n, out_dtype)
+    wider = x.copy()
+    wider[10] = np.float32(2.0 ** (lo_exp - 1))  # one binade below the smallest
+    assert not _sums_exact(wider, n + 1, weight)
