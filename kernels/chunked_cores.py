@@ -452,7 +452,7 @@ def sma_chunked_core(x, n, out):
     core 1.13 -> 0.76 ns a row, exactness scan included (EPYC)."""
     t_len = x.shape[0]
     first = n - 1
-    size = (t_len - first) // LANES if t_len > first else 0
+    size = (t_len - first) // LANES  # <= 0 for a series no longer than its warm-up: the core runs
     if size < 4 * SUM_ROWS or not _sums_exact(x, n, n):
         _sma_core(x, n, out)
         return
@@ -498,7 +498,7 @@ def wma_chunked_core(x, n, out):
     weighted sums are divided in a loop that vectorises."""
     t_len = x.shape[0]
     start = n  # row n-1 is the core's seed row; chunks cover rows n..
-    size = (t_len - start) // LANES if t_len > start else 0
+    size = (t_len - start) // LANES
     if n < 2 or size < 4 * SUM_ROWS or not _sums_exact(x, n + 1, n * (n + 2)):
         _wma_core(x, n, out)
         return
