@@ -26,12 +26,8 @@ output is the whole state (ATR, EMA). CPU only
 series).
 
 Running sums (SMA, WMA, KAMA's efficiency ratio) do not contract: a chunk started from another
-state keeps its offset. They can be chunked where their sums are exact instead. A float32
-value is an integer times its ulp, so a sum of float32 values in float64 is exact while it
-stays below 2^53 times the smallest ulp among them; `_sums_exact` checks that for every window
-(one integer pass over the exponent fields), and then every state the core would hold is the
-exact window sum, whichever way it is computed (`sma_chunked_core`, `wma_chunked_core`;
-float64 inputs and windows that could round run the portable core).
+state keeps its offset. Where their float32 sums are exact, `kernels.exact_cores` computes them
+in integers instead.
 """
 
 from __future__ import annotations
@@ -78,12 +74,7 @@ def tema_warm(n):
     return 64 * (n + 1) + 64
 
 
-SUM_ROWS = 256  # rows per lane between the exact sums' vectorised divisions
-EXACT_BLOCK = 4096  # rows per block of the exactness scan
-
 # the portable cores, callable from these variants (compiled inline)
-_sma_core = register_jitable(cores.sma_core)
-_wma_core = register_jitable(cores.wma_core)
 _atr_core = register_jitable(cores.atr_core)
 _ema_core = register_jitable(cores.ema_core)
 _rsi_core = register_jitable(cores.rsi_core)
@@ -405,137 +396,3 @@ def rsi_chunked_core(x, n, out):
             out[i] = _rsi_out(gain, loss)
         g[j] = gain
         lo[j] = loss
-
-
-@register_jitable
-def _sums_exact(x, span, weight):
-    """Whether every sum a sliding-window core forms over x is exact in float64: x float32,
-    C-contiguous and finite, and for every two consecutive blocks of max(EXACT_BLOCK, span)
-    rows (so every window of `span` rows lies in one pair), weight * 2^(hi-126) <= 2^53 *
-    2^(lo-150). hi and lo are the pair's largest exponent field and smallest of a nonzero
-    value (a subnormal counts as 1): every value is then a multiple of 2^(lo-150), its ulp or
-    a smaller one, and below 2^(hi-126) in size, and `weight` bounds the sum of the weights
-    (n for a plain sum, n*(n+2) for WMA's weighted sums), so every partial sum is an integer
-    multiple of 2^(lo-150) below 2^53 of them: a float64, formed without rounding."""
-    if x.itemsize != 4 or not x.flags.c_contiguous:
-        return False
-    bits = np.ascontiguousarray(x).view(np.uint32)
-    block = max(EXACT_BLOCK, span)
-    prev_lo = 255
-    prev_hi = 0
-    for start in range(0, bits.shape[0], block):
-        rows = bits[start : start + block]  # a view: the integer loop vectorises
-        lo = 255
-        hi = 0
-        for i in range(rows.shape[0]):
-            b = rows[i]
-            e = (b >> 23) & 255
-            hi = max(hi, e)
-            lo = min(lo, max(e, 1) if (b & 0x7FFFFFFF) != 0 else 255)
-        if hi == 255:  # inf or NaN
-            return False
-        pair_lo = min(lo, prev_lo)
-        if pair_lo != 255 and weight > 2.0 ** (29 + int(pair_lo) - int(max(hi, prev_hi))):
-            return False
-        prev_lo = lo
-        prev_hi = hi
-    return True
-
-
-def sma_chunked_core(x, n, out):
-    """sma_core bit for bit; where `_sums_exact(x, n, n)`, the outputs in LANES chunks at once.
-
-    Every running total of the core is then the exact sum of its window, so chunk j starts
-    from that sum (the n-1 rows before it, added in the core's order) and no warm-up is
-    needed. The totals go to a scratch block and are divided by n in a loop that vectorises
-    (the core's one division a row is as slow as its add+sub chain). float32, 1M rows:
-    core 1.13 -> 0.76 ns a row, exactness scan included (EPYC)."""
-    t_len = x.shape[0]
-    first = n - 1
-    size = (t_len - first) // LANES  # <= 0 for a series no longer than its warm-up: the core runs
-    if size < 4 * SUM_ROWS or not _sums_exact(x, n, n):
-        _sma_core(x, n, out)
-        return
-    for i in range(first):
-        out[i] = NAN
-    st = np.zeros(LANES)
-    for j in range(LANES):
-        s = 0.0
-        for q in range(j * size, j * size + first):
-            s += np.float64(x[q])
-        st[j] = s
-    cur = x[first : first + LANES * size]  # chunk j: output rows first + j*size + r
-    old = x[: LANES * size]  # the row leaving that window: j*size + r
-    totals = np.empty(LANES * SUM_ROWS)
-    for r0 in range(0, size, SUM_ROWS):
-        m = min(SUM_ROWS, size - r0)
-        for r in range(m):
-            for j in range(LANES):
-                q = j * size + r0 + r
-                t = st[j] + np.float64(cur[q])
-                totals[j * SUM_ROWS + r] = t
-                st[j] = t - np.float64(old[q])
-        for j in range(LANES):
-            dst = out[first + j * size + r0 : first + j * size + r0 + m]  # inline: a call's views do not vectorise
-            src = totals[j * SUM_ROWS : j * SUM_ROWS + m]
-            for r in range(m):
-                dst[r] = src[r] / n
-    total = st[LANES - 1]
-    for i in range(first + LANES * size, t_len):  # the rows after the last chunk, on its chain
-        total += np.float64(x[i])
-        out[i] = total / n
-        total -= np.float64(x[i - n + 1])
-
-
-def wma_chunked_core(x, n, out):
-    """wma_core bit for bit; where `_sums_exact(x, n + 1, n*(n+2))`, the outputs in LANES chunks.
-
-    Every value the core forms is then exact (products of a float32 and an integer up to n
-    are too), so the state after row i can be written as two exact sums, S = sum x[i-n+1..i]
-    and W = sum_{k=1..n} k*x[i-n+k] (the output is W / (n(n+1)/2)), stepped as W += n*x[i+1]
-    - S and S += x[i+1] - x[i+1-n]: their intermediate values are exact as well. Chunk j
-    starts from those sums, written out for the row before it. As in sma_chunked_core, the
-    weighted sums are divided in a loop that vectorises."""
-    t_len = x.shape[0]
-    start = n  # row n-1 is the core's seed row; chunks cover rows n..
-    size = (t_len - start) // LANES
-    if n < 2 or size < 4 * SUM_ROWS or not _sums_exact(x, n + 1, n * (n + 2)):
-        _wma_core(x, n, out)
-        return
-    for i in range(n - 1):
-        out[i] = NAN
-    divider = (n * (n + 1)) // 2
-    s_sum = np.zeros(LANES)
-    w_sum = np.zeros(LANES)
-    for j in range(LANES):
-        c = start + j * size  # the chunk's first row: the sums of the row before it
-        for k in range(1, n + 1):
-            v = np.float64(x[c - 1 - n + k])
-            s_sum[j] += v
-            w_sum[j] += k * v
-    out[n - 1] = w_sum[0] / divider
-    cur = x[start : start + LANES * size]  # chunk j: row start + j*size + r
-    old = x[: LANES * size]  # the row leaving that window: j*size + r
-    emitted = np.empty(LANES * SUM_ROWS)
-    for r0 in range(0, size, SUM_ROWS):
-        m = min(SUM_ROWS, size - r0)
-        for r in range(m):
-            for j in range(LANES):
-                q = j * size + r0 + r
-                v = np.float64(cur[q])
-                w = w_sum[j] + v * n - s_sum[j]
-                emitted[j * SUM_ROWS + r] = w
-                w_sum[j] = w
-                s_sum[j] = s_sum[j] + v - np.float64(old[q])
-        for j in range(LANES):
-            dst = out[start + j * size + r0 : start + j * size + r0 + m]
-            src = emitted[j * SUM_ROWS : j * SUM_ROWS + m]
-            for r in range(m):
-                dst[r] = src[r] / divider
-    s = s_sum[LANES - 1]
-    w = w_sum[LANES - 1]
-    for i in range(start + LANES * size, t_len):  # the rows after the last chunk, on its chain
-        v = np.float64(x[i])
-        w = w + v * n - s
-        out[i] = w / divider
-        s = s + v - np.float64(x[i - n])

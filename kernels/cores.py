@@ -652,11 +652,13 @@ def lsma_blocked_core(x, n, out):
 
 SCRATCH_BLOCK = 256
 # Cores the cpu backend replaces with a variant of its own (same outputs bit for bit): here
-# (tests/kernels/test_core_variants.py) or in kernels.chunked_cores, the time-chunked ones
-# (tests/kernels/test_chunked_cores.py). The cuda backend compiles the portable core.
+# (tests/kernels/test_core_variants.py), in kernels.chunked_cores, the time-chunked ones
+# (tests/kernels/test_chunked_cores.py), or in kernels.exact_cores, the integer ones where
+# float32 sums are exact (tests/kernels/test_exact_cores.py). The cuda backend compiles the
+# portable core.
 CPU_VARIANTS = {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core",
                 "atr_core": "atr_chunked_core", "ema_core": "ema_chunked_core", "rsi_core": "rsi_chunked_core",
-                "tema_core": "tema_chunked_core", "sma_core": "sma_chunked_core", "wma_core": "wma_chunked_core"}
+                "tema_core": "tema_chunked_core", "sma_core": "sma_exact_core", "wma_core": "wma_exact_core"}
 
 
 def rocp_core(x, n, out):

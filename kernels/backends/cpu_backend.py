@@ -10,15 +10,16 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from kernels import chunked_cores, cores, lane_cores
+from kernels import chunked_cores, cores, exact_cores, lane_cores
 
 
 @functools.cache
 def compiled(core_name: str):
-    """The compiled core `core_name`, or its cpu variant (cores.CPU_VARIANTS: in kernels.cores
-    or, time-chunked, in kernels.chunked_cores) where it has one."""
+    """The compiled core `core_name`, or its cpu variant (cores.CPU_VARIANTS: in kernels.cores,
+    kernels.chunked_cores or kernels.exact_cores) where it has one."""
     name = cores.CPU_VARIANTS.get(core_name, core_name)
-    return njit(cache=True, nogil=True)(getattr(chunked_cores if hasattr(chunked_cores, name) else cores, name))
+    module = next(m for m in (chunked_cores, exact_cores, cores) if hasattr(m, name))
+    return njit(cache=True, nogil=True)(getattr(module, name))
 
 
 @functools.cache

@@ -1,0 +1,160 @@
+"""The integer variants of SMA and WMA (kernels.exact_cores) equal their portable cores bit for
+bit, and run only where the cores' float64 sums are exact: the bound itself, block edges, long
+windows, zeros, subnormals, levels that move by many binades (units that change from block to
+block, both ways), inputs whose sums could round (which run the core), random series at the
+bound, and the public functions that run them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from kernels import cores, exact_cores
+from kernels import indicators as K
+from tests.kernel_data import walk_ohlc
+
+ROWS = exact_cores.BLOCK
+# name: (core, weight of its sums for period n, periods, public function)
+CASES = {"sma": ("sma_core", lambda n: n, (1, 2, 3, 20, 400), K.sma),
+         "wma": ("wma_core", lambda n: n * (n + 2), (2, 3, 20, 400), K.wma)}
+
+
+def _compiled(module, name):
+    return njit(cache=True, nogil=True)(getattr(module, name))
+
+
+def _assert_variant_equals_core(name, x, n, out_dtype=np.float32) -> bool:
+    """The core and its integer variant on x, bit for bit; whether the integer path ran."""
+    core = CASES[name][0]
+    portable, variant = _compiled(cores, core), _compiled(exact_cores, cores.CPU_VARIANTS[core])
+    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        portable(x, n, want)
+        ran = variant(x, n, got)
+    bits = np.uint64 if out_dtype == np.float64 else np.uint32
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
+    return ran
+
+
+@njit(cache=True)
+def _unit_exponent(x, weight):
+    return exact_cores._unit_exponent(x.view(np.uint32), weight)
+
+
+def _walk32(t_len: int, seed: int = 5) -> np.ndarray:
+    return walk_ohlc(t_len, seed=seed)[3].astype(np.float32)
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1, 7, 2 * ROWS + 5])
+@pytest.mark.parametrize("name,n", [(name, n) for name, case in sorted(CASES.items()) for n in case[2]])
+def test_the_integer_variant_equals_its_core_around_block_edges(name, n, extra):
+    x = _walk32(n + ROWS + extra)
+    for out_dtype in (np.float32, np.float64):
+        assert _assert_variant_equals_core(name, x, n, out_dtype)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_series_no_longer_than_the_window_and_a_window_longer_than_a_block(name):
+    n = ROWS + 3  # blocks of 4n rows, each reading the n rows before it
+    x = _walk32(3 * exact_cores.block_rows(n) + 2 * n + 11)
+    assert exact_cores.block_rows(n) == 4 * n and _assert_variant_equals_core(name, x, n)
+    for t_len in (1, 19, 20, 21):  # the core's own warm-up handling; a window that just fits
+        ran = _assert_variant_equals_core(name, x[:t_len], 20)
+        assert ran == (t_len >= 20 if name == "sma" else t_len > 20)
+
+
+def test_float32_sums_are_exact_up_to_2_to_the_29_plus_lo_minus_hi():
+    """The bound itself: values from 2^-10 to 2^10 - 1 in steps of 2^-10 span exponent fields
+    117..136, so a weight of 2^(29 + 117 - 136) = 2^10 is exact and 2^10 + 1 is not claimed;
+    and the claim holds: every window sum of 2^10 values, added in float64 in any order, is the
+    exact integer sum."""
+    rng = np.random.default_rng(0)
+    steps = rng.integers(1, 2**20, size=4 * ROWS)
+    steps[::97] = 1  # the smallest value, 2^-10, in every block
+    x = (steps * 2.0**-10).astype(np.float32)
+    assert np.array_equal(x.astype(np.float64) * 2**10, steps)  # each value exact in float32
+    n = 2**10
+    assert _unit_exponent(x, n) == 117 and _unit_exponent(x, n + 1) == exact_cores.NOT_EXACT
+    cum = np.concatenate([[0], np.cumsum(steps)])  # int64: exact
+    exact = (cum[n:] - cum[:-n]) * 2.0**-10
+    x64 = x.astype(np.float64)
+    running = np.convolve(x64, np.ones(n))[n - 1 : len(x64)]  # another order of the same sums
+    np.testing.assert_array_equal(running, exact)
+    assert _assert_variant_equals_core("sma", x, n, np.float64)
+    assert not _assert_variant_equals_core("sma", x, n + 1, np.float64)  # weight 2^10 + 1: the core
+
+
+@pytest.mark.parametrize("case,data", [
+    ("float64", lambda x: x.astype(np.float64)),
+    ("strided", lambda x: np.repeat(x, 2)[::2]),
+    ("nan", lambda x: np.where(np.arange(x.size) == x.size // 2, np.float32(np.nan), x)),
+    ("inf", lambda x: np.where(np.arange(x.size) == x.size - 1, np.float32(np.inf), x)),
+    ("wide_window", lambda x: np.where(np.arange(x.size) == x.size // 3, np.float32(1e-9), x)),
+])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_inputs_whose_sums_could_round_run_the_portable_core(name, case, data):
+    x = data(_walk32(20 + 3 * ROWS + 999))
+    assert not _assert_variant_equals_core(name, x, 20)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_zeros_and_subnormals_are_exact(name):
+    x = _walk32(20 + 3 * ROWS + 999)
+    x[:500] = 0.0  # leading zeros
+    x[ROWS + 100 : 2 * ROWS + 300] = 0.0  # a whole block of zeros: it keeps the unit before it
+    assert _assert_variant_equals_core(name, x, 20)
+    assert _assert_variant_equals_core(name, np.zeros(3 * ROWS, np.float32), 20)
+    tiny = (np.arange(1, x.size + 1) % 7 + 1).astype(np.float32) * np.float32(1e-44)  # subnormal float32
+    assert tiny[0] != 0 and _unit_exponent(tiny, 440) == 1
+    assert _assert_variant_equals_core(name, tiny, 20)
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_level_that_moves_by_many_binades_changes_the_unit_from_block_to_block(name, direction):
+    """A level that grows (or falls) by 2^40 over the series, more than one unit could hold
+    for a window of weight 440, but by about 2^3 a block: each block has its own unit, and the
+    states move between them by shifts both ways."""
+    far = np.exp(direction * np.linspace(0.0, 40 * np.log(2), 12 * ROWS)).astype(np.float32)
+    assert _unit_exponent(far, 440) == exact_cores.NOT_EXACT  # too far apart for one unit
+    for out_dtype in (np.float32, np.float64):
+        assert _assert_variant_equals_core(name, far, 20, out_dtype)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_public_function_runs_the_integer_variant(name):
+    from kernels.backends import cpu_backend
+
+    core, _, _, public = CASES[name]
+    assert cpu_backend.compiled(core).py_func is getattr(exact_cores, cores.CPU_VARIANTS[core])
+    x = _walk32(20 + 2 * ROWS + 321, seed=9)
+    want = np.empty_like(x)
+    _compiled(cores, core)(x, 20, want)
+    np.testing.assert_array_equal(public(x, 20).view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_float32_series_at_the_exactness_bound_give_the_cores_bits(seed):
+    """Values with random signs and mantissas spread over as many binades as the bound allows
+    for the period (the largest sums come within a factor of the period of 2^53 ulps): where the
+    variant claims exactness, its integers give the core's bits; one binade more and it runs
+    the core."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([2, 3, 5, 20, 64]))
+    name = "sma" if seed % 2 == 0 else "wma"
+    weight = CASES[name][1](n)
+    spread = 29 - int(np.ceil(np.log2(weight)))  # exponent fields hi - lo allowed for this weight
+    t_len = n + 2 * ROWS + int(rng.integers(0, 500))
+    lo_exp = int(rng.integers(-40, 40))
+    exps = rng.integers(lo_exp, lo_exp + spread + 1, t_len)
+    exps[::50] = lo_exp
+    exps[25::50] = lo_exp + spread  # both ends of the spread in every block
+    mant = rng.integers(2**23, 2**24, t_len)  # full 24-bit mantissas
+    x = (rng.choice([-1.0, 1.0], t_len) * mant * 2.0 ** (exps - 23)).astype(np.float32)
+    for out_dtype in (np.float32, np.float64):
+        assert _assert_variant_equals_core(name, x, n, out_dtype)
+    wider = x.copy()
+    wider[10] = np.float32(2.0 ** (lo_exp - 1))  # one binade below the smallest
+    assert not _assert_variant_equals_core(name, wider, n)
