@@ -44,7 +44,8 @@ def test_every_variant_runs_its_cores_spec_on_the_cpu():
     assert cores.CPU_VARIANTS == {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core",
                                   "atr_core": "atr_chunked_core", "ema_core": "ema_chunked_core",
                                   "rsi_core": "rsi_chunked_core", "tema_core": "tema_chunked_core",
-                                  "sma_core": "sma_exact_core", "wma_core": "wma_exact_core"}
+                                  "sma_core": "sma_exact_core", "wma_core": "wma_exact_core",
+                                  "kama_core": "kama_exact_core"}
     from kernels import chunked_cores
     from kernels.backends import cpu_backend
 

@@ -1,4 +1,4 @@
-"""The integer variants of SMA and WMA (kernels.exact_cores) equal their portable cores bit for
+"""The integer variants of SMA, WMA and KAMA (kernels.exact_cores) equal their portable cores bit for
 bit, and run only where the cores' float64 sums are exact: the bound itself, block edges, long
 windows, zeros, subnormals, levels that move by many binades (units that change from block to
 block, both ways), inputs whose sums could round (which run the core), random series at the
@@ -158,3 +158,67 @@ def test_random_float32_series_at_the_exactness_bound_give_the_cores_bits(seed):
     wider = x.copy()
     wider[10] = np.float32(2.0 ** (lo_exp - 1))  # one binade below the smallest
     assert not _assert_variant_equals_core(name, wider, n)
+
+
+# KAMA: the efficiency ratio's sums in integers, the recursion in chunks side by side.
+
+KAMA_ROWS = exact_cores.KAMA_LANES * 4 * exact_cores.KAMA_WARM  # steady rows below which the core runs
+
+
+@njit(cache=True)
+def _kama_lanes(x, n, out, warm):
+    return exact_cores.kama_lanes(x, n, out, warm)
+
+
+def _assert_kama_equals_core(x, n, out_dtype=np.float32, warm=exact_cores.KAMA_WARM) -> int:
+    """The core and kama_lanes with `warm` on x, bit for bit; the chunks redone (-1: the core ran)."""
+    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _compiled(cores, "kama_core")(x, n, want)
+        redone = _kama_lanes(x, n, got, warm)
+    bits = np.uint64 if out_dtype == np.float64 else np.uint32
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
+    return redone
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 5, 2 * exact_cores.KAMA_ROWS + 3])  # -1: one row short, the core
+@pytest.mark.parametrize("n", [2, 3, 10, 30])
+def test_kama_in_chunks_equals_its_core_around_the_chunking_length(n, extra):
+    x = _walk32(n + 1 + KAMA_ROWS + extra)
+    for out_dtype in (np.float32, np.float64):
+        assert _assert_kama_equals_core(x, n, out_dtype) == (0 if extra >= 0 else -1)  # every chunk met
+
+
+@pytest.mark.parametrize("warm", [0, 1, 3])
+def test_kama_chunks_whose_warm_up_has_not_met_the_true_state_are_redone(warm):
+    """With a warm-up too short to meet (none at all: each chunk starts from its row's value),
+    the chunks are recomputed from the true end of the chunk before: still the core's bits."""
+    x = _walk32(3 * exact_cores.KAMA_ROWS + 11 + 999)
+    assert _assert_kama_equals_core(x, 10, np.float64, warm=warm) == exact_cores.KAMA_LANES - 1
+
+
+@pytest.mark.parametrize("case,data", [
+    ("float64", lambda x: x.astype(np.float64)),
+    ("strided", lambda x: np.repeat(x, 2)[::2]),
+    ("nan", lambda x: np.where(np.arange(x.size) == x.size // 2, np.float32(np.nan), x)),
+    ("inf", lambda x: np.where(np.arange(x.size) == x.size - 1, np.float32(np.inf), x)),
+    ("wide", lambda x: np.where(np.arange(x.size) == x.size // 3, np.float32(1e-9), x)),
+    ("zeros", lambda x: np.zeros_like(x)),
+])
+def test_kama_inputs_whose_sums_could_round_run_the_portable_core(case, data):
+    x = data(_walk32(11 + KAMA_ROWS + 999))
+    assert _assert_kama_equals_core(x, 10) == -1
+    assert not _compiled(exact_cores, "kama_exact_core")(x, 10, np.empty(x.shape[0]))
+
+
+def test_kama_in_chunks_is_talibs_kama_bit_for_bit_and_the_public_function_runs_it():
+    import talib
+    from kernels.backends import cpu_backend
+
+    assert cpu_backend.compiled("kama_core").py_func is exact_cores.kama_exact_core
+    x = _walk32(11 + KAMA_ROWS + 4321, seed=9)
+    assert _assert_kama_equals_core(x, 10, np.float64) == 0
+    assert _compiled(exact_cores, "kama_exact_core")(x, 10, np.empty(x.shape[0]))
+    got = K.kama(x, 10, dtype=np.float64)
+    np.testing.assert_array_equal(got.view(np.uint64), talib.KAMA(x.astype(np.float64), 10).view(np.uint64))
