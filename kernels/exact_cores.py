@@ -93,22 +93,15 @@ def _to_units(src, lo, dst):
 
 
 @register_jitable
-def _block_units(bits, first, back, rows, weight):
-    """The unit exponent of each block of `rows` output rows from row `first` (its reach: from
-    `back` rows before it), in one pass before the blocks run (a separate loop vectorises; inside
-    the block loop it did not); a block of zeros takes the previous block's (127 for the first:
-    any unit would do). (False, ...) when a block's sums could round."""
-    t_len = bits.shape[0]
-    units = np.empty((t_len - first + rows - 1) // rows, np.int64)
-    lo_prev = 127
-    for k in range(units.shape[0]):
-        b = first + k * rows
-        lo = _unit_exponent(bits[b - back : min(b + rows, t_len)], weight)
-        if lo == NOT_EXACT:
-            return False, units
-        lo_prev = lo_prev if lo == ALL_ZERO else lo
-        units[k] = lo_prev
-    return True, units
+def _block_lo(bits, weight, lo_prev):
+    """The unit exponent of a block (its rows and those its windows reach, as bits): NOT_EXACT
+    where its sums could round; a block of zeros keeps the previous block's (127 for a first
+    block: any unit would do). Scanned block by block, just before the block is converted (the
+    rows are then in cache for the passes after, and the next block's stream already fetching)."""
+    lo = _unit_exponent(bits, weight)
+    if lo == ALL_ZERO:
+        return lo_prev if lo_prev > 0 else 127
+    return lo
 
 
 def sma_exact_core(x, n, out):
@@ -119,26 +112,26 @@ def sma_exact_core(x, n, out):
         _sma_core(x, n, out)
         return False
     rows = block_rows(n)
-    exact, units = _block_units(np.ascontiguousarray(x).view(np.uint32), n - 1, n - 1, rows, n)
-    if not exact:
-        _sma_core(x, n, out)
-        return False
+    bits = np.ascontiguousarray(x).view(np.uint32)
     ints = np.empty(rows + n, np.int64)  # the block's reach as multiples of its unit: rows b-n+1 .. b+m-1
     sums = np.empty(rows, np.int64)
     steps = np.empty(rows, np.int64)
     for i in range(n - 1):
         out[i] = NAN
     s = 0
-    lo_prev = units[0]
-    for k in range(units.shape[0]):
-        b = n - 1 + k * rows
+    lo_prev = 0
+    for b in range(n - 1, t_len, rows):
         m = min(rows, t_len - b)
-        lo = units[k]
+        lo = _block_lo(bits[b - n + 1 : b + m], n, lo_prev)
+        if lo == NOT_EXACT:  # the core rewrites every output
+            _sma_core(x, n, out)
+            return False
         _to_units(x[b - n + 1 : b + m], lo, ints)
-        if k == 0:  # the sum of the n-1 rows before the first output
+        if lo_prev == 0:  # the first block: the sum of the n-1 rows before its first output
             for r in range(n - 1):
                 s += ints[r]
-        s = _rescaled(s, lo_prev, lo)
+        else:
+            s = _rescaled(s, lo_prev, lo)
         cur = ints[n - 1 : n - 1 + m]
         old = ints[:m]
         for r in range(m):  # S's steps apart, as in wma_exact_core
@@ -163,10 +156,8 @@ def wma_exact_core(x, n, out):
         _wma_core(x, n, out)
         return False
     rows = block_rows(n)
-    exact, units = _block_units(np.ascontiguousarray(x).view(np.uint32), n, n, rows, n * (n + 2))
-    if not exact:
-        _wma_core(x, n, out)
-        return False
+    bits = np.ascontiguousarray(x).view(np.uint32)
+    weight = n * (n + 2)
     divider = (n * (n + 1)) // 2
     ints = np.empty(rows + n, np.int64)  # the block's reach as multiples of its unit: rows b-n .. b+m-1
     sums = np.empty(rows, np.int64)
@@ -175,19 +166,22 @@ def wma_exact_core(x, n, out):
         out[i] = NAN
     s = 0
     w = 0
-    lo_prev = units[0]
-    for k in range(units.shape[0]):
-        b = n + k * rows
+    lo_prev = 0
+    for b in range(n, t_len, rows):
         m = min(rows, t_len - b)
-        lo = units[k]
+        lo = _block_lo(bits[b - n : b + m], weight, lo_prev)
+        if lo == NOT_EXACT:  # the core rewrites every output
+            _wma_core(x, n, out)
+            return False
         _to_units(x[b - n : b + m], lo, ints)
-        if k == 0:  # the seed: row n-1's sums, from rows 0..n-1
+        if lo_prev == 0:  # the seed: row n-1's sums, from rows 0..n-1
             for r in range(n):
                 s += ints[r]
                 w += (r + 1) * ints[r]
             out[n - 1] = (w * 2.0 ** (lo - 150)) / divider
-        s = _rescaled(s, lo_prev, lo)
-        w = _rescaled(w, lo_prev, lo)
+        else:
+            s = _rescaled(s, lo_prev, lo)
+            w = _rescaled(w, lo_prev, lo)
         cur = ints[n : n + m]
         old = ints[:m]
         for r in range(m):  # S's steps apart (a loop that vectorises): S's chain is then one add a row, where
