@@ -15,7 +15,7 @@ benchmarks/bench_sweeps.py, a throwaway venv (`--takt-venv`, made once with `pip
 ta-lib-takt`) runs a worker process that evaluates the same TA-Lib expression on the same
 data (same generator, same seed) and answers its thread time.
 
-Usage: python benchmarks/bench_indicators.py [--rows 10000000] [--rounds 5] [--no-takt] [--record]
+Usage: python benchmarks/bench_indicators.py [--rows 10000000] [--rounds 5] [--only NAMES] [--cold] [--no-takt] [--record]
 """
 
 from __future__ import annotations
@@ -123,6 +123,10 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated case names (the part before '('), default all")
     ap.add_argument("--no-takt", action="store_true")
     ap.add_argument("--takt-venv", default="/tmp/tradelab-takt-venv")
+    ap.add_argument("--cold", action="store_true",
+                    help="read a 64 MB buffer before every timed call, so that every side starts with its inputs "
+                         "out of the caches (by default a side's inputs are as warm as the calls before left them: "
+                         "TA-Lib's float64 inputs are also ours f64's, our float32 inputs are read by ours f32 alone)")
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
     h, l, c = data(args.rows)
@@ -132,6 +136,15 @@ def main() -> int:
     cases = [cs for cs in CASES if not only or cs[0].split("(")[0] in only]
     takt = None if args.no_takt else Takt(takt_python(Path(args.takt_venv), None))
     load = os.getloadavg()
+    evict = np.ones(8_000_000)  # 64 MB, twice the L3 of the machines in RESULTS.md
+
+    def timed(side):
+        def run(ours, expr):
+            if args.cold:
+                evict.sum()
+            return side(ours, expr)
+        return run
+
     sides = {
         "f64": lambda ours, expr: thread_timed(lambda: ours(f64, np.float64)),
         "f32": lambda ours, expr: thread_timed(lambda: ours(f32, np.float32)),
@@ -139,6 +152,7 @@ def main() -> int:
     }
     if takt is not None:
         sides["takt"] = lambda ours, expr: takt.time(expr, args.rows)
+    sides = {k: timed(v) for k, v in sides.items()}
     times = {name: {k: [] for k in sides} for name, _, _ in cases}
     order = list(sides)
     for r in range(args.rounds + 1):  # round 0: warm-up, discarded
@@ -161,9 +175,11 @@ def main() -> int:
         f"Machine: {machine()}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start. Command: "
         f"`python benchmarks/bench_indicators.py --rows {args.rows} --rounds {args.rounds}"
         + (f" --only {args.only}" if args.only else "") + (" --no-takt" if args.no_takt else "")
+        + (" --cold" if args.cold else "")
         + f"`. TA-Lib {talib.__version__}"
         + (f", ta-lib-takt {takt.version} (own venv)" if takt else "") + ". Interleaved rounds, thread CPU time per "
-        "call, output allocation included; ratios: medians of per-round ratios (<= 1.0: at or under the C library's "
+        "call, output allocation included" + ("; every call with its inputs out of the caches (--cold)" if args.cold else "")
+        + "; ratios: medians of per-round ratios (<= 1.0: at or under the C library's "
         "time); ms: minimum per side. f64: float64 in and out, like TA-Lib; f32: the project's path.", "",
         head, "|---|" + "---:|" * (head.count("|") - 2),
     ]
