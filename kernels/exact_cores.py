@@ -25,7 +25,7 @@ whole series to the portable core, which rewrites every output; so does a float6
 input. Each variant returns True when the integer path ran (tests/kernels/test_exact_cores.py).
 
 KAMA's efficiency ratio is such a running sum, beside a recursion that contracts:
-`kama_exact_core` computes the sums in integers (one unit for the whole series) and runs the
+`kama_exact_core` computes the sums in integers (each lane block in its own unit) and runs the
 recursion in time chunks side by side, as `kernels.chunked_cores` does for the others.
 """
 
@@ -211,10 +211,12 @@ KAMA_WARM = 9000
 
 
 @register_jitable
-def _kama_block(x, n, first, lanes, stride, r0, m, lo, sums, prevs, out, write, ints, steps, work):
-    """Rows first + j*stride + r0 + r (r < m) of lanes j < `lanes`.
+def _kama_block(x, bits, n, first, lanes, stride, r0, m, los, sums, prevs, out, write, ints, steps, work):
+    """Rows first + j*stride + r0 + r (r < m) of lanes j < `lanes`; False where a lane's block
+    could round (nothing is then kept: the portable core runs).
 
-    Lane by lane: the rows (and the n+1 before them) as integer multiples of the unit, the
+    Lane by lane: the block's unit (`_block_lo` over its rows and the n+1 before them; `los`:
+    each lane's unit, to which its sum is rescaled), its rows as integer multiples of it, the
     efficiency ratio's sums as a chain of int64 adds (`sums`: each lane's sum at the row
     before), and the smoothing constants in a loop that vectorises (np.true_divide: no
     zero-division branch; the integers' quotient is the quotient of the exact float64 values,
@@ -222,9 +224,14 @@ def _kama_block(x, n, first, lanes, stride, r0, m, lo, sums, prevs, out, write, 
     `write`: store the outputs."""
     const_max = 2.0 / (30.0 + 1.0)
     const_diff = 2.0 / (2.0 + 1.0) - const_max
-    unit = 2.0 ** (lo - 150)
     for j in range(lanes):
         b = first + j * stride + r0
+        lo = _block_lo(bits[b - n - 1 : b + m], 2 * n + 2, los[j])
+        if lo == NOT_EXACT:
+            return False
+        sums[j] = _rescaled(sums[j], los[j], lo)
+        los[j] = lo
+        unit = 2.0 ** (lo - 150)
         src = x[b - n - 1 : b + m]
         _to_units(src, lo, ints)
         new_hi = ints[n + 1 : n + 1 + m]  # x[i]
@@ -264,11 +271,14 @@ def _kama_block(x, n, first, lanes, stride, r0, m, lo, sums, prevs, out, write, 
             src = kamas[j * KAMA_PITCH : j * KAMA_PITCH + m]
             for r in range(m):
                 dst[r] = src[r]
+    return True
 
 
 @register_jitable
-def _kama_sum(x, n, i, scale):
-    """The efficiency ratio's sum of |x[k] - x[k-1]| over k = i-n+1..i, in units (exact)."""
+def _kama_sum(x, n, i, lo):
+    """The efficiency ratio's sum of |x[k] - x[k-1]| over k = i-n+1..i, in multiples of
+    2^(lo-150) (exact where that unit divides rows i-n..i)."""
+    scale = 2.0 ** (150 - lo)
     s = 0
     for k in range(i - n + 1, i + 1):
         s += abs(np.int64(np.float64(x[k]) * scale) - np.int64(np.float64(x[k - 1]) * scale))
@@ -310,9 +320,9 @@ def kama_lanes(x, n, out, warm):
     rows in KAMA_LANES chunks side by side (as kernels.chunked_cores does for the recursions that
     contract).
 
-    The ratio's running sum does not contract, but where `_unit_exponent(x, 2n + 2)` shows its
-    sums exact over the whole series (n differences of two values, and the row's own change),
-    they are int64 multiples of one unit, and each chunk starts from the exact sum. KAMA
+    The ratio's running sum does not contract, but where `_unit_exponent(..., 2n + 2)` shows its
+    sums exact (n differences of two values, and the row's own change), block by block as for
+    SMA, they are int64 multiples of the block's unit, and each chunk starts from the exact sum. KAMA
     itself, kama = fma(x - kama, sc, kama), contracts by 1 - sc >= 1 - (2/31)^2 a row: chunk
     j >= 1 warms up `warm` rows on chunk j-1's last rows from that row's value, is checked bit
     for bit against the true end of chunk j-1, and is redone serially if it has not met it.
@@ -325,33 +335,42 @@ def kama_lanes(x, n, out, warm):
     if n < 2 or size < 4 * warm or x.itemsize != 4 or not x.flags.c_contiguous or not out.flags.c_contiguous:
         _kama_core(x, n, out)
         return -1
-    lo = _unit_exponent(np.ascontiguousarray(x).view(np.uint32), 2 * n + 2)
-    if lo <= ALL_ZERO:
+    bits = np.ascontiguousarray(x).view(np.uint32)
+    stop = start + lanes * size
+    # the rows after the last chunk run kama_core's own loop from a fresh sum: exact only where checked
+    if _unit_exponent(bits[stop - n - 1 :], 2 * n + 2) == NOT_EXACT:
         _kama_core(x, n, out)
         return -1
-    scale = 2.0 ** (150 - lo)
     seed = np.empty(start)
     _kama_core(x[:start], n, seed)
     out[:start] = seed
     sums = np.empty(lanes, np.int64)
+    los = np.empty(lanes, np.int64)
     prevs = np.empty(lanes)
     ints = np.empty(KAMA_ROWS + n + 1, np.int64)
     steps = np.empty(KAMA_ROWS, np.int64)
     work = np.empty((3, lanes * KAMA_PITCH))  # per lane: smoothing constants, inputs, outputs
     for j in range(lanes):  # the sum and a start at the row before each lane's first row
         b = start + j * size - (warm if j > 0 else 0)
-        sums[j] = _kama_sum(x, n, b - 1, scale)
+        los[j] = _block_lo(bits[b - n - 1 : b], 2 * n + 2, 0)
+        if los[j] == NOT_EXACT:
+            _kama_core(x, n, out)
+            return -1
+        sums[j] = _kama_sum(x, n, b - 1, los[j])
         prevs[j] = np.float64(x[b - 1])
     prevs[0] = seed[n]
     # the warm-up: lanes j >= 1 on chunk j-1's last rows (lane 0 starts true)
     for r0 in range(0, warm, KAMA_ROWS):
-        _kama_block(x, n, start + size - warm, lanes - 1, size, r0, min(KAMA_ROWS, warm - r0), lo,
-                    sums[1:], prevs[1:], out, False, ints, steps, work)
+        if not _kama_block(x, bits, n, start + size - warm, lanes - 1, size, r0, min(KAMA_ROWS, warm - r0),
+                           los[1:], sums[1:], prevs[1:], out, False, ints, steps, work):
+            _kama_core(x, n, out)
+            return -1
     met = prevs.copy()
     for r0 in range(0, size, KAMA_ROWS):
-        _kama_block(x, n, start, lanes, size, r0, min(KAMA_ROWS, size - r0), lo, sums, prevs, out, True,
-                    ints, steps, work)
-    stop = start + lanes * size
+        if not _kama_block(x, bits, n, start, lanes, size, r0, min(KAMA_ROWS, size - r0), los, sums, prevs, out,
+                           True, ints, steps, work):
+            _kama_core(x, n, out)  # rewrites every output
+            return -1
     ends = prevs.copy()
     ends[lanes - 1] = _kama_rows(x, n, stop, t_len, prevs[lanes - 1], out)  # the rows after the last chunk
     redone = 0

@@ -204,12 +204,28 @@ def test_kama_chunks_whose_warm_up_has_not_met_the_true_state_are_redone(warm):
     ("nan", lambda x: np.where(np.arange(x.size) == x.size // 2, np.float32(np.nan), x)),
     ("inf", lambda x: np.where(np.arange(x.size) == x.size - 1, np.float32(np.inf), x)),
     ("wide", lambda x: np.where(np.arange(x.size) == x.size // 3, np.float32(1e-9), x)),
-    ("zeros", lambda x: np.zeros_like(x)),
 ])
 def test_kama_inputs_whose_sums_could_round_run_the_portable_core(case, data):
     x = data(_walk32(11 + KAMA_ROWS + 999))
     assert _assert_kama_equals_core(x, 10) == -1
     assert not _compiled(exact_cores, "kama_exact_core")(x, 10, np.empty(x.shape[0]))
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_kama_units_change_from_block_to_block_on_a_level_that_moves_by_many_binades(direction):
+    """2^40 over the series: no one unit holds it (weight 22 allows 24 binades), each lane's
+    blocks do, with the sums moved between units by shifts both ways."""
+    far = np.exp(direction * np.linspace(0.0, 40 * np.log(2), 11 + KAMA_ROWS + 777)).astype(np.float32)
+    assert _unit_exponent(far, 22) == exact_cores.NOT_EXACT
+    assert _assert_kama_equals_core(far, 10, np.float64) >= 0
+
+
+def test_kama_over_zeros_is_exact_in_any_unit():
+    x = _walk32(11 + KAMA_ROWS + 999)
+    x[: 3 * exact_cores.KAMA_ROWS] = 0.0  # the first lane's first blocks, and the seed
+    x[KAMA_ROWS // 2 : KAMA_ROWS // 2 + 5 * exact_cores.KAMA_ROWS] = 0.0  # blocks of zeros inside a lane
+    assert _assert_kama_equals_core(x, 10, np.float64) >= 0
+    assert _assert_kama_equals_core(np.zeros(11 + KAMA_ROWS, np.float32), 10) == 0
 
 
 def test_kama_in_chunks_is_talibs_kama_bit_for_bit_and_the_public_function_runs_it():
