@@ -104,6 +104,36 @@ def _block_lo(bits, weight, lo_prev):
     return lo
 
 
+@register_jitable
+def _block_ints(x, bits, first, stop, weight, lo_prev, ints):
+    """Rows first..stop-1 (a block and the rows its windows reach) as int64 multiples of the
+    block's unit, into ints; the unit's exponent (`_block_lo`), or NOT_EXACT (ints untouched)."""
+    lo = _block_lo(bits[first:stop], weight, lo_prev)
+    if lo != NOT_EXACT:
+        _to_units(x[first:stop], lo, ints)
+    return lo
+
+
+@register_jitable
+def _steps_apart(ints, back, m, steps):
+    """steps[r] = ints[back + r] - ints[r], r < m: a running sum's steps, in a loop that
+    vectorises, so that its chain is one add a row (LLVM turns S + (x[i] - x[i-n]) into
+    (S + x[i]) - x[i-n], two)."""
+    cur = ints[back : back + m]
+    old = ints[:m]
+    for r in range(m):
+        steps[r] = cur[r] - old[r]
+
+
+@register_jitable
+def _emit(sums, lo, divisor, dst):
+    """dst[r] = sums[r] * 2^(lo-150) / divisor: each exact sum (int64 -> float64 and the power of
+    two are exact) divided as the core divides the same value; a loop that vectorises."""
+    unit = 2.0 ** (lo - 150)
+    for r in range(dst.shape[0]):
+        dst[r] = (sums[r] * unit) / divisor
+
+
 def sma_exact_core(x, n, out):
     """sma_core bit for bit; in int64 where every window sum is exact (module docstring).
     The core's order, S + x[i] emitted then S - x[i-n+1], is the same exact integers."""
@@ -122,27 +152,21 @@ def sma_exact_core(x, n, out):
     lo_prev = 0
     for b in range(n - 1, t_len, rows):
         m = min(rows, t_len - b)
-        lo = _block_lo(bits[b - n + 1 : b + m], n, lo_prev)
+        lo = _block_ints(x, bits, b - n + 1, b + m, n, lo_prev, ints)
         if lo == NOT_EXACT:  # the core rewrites every output
             _sma_core(x, n, out)
             return False
-        _to_units(x[b - n + 1 : b + m], lo, ints)
         if lo_prev == 0:  # the first block: the sum of the n-1 rows before its first output
             for r in range(n - 1):
                 s += ints[r]
         else:
             s = _rescaled(s, lo_prev, lo)
+        _steps_apart(ints, n - 1, m, steps)
         cur = ints[n - 1 : n - 1 + m]
-        old = ints[:m]
-        for r in range(m):  # S's steps apart, as in wma_exact_core
-            steps[r] = cur[r] - old[r]
         for r in range(m):
             sums[r] = s + cur[r]
             s = s + steps[r]
-        unit = 2.0 ** (lo - 150)
-        dst = out[b : b + m]
-        for r in range(m):
-            dst[r] = (sums[r] * unit) / n
+        _emit(sums, lo, n, out[b : b + m])
         lo_prev = lo
     return True
 
@@ -169,11 +193,10 @@ def wma_exact_core(x, n, out):
     lo_prev = 0
     for b in range(n, t_len, rows):
         m = min(rows, t_len - b)
-        lo = _block_lo(bits[b - n : b + m], weight, lo_prev)
+        lo = _block_ints(x, bits, b - n, b + m, weight, lo_prev, ints)
         if lo == NOT_EXACT:  # the core rewrites every output
             _wma_core(x, n, out)
             return False
-        _to_units(x[b - n : b + m], lo, ints)
         if lo_prev == 0:  # the seed: row n-1's sums, from rows 0..n-1
             for r in range(n):
                 s += ints[r]
@@ -182,19 +205,13 @@ def wma_exact_core(x, n, out):
         else:
             s = _rescaled(s, lo_prev, lo)
             w = _rescaled(w, lo_prev, lo)
+        _steps_apart(ints, n, m, steps)
         cur = ints[n : n + m]
-        old = ints[:m]
-        for r in range(m):  # S's steps apart (a loop that vectorises): S's chain is then one add a row, where
-            # LLVM turns S + (x[i] - x[i-n]) into (S + x[i]) - x[i-n], two
-            steps[r] = cur[r] - old[r]
         for r in range(m):
             w = w + (cur[r] * n - s)
             sums[r] = w
             s = s + steps[r]
-        unit = 2.0 ** (lo - 150)
-        dst = out[b : b + m]
-        for r in range(m):
-            dst[r] = (sums[r] * unit) / divider
+        _emit(sums, lo, divider, out[b : b + m])
         lo_prev = lo
     return True
 

@@ -43,6 +43,17 @@ def _unit_exponent(x, weight):
     return exact_cores._unit_exponent(x.view(np.uint32), weight)
 
 
+# inputs the variants refuse (float64 or strided: not float32 bits to scan; a NaN, an inf, or a
+# value 2^37 below its neighbours: sums that could round); the portable core runs instead
+COULD_ROUND = [
+    ("float64", lambda x: x.astype(np.float64)),
+    ("strided", lambda x: np.repeat(x, 2)[::2]),
+    ("nan", lambda x: np.where(np.arange(x.size) == x.size // 2, np.float32(np.nan), x)),
+    ("inf", lambda x: np.where(np.arange(x.size) == x.size - 1, np.float32(np.inf), x)),
+    ("wide_window", lambda x: np.where(np.arange(x.size) == x.size // 3, np.float32(1e-9), x)),
+]
+
+
 def _walk32(t_len: int, seed: int = 5) -> np.ndarray:
     return walk_ohlc(t_len, seed=seed)[3].astype(np.float32)
 
@@ -86,13 +97,7 @@ def test_float32_sums_are_exact_up_to_2_to_the_29_plus_lo_minus_hi():
     assert not _assert_variant_equals_core("sma", x, n + 1, np.float64)  # weight 2^10 + 1: the core
 
 
-@pytest.mark.parametrize("case,data", [
-    ("float64", lambda x: x.astype(np.float64)),
-    ("strided", lambda x: np.repeat(x, 2)[::2]),
-    ("nan", lambda x: np.where(np.arange(x.size) == x.size // 2, np.float32(np.nan), x)),
-    ("inf", lambda x: np.where(np.arange(x.size) == x.size - 1, np.float32(np.inf), x)),
-    ("wide_window", lambda x: np.where(np.arange(x.size) == x.size // 3, np.float32(1e-9), x)),
-])
+@pytest.mark.parametrize("case,data", COULD_ROUND)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_inputs_whose_sums_could_round_run_the_portable_core(name, case, data):
     x = data(_walk32(20 + 3 * ROWS + 999))
@@ -198,13 +203,7 @@ def test_kama_chunks_whose_warm_up_has_not_met_the_true_state_are_redone(warm):
     assert _assert_kama_equals_core(x, 10, np.float64, warm=warm) == exact_cores.KAMA_LANES - 1
 
 
-@pytest.mark.parametrize("case,data", [
-    ("float64", lambda x: x.astype(np.float64)),
-    ("strided", lambda x: np.repeat(x, 2)[::2]),
-    ("nan", lambda x: np.where(np.arange(x.size) == x.size // 2, np.float32(np.nan), x)),
-    ("inf", lambda x: np.where(np.arange(x.size) == x.size - 1, np.float32(np.inf), x)),
-    ("wide", lambda x: np.where(np.arange(x.size) == x.size // 3, np.float32(1e-9), x)),
-])
+@pytest.mark.parametrize("case,data", COULD_ROUND)
 def test_kama_inputs_whose_sums_could_round_run_the_portable_core(case, data):
     x = data(_walk32(11 + KAMA_ROWS + 999))
     assert _assert_kama_equals_core(x, 10) == -1
