@@ -32,7 +32,8 @@ recursion in time chunks side by side, as `kernels.chunked_cores` does for the o
 from __future__ import annotations
 
 import numpy as np
-from numba.extending import register_jitable
+from numba import types
+from numba.extending import overload, register_jitable
 
 from kernels import chunked_cores, cores
 from kernels.fused_numba import fma
@@ -44,6 +45,17 @@ NOT_EXACT = -1
 
 _sma_core = register_jitable(cores.sma_core)
 _wma_core = register_jitable(cores.wma_core)
+
+
+def _float32_bits(x):
+    """Whether x is a C-contiguous float32 array: bits the exponent scan can read."""
+    return x.dtype == np.float32 and x.flags.c_contiguous
+
+
+@overload(_float32_bits)
+def _float32_bits_compiled(x):
+    is_float32 = isinstance(x, types.Array) and x.dtype == types.float32  # decided when compiled
+    return lambda x: is_float32 and x.flags.c_contiguous
 
 
 @register_jitable
@@ -138,7 +150,7 @@ def sma_exact_core(x, n, out):
     """sma_core bit for bit; in int64 where every window sum is exact (module docstring).
     The core's order, S + x[i] emitted then S - x[i-n+1], is the same exact integers."""
     t_len = x.shape[0]
-    if t_len < n or x.itemsize != 4 or not x.flags.c_contiguous:
+    if t_len < n or not _float32_bits(x):
         _sma_core(x, n, out)
         return False
     rows = block_rows(n)
@@ -176,7 +188,7 @@ def wma_exact_core(x, n, out):
     With S = sum x[i-n+1..i] and W = sum_k k*x[i-n+k] (weights 1..n, newest n), the core's
     steps are W += n*x[i] - S (S of the row before) and S += x[i] - x[i-n]; output W / (n(n+1)/2)."""
     t_len = x.shape[0]
-    if n < 2 or t_len <= n or x.itemsize != 4 or not x.flags.c_contiguous:
+    if n < 2 or t_len <= n or not _float32_bits(x):
         _wma_core(x, n, out)
         return False
     rows = block_rows(n)
@@ -349,7 +361,7 @@ def kama_lanes(x, n, out, warm):
     start = n + 1  # rows 0..n: the core's warm-up and seed
     lanes = KAMA_LANES
     size = (t_len - start) // lanes
-    if n < 2 or size < 4 * warm or x.itemsize != 4 or not x.flags.c_contiguous or not out.flags.c_contiguous:
+    if n < 2 or size < 4 * warm or not _float32_bits(x) or not out.flags.c_contiguous:
         _kama_core(x, n, out)
         return -1
     bits = np.ascontiguousarray(x).view(np.uint32)

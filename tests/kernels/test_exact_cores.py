@@ -43,14 +43,15 @@ def _unit_exponent(x, weight):
     return exact_cores._unit_exponent(x.view(np.uint32), weight)
 
 
-# inputs the variants refuse (float64 or strided: not float32 bits to scan; a NaN, an inf, or a
-# value 2^37 below its neighbours: sums that could round); the portable core runs instead
+# inputs the variants refuse (float64, strided or int32: not float32 bits to scan; a NaN, an inf,
+# or a value 2^37 below its neighbours: sums that could round); the portable core runs instead
 COULD_ROUND = [
     ("float64", lambda x: x.astype(np.float64)),
     ("strided", lambda x: np.repeat(x, 2)[::2]),
     ("nan", lambda x: np.where(np.arange(x.size) == x.size // 2, np.float32(np.nan), x)),
     ("inf", lambda x: np.where(np.arange(x.size) == x.size - 1, np.float32(np.inf), x)),
     ("wide_window", lambda x: np.where(np.arange(x.size) == x.size // 3, np.float32(1e-9), x)),
+    ("int32", lambda x: (x * 1000).astype(np.int32)),  # four bytes a value, but not float32 bits
 ]
 
 
