@@ -136,11 +136,11 @@ def main() -> int:
     cases = [cs for cs in CASES if not only or cs[0].split("(")[0] in only]
     takt = None if args.no_takt else Takt(takt_python(Path(args.takt_venv), None))
     load = os.getloadavg()
-    evict = np.ones(8_000_000)  # 64 MB, twice the L3 of the machines in RESULTS.md
+    evict = np.ones(8_000_000) if args.cold else None  # 64 MB, twice the L3 of the machines in RESULTS.md
 
     def timed(side):
         def run(ours, expr):
-            if args.cold:
+            if evict is not None:
                 evict.sum()
             return side(ours, expr)
         return run

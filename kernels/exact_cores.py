@@ -108,8 +108,8 @@ def _to_units(src, lo, dst):
 def _block_lo(bits, weight, lo_prev):
     """The unit exponent of a block (its rows and those its windows reach, as bits): NOT_EXACT
     where its sums could round; a block of zeros keeps the previous block's (127 for a first
-    block: any unit would do). Scanned block by block, just before the block is converted (the
-    rows are then in cache for the passes after, and the next block's stream already fetching)."""
+    block: any unit would do). Scanned just before the block is converted: its rows are then in
+    cache for the passes after."""
     lo = _unit_exponent(bits, weight)
     if lo == ALL_ZERO:
         return lo_prev if lo_prev > 0 else 127
@@ -146,6 +146,13 @@ def _emit(sums, lo, divisor, dst):
         dst[r] = (sums[r] * unit) / divisor
 
 
+@register_jitable
+def _scratch(x, n, rows):
+    """x's bits, and the int64 scratch of a block: its reach (rows + n), its sums, its steps."""
+    bits = np.ascontiguousarray(x).view(np.uint32)
+    return bits, np.empty(rows + n, np.int64), np.empty(rows, np.int64), np.empty(rows, np.int64)
+
+
 def sma_exact_core(x, n, out):
     """sma_core bit for bit; in int64 where every window sum is exact (module docstring).
     The core's order, S + x[i] emitted then S - x[i-n+1], is the same exact integers."""
@@ -154,10 +161,7 @@ def sma_exact_core(x, n, out):
         _sma_core(x, n, out)
         return False
     rows = block_rows(n)
-    bits = np.ascontiguousarray(x).view(np.uint32)
-    ints = np.empty(rows + n, np.int64)  # the block's reach as multiples of its unit: rows b-n+1 .. b+m-1
-    sums = np.empty(rows, np.int64)
-    steps = np.empty(rows, np.int64)
+    bits, ints, sums, steps = _scratch(x, n, rows)  # ints: rows b-n+1 .. b+m-1 of block b
     for i in range(n - 1):
         out[i] = NAN
     s = 0
@@ -192,12 +196,9 @@ def wma_exact_core(x, n, out):
         _wma_core(x, n, out)
         return False
     rows = block_rows(n)
-    bits = np.ascontiguousarray(x).view(np.uint32)
+    bits, ints, sums, steps = _scratch(x, n, rows)  # ints: rows b-n .. b+m-1 of block b
     weight = n * (n + 2)
     divider = (n * (n + 1)) // 2
-    ints = np.empty(rows + n, np.int64)  # the block's reach as multiples of its unit: rows b-n .. b+m-1
-    sums = np.empty(rows, np.int64)
-    steps = np.empty(rows, np.int64)
     for i in range(n - 1):
         out[i] = NAN
     s = 0
@@ -237,6 +238,8 @@ KAMA_PITCH = KAMA_ROWS + 8  # a lane's smoothing constants apart: 64 bytes off a
 # 2^-54: a start at the row's own value ends within a fraction of an ulp of the true state,
 # and from there the two round alike within a few rows (checked; redone serially where not).
 KAMA_WARM = 9000
+KAMA_SLOW = 2.0 / (30.0 + 1.0)  # kama_core's smoothing constants, the same float64 values
+KAMA_SPAN = 2.0 / (2.0 + 1.0) - KAMA_SLOW
 
 
 @register_jitable
@@ -251,18 +254,14 @@ def _kama_block(x, bits, n, first, lanes, stride, r0, m, los, sums, prevs, out, 
     zero-division branch; the integers' quotient is the quotient of the exact float64 values,
     both scaled by the unit). Then KAMA's own chain, sub+fma, the lanes side by side (`prevs`);
     `write`: store the outputs."""
-    const_max = 2.0 / (30.0 + 1.0)
-    const_diff = 2.0 / (2.0 + 1.0) - const_max
     for j in range(lanes):
         b = first + j * stride + r0
-        lo = _block_lo(bits[b - n - 1 : b + m], 2 * n + 2, los[j])
+        lo = _block_ints(x, bits, b - n - 1, b + m, 2 * n + 2, los[j], ints)
         if lo == NOT_EXACT:
             return False
         sums[j] = _rescaled(sums[j], los[j], lo)
         los[j] = lo
         unit = 2.0 ** (lo - 150)
-        src = x[b - n - 1 : b + m]
-        _to_units(src, lo, ints)
         new_hi = ints[n + 1 : n + 1 + m]  # x[i]
         new_lo = ints[n : n + m]  # x[i-1]
         old_hi = ints[1 : 1 + m]  # x[i-n]
@@ -275,14 +274,14 @@ def _kama_block(x, bits, n, first, lanes, stride, r0, m, los, sums, prevs, out, 
             steps[r] = s
         sums[j] = s
         lane = j * KAMA_PITCH
-        cur = src[n + 1 :]
+        cur = x[b : b + m]
         for r in range(m):
             total = np.float64(steps[r])
             roc = np.float64(new_hi[r] - old_hi[r])
             ratio = abs(np.true_divide(roc, total))
             scaled = total * unit
             er = 1.0 if (total <= roc or (-cores.EPS < scaled < cores.EPS)) else ratio
-            sc = fma(er, const_diff, const_max)
+            sc = fma(er, KAMA_SPAN, KAMA_SLOW)
             work[0, lane + r] = sc * sc
             work[1, lane + r] = np.float64(cur[r])
     scs = work[0]
@@ -318,8 +317,6 @@ def _kama_sum(x, n, i, lo):
 def _kama_rows(x, n, first, stop, prev, out):
     """Rows first..stop-1 from `prev`, the state at row first-1: kama_core's loop (its sum
     formed afresh: exact here)."""
-    const_max = 2.0 / (30.0 + 1.0)
-    const_diff = 2.0 / (2.0 + 1.0) - const_max
     sum_roc = 0.0
     for k in range(first - n, first):
         sum_roc += abs(np.float64(x[k]) - np.float64(x[k - 1]))
@@ -331,7 +328,7 @@ def _kama_rows(x, n, first, stop, prev, out):
             er = 1.0
         else:
             er = abs(roc / sum_roc)
-        sc = fma(er, const_diff, const_max)
+        sc = fma(er, KAMA_SPAN, KAMA_SLOW)
         sc *= sc
         prev = fma(v - prev, sc, prev)
         out[i] = prev
@@ -356,12 +353,13 @@ def kama_lanes(x, n, out, warm):
     j >= 1 warms up `warm` rows on chunk j-1's last rows from that row's value, is checked bit
     for bit against the true end of chunk j-1, and is redone serially if it has not met it.
     Returns the number of chunks redone, or -1 where the portable core ran.
-    1M float32 rows: 1.38-1.46 ms against the core's 1.98-2.04 (EPYC, thread CPU time)."""
+    1M float32 rows: 1.50-1.73 ms against the core's 2.02-2.06 (EPYC, thread CPU time; 1.38-1.46
+    with one unit for the whole series, before each lane block had its own)."""
     t_len = x.shape[0]
     start = n + 1  # rows 0..n: the core's warm-up and seed
     lanes = KAMA_LANES
     size = (t_len - start) // lanes
-    if n < 2 or size < 4 * warm or not _float32_bits(x) or not out.flags.c_contiguous:
+    if n < 2 or size < 4 * warm or not _float32_bits(x):
         _kama_core(x, n, out)
         return -1
     bits = np.ascontiguousarray(x).view(np.uint32)
