@@ -1,12 +1,12 @@
 """AsyncWriter (domain.async_writer): writes never wait for the sink, close() loses nothing,
-sink errors surface. No sleeps here: the slow sink sleeps in the writer's thread."""
+sink errors surface. No sleeps and no clocks: a sink that blocks until the test releases it
+stands for a slow one."""
 
 from __future__ import annotations
 
 import json
 import math
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -14,20 +14,14 @@ import pytest
 from domain.async_writer import AsyncWriter, WriterClosedError, json_safe
 
 
-class SlowSink:
-    """Records every batch; sleeps `delay` seconds per batch (in the writer's thread)."""
+class RecordingSink:
+    """Records every batch it is handed (in the writer's thread)."""
 
-    def __init__(self, delay: float = 0.0):
-        self.delay = delay
+    def __init__(self):
         self.batches: list[list] = []
-        self.seconds = 0.0
 
     def __call__(self, records):
-        t0 = time.perf_counter()
-        if self.delay:
-            time.sleep(self.delay)
         self.batches.append(list(records))
-        self.seconds += time.perf_counter() - t0
 
     @property
     def records(self):
@@ -42,23 +36,38 @@ def closes_within(writer: AsyncWriter, seconds: float = 30.0) -> bool:
     return not th.is_alive()
 
 
-def test_a_slow_sink_does_not_slow_the_writing_loop():
-    sink = SlowSink(delay=0.05)
+class GatedSink(RecordingSink):
+    """A sink whose first call blocks until the test opens the gate: while it is blocked, nothing
+    the writing loop does can depend on the sink's pace."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def __call__(self, records):
+        self.entered.set()
+        assert self.gate.wait(30.0), "the test never opened the gate"
+        super().__call__(records)
+
+
+def test_a_blocked_sink_does_not_block_the_writing_loop():
+    sink = GatedSink()
     writer = AsyncWriter(sink=sink, batch_size=1000)
-    t0 = time.perf_counter()
-    for t in range(10_000):
+    writer.write({"t": 0, "pnl": 0.0})
+    assert sink.entered.wait(30.0)  # the writer's thread is now stuck inside the sink
+    for t in range(1, 10_000):
         writer.write({"t": t, "pnl": t * 0.5})
-    caller = time.perf_counter() - t0
-    pending = 10_000 - writer.records_written  # the sink is far behind when the loop ends
+    # the loop ended while the sink still held its first batch: write() never waited for it
+    assert writer.records_written == 0 and sink.batches == []
+    sink.gate.set()
     writer.close()
-    assert pending > 0
-    assert len(sink.records) == 10_000
-    assert sink.seconds >= 0.05 * len(sink.batches) >= 0.5  # at least 10 batches of 1000
-    assert caller < 0.1 * sink.seconds
+    assert [r["t"] for r in sink.records] == list(range(10_000))
+    assert max(len(b) for b in sink.batches) <= 1000
 
 
 def test_close_flushes_everything_in_order_in_batches_of_at_most_batch_size():
-    sink = SlowSink()
+    sink = RecordingSink()
     writer = AsyncWriter(sink=sink, batch_size=64)
     expected = []
     for t in range(5_000):
@@ -75,7 +84,7 @@ def test_close_flushes_everything_in_order_in_batches_of_at_most_batch_size():
 
 
 def test_write_many_takes_a_snapshot_of_a_generator_or_reused_list():
-    sink = SlowSink()
+    sink = RecordingSink()
     with AsyncWriter(sink=sink) as writer:
         buf = [1, 2, 3]
         writer.write_many(buf)
@@ -85,7 +94,7 @@ def test_write_many_takes_a_snapshot_of_a_generator_or_reused_list():
 
 
 def test_close_is_idempotent_and_joins_the_thread():
-    writer = AsyncWriter(sink=SlowSink())
+    writer = AsyncWriter(sink=RecordingSink())
     writer.write({"a": 1})
     writer.close()
     writer.close()
@@ -95,7 +104,7 @@ def test_close_is_idempotent_and_joins_the_thread():
 @pytest.mark.parametrize("n", [0, 256, 512])
 def test_close_returns_when_nothing_is_pending_at_a_multiple_of_batch_size(n):
     # the first sketch's writer hung here: it only left its loop when a batch was pending
-    sink = SlowSink()
+    sink = RecordingSink()
     writer = AsyncWriter(sink=sink, batch_size=256)
     writer.write_many({"i": i} for i in range(n))
     assert closes_within(writer)
@@ -103,7 +112,7 @@ def test_close_returns_when_nothing_is_pending_at_a_multiple_of_batch_size(n):
 
 
 def test_writing_after_close_raises():
-    writer = AsyncWriter(sink=SlowSink())
+    writer = AsyncWriter(sink=RecordingSink())
     writer.close()
     with pytest.raises(WriterClosedError):
         writer.write({"a": 1})
