@@ -227,7 +227,12 @@ def tema_core(x, n, out):
 
 
 def hma_core(x, n, out, diff):
-    """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))); `diff` is scratch of length T."""
+    """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))), the three WMAs rolled as in wma_core.
+
+    `diff` is scratch in the output's dtype (a float32 output rounds each difference before the
+    outer WMA sums it, as the composition of float32 calls does). Only its first int(sqrt(n))
+    entries are used, as a ring of the last differences: the rest is never touched, so a T-long
+    scratch costs no memory traffic (at 10M rows, writing it all took a tenth of the call)."""
     t_len = x.shape[0]
     half = n // 2
     m = int(math.sqrt(n))
@@ -244,6 +249,7 @@ def hma_core(x, n, out, diff):
     sub_f = 0.0
     sum_m = 0.0
     sub_m = 0.0
+    slot = 0
     for i in range(t_len):
         v = np.float64(x[i])
         # half window
@@ -269,16 +275,18 @@ def hma_core(x, n, out, diff):
         sum_f += v * n
         w_f = sum_f / div_f
         sum_f -= sub_f
-        diff[i] = 2.0 * w_h - w_f
-        d = np.float64(diff[i])  # read back: the value added now is the value subtracted m rows later
-        j = i - (n - 1)  # index within the diff series
+        j = i - (n - 1)  # index within the diff series; its ring slot is j % m
+        old = np.float64(diff[slot]) if j >= m else 0.0  # the difference m rows back
+        diff[slot] = 2.0 * w_h - w_f
+        d = np.float64(diff[slot])  # read back: the value added now is the value subtracted m rows later
+        slot = slot + 1 if slot + 1 < m else 0
         if j < m - 1:
             sub_m += d
             sum_m += d * (j + 1)
         else:
             sub_m += d
             if j >= m:
-                sub_m -= np.float64(diff[i - m])
+                sub_m -= old
             sum_m += d * m
             out[i] = sum_m / div_m
             sum_m -= sub_m
