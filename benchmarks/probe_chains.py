@@ -14,6 +14,8 @@ interleaved; the table sets each core beside the bound of its chain. An indicato
 reach a library that fuses it into one FMA without changing last bits on one chain; the
 cpu backend's time-chunked variants (`kernels.chunked_cores`: ATR, EMA, RSI, TEMA) run 6-8
 chains of one series side by side, so their core column can fall below one chain's bound.
+Part 3 times the ATR core over each pair of input and output precisions (the float32 path
+widens three values and narrows one a row: what those conversions cost beside the loop).
 
 Usage: python benchmarks/probe_chains.py [--rows 10000000] [--repeat 7]
 """
@@ -141,6 +143,15 @@ def main() -> None:
     report.note("Minimum thread CPU time over the repeats. The public call and TA-Lib's both allocate their output: "
                 "the difference between the core's column and the public call's is mostly that output's page faults.")
     report.figure("chains_ns", chain_ns)
+
+    atr = compiled("atr_core")
+    pairs = {(i.__name__, o.__name__): (tuple(v.astype(i) for v in (h, l, c)), np.empty(n, o))
+             for i in (np.float64, np.float32) for o in (np.float64, np.float32)}
+    by_dtype = interleaved({k: (lambda ins=ins, out=out: atr(*ins, 14, out)) for k, (ins, out) in pairs.items()},
+                           args.repeat, clock=time.thread_time)
+    atr_ns = {f"{i} in, {o} out": t.min / n * 1e9 for (i, o), t in by_dtype.items()}
+    report.table(["atr(14) core, reused output", "ns per row (min)"], [[k, f"{v:.2f}"] for k, v in atr_ns.items()])
+    report.figure("atr_dtypes_ns", atr_ns)
     report.finish()
 
 

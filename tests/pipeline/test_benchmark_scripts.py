@@ -139,3 +139,4 @@ def test_the_chain_probe_sets_each_core_beside_the_latency_of_its_chain(tmp_path
     assert all(v > 0 for v in figures["chains_ns"].values())
     assert {"sma(20)", "wma(20)", "ema(20)", "tema(20)", "kama(10)", "atr(14)"} <= set(figures)
     assert "| indicator | our chain | its ns/row | core, reused output ns/row |" in run.stdout
+    assert set(figures["atr_dtypes_ns"]) == {f"{i} in, {o} out" for i in ("float64", "float32") for o in ("float64", "float32")}
