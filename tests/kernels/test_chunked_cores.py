@@ -124,3 +124,50 @@ def test_the_public_function_runs_the_variant_and_equals_the_portable_core(name)
     want = _assert_variant_equals_core(case, inputs, 14)
     got = case.public(*inputs, 14, dtype=np.float64)
     np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
+SPECIAL = [-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-300, 1.0, 1.0 + 2**-52, 3.0, 1e300, np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_the_ordered_true_range_is_the_cores_on_every_triple_of_special_values_it_accepts(dtype):
+    """max(h, c') - min(l, c') is _tr bit for bit wherever h - l >= 0 (signed zeros, infinities,
+    a NaN close, ties, values one ulp apart); the triples it refuses go to the core."""
+    both = njit(lambda h, l, c: (h - l >= 0.0, chunked_cores._tr(np.float64(h), np.float64(l), np.float64(c)),
+                                 chunked_cores._tr_ordered(h, l, c)))
+    accepted = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for h in SPECIAL:
+            for l in SPECIAL:  # noqa: E741
+                for c in SPECIAL:
+                    hi, lo, cp = (dtype(v) for v in (h, l, c))  # float32: 1e300 is inf, 1e-300 is 0
+                    ok, want, got = both(hi, lo, cp)
+                    if ok:
+                        accepted += 1
+                        assert np.float64(got).tobytes() == np.float64(want).tobytes(), (hi, lo, cp)
+                    else:
+                        assert np.isnan(hi) or np.isnan(lo) or hi < lo or hi == lo == np.inf or hi == lo == -np.inf
+    assert accepted > 600
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("bad", ["low above high", "nan high", "nan low", "inf range", "nan close", "inf close"])
+def test_atr_equals_its_core_with_a_bad_row_inside_a_chunk(bad, dtype):
+    """The ordered true range refuses the first four (the core then rewrites the series); a NaN
+    or infinite close it takes as the core does."""
+    case = CASES["atr"]
+    h, l, c = _inputs(case, _chunked_rows(case, 14) + 300)
+    row = len(h) // 2  # inside a chunk, after every warm-up
+    if bad == "low above high":
+        h[row], l[row] = l[row], h[row]
+    elif bad == "nan high":
+        h[row] = np.nan
+    elif bad == "nan low":
+        l[row] = np.nan
+    elif bad == "inf range":
+        h[row] = l[row] = np.inf
+    elif bad == "nan close":
+        c[row] = np.nan
+    else:
+        c[row] = -np.inf
+    _assert_variant_equals_core(case, [a.astype(dtype) for a in (h, l, c)], 14, dtype)
