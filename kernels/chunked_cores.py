@@ -98,9 +98,10 @@ def _tr_ordered(hi, lo, cp):
     """_tr where hi - lo >= 0 (no NaN and no inf - inf among hi, lo): max(hi, cp) - min(lo, cp).
 
     _tr is the largest of three rounded differences, and rounding is monotonic, so it is the
-    rounded largest difference: this one. max and min pick among the inputs in their own
-    precision, so float32 inputs take two conversions to float64 a row instead of three, which
-    bound the float32 loop (benchmarks/RESULTS.md, note 8)."""
+    rounded largest difference: this one. A NaN close gives hi - lo in both (numba's max and
+    min, like Python's, keep their first argument against a NaN). max and min pick among the
+    inputs in their own precision, so float32 inputs take two conversions to float64 a row
+    instead of three, which bound the float32 loop (benchmarks/RESULTS.md, note 8)."""
     return np.float64(max(hi, cp)) - np.float64(min(lo, cp))
 
 
