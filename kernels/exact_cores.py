@@ -26,7 +26,8 @@ input. Each variant returns True when the integer path ran (tests/kernels/test_e
 
 KAMA's efficiency ratio is such a running sum, beside a recursion that contracts:
 `kama_exact_core` computes the sums in integers (each lane block in its own unit) and runs the
-recursion in time chunks side by side, as `kernels.chunked_cores` does for the others.
+recursion in time chunks side by side; each chunk is then walked again from the true state
+until it meets its lane (`kama_lanes`).
 """
 
 from __future__ import annotations
@@ -230,31 +231,69 @@ def wma_exact_core(x, n, out):
 
 
 _kama_core = register_jitable(cores.kama_core)
-KAMA_LANES = 8
-KAMA_ROWS = 2048  # rows per lane between the vectorised passes
+KAMA_LANES = 8  # chunks side by side: `_kama_chains` advances exactly this many
+KAMA_ROWS = 2048  # rows per lane between the vectorised passes, and between two marks of the lanes' states
+KAMA_FIRST = 512  # the first block's rows: a chunk whose start meets the true state early is found early
 KAMA_PITCH = KAMA_ROWS + 8  # a lane's smoothing constants apart: 64 bytes off a multiple of 4 KiB, else the lanes share L1 sets
-# Rows a chunk of kama_exact_core warms up on. KAMA contracts by 1 - sc >= 1 - (2/31)^2 a row,
-# and 9,000 such rows shrink the start's distance to the true state by (1 - (2/31)^2)^9000 <
-# 2^-54: a start at the row's own value ends within a fraction of an ulp of the true state,
-# and from there the two round alike within a few rows (checked; redone serially where not).
-KAMA_WARM = 9000
+# Steady rows per chunk below which the core runs: a chunk that meets the true state only late
+# (KAMA contracts by 1 - sc, as little as 1 - (2/31)^2 a row) is walked again serially.
+KAMA_MIN_CHUNK = 8 * KAMA_ROWS
 KAMA_SLOW = 2.0 / (30.0 + 1.0)  # kama_core's smoothing constants, the same float64 values
 KAMA_SPAN = 2.0 / (2.0 + 1.0) - KAMA_SLOW
 
 
 @register_jitable
-def _kama_block(x, bits, n, first, lanes, stride, r0, m, los, sums, prevs, out, write, ints, steps, work):
-    """Rows first + j*stride + r0 + r (r < m) of lanes j < `lanes`; False where a lane's block
-    could round (nothing is then kept: the portable core runs).
+def _kama_step(work, q, k, dst, r):
+    """KAMA's step on entry q of the lanes' scratch (work[0]: sc, work[1]: x): fma(x - k, sc, k),
+    the chain sub+fma; stored at dst[r]."""
+    k = fma(work[1, q] - k, work[0, q], k)
+    dst[r] = k
+    return k
+
+
+@register_jitable
+def _lane(a, first, stride, j, m):
+    """Lane j's m rows of `a`: a[first + j*stride :][:m]."""
+    return a[first + j * stride : first + j * stride + m]
+
+
+@register_jitable
+def _kama_chains(work, m, prevs, out, first, stride):
+    """Rows r < m of the KAMA_LANES lanes (scratch at j*KAMA_PITCH, outputs `_lane(out, first,
+    stride, j, m)`), their chains side by side from `prevs`, which is left at each lane's last
+    state. The states stay in eight registers and the outputs go straight to `out`: with the
+    states in an array, every step waits on a store and a load (1M float32 rows: the call 1.40
+    -> 1.06 ms, and 0.98 without the copy from scratch; EPYC, thread CPU time)."""
+    p = KAMA_PITCH
+    o0, o1, o2, o3 = (_lane(out, first, stride, 0, m), _lane(out, first, stride, 1, m),
+                      _lane(out, first, stride, 2, m), _lane(out, first, stride, 3, m))
+    o4, o5, o6, o7 = (_lane(out, first, stride, 4, m), _lane(out, first, stride, 5, m),
+                      _lane(out, first, stride, 6, m), _lane(out, first, stride, 7, m))
+    k0, k1, k2, k3, k4, k5, k6, k7 = prevs[0], prevs[1], prevs[2], prevs[3], prevs[4], prevs[5], prevs[6], prevs[7]
+    for r in range(m):
+        k0 = _kama_step(work, r, k0, o0, r)
+        k1 = _kama_step(work, p + r, k1, o1, r)
+        k2 = _kama_step(work, 2 * p + r, k2, o2, r)
+        k3 = _kama_step(work, 3 * p + r, k3, o3, r)
+        k4 = _kama_step(work, 4 * p + r, k4, o4, r)
+        k5 = _kama_step(work, 5 * p + r, k5, o5, r)
+        k6 = _kama_step(work, 6 * p + r, k6, o6, r)
+        k7 = _kama_step(work, 7 * p + r, k7, o7, r)
+    prevs[0], prevs[1], prevs[2], prevs[3], prevs[4], prevs[5], prevs[6], prevs[7] = k0, k1, k2, k3, k4, k5, k6, k7
+
+
+@register_jitable
+def _kama_block(x, bits, n, first, stride, r0, m, los, sums, prevs, out, ints, steps, work):
+    """Rows first + j*stride + r0 + r (r < m) of the lanes j < KAMA_LANES, written to `out`;
+    False where a lane's block could round (the portable core then runs).
 
     Lane by lane: the block's unit (`_block_lo` over its rows and the n+1 before them; `los`:
     each lane's unit, to which its sum is rescaled), its rows as integer multiples of it, the
     efficiency ratio's sums as a chain of int64 adds (`sums`: each lane's sum at the row
     before), and the smoothing constants in a loop that vectorises (np.true_divide: no
     zero-division branch; the integers' quotient is the quotient of the exact float64 values,
-    both scaled by the unit). Then KAMA's own chain, sub+fma, the lanes side by side (`prevs`);
-    `write`: store the outputs."""
-    for j in range(lanes):
+    both scaled by the unit). Then KAMA's own chains, the lanes side by side (`_kama_chains`)."""
+    for j in range(KAMA_LANES):
         b = first + j * stride + r0
         lo = _block_ints(x, bits, b - n - 1, b + m, 2 * n + 2, los[j], ints)
         if lo == NOT_EXACT:
@@ -284,21 +323,7 @@ def _kama_block(x, bits, n, first, lanes, stride, r0, m, los, sums, prevs, out, 
             sc = fma(er, KAMA_SPAN, KAMA_SLOW)
             work[0, lane + r] = sc * sc
             work[1, lane + r] = np.float64(cur[r])
-    scs = work[0]
-    xs = work[1]
-    kamas = work[2]
-    for r in range(m):
-        for j in range(lanes):
-            q = j * KAMA_PITCH + r
-            p = fma(xs[q] - prevs[j], scs[q], prevs[j])
-            prevs[j] = p
-            kamas[q] = p
-    if write:
-        for j in range(lanes):
-            dst = out[first + j * stride + r0 : first + j * stride + r0 + m]
-            src = kamas[j * KAMA_PITCH : j * KAMA_PITCH + m]
-            for r in range(m):
-                dst[r] = src[r]
+    _kama_chains(work, m, prevs, out, first + r0, stride)
     return True
 
 
@@ -316,7 +341,7 @@ def _kama_sum(x, n, i, lo):
 @register_jitable
 def _kama_rows(x, n, first, stop, prev, out):
     """Rows first..stop-1 from `prev`, the state at row first-1: kama_core's loop (its sum
-    formed afresh: exact here)."""
+    formed afresh: exact here). Returns the state at row stop-1."""
     sum_roc = 0.0
     for k in range(first - n, first):
         sum_roc += abs(np.float64(x[k]) - np.float64(x[k - 1]))
@@ -336,34 +361,46 @@ def _kama_rows(x, n, first, stop, prev, out):
 
 
 def kama_exact_core(x, n, out):
-    """kama_core bit for bit, `kama_lanes(x, n, out, KAMA_WARM)`; True when the lanes ran."""
-    return kama_lanes(x, n, out, KAMA_WARM) >= 0
+    """kama_core bit for bit, `kama_lanes(x, n, out, KAMA_MIN_CHUNK)`; True when the lanes ran."""
+    return kama_lanes(x, n, out, KAMA_MIN_CHUNK) >= 0
 
 
 @register_jitable
-def kama_lanes(x, n, out, warm):
+def _block_ends(size):
+    """The row (within a chunk) after each block of the lanes' pass: KAMA_FIRST, then every KAMA_ROWS, then size."""
+    count = 1 + (max(size - KAMA_FIRST, 0) + KAMA_ROWS - 1) // KAMA_ROWS
+    ends = np.empty(count, np.int64)
+    for i in range(count):
+        ends[i] = min(KAMA_FIRST + i * KAMA_ROWS, size) if i else min(KAMA_FIRST, size)
+    return ends
+
+
+@register_jitable
+def kama_lanes(x, n, out, min_chunk):
     """kama_core bit for bit; where the efficiency ratio's float32 sums are exact, the steady
-    rows in KAMA_LANES chunks side by side (as kernels.chunked_cores does for the recursions that
-    contract).
+    rows in KAMA_LANES chunks side by side (chains that overlap, where kama_core's one chain is
+    bound by its latency).
 
     The ratio's running sum does not contract, but where `_unit_exponent(..., 2n + 2)` shows its
     sums exact (n differences of two values, and the row's own change), block by block as for
-    SMA, they are int64 multiples of the block's unit, and each chunk starts from the exact sum. KAMA
-    itself, kama = fma(x - kama, sc, kama), contracts by 1 - sc >= 1 - (2/31)^2 a row: chunk
-    j >= 1 warms up `warm` rows on chunk j-1's last rows from that row's value, is checked bit
-    for bit against the true end of chunk j-1, and is redone serially if it has not met it.
-    Returns the number of chunks redone, or -1 where the portable core ran.
-    1M float32 rows: 1.50-1.73 ms against the core's 2.02-2.06 (EPYC, thread CPU time; 1.38-1.46
-    with one unit for the whole series, before each lane block had its own)."""
+    SMA, they are int64 multiples of the block's unit, and each chunk starts from the exact sum.
+    KAMA itself, kama = fma(x - kama, sc, kama), contracts by 1 - sc a row: chunk j >= 1 starts
+    from its row's own value and draws together with the true state until both are the same
+    float64, and from then on they are the same bits (the same operations on the same inputs).
+    After the pass, chunk j is walked again serially (kama_core's loop) from the true end of
+    chunk j-1, rewriting its outputs, until its state equals the lane's state at one of the
+    marks kept after every block (the first after KAMA_FIRST rows): the rest of the lane is
+    then the true values. A chunk that never meets is walked to its end. A series with fewer
+    than `min_chunk` steady rows a chunk runs the core.
+    Returns the rows walked again, or -1 where the portable core ran."""
     t_len = x.shape[0]
     start = n + 1  # rows 0..n: the core's warm-up and seed
-    lanes = KAMA_LANES
-    size = (t_len - start) // lanes
-    if n < 2 or size < 4 * warm or not _float32_bits(x):
+    size = (t_len - start) // KAMA_LANES
+    if n < 2 or size < max(min_chunk, 1) or not _float32_bits(x):
         _kama_core(x, n, out)
         return -1
     bits = np.ascontiguousarray(x).view(np.uint32)
-    stop = start + lanes * size
+    stop = start + KAMA_LANES * size
     # the rows after the last chunk run kama_core's own loop from a fresh sum: exact only where checked
     if _unit_exponent(bits[stop - n - 1 :], 2 * n + 2) == NOT_EXACT:
         _kama_core(x, n, out)
@@ -371,40 +408,44 @@ def kama_lanes(x, n, out, warm):
     seed = np.empty(start)
     _kama_core(x[:start], n, seed)
     out[:start] = seed
-    sums = np.empty(lanes, np.int64)
-    los = np.empty(lanes, np.int64)
-    prevs = np.empty(lanes)
+    sums = np.empty(KAMA_LANES, np.int64)
+    los = np.empty(KAMA_LANES, np.int64)
+    prevs = np.empty(KAMA_LANES)
     ints = np.empty(KAMA_ROWS + n + 1, np.int64)
     steps = np.empty(KAMA_ROWS, np.int64)
-    work = np.empty((3, lanes * KAMA_PITCH))  # per lane: smoothing constants, inputs, outputs
-    for j in range(lanes):  # the sum and a start at the row before each lane's first row
-        b = start + j * size - (warm if j > 0 else 0)
+    work = np.empty((2, KAMA_LANES * KAMA_PITCH))  # per lane: smoothing constants, inputs
+    for j in range(KAMA_LANES):  # the sum and a start at the row before each chunk's first row
+        b = start + j * size
         los[j] = _block_lo(bits[b - n - 1 : b], 2 * n + 2, 0)
         if los[j] == NOT_EXACT:
             _kama_core(x, n, out)
             return -1
         sums[j] = _kama_sum(x, n, b - 1, los[j])
         prevs[j] = np.float64(x[b - 1])
-    prevs[0] = seed[n]
-    # the warm-up: lanes j >= 1 on chunk j-1's last rows (lane 0 starts true)
-    for r0 in range(0, warm, KAMA_ROWS):
-        if not _kama_block(x, bits, n, start + size - warm, lanes - 1, size, r0, min(KAMA_ROWS, warm - r0),
-                           los[1:], sums[1:], prevs[1:], out, False, ints, steps, work):
-            _kama_core(x, n, out)
-            return -1
-    met = prevs.copy()
-    for r0 in range(0, size, KAMA_ROWS):
-        if not _kama_block(x, bits, n, start, lanes, size, r0, min(KAMA_ROWS, size - r0), los, sums, prevs, out,
-                           True, ints, steps, work):
+    prevs[0] = seed[n]  # the first chunk starts true
+    ends = _block_ends(size)
+    marks = np.empty((ends.shape[0], KAMA_LANES))  # each lane's state at the end of each block
+    r0 = 0
+    for blk in range(ends.shape[0]):
+        if not _kama_block(x, bits, n, start, size, r0, ends[blk] - r0, los, sums, prevs, out, ints, steps, work):
             _kama_core(x, n, out)  # rewrites every output
             return -1
-    ends = prevs.copy()
-    ends[lanes - 1] = _kama_rows(x, n, stop, t_len, prevs[lanes - 1], out)  # the rows after the last chunk
-    redone = 0
-    for j in range(1, lanes):  # chunk j against the true end of chunk j-1, redone if apart
-        if chunked_cores._same_bits(met[j], ends[j - 1]):
-            continue
-        redone += 1
-        last = start + (j + 1) * size if j < lanes - 1 else t_len
-        ends[j] = _kama_rows(x, n, start + j * size, last, ends[j - 1], out)
-    return redone
+        marks[blk] = prevs
+        r0 = ends[blk]
+    walked = 0
+    true_end = prevs[0]  # the first chunk's end: true
+    for j in range(1, KAMA_LANES):  # chunk j walked from the true end of chunk j-1 until it meets the lane
+        first = start + j * size
+        state = true_end
+        true_end = prevs[j]  # the lane's end, true once it has met
+        r0 = 0
+        for blk in range(ends.shape[0]):
+            state = _kama_rows(x, n, first + r0, first + ends[blk], state, out)
+            walked += ends[blk] - r0
+            r0 = ends[blk]
+            if chunked_cores._same_bits(state, marks[blk, j]):
+                break
+        if r0 == size and not chunked_cores._same_bits(state, marks[-1, j]):
+            true_end = state  # never met: walked to its end
+    _kama_rows(x, n, stop, t_len, true_end, out)  # the rows after the last chunk
+    return walked

@@ -168,40 +168,59 @@ def test_random_float32_series_at_the_exactness_bound_give_the_cores_bits(seed):
 
 # KAMA: the efficiency ratio's sums in integers, the recursion in chunks side by side.
 
-KAMA_ROWS = exact_cores.KAMA_LANES * 4 * exact_cores.KAMA_WARM  # steady rows below which the core runs
+KAMA_ROWS = exact_cores.KAMA_LANES * exact_cores.KAMA_MIN_CHUNK  # steady rows below which the core runs
+FIRST_MARKS = (exact_cores.KAMA_LANES - 1) * exact_cores.KAMA_FIRST  # rows walked again where every chunk meets its lane at the first mark
 
 
 @njit(cache=True)
-def _kama_lanes(x, n, out, warm):
-    return exact_cores.kama_lanes(x, n, out, warm)
+def _kama_lanes(x, n, out, min_chunk):
+    return exact_cores.kama_lanes(x, n, out, min_chunk)
 
 
-def _assert_kama_equals_core(x, n, out_dtype=np.float32, warm=exact_cores.KAMA_WARM) -> int:
-    """The core and kama_lanes with `warm` on x, bit for bit; the chunks redone (-1: the core ran)."""
+def _assert_kama_equals_core(x, n, out_dtype=np.float32, min_chunk=exact_cores.KAMA_MIN_CHUNK) -> int:
+    """The core and kama_lanes on x, bit for bit; the rows walked again (-1: the core ran)."""
     want = np.full(x.shape[0], -1.0, dtype=out_dtype)
     got = np.full(x.shape[0], -1.0, dtype=out_dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         _compiled(cores, "kama_core")(x, n, want)
-        redone = _kama_lanes(x, n, got, warm)
+        walked = _kama_lanes(x, n, got, min_chunk)
     bits = np.uint64 if out_dtype == np.float64 else np.uint32
     np.testing.assert_array_equal(got.view(bits), want.view(bits))
-    return redone
+    return walked
 
 
 @pytest.mark.parametrize("extra", [-1, 0, 5, 2 * exact_cores.KAMA_ROWS + 3])  # -1: one row short, the core
 @pytest.mark.parametrize("n", [2, 3, 10, 30])
 def test_kama_in_chunks_equals_its_core_around_the_chunking_length(n, extra):
+    """On a walk each chunk meets its lane at the first mark (KAMA_FIRST rows walked again), or
+    at the second for n = 30, whose efficiency ratio over 30 rows is smaller (a smaller sc)."""
     x = _walk32(n + 1 + KAMA_ROWS + extra)
+    marks = FIRST_MARKS if n <= 10 else FIRST_MARKS + (exact_cores.KAMA_LANES - 1) * exact_cores.KAMA_ROWS
     for out_dtype in (np.float32, np.float64):
-        assert _assert_kama_equals_core(x, n, out_dtype) == (0 if extra >= 0 else -1)  # every chunk met
+        assert _assert_kama_equals_core(x, n, out_dtype) == (marks if extra >= 0 else -1)
 
 
-@pytest.mark.parametrize("warm", [0, 1, 3])
-def test_kama_chunks_whose_warm_up_has_not_met_the_true_state_are_redone(warm):
-    """With a warm-up too short to meet (none at all: each chunk starts from its row's value),
-    the chunks are recomputed from the true end of the chunk before: still the core's bits."""
-    x = _walk32(3 * exact_cores.KAMA_ROWS + 11 + 999)
-    assert _assert_kama_equals_core(x, 10, np.float64, warm=warm) == exact_cores.KAMA_LANES - 1
+def _choppy32(t_len, seed=3):
+    """Up, down, up, down around 1000: the efficiency ratio near 0, so KAMA contracts by about
+    1 - (2/31)^2 a row, the least it can (thousands of rows to meet from a chunk's start)."""
+    rng = np.random.default_rng(seed)
+    sign = np.where(np.arange(t_len) % 2 == 0, 1.0, -1.0)
+    return (1000.0 + sign * (1.0 + rng.uniform(0.0, 0.01, t_len))).astype(np.float32)
+
+
+def test_kama_chunks_that_meet_their_lane_only_at_a_later_mark_are_walked_to_it():
+    x = _choppy32(11 + KAMA_ROWS + 999)
+    walked = _assert_kama_equals_core(x, 10, np.float64)
+    assert FIRST_MARKS < walked < (exact_cores.KAMA_LANES - 1) * exact_cores.KAMA_MIN_CHUNK
+
+
+@pytest.mark.parametrize("min_chunk", [300, 1000, 3000])
+def test_kama_chunks_that_never_meet_their_lane_are_walked_to_their_end(min_chunk):
+    """Chunks too short to meet: each is walked again whole, from the true end of the one before."""
+    size = min_chunk + 17
+    x = _choppy32(11 + exact_cores.KAMA_LANES * size + 5)
+    for out_dtype in (np.float32, np.float64):
+        assert _assert_kama_equals_core(x, 10, out_dtype, min_chunk=min_chunk) == (exact_cores.KAMA_LANES - 1) * size
 
 
 @pytest.mark.parametrize("case,data", COULD_ROUND)
@@ -225,7 +244,7 @@ def test_kama_over_zeros_is_exact_in_any_unit():
     x[: 3 * exact_cores.KAMA_ROWS] = 0.0  # the first lane's first blocks, and the seed
     x[KAMA_ROWS // 2 : KAMA_ROWS // 2 + 5 * exact_cores.KAMA_ROWS] = 0.0  # blocks of zeros inside a lane
     assert _assert_kama_equals_core(x, 10, np.float64) >= 0
-    assert _assert_kama_equals_core(np.zeros(11 + KAMA_ROWS, np.float32), 10) == 0
+    assert _assert_kama_equals_core(np.zeros(11 + KAMA_ROWS, np.float32), 10) == FIRST_MARKS
 
 
 def test_kama_in_chunks_is_talibs_kama_bit_for_bit_and_the_public_function_runs_it():
@@ -234,7 +253,7 @@ def test_kama_in_chunks_is_talibs_kama_bit_for_bit_and_the_public_function_runs_
 
     assert cpu_backend.compiled("kama_core").py_func is exact_cores.kama_exact_core
     x = _walk32(11 + KAMA_ROWS + 4321, seed=9)
-    assert _assert_kama_equals_core(x, 10, np.float64) == 0
+    assert _assert_kama_equals_core(x, 10, np.float64) == FIRST_MARKS
     assert _compiled(exact_cores, "kama_exact_core")(x, 10, np.empty(x.shape[0]))
     got = K.kama(x, 10, dtype=np.float64)
     np.testing.assert_array_equal(got.view(np.uint64), talib.KAMA(x.astype(np.float64), 10).view(np.uint64))
