@@ -35,13 +35,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba.extending import register_jitable
+from numba import types
+from numba.extending import overload, register_jitable
 
 from kernels import cores
 
 NAN = float("nan")
 LANES = 8  # chains of one input series: 8 hide the latency; 16 lose more to their 32 memory streams (measured)
 ATR_LANES = 6  # ATR reads three series: 6 chains (24 streams) beat 8 (32 streams), 1.11 against 1.34 ns a row
+ATR_TILE = 1024  # rows a lane per tile of _atr_tiles: six lanes' true ranges, 48 KiB of float64
+ATR_TILE_PITCH = ATR_TILE + 8  # lanes 64 bytes off a multiple of 4 KiB apart, else they share L1 sets
 
 
 @register_jitable
@@ -81,6 +84,17 @@ _rsi_core = register_jitable(cores.rsi_core)
 _tema_core = register_jitable(cores.tema_core)
 
 
+def _is_float32(a):
+    """Whether a is a float32 array (decided when compiled)."""
+    return a.dtype == np.float32
+
+
+@overload(_is_float32)
+def _is_float32_compiled(a):
+    is_float32 = isinstance(a, types.Array) and a.dtype == types.float32
+    return lambda a: is_float32
+
+
 @register_jitable
 def _chunked(t_len, first_steady, warm, lanes):
     """Whether a series is long enough for `lanes` chunks of at least 4 x `warm` steady rows."""
@@ -111,6 +125,74 @@ def _true_range(h, l, c, i):
     return _tr(np.float64(h[i]), np.float64(l[i]), np.float64(c[i - 1]))
 
 
+@register_jitable
+def _atr_rows(hs, ls, cs, os, size, st, omn, inv_n):
+    """The chunked pass row by row: lane j is rows [j*size, (j+1)*size) of the flat views, its
+    state st[j] on entry and exit. Returns whether every row's high - low >= 0 (then
+    `_tr_ordered` is the core's true range)."""
+    ordered = True
+    for r in range(size):
+        for j in range(ATR_LANES):
+            q = j * size + r
+            hi = hs[q]
+            lo = ls[q]
+            ordered &= hi - lo >= 0.0
+            a = st[j] * omn + _tr_ordered(hi, lo, cs[q]) * inv_n
+            st[j] = a
+            os[q] = a
+    return ordered
+
+
+@register_jitable
+def _tr_tile(h, l, c, dst):
+    """dst[r] = _tr_ordered(h[r], l[r], c[r]) for a lane's rows, in a loop that vectorises (the
+    float32 max, min and conversions 8 or 16 at a time); whether every high - low >= 0."""
+    ordered = True
+    for r in range(h.shape[0]):
+        hi = h[r]
+        lo = l[r]
+        ordered &= hi - lo >= 0.0
+        dst[r] = _tr_ordered(hi, lo, c[r])
+    return ordered
+
+
+@register_jitable
+def _atr_tiles(hs, ls, cs, os, size, st, omn, inv_n):
+    """_atr_rows in tiles of ATR_TILE rows a lane: each lane's true ranges first (`_tr_tile`),
+    then the six chains side by side over them, their states in registers. Row by row, each
+    lane's step reads three float32 inputs, picks, widens and subtracts: about 22 instructions
+    that bound the loop (1M float32 rows: 1.05 ms); here 0.53 ms (EPYC, thread CPU time). The
+    same tiles over float64 inputs take longer than the rows (1.0 against 0.8 ms)."""
+    ordered = True
+    tr = np.empty(ATR_LANES * ATR_TILE_PITCH)
+    p = ATR_TILE_PITCH
+    for r0 in range(0, size, ATR_TILE):
+        m = min(ATR_TILE, size - r0)
+        for j in range(ATR_LANES):
+            first = j * size + r0
+            ordered &= _tr_tile(hs[first : first + m], ls[first : first + m], cs[first : first + m],
+                                tr[j * p : j * p + m])
+        a0, a1, a2, a3, a4, a5 = st[0], st[1], st[2], st[3], st[4], st[5]
+        for r in range(m):
+            q = r0 + r
+            a0 = _wilder(a0, tr[r], omn, inv_n, os, q)
+            a1 = _wilder(a1, tr[p + r], omn, inv_n, os, size + q)
+            a2 = _wilder(a2, tr[2 * p + r], omn, inv_n, os, 2 * size + q)
+            a3 = _wilder(a3, tr[3 * p + r], omn, inv_n, os, 3 * size + q)
+            a4 = _wilder(a4, tr[4 * p + r], omn, inv_n, os, 4 * size + q)
+            a5 = _wilder(a5, tr[5 * p + r], omn, inv_n, os, 5 * size + q)
+        st[0], st[1], st[2], st[3], st[4], st[5] = a0, a1, a2, a3, a4, a5
+    return ordered
+
+
+@register_jitable
+def _wilder(a, v, omn, inv_n, dst, q):
+    """Wilder's step a*(1 - 1/n) + v/n, as the cores compute it; stored at dst[q]."""
+    a = a * omn + v * inv_n
+    dst[q] = a
+    return a
+
+
 def atr_chunked_core(h, l, c, n, out):
     """atr_core bit for bit; the steady phase (rows n+1..) in ATR_LANES chunks at once.
 
@@ -119,7 +201,8 @@ def atr_chunked_core(h, l, c, n, out):
     row against 1.55 for the serial loop (EPYC, thread CPU time, minimum of 9).
     The chunked rows take the true range as `_tr_ordered` (two conversions a row for float32
     inputs instead of three: 0.90-0.92x the float32 call, float64 unchanged); a row where it
-    could differ from the core's (high - low not >= 0) hands the series to the core."""
+    could differ from the core's (high - low not >= 0) hands the series to the core. Float32
+    inputs run in tiles (`_atr_tiles`), float64 row by row (`_atr_rows`)."""
     t_len = h.shape[0]
     start = n + 1
     warm = atr_warm(n)
@@ -146,16 +229,10 @@ def atr_chunked_core(h, l, c, n, out):
             st[j] = st[j] * omn + tr * inv_n
     met = st.copy()
     st[0] = seed[n]
-    ordered = True  # every row's high - low >= 0: _tr_ordered is _tr
-    for r in range(size):
-        for j in range(ATR_LANES):
-            q = j * size + r
-            hi = hs[q]
-            lo = ls[q]
-            ordered &= hi - lo >= 0.0
-            a = st[j] * omn + _tr_ordered(hi, lo, cs[q]) * inv_n
-            st[j] = a
-            os[q] = a
+    if _is_float32(h):
+        ordered = _atr_tiles(hs, ls, cs, os, size, st, omn, inv_n)
+    else:
+        ordered = _atr_rows(hs, ls, cs, os, size, st, omn, inv_n)
     if not ordered:  # a NaN, an infinite range or a low above its high: the core rewrites every output
         _atr_core(h, l, c, n, out)
         return

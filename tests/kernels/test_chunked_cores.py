@@ -93,6 +93,26 @@ def test_the_variant_equals_its_core_with_ties_in_both_precisions(name, in_dtype
     _assert_variant_equals_core(case, inputs, 20, out_dtype)
 
 
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize("n,extra", [(1, 0), (2, 5), (14, 0), (14, 7), (30, 3)])
+def test_atr_over_float32_inputs_runs_in_tiles_and_equals_its_core(n, extra, strided):
+    """Float32 inputs take `_atr_tiles`: chunks of several tiles and a part tile, both output precisions."""
+    case = CASES["atr"]
+    t_len = _chunked_rows(case, n) + extra
+    step = 2 if strided else 1
+    inputs = [a.astype(np.float32)[::step] for a in _inputs(case, step * t_len)]
+    for out_dtype in (np.float32, np.float64):
+        _assert_variant_equals_core(case, inputs, n, out_dtype)
+
+
+def test_atr_over_float32_inputs_with_chunks_of_whole_tiles():
+    case = CASES["atr"]
+    size = 3 * chunked_cores.ATR_TILE  # each lane exactly three tiles
+    inputs = [a.astype(np.float32) for a in _inputs(case, case.first_steady(2) + case.lanes * size)]
+    assert size >= 4 * case.warm(2)
+    _assert_variant_equals_core(case, inputs, 2, np.float32)
+
+
 @pytest.mark.parametrize("poison", [1e200, np.nan, np.inf])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_chunk_whose_warm_up_cannot_meet_the_true_state_is_recomputed(name, poison):
