@@ -257,12 +257,21 @@ def _ema_step(v, e, k, omk):
     return v * k + e * omk if v != e else e
 
 
+@register_jitable
+def _ema_put(xs, os, q, e, k, omk):
+    """_ema_step on xs[q], stored at os[q]."""
+    e = _ema_step(np.float64(xs[q]), e, k, omk)
+    os[q] = e
+    return e
+
+
 def ema_chunked_core(x, n, out):
     """ema_core bit for bit; the steady phase (rows n..) in LANES chunks at once.
 
     The EMA contracts by 1 - k = (n-1)/(n+1) a row: `warm` = 32(n+1) + 64 rows take a start
     from the first warm-up value to below e^-64 of the gap. 10M float64 rows: 0.63 ns a row
-    against 1.52 for the serial loop (EPYC, thread CPU time)."""
+    against 1.52 for the serial loop (EPYC, thread CPU time); with the states in registers,
+    1M rows 0.58 -> 0.35 ms (float64), 0.58 -> 0.46 (float32)."""
     t_len = x.shape[0]
     start = n
     warm = ema_warm(n)
@@ -286,12 +295,17 @@ def ema_chunked_core(x, n, out):
             st[j] = _ema_step(np.float64(xs[(j - 1) * size + r]), st[j], k, omk)
     met = st.copy()
     st[0] = seed[n - 1]
-    for r in range(size):
-        for j in range(LANES):
-            q = j * size + r
-            a = _ema_step(np.float64(xs[q]), st[j], k, omk)
-            st[j] = a
-            os[q] = a
+    e0, e1, e2, e3, e4, e5, e6, e7 = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]
+    for r in range(size):  # the eight chains' states in registers (in st[j], each step waits on a store and a load)
+        e0 = _ema_put(xs, os, r, e0, k, omk)
+        e1 = _ema_put(xs, os, size + r, e1, k, omk)
+        e2 = _ema_put(xs, os, 2 * size + r, e2, k, omk)
+        e3 = _ema_put(xs, os, 3 * size + r, e3, k, omk)
+        e4 = _ema_put(xs, os, 4 * size + r, e4, k, omk)
+        e5 = _ema_put(xs, os, 5 * size + r, e5, k, omk)
+        e6 = _ema_put(xs, os, 6 * size + r, e6, k, omk)
+        e7 = _ema_put(xs, os, 7 * size + r, e7, k, omk)
+    st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7] = e0, e1, e2, e3, e4, e5, e6, e7
     e = st[LANES - 1]
     for i in range(stop, t_len):  # the rows after the last chunk, on its chain
         e = _ema_step(np.float64(x[i]), e, k, omk)
