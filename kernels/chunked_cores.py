@@ -43,6 +43,8 @@ from kernels import cores
 NAN = float("nan")
 LANES = 8  # chains of one input series: 8 hide the latency; 16 lose more to their 32 memory streams (measured)
 ATR_LANES = 6  # ATR reads three series: 6 chains (24 streams) beat 8 (32 streams), 1.11 against 1.34 ns a row
+RSI_TILE = 512  # rows a lane per tile of _rsi_tiles: eight lanes' gains and losses, 64 KiB
+RSI_TILE_PITCH = RSI_TILE + 8
 ATR_TILE = 1024  # rows a lane per tile of _atr_tiles: six lanes' true ranges, 48 KiB of float64
 ATR_TILE_PITCH = ATR_TILE + 8  # lanes 64 bytes off a multiple of 4 KiB apart, else they share L1 sets
 
@@ -432,6 +434,58 @@ def _rsi_out(gain, loss):
     return 100.0 * (gain / s) if s != 0.0 else 0.0
 
 
+@register_jitable
+def _rsi_put(cur, before, q, g, lo, omn, inv_n, gains, losses, t):
+    """rsi_core's two Wilder steps on the change cur[q] - before[q]; the averages stored at
+    gains[t] and losses[t]."""
+    up, down = _moves(np.float64(cur[q]) - np.float64(before[q]))
+    g = g * omn + up * inv_n
+    lo = lo * omn + down * inv_n
+    gains[t] = g
+    losses[t] = lo
+    return g, lo
+
+
+@register_jitable
+def _rsi_outs(gains, losses, dst):
+    """dst[r] = _rsi_out(gains[r], losses[r]) in a loop that vectorises (np.true_divide has no
+    zero-division branch; the select keeps _rsi_out's 0 where both are 0)."""
+    for r in range(dst.shape[0]):
+        s = gains[r] + losses[r]
+        v = 100.0 * np.true_divide(gains[r], s)
+        dst[r] = v if s != 0.0 else 0.0
+
+
+@register_jitable
+def _rsi_tiles(cur, before, os, size, g, lo, omn, inv_n):
+    """The chunked pass of rsi_chunked_core in tiles of RSI_TILE rows a lane: the LANES pairs of
+    chains side by side, their states in registers, storing the averages; then each lane's
+    outputs, whose division a row (the loop's bound row by row, 1.28 ns a row) runs 4 or 8 at
+    a time. Lane j is rows [j*size, (j+1)*size) of the flat views, its states g[j] and lo[j] on
+    entry and exit. 1M rows: 1.28 -> 1.05 ms float64, 1.62 -> 1.19 float32 (EPYC)."""
+    p = RSI_TILE_PITCH
+    gains = np.empty(LANES * p)
+    losses = np.empty(LANES * p)
+    for r0 in range(0, size, RSI_TILE):
+        m = min(RSI_TILE, size - r0)
+        g0, g1, g2, g3, g4, g5, g6, g7 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
+        l0, l1, l2, l3, l4, l5, l6, l7 = lo[0], lo[1], lo[2], lo[3], lo[4], lo[5], lo[6], lo[7]
+        for r in range(m):
+            q = r0 + r
+            g0, l0 = _rsi_put(cur, before, q, g0, l0, omn, inv_n, gains, losses, r)
+            g1, l1 = _rsi_put(cur, before, size + q, g1, l1, omn, inv_n, gains, losses, p + r)
+            g2, l2 = _rsi_put(cur, before, 2 * size + q, g2, l2, omn, inv_n, gains, losses, 2 * p + r)
+            g3, l3 = _rsi_put(cur, before, 3 * size + q, g3, l3, omn, inv_n, gains, losses, 3 * p + r)
+            g4, l4 = _rsi_put(cur, before, 4 * size + q, g4, l4, omn, inv_n, gains, losses, 4 * p + r)
+            g5, l5 = _rsi_put(cur, before, 5 * size + q, g5, l5, omn, inv_n, gains, losses, 5 * p + r)
+            g6, l6 = _rsi_put(cur, before, 6 * size + q, g6, l6, omn, inv_n, gains, losses, 6 * p + r)
+            g7, l7 = _rsi_put(cur, before, 7 * size + q, g7, l7, omn, inv_n, gains, losses, 7 * p + r)
+        g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7] = g0, g1, g2, g3, g4, g5, g6, g7
+        lo[0], lo[1], lo[2], lo[3], lo[4], lo[5], lo[6], lo[7] = l0, l1, l2, l3, l4, l5, l6, l7
+        for j in range(LANES):
+            _rsi_outs(gains[j * p : j * p + m], losses[j * p : j * p + m], os[j * size + r0 : j * size + r0 + m])
+
+
 def rsi_chunked_core(x, n, out):
     """rsi_core bit for bit; the steady phase (rows n+1..) in LANES chunks at once.
 
@@ -477,16 +531,7 @@ def rsi_chunked_core(x, n, out):
     ml = lo.copy()
     g[0] = gain
     lo[0] = loss
-    for r in range(size):
-        for j in range(LANES):
-            q = j * size + r
-            d = np.float64(cur[q]) - np.float64(before[q])
-            up, down = _moves(d)
-            a = g[j] * omn + up * inv_n
-            b = lo[j] * omn + down * inv_n
-            g[j] = a
-            lo[j] = b
-            os[q] = _rsi_out(a, b)
+    _rsi_tiles(cur, before, os, size, g, lo, omn, inv_n)
     gain = g[LANES - 1]
     loss = lo[LANES - 1]
     for i in range(stop, t_len):  # the rows after the last chunk, on its chain

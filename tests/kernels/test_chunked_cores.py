@@ -113,6 +113,16 @@ def test_atr_over_float32_inputs_with_chunks_of_whole_tiles():
     _assert_variant_equals_core(case, inputs, 2, np.float32)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_rsi_where_both_averages_are_zero_is_zero_in_the_chunked_rows(dtype):
+    """A flat stretch from the start: gains and losses exactly 0, the tiles' 0/0 kept as 0."""
+    case = CASES["rsi"]
+    x = _inputs(case, _chunked_rows(case, 14) + 123)[0]
+    x[: len(x) // 2] = 1000.0
+    want = _assert_variant_equals_core(case, [x.astype(dtype)], 14, dtype)
+    assert (want[15 : len(x) // 2] == 0.0).all()
+
+
 @pytest.mark.parametrize("poison", [1e200, np.nan, np.inf])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_chunk_whose_warm_up_cannot_meet_the_true_state_is_recomputed(name, poison):
