@@ -667,7 +667,7 @@ SCRATCH_BLOCK = 256
 CPU_VARIANTS = {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core",
                 "atr_core": "atr_chunked_core", "ema_core": "ema_chunked_core", "rsi_core": "rsi_chunked_core",
                 "tema_core": "tema_chunked_core", "sma_core": "sma_exact_core", "wma_core": "wma_exact_core",
-                "kama_core": "kama_exact_core"}
+                "kama_core": "kama_exact_core", "dmi_core": "dmi_chunked_core"}
 
 
 def rocp_core(x, n, out):

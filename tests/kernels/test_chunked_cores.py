@@ -201,3 +201,87 @@ def test_atr_equals_its_core_with_a_bad_row_inside_a_chunk(bad, dtype):
     else:
         c[row] = -np.inf
     _assert_variant_equals_core(case, [a.astype(dtype) for a in (h, l, c)], 14, dtype)
+
+
+# DMI (+DI, -DI, ADX): tiles of eight lanes, each chunk walked again until it meets its lane.
+
+DMI_ROWS = chunked_cores.LANES * 4 * chunked_cores.DMI_TILE  # steady rows below which the core runs
+WHICH = {0: "all three", 1: "+DI", 2: "-DI", 3: "ADX"}
+
+
+def _assert_dmi_equals_core(h, l, c, n, which, out_dtype=np.float64) -> int:  # noqa: E741
+    """dmi_core and dmi_chunked_core on (h, l, c), all three outputs bit for bit (unwritten
+    entries included); the rows walked again (-1: the core ran)."""
+    portable = _compiled(cores, "dmi_core")
+    variant = _compiled(chunked_cores, "dmi_chunked_core")
+    want = [np.full(h.shape[0], -1.0, dtype=out_dtype) for _ in range(3)]
+    got = [np.full(h.shape[0], -1.0, dtype=out_dtype) for _ in range(3)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        portable(h, l, c, n, which, *want)
+        walked = variant(h, l, c, n, which, *got)
+    bits = np.uint64 if out_dtype == np.float64 else np.uint32
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g.view(bits), w.view(bits))
+    return walked
+
+
+@pytest.mark.parametrize("which", sorted(WHICH), ids=list(WHICH.values()))
+@pytest.mark.parametrize("extra", [-1, 0, 5, 3 * chunked_cores.DMI_TILE + 7])  # -1: one row short, the core
+@pytest.mark.parametrize("n", [2, 14, 30])
+def test_dmi_in_chunks_equals_its_core_around_the_chunking_length(n, extra, which):
+    h, l, c = _inputs(CASES["atr"], 2 * n + DMI_ROWS + extra)  # noqa: E741
+    walked = _assert_dmi_equals_core(h, l, c, n, which)
+    assert walked == -1 if extra < 0 else 0 < walked < (chunked_cores.LANES - 1) * (DMI_ROWS // chunked_cores.LANES)
+
+
+@pytest.mark.parametrize("in_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("which", sorted(WHICH), ids=list(WHICH.values()))
+def test_dmi_in_chunks_equals_its_core_in_both_precisions(which, in_dtype, out_dtype):
+    h, l, c = (a.astype(in_dtype) for a in _inputs(CASES["atr"], 28 + DMI_ROWS + 999))  # noqa: E741
+    assert _assert_dmi_equals_core(h, l, c, 14, which, out_dtype) > 0
+
+
+def test_dmi_chunks_that_never_meet_their_lane_are_walked_to_their_end():
+    """n = 200: the smoothings contract by 1 - 1/200 a row, too slowly to meet within a chunk
+    of 2,048 rows; each is walked again whole, from the true end of the one before."""
+    n = 200
+    size = 4 * chunked_cores.DMI_TILE
+    h, l, c = _inputs(CASES["atr"], 2 * n + chunked_cores.LANES * size + 3)  # noqa: E741
+    assert _assert_dmi_equals_core(h, l, c, n, 0) == (chunked_cores.LANES - 1) * size
+
+
+@pytest.mark.parametrize("bad", ["nan high", "nan low", "inf close", "flat stretch", "low above high"])
+def test_dmi_in_chunks_equals_its_core_with_bad_or_flat_rows_inside_a_chunk(bad):
+    """A NaN or an infinity inside a chunk (the core's outputs NaN from there: the states are
+    NaN and never meet), a flat first half (the smoothed TR exactly 0: DIs 0, ADX kept), a low
+    above its high."""
+    h, l, c = _inputs(CASES["atr"], 28 + DMI_ROWS + 999)  # noqa: E741
+    row = len(h) // 2
+    if bad == "nan high":
+        h[row] = np.nan
+    elif bad == "nan low":
+        l[row] = np.nan
+    elif bad == "inf close":
+        c[row] = np.inf
+    elif bad == "flat stretch":  # from the start: the smoothed TR exactly 0 for half the series
+        h[:row] = l[:row] = c[:row] = 1000.0
+    else:
+        h[row], l[row] = l[row], h[row]
+    for which in WHICH:
+        _assert_dmi_equals_core(h, l, c, 14, which)
+
+
+def test_dmi_public_functions_run_the_chunked_core_and_equal_talib():
+    import talib
+
+    from kernels.backends import cpu_backend
+
+    assert cpu_backend.compiled("dmi_core").py_func is chunked_cores.dmi_chunked_core
+    h, l, c = _inputs(CASES["atr"], 28 + DMI_ROWS + 4321, seed=9)  # noqa: E741
+    for ours, theirs in ((K.plus_di, talib.PLUS_DI), (K.minus_di, talib.MINUS_DI), (K.adx, talib.ADX)):
+        got = ours(h, l, c, 14, dtype=np.float64)
+        want = theirs(h, l, c, 14)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    plus, minus, adx = K.dmi(h, l, c, 14, dtype=np.float64)
+    np.testing.assert_array_equal(adx.view(np.uint64), K.adx(h, l, c, 14, dtype=np.float64).view(np.uint64))

@@ -45,7 +45,7 @@ def test_every_variant_runs_its_cores_spec_on_the_cpu():
                                   "atr_core": "atr_chunked_core", "ema_core": "ema_chunked_core",
                                   "rsi_core": "rsi_chunked_core", "tema_core": "tema_chunked_core",
                                   "sma_core": "sma_exact_core", "wma_core": "wma_exact_core",
-                                  "kama_core": "kama_exact_core"}
+                                  "kama_core": "kama_exact_core", "dmi_core": "dmi_chunked_core"}
     from kernels import chunked_cores
     from kernels.backends import cpu_backend
 
@@ -53,6 +53,7 @@ def test_every_variant_runs_its_cores_spec_on_the_cpu():
     assert cpu_backend.compiled("lsma_core").py_func is cores.lsma_blocked_core
     assert cpu_backend.compiled("atr_core").py_func is chunked_cores.atr_chunked_core
     assert cpu_backend.compiled("ema_core").py_func is chunked_cores.ema_chunked_core
+    assert cpu_backend.compiled("dmi_core").py_func is chunked_cores.dmi_chunked_core
     assert cpu_backend.compiled("rsi_core").py_func is chunked_cores.rsi_chunked_core
     assert cpu_backend.compiled("tema_core").py_func is chunked_cores.tema_chunked_core
 
