@@ -105,6 +105,18 @@ def _chunked(t_len, first_steady, warm, lanes):
 
 
 @register_jitable
+def _fetch_ahead(h, l, c, ahead, size, lanes, r, stop):
+    """Step r of a tile's loop prefetches, in h, l and c, row ahead + (r % lanes)*size + 8*(r //
+    lanes) (capped at stop - 1): lane r % lanes of the next tile, eight rows (one line of
+    float64, half a line of float32) a step of that lane, so a tile of `lanes` x 8k steps
+    covers 8k rows of each lane."""
+    i = min(ahead + (r % lanes) * size + (r // lanes) * 8, stop - 1)
+    prefetch(h, i)
+    prefetch(l, i)
+    prefetch(c, i)
+
+
+@register_jitable
 def _tr(hi, lo, cp):
     """atr_core's true range from a row's high and low and the close before (float64)."""
     return max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
@@ -679,16 +691,6 @@ def _di_tile(s, t, m, which, omn, inv_n, plus_di, minus_di, first):
 
 
 @register_jitable
-def _fetch_ahead(h, l, c, ahead, size, r, t_len):
-    """Step r of a tile's loop prefetches lane r % 8's line r // 8 of the next tile's h, l and c
-    (512 steps cover the 64 lines of each float64 lane; float32 lanes are fetched twice over)."""
-    i = min(ahead + (r & 7) * size + (r >> 3) * 8, t_len - 1)
-    prefetch(h, i)
-    prefetch(l, i)
-    prefetch(c, i)
-
-
-@register_jitable
 def _adx_put(s, t, a, adx, i):
     """ADX's step for lane entry t: a * s[3, t] + s[4, t], stored at adx[i]."""
     a = a * s[3, t] + s[4, t]
@@ -761,7 +763,7 @@ def dmi_chunked_core(h, l, c, n, which, plus_di, minus_di, adx):
         a7, b7, d7 = st[0, 7], st[1, 7], st[2, 7]
         ahead = min(start + r0 + DMI_TILE, t_len - 1)  # the next tile's first row of lane 0
         for r in range(m):
-            _fetch_ahead(h, l, c, ahead, size, r, t_len)
+            _fetch_ahead(h, l, c, ahead, size, LANES, r, t_len)
             a0, b0, d0 = _dm_put(s, r, a0, b0, d0, omn)
             a1, b1, d1 = _dm_put(s, p + r, a1, b1, d1, omn)
             a2, b2, d2 = _dm_put(s, 2 * p + r, a2, b2, d2, omn)
