@@ -448,12 +448,20 @@ def _rsi_out(gain, loss):
 
 
 @register_jitable
-def _rsi_put(cur, before, q, g, lo, omn, inv_n, gains, losses, t):
-    """rsi_core's two Wilder steps on the change cur[q] - before[q]; the averages stored at
-    gains[t] and losses[t]."""
-    up, down = _moves(np.float64(cur[q]) - np.float64(before[q]))
-    g = g * omn + up * inv_n
-    lo = lo * omn + down * inv_n
+def _rsi_moves(cur, before, inv_n, gains, losses):
+    """gains[r] and losses[r] = rsi_core's gain and loss of the change cur[r] - before[r], over n
+    (the addends of its Wilder steps: products off the chains), in a loop that vectorises."""
+    for r in range(cur.shape[0]):
+        up, down = _moves(np.float64(cur[r]) - np.float64(before[r]))
+        gains[r] = up * inv_n
+        losses[r] = down * inv_n
+
+
+@register_jitable
+def _rsi_put(g, lo, omn, gains, losses, t):
+    """rsi_core's two Wilder steps on the addends at entry t, the averages stored over them."""
+    g = g * omn + gains[t]
+    lo = lo * omn + losses[t]
     gains[t] = g
     losses[t] = lo
     return g, lo
@@ -481,18 +489,21 @@ def _rsi_tiles(cur, before, os, size, g, lo, omn, inv_n):
     losses = np.empty(LANES * p)
     for r0 in range(0, size, RSI_TILE):
         m = min(RSI_TILE, size - r0)
+        for j in range(LANES):
+            first = j * size + r0
+            _rsi_moves(cur[first : first + m], before[first : first + m], inv_n, gains[j * p : j * p + m],
+                       losses[j * p : j * p + m])
         g0, g1, g2, g3, g4, g5, g6, g7 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
         l0, l1, l2, l3, l4, l5, l6, l7 = lo[0], lo[1], lo[2], lo[3], lo[4], lo[5], lo[6], lo[7]
         for r in range(m):
-            q = r0 + r
-            g0, l0 = _rsi_put(cur, before, q, g0, l0, omn, inv_n, gains, losses, r)
-            g1, l1 = _rsi_put(cur, before, size + q, g1, l1, omn, inv_n, gains, losses, p + r)
-            g2, l2 = _rsi_put(cur, before, 2 * size + q, g2, l2, omn, inv_n, gains, losses, 2 * p + r)
-            g3, l3 = _rsi_put(cur, before, 3 * size + q, g3, l3, omn, inv_n, gains, losses, 3 * p + r)
-            g4, l4 = _rsi_put(cur, before, 4 * size + q, g4, l4, omn, inv_n, gains, losses, 4 * p + r)
-            g5, l5 = _rsi_put(cur, before, 5 * size + q, g5, l5, omn, inv_n, gains, losses, 5 * p + r)
-            g6, l6 = _rsi_put(cur, before, 6 * size + q, g6, l6, omn, inv_n, gains, losses, 6 * p + r)
-            g7, l7 = _rsi_put(cur, before, 7 * size + q, g7, l7, omn, inv_n, gains, losses, 7 * p + r)
+            g0, l0 = _rsi_put(g0, l0, omn, gains, losses, r)
+            g1, l1 = _rsi_put(g1, l1, omn, gains, losses, p + r)
+            g2, l2 = _rsi_put(g2, l2, omn, gains, losses, 2 * p + r)
+            g3, l3 = _rsi_put(g3, l3, omn, gains, losses, 3 * p + r)
+            g4, l4 = _rsi_put(g4, l4, omn, gains, losses, 4 * p + r)
+            g5, l5 = _rsi_put(g5, l5, omn, gains, losses, 5 * p + r)
+            g6, l6 = _rsi_put(g6, l6, omn, gains, losses, 6 * p + r)
+            g7, l7 = _rsi_put(g7, l7, omn, gains, losses, 7 * p + r)
         g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7] = g0, g1, g2, g3, g4, g5, g6, g7
         lo[0], lo[1], lo[2], lo[3], lo[4], lo[5], lo[6], lo[7] = l0, l1, l2, l3, l4, l5, l6, l7
         for j in range(LANES):
