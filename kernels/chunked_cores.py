@@ -1,4 +1,4 @@
-"""Time-chunked variants of recursive cores (ATR, EMA, RSI, TEMA): one series in LANES chunks side by side.
+"""Time-chunked variants of recursive cores (ATR, EMA, RSI, TEMA, DMI): one series in LANES chunks side by side.
 
 A recursive indicator computes each row from the state the row before left, so a single
 series is bound by the latency of that loop-carried chain (mul+add 1.43 ns a row on the
@@ -16,7 +16,11 @@ row is compared bit for bit with the state chunk j-1 (true by then) ended with; 
 warm-up has not met it (a NaN or inf in the warm-up rows, a period too long for `warm`) is
 recomputed serially from that state. The outputs never depend on the meeting, only the
 time does (tests/kernels/test_chunked_cores.py: every variant against its core, bit for bit,
-warm-ups that meet and ones that do not).
+warm-ups that meet and ones that do not). `dmi_chunked_core` has no warm-up: its chunks start
+from zeros and are walked again serially afterwards until they meet (as
+`kernels.exact_cores.kama_lanes`). The lanes' states live in named variables (registers), not
+in an array, where a loop was bound by the store and load of every step; RSI, DMI and float32
+ATR run in tiles, each lane's per-row terms first in loops that vectorise, then the chains.
 
 Per row, every operation is the one of the core in `kernels.cores`, in the same order. A
 series shorter than LANES chunks of 4 x `warm` rows runs the portable core itself (whose

@@ -152,8 +152,8 @@ def _emit(sums, lo, divisor, dst):
 def _fetch_next(x, first, r, t_len):
     """Step r of a block's serial loop prefetches x[first + r] where r is a multiple of 16: one
     hint per 64-byte line of the next block's float32 rows, which the exponent scan that starts
-    that block would otherwise wait on (1M cold rows: SMA 1.07 -> 0.88 ms; in cache 0.72 either
-    way; EPYC, thread CPU time)."""
+    that block would otherwise wait on (1M rows out of the caches: SMA 1.04-1.19 -> 0.87-0.90 ms;
+    in cache 0.66-0.74 -> 0.74-0.76; EPYC, thread CPU time)."""
     if (r & 15) == 0:
         prefetch(x, min(first + r, t_len - 1))
 
