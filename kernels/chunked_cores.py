@@ -595,14 +595,21 @@ DMI_TILE_PITCH = DMI_TILE + 8
 
 
 @register_jitable
-def _dm(h, l, c, i):
-    """dmi_core's +DM, -DM and true range of row i (i >= 1), in its order of operations."""
-    diff_p = np.float64(h[i]) - np.float64(h[i - 1])
-    diff_m = np.float64(l[i - 1]) - np.float64(l[i])
-    tr = _true_range(h, l, c, i)
+def _dm_terms(hi, hp, lo, lp, cp):
+    """dmi_core's +DM, -DM and true range from a row's high and low, the high and low before and
+    the close before, in its order of operations."""
+    diff_p = np.float64(hi) - np.float64(hp)
+    diff_m = np.float64(lp) - np.float64(lo)
+    tr = _tr(np.float64(hi), np.float64(lo), np.float64(cp))
     dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
     dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
     return dm_plus, dm_minus, tr
+
+
+@register_jitable
+def _dm(h, l, c, i):
+    """`_dm_terms` of row i (i >= 1)."""
+    return _dm_terms(h[i], h[i - 1], l[i], l[i - 1], c[i - 1])
 
 
 @register_jitable
@@ -643,8 +650,8 @@ def _dmi_walk(h, l, c, first, stop, which, omn, inv_n, st, plus_di, minus_di, ad
 
 @register_jitable
 def _dm_tile(h, l, c, first, m, dst, t):
-    """+DM, -DM and the true range of rows first..first+m-1 into dst[0..2, t + r] (`_dm`'s
-    arithmetic over views, in a loop that vectorises)."""
+    """+DM, -DM and the true range of rows first..first+m-1 into dst[0..2, t + r] (`_dm_terms`
+    over views, in a loop that vectorises)."""
     hi = h[first : first + m]
     hp = h[first - 1 : first - 1 + m]
     lo = l[first : first + m]
@@ -654,11 +661,7 @@ def _dm_tile(h, l, c, first, m, dst, t):
     dn = dst[1, t : t + m]
     dt = dst[2, t : t + m]
     for r in range(m):
-        diff_p = np.float64(hi[r]) - np.float64(hp[r])
-        diff_m = np.float64(lp[r]) - np.float64(lo[r])
-        dt[r] = _tr(np.float64(hi[r]), np.float64(lo[r]), np.float64(cp[r]))
-        dn[r] = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
-        dp[r] = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
+        dp[r], dn[r], dt[r] = _dm_terms(hi[r], hp[r], lo[r], lp[r], cp[r])
 
 
 @register_jitable

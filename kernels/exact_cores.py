@@ -463,13 +463,15 @@ def kama_lanes(x, n, out, min_chunk):
         state = true_end
         true_end = prevs[j]  # the lane's end, true once it has met
         r0 = 0
+        met = False
         for blk in range(ends.shape[0]):
             state = _kama_rows(x, n, first + r0, first + ends[blk], state, out)
             walked += ends[blk] - r0
             r0 = ends[blk]
-            if chunked_cores._same_bits(state, marks[blk, j]):
+            met = chunked_cores._same_bits(state, marks[blk, j])
+            if met:
                 break
-        if r0 == size and not chunked_cores._same_bits(state, marks[-1, j]):
+        if not met:
             true_end = state  # never met: walked to its end
     _kama_rows(x, n, stop, t_len, true_end, out)  # the rows after the last chunk
     return walked

@@ -231,7 +231,10 @@ def _assert_dmi_equals_core(h, l, c, n, which, out_dtype=np.float64) -> int:  # 
 def test_dmi_in_chunks_equals_its_core_around_the_chunking_length(n, extra, which):
     h, l, c = _inputs(CASES["atr"], 2 * n + DMI_ROWS + extra)  # noqa: E741
     walked = _assert_dmi_equals_core(h, l, c, n, which)
-    assert walked == -1 if extra < 0 else 0 < walked < (chunked_cores.LANES - 1) * (DMI_ROWS // chunked_cores.LANES)
+    if extra < 0:
+        assert walked == -1
+    else:
+        assert 0 < walked < (chunked_cores.LANES - 1) * (DMI_ROWS // chunked_cores.LANES)
 
 
 @pytest.mark.parametrize("in_dtype", [np.float64, np.float32])
