@@ -14,6 +14,8 @@
 # the GPU machine has none of them and the kernels need none.
 # GPU_CHECK_PART=tests or =bench runs one half (two device calls when one does not fit 10 min);
 # GPU_CHECK_TEST_TIMEOUT / GPU_CHECK_BENCH_TIMEOUT (300 / 240 s) bound the halves.
+# GPU_CHECK_PYTEST_ARGS adds pytest arguments (the device call uses "-n 12": pytest-xdist is on
+# the GPU machine, and each worker's CUDA compiles then run side by side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -67,7 +69,8 @@ EOF
 tests_rc=0 bench_rc=0 junit=()
 if [ "$PART" != bench ]; then
     echo "== 3. tests marked gpu"
-    timeout "${GPU_CHECK_TEST_TIMEOUT:-300}" $PY -m pytest -m gpu -p no:cacheprovider \
+    # shellcheck disable=SC2086 - the extra arguments are words
+    timeout "${GPU_CHECK_TEST_TIMEOUT:-300}" $PY -m pytest -m gpu -p no:cacheprovider ${GPU_CHECK_PYTEST_ARGS:-} \
         -o "filterwarnings=ignore::DeprecationWarning" --junitxml="$OUT_DIR/gpu_tests.xml" 2>&1 \
         | tee "$OUT_DIR/gpu_tests.log" | tail -40
     tests_rc=${PIPESTATUS[0]}
