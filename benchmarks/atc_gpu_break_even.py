@@ -77,7 +77,9 @@ def main() -> int:
             except AssertionError:
                 equal = False
             rows.append(dict(symbols=sym, bars=bars, work=sym * bars, cpu_s=t_cpu, gpu_s=t_gpu, equal=equal))
-            print(f"{sym:>8,} {bars:>6,} {sym * bars:>12,} {t_cpu:>9.4f} {t_gpu:>9.4f} {t_cpu / t_gpu:>8.2f}x  {equal}", flush=True)
+            print(
+                f"{sym:>8,} {bars:>6,} {sym * bars:>12,} {t_cpu:>9.4f} {t_gpu:>9.4f} {t_cpu / t_gpu:>8.2f}x  {equal}", flush=True
+            )
     per_bars = {bars: break_even([r for r in rows if r["bars"] == bars]) for bars in bars_list}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
