@@ -136,7 +136,8 @@ def section_atc(s: dict) -> dict:
         atc.compute(x[:2, :80], backend=b, **kw)  # compile
     t_cpu, (c_fams, c_final) = best(lambda: atc.compute(x, **kw), s["repeat"])
     t_gpu, (g_fams, g_final) = best(lambda: atc.compute(x, backend="cuda", **kw), s["repeat"])
-    t_tor, (t_fams, t_final) = best(lambda: atc.compute(x, backend="torch", **kw), s["repeat"])
+    # once: the torch path took 45.7 s a call at full size (H100, 2026-11-27)
+    t_tor, (t_fams, t_final) = best(lambda: atc.compute(x, backend="torch", **kw), 1)
 
     def cuda_equal():
         assert_engine_equal(g_final, c_final)

@@ -4,9 +4,9 @@ symbol, and the `atc_scan` asset (latest date, all symbols).
 Each symbol's last `bars` closes are scanned in chunks of `chunk_symbols` symbols (memory
 bounded by the chunk, whatever the universe), symbols of equal length batched as
 [symbols, bars]. A cost model routes each chunk: the GPU backend (cuda, or torch on ROCm)
-only when the chunk has at least GPU_MIN_WORK symbol-bars, since a smaller launch costs
-more in transfers than it saves; otherwise, or when the GPU call fails, the CPU path,
-whose numba kernel runs the symbols of a chunk in parallel threads (no pickling, unlike a
+only when the chunk has at least GPU_MIN_WORK symbol-bars (set from a measurement: on an
+H100 the CPU path won at every chunk size tried, so by default no chunk gets there);
+otherwise, or when the GPU call fails, the CPU path, whose numba kernel runs the symbols of a chunk in parallel threads (no pickling, unlike a
 process pool). MA results can be cached by (series hash, MA type, length)
 (kernels.atc.MACache: hits and misses are reported).
 
@@ -25,14 +25,14 @@ import polars as pl
 from domain.symbol_chunks import symbol_offsets
 from kernels import atc, backends
 
-# Symbol-bars per chunk from which a GPU launch pays off. Estimated, not yet measured on a GPU
-# (none was lent): the CPU path costs about 0.2-0.4 us per symbol-bar on 2 cores (500 x 2,000:
-# kernel CPU time ~0.35-0.38 s, benchmarks/LOG.md "ATC scanner, 0.25 s and 400 MB goals"; 0.6 us before), and a launch with
-# its transfers about 10 ms (1 MB of closes in and out plus the kernel start), so the break-even
-# is near 10 ms / 0.3 us ~ 33k symbol-bars; 50k keeps a small margin. The default chunk
-# (512 x 2,000 = 1M) goes to the GPU whenever one is present.
-# `make gpu-check` times both paths per chunk size; set the measured break-even here.
-GPU_MIN_WORK = 50_000
+# Symbol-bars per chunk from which the GPU backend is used. Measured on an H100 (2026-11-27,
+# benchmarks/atc_gpu_break_even.py, LOG "GPU proof on an H100"): the cuda kernel lost to the
+# machine's 16-core CPU at every size from 16k to 65.5M symbol-bars (0.03-0.35x the CPU's speed;
+# 0.25 s against 0.045 s for the default 512 x 2,000 chunk), and even a 2-core CPU scans that
+# chunk in ~0.09 s. So there is no break-even to set: the GPU is used only for chunks past 1e9
+# symbol-bars (500,000 symbols x 2,000 bars), i.e. never with the default chunk, unless this is
+# lowered. The cuda kernel runs one thread per symbol, each walking its bars serially.
+GPU_MIN_WORK = 1_000_000_000
 STATES = {1: "long", -1: "short", 0: "neutral"}
 # Symbols per read of `scan_store`. Measured on a 5,000 x 2,000 Delta table partitioned by
 # year (benchmarks/bench_atc.py): a 512-symbol read grows RSS by ~100 MB (the reader decodes

@@ -82,12 +82,13 @@ def test_chunk_size_does_not_change_the_result(bars):
     assert one.equals(many)
 
 
-def test_cost_model_sends_only_big_chunks_to_a_gpu():
+def test_cost_model_sends_only_chunks_past_the_measured_break_even_to_a_gpu():
     assert route(10, 2000, "cuda") == "cpu"
-    assert route(512, 2000, "cuda") == "cuda"  # the default chunk uses the GPU when there is one
+    assert route(512, 2000, "cuda") == "cpu"  # the default chunk: the CPU won on an H100 (domain/atc_scan.py)
+    assert route(GPU_MIN_WORK // 2000 - 1, 2000, "cuda") == "cpu"
     assert route(GPU_MIN_WORK // 2000, 2000, "cuda") == "cuda"
-    assert route(5000, 2000, "torch") == "torch"
-    assert route(5000, 2000, "cpu") == "cpu"
+    assert route(GPU_MIN_WORK // 2000, 2000, "torch") == "torch"
+    assert route(GPU_MIN_WORK // 2000, 2000, "cpu") == "cpu"
 
 
 def test_a_failing_gpu_call_falls_back_to_the_cpu(bars, monkeypatch):
