@@ -113,6 +113,16 @@ def test_atr_over_float32_inputs_with_chunks_of_whole_tiles():
     _assert_variant_equals_core(case, inputs, 2, np.float32)
 
 
+@pytest.mark.parametrize("extra", [0, 1, chunked_cores.RSI_TILE - 1])
+def test_rsi_with_chunks_of_whole_tiles_and_a_part_tile(extra):
+    case = CASES["rsi"]
+    size = 3 * chunked_cores.RSI_TILE + extra  # each lane three tiles and `extra` rows
+    assert size >= 4 * case.warm(2)
+    for dtype in (np.float64, np.float32):
+        x = _inputs(case, case.first_steady(2) + case.lanes * size)[0].astype(dtype)
+        _assert_variant_equals_core(case, [x], 2, dtype)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 def test_rsi_where_both_averages_are_zero_is_zero_in_the_chunked_rows(dtype):
     """A flat stretch from the start: gains and losses exactly 0, the tiles' 0/0 kept as 0."""
