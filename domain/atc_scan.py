@@ -6,8 +6,8 @@ bounded by the chunk, whatever the universe), symbols of equal length batched as
 [symbols, bars]. A cost model routes each chunk: the GPU backend (cuda, or torch on ROCm)
 only when the chunk has at least GPU_MIN_WORK symbol-bars (set from a measurement: on an
 H100 the CPU path won at every chunk size tried, so by default no chunk gets there);
-otherwise, or when the GPU call fails, the CPU path, whose numba kernel runs the symbols of a chunk in parallel threads (no pickling, unlike a
-process pool). MA results can be cached by (series hash, MA type, length)
+otherwise, or when the GPU call fails, the CPU path, whose numba kernel runs the symbols of
+a chunk in parallel threads (no pickling, unlike a process pool). MA results can be cached by (series hash, MA type, length)
 (kernels.atc.MACache: hits and misses are reported).
 
 `scan_store` is the entry point for a stored universe: it reads a lazy scan of the store
