@@ -19,7 +19,8 @@ def real_gpu(monkeypatch):
     monkeypatch.setattr(gpu_helpers, "real_cuda", lambda: True)
 
 
-def test_on_the_simulator_every_bit_must_match():
+def test_on_the_simulator_every_bit_must_match(monkeypatch):
+    monkeypatch.setattr(gpu_helpers, "real_cuda", lambda: False)
     with pytest.raises(AssertionError):
         assert_engine_equal(np.array([1.0, np.nextafter(2.0, 3.0)]), np.array([1.0, 2.0]))
 
