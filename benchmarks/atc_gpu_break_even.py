@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,19 +23,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.gpu import assert_engine_equal, choose_simulator  # noqa: E402
-
-choose_simulator()
-
-
-def timed(fn, repeat: int):
-    """(best seconds of `repeat` calls, last output); the caller has warmed fn up."""
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+from benchmarks.bench_gpu import agree, best, walks  # noqa: E402 - it chooses the simulator first
+from tests.gpu import assert_engine_equal  # noqa: E402
 
 
 def break_even(rows: list[dict]) -> int | None:
@@ -58,10 +46,9 @@ def main() -> int:
     args = ap.parse_args()
     from kernels import atc
 
-    rng = np.random.default_rng(7)
     bars_list = [int(b) for b in args.bars.split(",")]
     sym_list = [int(s) for s in args.symbols.split(",")]
-    closes = (100 * np.exp(np.cumsum(rng.normal(0, 0.01, (max(sym_list), max(bars_list))), axis=1))).astype(np.float32)
+    closes = walks(max(sym_list), max(bars_list), 7).astype(np.float32)
     for b in ("cpu", "cuda"):
         atc.compute(closes[:2, :100], backend=b, dtype=np.float64, tail=1)  # compile
     rows = []
@@ -69,13 +56,9 @@ def main() -> int:
     for bars in bars_list:
         for sym in sym_list:
             x = np.ascontiguousarray(closes[:sym, -bars:])
-            t_cpu, (_, c_last) = timed(lambda: atc.compute(x, dtype=np.float64, tail=1), args.repeat)  # noqa: B023
-            t_gpu, (_, g_last) = timed(lambda: atc.compute(x, backend="cuda", dtype=np.float64, tail=1), args.repeat)  # noqa: B023
-            try:
-                assert_engine_equal(g_last, c_last)
-                equal = True
-            except AssertionError:
-                equal = False
+            t_cpu, (_, c_last) = best(lambda: atc.compute(x, dtype=np.float64, tail=1), args.repeat)  # noqa: B023
+            t_gpu, (_, g_last) = best(lambda: atc.compute(x, backend="cuda", dtype=np.float64, tail=1), args.repeat)  # noqa: B023
+            equal, _ = agree(lambda: assert_engine_equal(g_last, c_last))  # noqa: B023
             rows.append(dict(symbols=sym, bars=bars, work=sym * bars, cpu_s=t_cpu, gpu_s=t_gpu, equal=equal))
             print(
                 f"{sym:>8,} {bars:>6,} {sym * bars:>12,} {t_cpu:>9.4f} {t_gpu:>9.4f} {t_cpu / t_gpu:>8.2f}x  {equal}", flush=True

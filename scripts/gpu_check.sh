@@ -14,7 +14,8 @@
 # the GPU machine has none of them and the kernels need none.
 # GPU_CHECK_PART=tests or =bench runs one half (two device calls when one does not fit 10 min);
 # GPU_CHECK_TEST_TIMEOUT / GPU_CHECK_BENCH_TIMEOUT (300 / 360 s) bound the halves (H100, 2026-11-27:
-# the tests took 52 s with -n 12, the benchmark sections 255 s, 165 s with the torch ATC timed once).
+# the tests took 52 s with -n 12, the benchmark sections 255 s, 137 s of it the torch ATC's three
+# timed calls of 45.7 s or more; it is now timed once).
 # GPU_CHECK_SECTIONS picks benchmark sections (bench_gpu.py --sections; default all).
 # GPU_CHECK_PYTEST_ARGS adds pytest arguments (the device call uses "-n 12": pytest-xdist is on
 # the GPU machine, and each worker's CUDA compiles then run side by side).
