@@ -21,8 +21,10 @@ integer multiple of u below 2^53 u: exact in float64. Then:
   by the core's divisor: the division the core does on the same value.
 The states cross into the next block by a shift: their terms lie in that block's reach too, so
 its u divides them. A block whose sums could round (or holding a NaN or an infinity) hands the
-whole series to the portable core, which rewrites every output; so does a float64 or strided
-input. Each variant returns True when the integer path ran (tests/kernels/test_exact_cores.py).
+whole series to the float64 path, which rewrites every output; so does a float64 or strided
+input: for SMA and KAMA the lanes of `kernels.shifted_cores` (float64 running sums a constant
+apart), for WMA the portable core. Each variant returns True when the integer path ran
+(tests/kernels/test_exact_cores.py).
 
 KAMA's efficiency ratio is such a running sum, beside a recursion that contracts:
 `kama_exact_core` computes the sums in integers (each lane block in its own unit) and runs the
@@ -36,7 +38,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from kernels import chunked_cores, cores
+from kernels import chunked_cores, cores, shifted_cores
+from kernels.shifted_cores import KAMA_FIRST, KAMA_LANES, KAMA_ROWS, KAMA_SLOW, KAMA_SPAN, block_ends
 from kernels.fused_numba import fma
 from kernels.prefetch_numba import prefetch
 
@@ -45,7 +48,7 @@ BLOCK = 2048  # output rows per block: the int64 scratch stays in L1/L2
 ALL_ZERO = 0  # _unit_exponent of a block of zeros: any unit divides it
 NOT_EXACT = -1
 
-_sma_core = register_jitable(cores.sma_core)
+_sma_shifted_core = register_jitable(shifted_cores.sma_shifted_core)
 _wma_core = register_jitable(cores.wma_core)
 
 
@@ -167,10 +170,11 @@ def _scratch(x, n, rows):
 
 def sma_exact_core(x, n, out):
     """sma_core bit for bit; in int64 where every window sum is exact (module docstring).
-    The core's order, S + x[i] emitted then S - x[i-n+1], is the same exact integers."""
+    The core's order, S + x[i] emitted then S - x[i-n+1], is the same exact integers.
+    Elsewhere (float64, strided, sums that could round) `shifted_cores.sma_shifted_core`."""
     t_len = x.shape[0]
     if t_len < n or not _float32_bits(x):
-        _sma_core(x, n, out)
+        _sma_shifted_core(x, n, out)
         return False
     rows = block_rows(n)
     bits, ints, sums, steps = _scratch(x, n, rows)  # ints: rows b-n+1 .. b+m-1 of block b
@@ -181,8 +185,8 @@ def sma_exact_core(x, n, out):
     for b in range(n - 1, t_len, rows):
         m = min(rows, t_len - b)
         lo = _block_ints(x, bits, b - n + 1, b + m, n, lo_prev, ints)
-        if lo == NOT_EXACT:  # the core rewrites every output
-            _sma_core(x, n, out)
+        if lo == NOT_EXACT:  # the float64 lanes rewrite every output
+            _sma_shifted_core(x, n, out)
             return False
         if lo_prev == 0:  # the first block: the sum of the n-1 rows before its first output
             for r in range(n - 1):
@@ -244,15 +248,13 @@ def wma_exact_core(x, n, out):
 
 
 _kama_core = register_jitable(cores.kama_core)
-KAMA_LANES = 8  # chunks side by side: `_kama_chains` advances exactly this many
-KAMA_ROWS = 2048  # rows per lane between the vectorised passes, and between two marks of the lanes' states
-KAMA_FIRST = 512  # the first block's rows: a chunk whose start meets the true state early is found early
+_kama_shifted_core = register_jitable(shifted_cores.kama_shifted_core)
+# KAMA_LANES chunks (`_kama_chains`), KAMA_ROWS rows per lane between the vectorised passes and
+# between two marks of the lanes' states, the first block of KAMA_FIRST: as kernels.shifted_cores
 KAMA_PITCH = KAMA_ROWS + 8  # a lane's smoothing constants apart: 64 bytes off a multiple of 4 KiB, else the lanes share L1 sets
 # Steady rows per chunk below which the core runs: a chunk that meets the true state only late
 # (KAMA contracts by 1 - sc, as little as 1 - (2/31)^2 a row) is walked again serially.
 KAMA_MIN_CHUNK = 8 * KAMA_ROWS
-KAMA_SLOW = 2.0 / (30.0 + 1.0)  # kama_core's smoothing constants, the same float64 values
-KAMA_SPAN = 2.0 / (2.0 + 1.0) - KAMA_SLOW
 
 
 @register_jitable
@@ -309,7 +311,7 @@ def _kama_chains(work, m, prevs, out, first, stride, x, ahead):
 @register_jitable
 def _kama_block(x, bits, n, first, stride, r0, m, los, sums, prevs, out, ints, steps, work):
     """Rows first + j*stride + r0 + r (r < m) of the lanes j < KAMA_LANES, written to `out`;
-    False where a lane's block could round (the portable core then runs).
+    False where a lane's block could round (the float64 lanes then run).
 
     Lane by lane: the block's unit (`_block_lo` over its rows and the n+1 before them; `los`:
     each lane's unit, to which its sum is rescaled), its rows as integer multiples of it, the
@@ -385,18 +387,8 @@ def _kama_rows(x, n, first, stop, prev, out):
 
 
 def kama_exact_core(x, n, out):
-    """kama_core bit for bit, `kama_lanes(x, n, out, KAMA_MIN_CHUNK)`; True when the lanes ran."""
+    """kama_core bit for bit, `kama_lanes(x, n, out, KAMA_MIN_CHUNK)`; True when the integer lanes ran."""
     return kama_lanes(x, n, out, KAMA_MIN_CHUNK) >= 0
-
-
-@register_jitable
-def _block_ends(size):
-    """The row (within a chunk) after each block of the lanes' pass: KAMA_FIRST, then every KAMA_ROWS, then size."""
-    count = 1 + (max(size - KAMA_FIRST, 0) + KAMA_ROWS - 1) // KAMA_ROWS
-    ends = np.empty(count, np.int64)
-    for i in range(count):
-        ends[i] = min(KAMA_FIRST + i * KAMA_ROWS, size) if i else min(KAMA_FIRST, size)
-    return ends
 
 
 @register_jitable
@@ -414,20 +406,22 @@ def kama_lanes(x, n, out, min_chunk):
     After the pass, chunk j is walked again serially (kama_core's loop) from the true end of
     chunk j-1, rewriting its outputs, until its state equals the lane's state at one of the
     marks kept after every block (the first after KAMA_FIRST rows): the rest of the lane is
-    then the true values. A chunk that never meets is walked to its end. A series with fewer
-    than `min_chunk` steady rows a chunk runs the core.
-    Returns the rows walked again, or -1 where the portable core ran."""
+    then the true values. A chunk that never meets is walked to its end. Other inputs (float64,
+    strided, sums that could round) run `kernels.shifted_cores.kama_shifted_core` (which runs
+    the core on series with fewer than its own minimum rows a chunk), as does a series with
+    fewer than `min_chunk` steady rows a chunk.
+    Returns the rows walked again, or -1 where the integer lanes did not run."""
     t_len = x.shape[0]
     start = n + 1  # rows 0..n: the core's warm-up and seed
     size = (t_len - start) // KAMA_LANES
     if n < 2 or size < max(min_chunk, 1) or not _float32_bits(x):
-        _kama_core(x, n, out)
+        _kama_shifted_core(x, n, out)
         return -1
     bits = np.ascontiguousarray(x).view(np.uint32)
     stop = start + KAMA_LANES * size
     # the rows after the last chunk run kama_core's own loop from a fresh sum: exact only where checked
     if _unit_exponent(bits[stop - n - 1 :], 2 * n + 2) == NOT_EXACT:
-        _kama_core(x, n, out)
+        _kama_shifted_core(x, n, out)
         return -1
     seed = np.empty(start)
     _kama_core(x[:start], n, seed)
@@ -442,17 +436,17 @@ def kama_lanes(x, n, out, min_chunk):
         b = start + j * size
         los[j] = _block_lo(bits[b - n - 1 : b], 2 * n + 2, 0)
         if los[j] == NOT_EXACT:
-            _kama_core(x, n, out)
+            _kama_shifted_core(x, n, out)
             return -1
         sums[j] = _kama_sum(x, n, b - 1, los[j])
         prevs[j] = np.float64(x[b - 1])
     prevs[0] = seed[n]  # the first chunk starts true
-    ends = _block_ends(size)
+    ends = block_ends(size)
     marks = np.empty((ends.shape[0], KAMA_LANES))  # each lane's state at the end of each block
     r0 = 0
     for blk in range(ends.shape[0]):
         if not _kama_block(x, bits, n, start, size, r0, ends[blk] - r0, los, sums, prevs, out, ints, steps, work):
-            _kama_core(x, n, out)  # rewrites every output
+            _kama_shifted_core(x, n, out)  # rewrites every output
             return -1
         marks[blk] = prevs
         r0 = ends[blk]
