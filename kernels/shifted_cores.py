@@ -37,6 +37,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from kernels import chunked_cores, cores
+from kernels.bits_numba import bits_float, float_bits
 from kernels.fused_numba import fma
 from kernels.prefetch_numba import prefetch
 
@@ -44,7 +45,6 @@ NAN = float("nan")
 SHIFT_LANES = 8  # `_sum_lanes` advances exactly this many
 SHIFT_CHECKS = 4  # shifts tried a lane: one whose sums keep crossing a power of two is then walked to its end
 SHIFT_ROWS = 512  # rows a lane at least (8n for longer windows: the lanes' own window sums stay a small part)
-MIN_EXPONENT = -1000  # frexp exponent of the smallest binade handled: its unit stays a normal number
 
 _sma_core = register_jitable(cores.sma_core)
 
@@ -103,17 +103,15 @@ def _sum_lanes(ps, qs, rows, starts, sums, src, src_next, dst, dst_first):
 @register_jitable
 def _binade(v):
     """(lo, hi, u): lo = 2^e + u, hi = 2^(e+1) - u for v > 0 in [2^e, 2^(e+1)) (u = 2^(e-52), its
-    ulp), mirrored for v < 0; an empty range (lo > hi) for zero, NaN, infinity and binades
-    below MIN_EXPONENT. (frexp and ldexp are library calls: a lane computes this once, and
-    again only when its sums leave the range.)"""
-    if not (math.isfinite(v) and v != 0.0):
+    ulp), mirrored for v < 0; an empty range (lo > hi) for zero, NaN, infinity, subnormals and
+    binades whose ulp would be subnormal. From the bits: a few integer operations."""
+    field = (float_bits(v) >> 52) & 0x7FF  # the biased exponent, e + 1023
+    if field <= 53 or field == 0x7FF:
         return 1.0, 0.0, 1.0
-    e = math.frexp(abs(v))[1]  # |v| = m 2^e, m in [0.5, 1): binade [2^(e-1), 2^e)
-    if e < MIN_EXPONENT:
-        return 1.0, 0.0, 1.0
-    u = math.ldexp(1.0, e - 53)
-    lo = math.ldexp(1.0, e - 1) + u
-    hi = math.ldexp(1.0, e) - u
+    two_e = bits_float(field << 52)
+    u = bits_float((field - 52) << 52)
+    lo = two_e + u
+    hi = 2.0 * two_e - u
     return (lo, hi, u) if v > 0 else (-hi, -lo, u)
 
 
