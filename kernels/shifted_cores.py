@@ -44,15 +44,18 @@ from kernels.prefetch_numba import prefetch
 NAN = float("nan")
 SHIFT_LANES = 8  # `_sum_lanes` advances exactly this many
 SHIFT_CHECKS = 4  # shifts tried a lane: one whose sums keep crossing a power of two is then walked to its end
-SHIFT_ROWS = 512  # rows a lane at least (8n for longer windows: the lanes' own window sums stay a small part)
+SHIFT_ROWS = 2048  # rows a lane at least (8n for long windows: their own window sums stay a small part); 1M rows
+# of SMA: 512 0.88 ms, 1,024 0.79, 2,048 0.75, 4,096 0.73; 10M into a reused output 2,048 7.9-8.1, 4,096 8.1-8.6
 
 _sma_core = register_jitable(cores.sma_core)
 
 
 @register_jitable
 def lane_rows(n):
-    """Rows a lane for a window of n: SHIFT_ROWS, or 8n for long windows."""
-    return max(SHIFT_ROWS, 8 * n)
+    """Rows a lane for a window of n: SHIFT_ROWS, or 8n for long windows, plus 8: lanes 64 bytes
+    off a multiple of 4 KiB apart, else their loads and the sums' stores share L1 sets and
+    alias (1M rows of SMA with lanes of 1,024 rows: 0.79 or 1.24 ms by the array's address)."""
+    return max(SHIFT_ROWS, 8 * n) + 8
 
 
 @register_jitable
@@ -457,7 +460,7 @@ def kama_shifted_lanes(x, n, out, min_chunk):
     t_len = x.shape[0]
     start = n + 1  # rows 0..n: the core's warm-up and seed
     size = (t_len - start) // KAMA_LANES
-    if n < 2 or size < max(min_chunk, lane_rows(n) * SHIFT_LANES):
+    if n < 2 or size < max(min_chunk, 1):
         _kama_core(x, n, out)
         return -1
     seed = np.empty(start)
