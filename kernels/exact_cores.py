@@ -39,7 +39,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from kernels import chunked_cores, cores, shifted_cores
-from kernels.shifted_cores import KAMA_FIRST, KAMA_LANES, KAMA_ROWS, KAMA_SLOW, KAMA_SPAN, block_ends
+from kernels.shifted_cores import KAMA_FIRST, KAMA_LANES, KAMA_ROWS, KAMA_SLOW, KAMA_SPAN, block_ends  # noqa: F401 (KAMA_FIRST: read here by tests)
 from kernels.fused_numba import fma
 from kernels.prefetch_numba import prefetch
 
