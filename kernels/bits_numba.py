@@ -22,24 +22,21 @@ def bits_float(b):
     return float(np.int64(b).view(np.float64))
 
 
-@intrinsic
-def _bitcast_to_int(typingctx, v):
-    sig = types.int64(types.float64)
+def _bitcast(src, dst):
+    """An intrinsic that reinterprets a `src` value's bits as a `dst` value of the same size."""
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    @intrinsic
+    def bitcast(typingctx, v):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(dst))
 
-    return sig, codegen
+        return dst(src), codegen
+
+    return bitcast
 
 
-@intrinsic
-def _bitcast_to_float(typingctx, b):
-    sig = types.float64(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-
-    return sig, codegen
+_bitcast_to_int = _bitcast(types.float64, types.int64)
+_bitcast_to_float = _bitcast(types.int64, types.float64)
 
 
 @overload(float_bits, target="cpu")

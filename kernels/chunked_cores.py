@@ -31,7 +31,8 @@ series).
 
 Running sums (SMA, WMA, KAMA's efficiency ratio) do not contract: a chunk started from another
 state keeps its offset. Where their float32 sums are exact, `kernels.exact_cores` computes them
-in integers instead.
+in integers instead; elsewhere `kernels.shifted_cores` runs SMA's and KAMA's in lanes whose
+offset it finds and applies exactly.
 """
 
 from __future__ import annotations

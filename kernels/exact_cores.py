@@ -38,8 +38,18 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from kernels import chunked_cores, cores, shifted_cores
-from kernels.shifted_cores import KAMA_FIRST, KAMA_LANES, KAMA_ROWS, KAMA_SLOW, KAMA_SPAN, block_ends  # noqa: F401 (KAMA_FIRST: read here by tests)
+from kernels import cores, shifted_cores
+from kernels.shifted_cores import (  # noqa: F401 (KAMA_FIRST: read here by tests)
+    KAMA_FIRST,
+    KAMA_LANES,
+    KAMA_ROWS,
+    KAMA_SLOW,
+    KAMA_SPAN,
+    block_ends,
+    kama_walk,
+    kama_window_sum,
+    walk_chunks_again,
+)
 from kernels.fused_numba import fma
 from kernels.prefetch_numba import prefetch
 
@@ -364,28 +374,6 @@ def _kama_sum(x, n, i, lo):
     return s
 
 
-@register_jitable
-def _kama_rows(x, n, first, stop, prev, out):
-    """Rows first..stop-1 from `prev`, the state at row first-1: kama_core's loop (its sum
-    formed afresh: exact here). Returns the state at row stop-1."""
-    sum_roc = 0.0
-    for k in range(first - n, first):
-        sum_roc += abs(np.float64(x[k]) - np.float64(x[k - 1]))
-    for i in range(first, stop):
-        v = np.float64(x[i])
-        roc = v - np.float64(x[i - n])
-        sum_roc = sum_roc - abs(np.float64(x[i - n]) - np.float64(x[i - n - 1])) + abs(v - np.float64(x[i - 1]))
-        if sum_roc <= roc or (-cores.EPS < sum_roc < cores.EPS):
-            er = 1.0
-        else:
-            er = abs(roc / sum_roc)
-        sc = fma(er, KAMA_SPAN, KAMA_SLOW)
-        sc *= sc
-        prev = fma(v - prev, sc, prev)
-        out[i] = prev
-    return prev
-
-
 def kama_exact_core(x, n, out):
     """kama_core bit for bit, `kama_lanes(x, n, out, KAMA_MIN_CHUNK)`; True when the integer lanes ran."""
     return kama_lanes(x, n, out, KAMA_MIN_CHUNK) >= 0
@@ -450,22 +438,11 @@ def kama_lanes(x, n, out, min_chunk):
             return -1
         marks[blk] = prevs
         r0 = ends[blk]
-    walked = 0
-    true_end = prevs[0]  # the first chunk's end: true
-    for j in range(1, KAMA_LANES):  # chunk j walked from the true end of chunk j-1 until it meets the lane
-        first = start + j * size
-        state = true_end
-        true_end = prevs[j]  # the lane's end, true once it has met
-        r0 = 0
-        met = False
-        for blk in range(ends.shape[0]):
-            state = _kama_rows(x, n, first + r0, first + ends[blk], state, out)
-            walked += ends[blk] - r0
-            r0 = ends[blk]
-            met = chunked_cores._same_bits(state, marks[blk, j])
-            if met:
-                break
-        if not met:
-            true_end = state  # never met: walked to its end
-    _kama_rows(x, n, stop, t_len, true_end, out)  # the rows after the last chunk
+    firsts = np.empty(KAMA_LANES, np.int64)
+    chunk_sums = np.empty(KAMA_LANES)
+    for j in range(KAMA_LANES):  # each chunk's ratio sum formed afresh: exact here
+        firsts[j] = start + j * size
+        chunk_sums[j] = kama_window_sum(x, n, firsts[j])
+    true_end, walked = walk_chunks_again(x, n, firsts, ends, marks, prevs, chunk_sums, out)
+    kama_walk(x, n, stop, t_len, true_end, kama_window_sum(x, n, stop), out)  # the rows after the last chunk
     return walked

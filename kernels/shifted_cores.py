@@ -1,31 +1,35 @@
-"""SMA's float64 running sum in lanes that run beside it a constant apart: sma_core bit for bit.
+"""Float64 running sums in lanes that run beside the true one a constant apart: SMA and KAMA, bit for bit.
 
 sma_core's loop-carried chain is two dependent roundings a row (t = s + x[i], output t/n,
-s = t - x[i-n+1]: 0.96 ns a row on the EPYC of benchmarks/RESULTS.md, TA-Lib's own loop). A
-running sum does not contract, so a chunk started from another state never meets the true one
-(`kernels.chunked_cores`), and float64 inputs are not integers of one unit (`kernels.exact_cores`).
-But inside one binade the rounding does not depend on where the sum is:
+s = t - x[i-n+1]: 0.96 ns a row on the EPYC of benchmarks/RESULTS.md, TA-Lib's own loop), and
+KAMA's efficiency ratio is such a sum too. A running sum does not contract, so a chunk started
+from another state never meets the true one (`kernels.chunked_cores`), and float64 inputs are
+not integers of one unit (`kernels.exact_cores`). But inside one binade the rounding does not
+depend on where the sum is:
 
     if z and z + d both lie in [2^e, 2^(e+1)), u = 2^(e-52), and d is a multiple of 2u, then
     fl(z + d) = fl(z) + d,
 
 since both round to the grid of multiples of u, and a tie goes to the even multiple in both
-(d/u even keeps the parity). So two runs of sma_core's operations over the same rows, from
-states an even number of ulps apart, stay exactly that far apart for as long as every value
-of both stays in that binade; and a tie (z halfway between two multiples of u, frequent where
-x has a few bits below u) makes both even, so an odd distance turns even at the first one.
+(d/u even keeps the parity). So two runs of the same operations over the same rows, from states
+an even number of ulps apart, stay exactly that far apart for as long as every value of both
+stays in its binade (the sums in one, the states after the subtraction in one); and a tie (z
+halfway between two multiples of u, frequent where x has a few bits below u) makes both even,
+so an odd distance turns even at the first one.
 
-Each block of SHIFT_BLOCK output rows is cut into SHIFT_LANES lanes advanced side by side: lane 0
-from the true state, lane j >= 1 from its own window's sum (a state near the true one). Then lane
-by lane, each is walked again serially from the true end of the lane before until its value t
-(before the division) is the lane's own to the bit (met: the rest is true) or an even number of
-ulps from it in the same binade (`_even_apart`: from there on the true sums are the lane's plus
-that distance). That is checked over the rest of the lane (`_shift_holds`: every sum of the lane,
-and the same plus the distance, within [2^e + u, 2^(e+1) - u], which puts the exact sums inside
-the binade too), and a lane that fails (a sum crossing a power of two, a NaN, an infinity, a
-sign change) is walked to its end. The outputs are the true sums divided as the core divides.
-The result never depends on the check passing, only the time does
-(tests/kernels/test_shifted_cores.py).
+`shifted_sums` takes a block of SHIFT_LANES lanes of `lane_rows(n)` rows, advanced side by side
+(`_sum_lanes`: one add and one sub a row for all eight lanes, where one chain waits on both):
+lane 0 from the true state, lane j >= 1 from a state near it (the caller's: SMA its own window's
+sum). Then lane by lane, each is walked serially from the true end of the lane before until its
+sum t is the lane's own to the bit (met: the rest is true) or an even number of ulps from it
+(`_even_apart`). From that row the check (`_shift_end`: every sum and state of the lane, and each
+plus the distance, within [2^e + u, 2^(e+1) - u] of its binade, which puts the exact sums inside
+the binade too) gives the rows whose true sums are the lane's plus the distance; at the first
+row where it fails (a sum crossing a power of two, a NaN, an infinity, a sign change) the walk
+goes on, at most SHIFT_CHECKS checks a lane. The result never depends on a check passing, only
+the time does (tests/kernels/test_shifted_cores.py). SMA divides the true sums as its core does;
+KAMA computes its smoothing constants from them and runs its own recursion, which contracts, in
+time chunks walked again until they meet (as `kernels.exact_cores.kama_lanes`).
 """
 
 from __future__ import annotations
@@ -386,7 +390,17 @@ def _kama_chains64(x, work, first, stride, r0, m, prevs):
 
 
 @register_jitable
-def _kama_walk(x, n, first, stop, prev, sum_roc, out):
+def kama_window_sum(x, n, first):
+    """The efficiency ratio's sum before row `first`, formed afresh: |x[k] - x[k-1]| over
+    k = first-n..first-1, left to right (kama_core's own sum where its float64 sums are exact)."""
+    s = 0.0
+    for k in range(first - n, first):
+        s += math.fabs(np.float64(x[k]) - np.float64(x[k - 1]))
+    return s
+
+
+@register_jitable
+def kama_walk(x, n, first, stop, prev, sum_roc, out):
     """Rows first..stop-1 of kama_core's loop from its states before them (prev, sum_roc);
     returns both after row stop-1."""
     for i in range(first, stop):
@@ -397,6 +411,35 @@ def _kama_walk(x, n, first, stop, prev, sum_roc, out):
         prev = fma(v - prev, kama_smoothing(sum_roc, v - tr), prev)
         out[i] = prev
     return prev, sum_roc
+
+
+@register_jitable
+def walk_chunks_again(x, n, firsts, ends, marks, prevs, chunk_sums, out):
+    """KAMA's chunks j >= 1 (rows firsts[j] on), each run from a cold start, walked again with
+    kama_core's loop from the true end of chunk j-1 (and its ratio's true sum before the chunk,
+    chunk_sums[j]), rewriting their outputs, until the state equals the lane's at a mark
+    (marks[blk, j]: its state after `ends[blk]` rows): from there the lane is the truth. A chunk
+    that never meets is walked to its end. prevs: each lane's end state (prevs[0] true).
+    Returns the true end state of the last chunk and the rows walked."""
+    walked = 0
+    true_end = prevs[0]
+    for j in range(1, firsts.shape[0]):
+        first = firsts[j]
+        state = true_end
+        sum_roc = chunk_sums[j]
+        true_end = prevs[j]  # the lane's end, true once it has met
+        r0 = 0
+        met = False
+        for blk in range(ends.shape[0]):
+            state, sum_roc = kama_walk(x, n, first + r0, first + ends[blk], state, sum_roc, out)
+            walked += ends[blk] - r0
+            r0 = ends[blk]
+            met = chunked_cores._same_bits(state, marks[blk, j])
+            if met:
+                break
+        if not met:
+            true_end = state  # never met: walked to its end
+    return true_end, walked
 
 
 @register_jitable
@@ -485,24 +528,7 @@ def kama_shifted_lanes(x, n, out, min_chunk):
         marks[blk] = prevs
         r0 = ends[blk]
     stop = start + KAMA_LANES * size
-    walked = 0
-    true_end = prevs[0]
-    for j in range(1, KAMA_LANES):
-        first = firsts[j]
-        state = true_end
-        sum_roc = chunk_sums[j]
-        true_end = prevs[j]
-        r0 = 0
-        met = False
-        for blk in range(ends.shape[0]):
-            state, sum_roc = _kama_walk(x, n, first + r0, first + ends[blk], state, sum_roc, work)
-            walked += ends[blk] - r0
-            r0 = ends[blk]
-            met = chunked_cores._same_bits(state, marks[blk, j])
-            if met:
-                break
-        if not met:
-            true_end = state
+    true_end, walked = walk_chunks_again(x, n, firsts, ends, marks, prevs, chunk_sums, work)
     # the rows after the last chunk: their constants are in work; KAMA from the true end
     k = true_end
     for i in range(stop, t_len):

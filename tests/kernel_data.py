@@ -27,3 +27,16 @@ def walk_ohlc(n: int = 1500, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     high, low = close + up, close - down
     open_ = np.clip(close - steps * 0.5, low, high)
     return open_, high, low, close
+
+
+def assert_variant_bits(core, variant, x, params: tuple, out_dtype=np.float64):
+    """core(x, *params, want) and variant(x, *params, got) write the same bits (outputs start at
+    -1.0, so a row neither writes also shows); returns what the variant returned."""
+    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        core(x, *params, want)
+        ran = variant(x, *params, got)
+    bits = np.uint64 if np.dtype(out_dtype) == np.float64 else np.uint32
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
+    return ran

@@ -12,7 +12,7 @@ from numba import njit
 
 from kernels import cores, exact_cores
 from kernels import indicators as K
-from tests.kernel_data import walk_ohlc
+from tests.kernel_data import assert_variant_bits, walk_ohlc
 
 ROWS = exact_cores.BLOCK
 # name: (core, weight of its sums for period n, periods, public function)
@@ -28,14 +28,7 @@ def _assert_variant_equals_core(name, x, n, out_dtype=np.float32) -> bool:
     """The core and its integer variant on x, bit for bit; whether the integer path ran."""
     core = CASES[name][0]
     portable, variant = _compiled(cores, core), _compiled(exact_cores, cores.CPU_VARIANTS[core])
-    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        portable(x, n, want)
-        ran = variant(x, n, got)
-    bits = np.uint64 if out_dtype == np.float64 else np.uint32
-    np.testing.assert_array_equal(got.view(bits), want.view(bits))
-    return ran
+    return assert_variant_bits(portable, variant, x, (n,), out_dtype)
 
 
 @njit(cache=True)
@@ -178,15 +171,9 @@ def _kama_lanes(x, n, out, min_chunk):
 
 
 def _assert_kama_equals_core(x, n, out_dtype=np.float32, min_chunk=exact_cores.KAMA_MIN_CHUNK) -> int:
-    """The core and kama_lanes on x, bit for bit; the rows walked again (-1: the core ran)."""
-    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        _compiled(cores, "kama_core")(x, n, want)
-        walked = _kama_lanes(x, n, got, min_chunk)
-    bits = np.uint64 if out_dtype == np.float64 else np.uint32
-    np.testing.assert_array_equal(got.view(bits), want.view(bits))
-    return walked
+    """The core and kama_lanes on x, bit for bit; the rows walked again (-1: the integer lanes did not run)."""
+    return assert_variant_bits(_compiled(cores, "kama_core"), lambda x, n, out: _kama_lanes(x, n, out, min_chunk), x,
+                               (n,), out_dtype)
 
 
 @pytest.mark.parametrize("extra", [-1, 0, 5, 2 * exact_cores.KAMA_ROWS + 3])  # -1: one row short, the core

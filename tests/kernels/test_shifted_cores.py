@@ -12,7 +12,7 @@ from numba import njit
 
 from kernels import cores, shifted_cores
 from kernels import indicators as K
-from tests.kernel_data import walk_ohlc
+from tests.kernel_data import assert_variant_bits, walk_ohlc
 
 LANES = shifted_cores.SHIFT_LANES
 
@@ -32,25 +32,14 @@ def _kama_lanes(x, n, out, min_chunk):
 
 def _assert_sma_equals_core(x, n, out_dtype=np.float64) -> int:
     """sma_core and sma_shifted_core on x, bit for bit; the rows walked again (-1: the core ran)."""
-    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        _compiled(cores, "sma_core")(x, n, want)
-        walked = _compiled(shifted_cores, "sma_shifted_core")(x, n, got)
-    bits = np.uint64 if out_dtype == np.float64 else np.uint32
-    np.testing.assert_array_equal(got.view(bits), want.view(bits))
-    return walked
+    return assert_variant_bits(_compiled(cores, "sma_core"), _compiled(shifted_cores, "sma_shifted_core"), x, (n,),
+                               out_dtype)
 
 
 def _assert_kama_equals_core(x, n, out_dtype=np.float64, min_chunk=1) -> int:
-    want = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    got = np.full(x.shape[0], -1.0, dtype=out_dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        _compiled(cores, "kama_core")(x, n, want)
-        walked = _kama_lanes(x, n, got, min_chunk)
-    bits = np.uint64 if out_dtype == np.float64 else np.uint32
-    np.testing.assert_array_equal(got.view(bits), want.view(bits))
-    return walked
+    """kama_core and kama_shifted_lanes on x, bit for bit; the rows walked again (-1: the core ran)."""
+    return assert_variant_bits(_compiled(cores, "kama_core"), lambda x, n, out: _kama_lanes(x, n, out, min_chunk), x,
+                               (n,), out_dtype)
 
 
 def _prices(t_len: int, seed: int = 4) -> np.ndarray:
