@@ -27,7 +27,10 @@ plus the distance, within [2^e + u, 2^(e+1) - u] of its binade, which puts the e
 the binade too) gives the rows whose true sums are the lane's plus the distance; at the first
 row where it fails (a sum crossing a power of two, a NaN, an infinity, a sign change) the walk
 goes on, at most SHIFT_CHECKS checks a lane. The result never depends on a check passing, only
-the time does (tests/kernels/test_shifted_cores.py). SMA divides the true sums as its core does;
+the time does (tests/kernels/test_shifted_cores.py). Bit for bit means every value that is not
+a NaN; a NaN is a NaN in the same rows, its sign and payload not promised: where two NaNs meet
+(x86's default NaN from inf - inf has its sign set, a NaN read from the input has not), the CPU
+keeps the one in the operand the compiler put first, which differs between two loops. SMA divides the true sums as its core does;
 KAMA computes its smoothing constants from them and runs its own recursion, which contracts, in
 time chunks walked again until they meet (as `kernels.exact_cores.kama_lanes`).
 """
@@ -111,14 +114,16 @@ def _sum_lanes(ps, qs, rows, starts, sums, src, src_next, dst, dst_first):
 def _binade(v):
     """(lo, hi, u): lo = 2^e + u, hi = 2^(e+1) - u for v > 0 in [2^e, 2^(e+1)) (u = 2^(e-52), its
     ulp), mirrored for v < 0; an empty range (lo > hi) for zero, NaN, infinity, subnormals and
-    binades whose ulp would be subnormal. From the bits: a few integer operations."""
+    the lowest normal binades (exponent fields 1..53: excluded, which only walks them). From the
+    bits: a few integer operations. hi is formed as 2^e + (2^e - u), exact in every binade: as
+    2*2^e - u it overflows to inf in the top one and the range would take infinities."""
     field = (float_bits(v) >> 52) & 0x7FF  # the biased exponent, e + 1023
     if field <= 53 or field == 0x7FF:
         return 1.0, 0.0, 1.0
     two_e = bits_float(field << 52)
     u = bits_float((field - 52) << 52)
     lo = two_e + u
-    hi = 2.0 * two_e - u
+    hi = two_e + (two_e - u)
     return (lo, hi, u) if v > 0 else (-hi, -lo, u)
 
 
@@ -128,7 +133,10 @@ def _even_apart(t, g, lo, hi, u, s, h, lo2, hi2, u2):
     and h, in [lo2, hi2] (of ulp u2), and t - g an even number of the larger ulp."""
     if not (lo <= g <= hi and lo <= t <= hi and lo2 <= s <= hi2 and lo2 <= h <= hi2):
         return False
-    k = (t - g) / (2.0 * max(u, u2))  # t - g exact (Sterbenz); powers of two: k exact
+    # t - g is exact (Sterbenz) and finite, so k is exact unless it underflows where u2 >> u; a
+    # shift of one row is exact whatever k (g + (t - g) = t), and a longer one keeps the sums in
+    # their binade and the states in theirs, which bounds u2 < 2^54 u, so k >= 2^-55 there.
+    k = (t - g) / (2.0 * max(u, u2))
     return k == math.floor(k)
 
 
@@ -166,7 +174,8 @@ def _settle_lane(ps, qs, s, g_end, sums):
 
     Walked serially from s (the true sums into `sums`) until it meets the lane (the rest is the
     lane's) or stands an even number d of ulps from it, the sums in one binade and the states
-    in one (the same, or for SMA over two or three rows, the one below): the rows from there on
+    in one (each its own: the same, or for SMA over two or three rows the one below, for KAMA's
+    ratio the one above, of either sign), d even in the larger ulp: the rows from there on
     where the shift holds (`_shift_end`) are the lane's sums plus d, and the walk goes on from
     the first row where it fails (the sums crossing a power of two, a NaN), from the true state
     before it."""
@@ -492,8 +501,9 @@ def kama_shifted_core(x, n, out):
     chunks side by side, chunk j >= 1 starting cold from its row's value; then chunk j walked
     again with kama_core's loop from the true end of chunk j-1 until its state equals the
     lane's at a mark (`kernels.exact_cores.kama_lanes`). The constants go in `out` where it is
-    float64, else in a scratch array. A series with fewer than `min_chunk` rows a chunk runs
-    the core. Returns the rows walked again, or -1 where the core ran."""
+    float64, else in a scratch array. A series with fewer than 8 * KAMA_ROWS rows a chunk runs
+    the core (`kama_shifted_lanes` takes that minimum as a parameter). Returns the rows walked
+    again, or -1 where the core ran."""
     return kama_shifted_lanes(x, n, out, 8 * KAMA_ROWS)
 
 

@@ -1,8 +1,9 @@
-"""The float64 lanes of kernels.shifted_cores equal sma_core and kama_core bit for bit: lanes that
-meet, lanes a constant number of ulps off (the shift), sums that cross a power of two, change
-sign, hold a NaN or an infinity, inputs of other dtypes and strides, block edges and long
-windows; and the shift itself, fl(z + d) = fl(z) + d inside one binade for an even d, holds
-and fails where the module docstring says."""
+"""The float64 lanes of kernels.shifted_cores equal sma_core and kama_core bit for bit (a NaN as a
+NaN, `tests.kernel_data.assert_variant_bits`): lanes that meet, lanes a constant number of ulps
+off (the shift), sums that cross a power of two, change sign, reach the top binade and overflow,
+hold a NaN or an infinity, inputs of other dtypes and strides, block edges and long windows; and
+the shift itself, fl(z + d) = fl(z) + d inside one binade for an even d, holds and fails where
+the module docstring says."""
 
 from __future__ import annotations
 
@@ -91,11 +92,38 @@ def test_sma_lanes_where_sums_change_sign_cross_powers_of_two_or_lie_at_the_ends
          "rounded": np.round(_prices(t), 2),  # two decimals: fewer ties
          "gaps": walk_ohlc(t, seed=4)[3],  # a walk with a flat stretch and gaps, over 100 binades of sums
          "tiny": rng.normal(0, 1, t) * 1e-310,  # subnormal sums: walked
-         "huge": rng.uniform(1, 2, t) * 1e306}[case]  # window sums overflow to inf and back as NaN
+         "huge": rng.uniform(1, 2, t) * 2.0**1019}[case]  # sums in the top binade, some over max: inf, then NaN
     walked = _assert_sma_equals_core(x, 20)
     assert walked >= 0
     if case == "crossing":
         assert walked < 0.2 * t
+
+
+def test_sma_lane_a_shift_from_the_top_binade_does_not_overflow():
+    """The true sum reaches exactly the largest double where the lane, 2 ulps above, overflows:
+    the top binade's range must end at the largest double, not at infinity."""
+    n = 4
+    rows = shifted_cores.lane_rows(n)
+    a = n - 1 + rows  # lane 1's first row
+    ulp = 2.0**971  # of [2^1023, 2^1024)
+    c = 2.0**1021 * 1.375  # window sums of c: 1.375 * 2^1023, states 3c: all exact in the top binade
+    rng = np.random.default_rng(1)
+    for _ in range(200):  # a few rows before lane 1 leave the true state 2 ulps below its fresh window sum
+        x = np.full(n - 1 + _block(n), c)
+        x[a - 12 : a - 4] = c + rng.integers(-8, 9, 8) * ulp / 4
+        state = 0.0
+        for i in range(n - 1):
+            state += x[i]
+        for i in range(n - 1, a):
+            state = (state + x[i]) - x[i - n + 1]
+        fresh = 0.0
+        for k in range(a - n + 1, a):
+            fresh += x[k]
+        if fresh - state == 2 * ulp:
+            break
+    assert fresh - state == 2 * ulp
+    x[a + 100] = np.finfo(np.float64).max - state  # the true sum there: the largest double
+    assert _assert_sma_equals_core(x, n) >= 0
 
 
 @pytest.mark.parametrize("where", ["nan", "inf"])
@@ -125,7 +153,7 @@ def test_kama_lanes_equal_the_core(n):
     assert 0 <= walked < x.shape[0]
 
 
-@pytest.mark.parametrize("case", ["float32 out", "float32 in", "strided", "nan", "normal", "short"])
+@pytest.mark.parametrize("case", ["float32 out", "float32 in", "strided", "nan", "inf", "top", "normal", "short"])
 def test_kama_lanes_on_other_outputs_inputs_gaps_and_short_series(case):
     x = _prices(70_000)
     out_dtype = np.float64
@@ -137,6 +165,11 @@ def test_kama_lanes_on_other_outputs_inputs_gaps_and_short_series(case):
         x = np.repeat(x, 2)[::2]
     elif case == "nan":
         x[30_000] = np.nan
+    elif case == "inf":  # inf - inf: the sums' NaN from there on
+        x[30_000] = np.inf
+    elif case == "top":  # changes of up to 2^1021: the ratio's sums in the top binade, some over the largest double
+        rng = np.random.default_rng(5)
+        x = rng.choice([-1.0, 1.0], 70_000) * rng.uniform(0.4, 1.0, 70_000) * 2.0**1020
     elif case == "normal":
         x = np.random.default_rng(3).normal(0, 1, 70_000)
     walked = _assert_kama_equals_core(x[:3000] if case == "short" else x, 10, out_dtype, min_chunk=2048)
