@@ -369,13 +369,25 @@ class MetaSettings(_Model):
     ))
     # specialists: the specialist scores, the LSTM score when present, the regime one-hot;
     # features+specialists: those and the feature registry's columns (the `features` table);
-    # a list of names: `specialists` and selected pack names (core, alpha158, plugin packs),
-    # each pack adding its feature columns, e.g. [specialists, alpha158]
+    # a list: exactly the column groups it names (specialists, lstm, regime, pack names)
     inputs: Union[Literal["specialists", "features+specialists"], list[str]] = Field("specialists", description=(
         "the meta model's columns: `specialists` (the specialist scores, the LSTM score when present, the "
-        "regime one-hot), `features+specialists` (those and the `core` pack's `f_*` columns), or a list of "
-        '`specialists` and selected pack names, each adding its feature columns, e.g. `[specialists, '
-        'alpha158]` (`configs/alpha158_lightgbm.yaml`: LightGBM over alpha158)'
+        "regime one-hot), `features+specialists` (those and the `core` pack's `f_*` columns), or a list of the "
+        "column groups the model gets, nothing else: `specialists` (the scores), `lstm` (the LSTM score, used "
+        "when it covers half the training rows), `regime` (the regime one-hot) and selected pack names (their "
+        "feature columns), e.g. `[alpha158]` (Alpha158 alone) or `[specialists, regime, alpha158]` "
+        "(`configs/alpha158_lightgbm.yaml`: LightGBM over alpha158)"
+    ))
+    missing: Literal["auto", "native", "fill", "drop"] = Field("auto", description=(
+        "rows with a missing input value (a close-only symbol's volume features, a warm-up): `native` passes "
+        "them as they are to a model that handles NaN (`hist_gbm`, `lightgbm`), `fill` replaces each column's "
+        "missing values by its median over the training rows (learned on the training years only, stored with "
+        "the model), `drop` leaves the rows out; `auto`: `native` for the tree models, `fill` for `logistic`. "
+        "A row without any input value (the specialists' warm-up) is left out whatever the choice"
+    ))
+    min_coverage: float = Field(0.8, ge=0.0, le=1.0, description=(
+        "the share of labelled rows (training and out-of-sample, per year and horizon) the model must use; below "
+        "it the stage stops with one line naming the columns that emptied the rows, and stores nothing"
     ))
 
     @field_validator("inputs")
@@ -383,11 +395,26 @@ class MetaSettings(_Model):
     def _input_names(cls, v):
         if isinstance(v, list):
             if not v:
-                raise ValueError("an empty list names no input: give specialists and/or pack names")
+                raise ValueError("an empty list names no input: give specialists, lstm, regime and/or pack names")
             bad = [n for n in v if not MODULE_PATTERN.match(n)]
             if bad:
-                raise ValueError(f"{bad[0]!r} is not a pack name; expected specialists or pack names such as core, alpha158")
+                raise ValueError(f"{bad[0]!r} is not a pack name; expected specialists, lstm, regime or pack names "
+                                 "such as core, alpha158")
         return v
+
+    @model_validator(mode="after")
+    def _missing_fits_model(self):
+        if self.missing == "native" and self.model == "logistic":
+            raise ValueError("meta.missing: native needs a model that handles missing values (hist_gbm, lightgbm); "
+                             "expected fill or drop with meta.model: logistic")
+        return self
+
+    def missing_rule(self) -> str:
+        """The rule in force: `auto` resolved (`native` for the tree models, `fill` for `logistic`)."""
+        if self.missing != "auto":
+            return self.missing
+        return "fill" if self.model == "logistic" else "native"
+
     search_rows: int | None = Field(250_000, ge=1_000, description=(
         "the logistic model's C is searched on at most this many training rows (a seeded uniform sample, "
         "the same purged folds); the calibrated fits use every row; `null`: the search uses every row"

@@ -13,12 +13,17 @@ Matrix (`build_meta_matrix`)
     its coefficients and arithmetic are float64 (and an ONNX copy can repeat them exactly).
     Probabilities come back float32.
 
-Missing scores: NOT imputed. A NaN (or inf) specialist or LSTM score stays NaN in X.
-    `complete_rows(X)` is the mask of usable rows: the caller trains on X[mask], and
-    `MetaModel.predict_proba` returns NaN for incomplete rows (so outputs stay aligned with
-    the input rows and nothing is invented). `train_meta` refuses non-finite X.
-    Imputing 0 + an indicator column was rejected: a 0..100 score imputed at 0 is a strong
-    (false) signal and an indicator per specialist doubles the columns for a warm-up effect.
+Missing values: a rule of the model (settings `meta.missing`; `usable_rows`, `fill_missing`):
+    `drop`: a row is used only when every column is finite (the rule before the setting);
+    `fill`: a column's missing values are replaced by its median over the training rows
+    (`column_fill`: learned on the training years only, stored with the model), `native`: the
+    rows go as they are (NaN) to a model that handles them (the tree models). Under `fill` and
+    `native` a row needs at least one finite value outside the regime one-hot (a row with no
+    value at all is a warm-up: nothing to say about it). inf counts as missing.
+    `MetaModel.predict_proba` returns NaN for the rows its rule leaves out, so outputs stay
+    aligned with the input rows. Imputing 0 + an indicator column was rejected: a 0..100
+    score imputed at 0 is a strong (false) signal and an indicator per specialist doubles the
+    columns for a warm-up effect.
 """
 
 from __future__ import annotations
@@ -96,3 +101,52 @@ def complete_rows(X) -> np.ndarray:
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got shape {X.shape}")
     return np.isfinite(X).all(axis=1)
+
+
+MISSING_RULES = ("native", "fill", "drop")
+
+
+def valued_rows(X, names: Sequence[str]) -> np.ndarray:
+    """bool [n]: rows with at least one finite value outside the regime one-hot (every row
+    when the matrix has no other column): the rows that are not a warm-up."""
+    X = np.asarray(X)
+    cols = [j for j, n in enumerate(names) if n not in REGIME_COLUMNS]
+    if not cols:
+        return np.ones(X.shape[0], dtype=bool)
+    return np.isfinite(X[:, cols]).any(axis=1)
+
+
+def usable_rows(X, names: Sequence[str], missing: str) -> np.ndarray:
+    """bool [n]: the rows a model of rule `missing` uses: every value finite (`drop`), or at
+    least one finite value outside the regime one-hot (`fill`, `native`)."""
+    if missing not in MISSING_RULES:
+        raise ValueError(f"missing must be one of {MISSING_RULES}, got {missing!r}")
+    return complete_rows(X) if missing == "drop" else valued_rows(X, names)
+
+
+def column_fill(X) -> np.ndarray:
+    """float32 [m]: each column's median over its finite values (0 for a column without
+    any): the `fill` rule's values, learned on the training rows."""
+    X = np.asarray(X, dtype=np.float64)
+    out = np.zeros(X.shape[1], dtype=np.float32)
+    for j in range(X.shape[1]):
+        col = X[:, j]
+        col = col[np.isfinite(col)]
+        if col.size:
+            out[j] = np.median(col)
+    return out
+
+
+def fill_missing(X, fill) -> np.ndarray:
+    """X (float32) with each non-finite value replaced by its column's `fill` value."""
+    X = np.asarray(X, dtype=np.float32)
+    fill = np.asarray(fill, dtype=np.float32)
+    if fill.shape != (X.shape[1],):
+        raise ValueError(f"fill must have shape ({X.shape[1]},), got {fill.shape}")
+    return np.where(np.isfinite(X), X, fill[None, :]).astype(np.float32)
+
+
+def native_missing(X) -> np.ndarray:
+    """X (float32) with inf as NaN: what a NaN-aware model is given under `native`."""
+    X = np.asarray(X, dtype=np.float32)
+    return np.where(np.isinf(X), np.float32(np.nan), X)

@@ -11,8 +11,13 @@ every row here) when it covers at least half of the training rows, and the regim
 (the seed's "condition by regime"); with settings `meta.inputs: features+specialists` also
 the feature registry's columns (kernels.registry.features.FEATURE_NAMES, from the `features`
 table joined on symbol and date; the day's values, known at its close like the scores);
-with a list of pack names (`meta.inputs: [specialists, alpha158]`) those packs' columns.
-Rows missing any feature are left out (a feature's warm-up too). Model (`meta.model`):
+with a list (`meta.inputs: [alpha158]`, `[specialists, regime, alpha158]`) exactly the column
+groups it names (`input_groups`: specialists, lstm, regime, pack names), nothing else.
+Missing values follow settings `meta.missing` (domain.learning.matrix: native, fill or drop;
+a row with no input value at all, a warm-up, is left out). Every (year, horizon) records what
+it stood on (domain.learning.coverage: rows and symbols used against those available, and
+why the rest were left out) in its report and sidecar, and a coverage below
+`meta.min_coverage` stops the stage with one line before anything is stored. Model (`meta.model`):
 logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt calibration
 (domain.learning.metamodel), its calibration folds purged on the label intervals and, for the
 logistic model, its C searched once per fit over those folds (newton-cholesky fits; on at most
@@ -24,7 +29,8 @@ window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
 out-of-sample metrics under `reports/<experiment>/meta_model/`. The (year, horizon) fits are
 independent and run in `build.workers` processes; this process writes every file, in year
-and horizon order, so the files do not depend on the worker count. The input tables are read
+and horizon order once every fit has succeeded, so the files do not depend on the worker
+count and a failed fit stores nothing. The input tables are read
 once for all the years (read_inputs); each year's rows are cut from that read (known_by).
 """
 
@@ -38,7 +44,9 @@ from domain.learning.training_data import known_by, one_class, training_frame
 from domain.observe import write_bytes_atomic, write_json_atomic
 from domain.progress import year_done
 from domain.learning.calibration import fold_metrics
-from domain.learning.matrix import build_meta_matrix, complete_rows
+from domain.learning.coverage import check_floor, row_coverage
+from domain.learning.matrix import LSTM_COLUMN as MODEL_LSTM_COLUMN
+from domain.learning.matrix import REGIME_COLUMNS, regime_one_hot, usable_rows
 from domain.learning.metamodel import MetaModel, train_meta
 from domain.learning.persistence import meta_from_payload, save_meta
 from domain.learning.purged_cv import PurgedKFold
@@ -53,6 +61,9 @@ LSTM_MIN_COVERAGE = 0.5  # use the LSTM score when it covers at least this share
 SPECIALISTS_ONLY = "specialists"
 WITH_FEATURES = "features+specialists"
 META_INPUTS = (SPECIALISTS_ONLY, WITH_FEATURES)  # settings meta.inputs
+# the column groups that are not packs, in the matrix's order (before the packs' columns)
+SPECIALISTS_GROUP, LSTM_GROUP, REGIME_GROUP = "specialists", "lstm", "regime"
+BUILTIN_GROUPS = (SPECIALISTS_GROUP, LSTM_GROUP, REGIME_GROUP)
 
 
 def load_meta(path_joblib) -> MetaModel:
@@ -67,29 +78,87 @@ def load_meta(path_joblib) -> MetaModel:
     return meta_from_payload(payload, path)
 
 
+def input_groups(inputs: str | list[str]) -> list[str]:
+    """The column groups of settings meta.inputs, in the matrix's order (specialists, lstm,
+    regime, then the packs as listed): a list names exactly its groups; `specialists` is
+    [specialists, lstm, regime], `features+specialists` those and `core`."""
+    if isinstance(inputs, (list, tuple)):
+        return [g for g in BUILTIN_GROUPS if g in inputs] + [g for g in dict.fromkeys(inputs) if g not in BUILTIN_GROUPS]
+    if inputs not in META_INPUTS:
+        raise ValueError(f"meta.inputs must be one of {META_INPUTS} or a list, got {inputs!r}")
+    return [*BUILTIN_GROUPS, *(["core"] if inputs == WITH_FEATURES else [])]
+
+
 def feature_columns(inputs: str | list[str], selection=None) -> list[str]:
     """The feature columns a meta model of `inputs` (settings meta.inputs) uses: none for
     `specialists`, the registry's (the `core` pack) for `features+specialists`; for a list,
-    the feature columns of each pack it names (`specialists` adds none: the scores are
-    always in), in the list's order. A pack must be selected in `selection` (settings
-    `features`, domain.feature_packs; default: core only), else a ValueError naming it."""
+    the feature columns of each pack it names (specialists, lstm and regime add none here:
+    they are not `features` columns), in the list's order. A pack must be selected in
+    `selection` (settings `features`, domain.feature_packs; default: core only), else a
+    ValueError naming it."""
     if isinstance(inputs, (list, tuple)):
         from kernels.registry.packs import select
 
         selection = select() if selection is None else selection
         out: list[str] = []
         for name in inputs:
-            if name == SPECIALISTS_ONLY:
+            if name in BUILTIN_GROUPS:
                 continue
             pack = selection.pack(name)
             if pack is None:
-                raise ValueError(f"meta.inputs: {name!r} is not a selected pack; expected specialists or one of "
-                                 f"{[p.name for p in selection.packs]} (settings features.packs / features.plugins)")
+                raise ValueError(f"meta.inputs: {name!r} is not a selected pack; expected one of "
+                                 f"{list(BUILTIN_GROUPS)} or {[p.name for p in selection.packs]} "
+                                 "(settings features.packs / features.plugins)")
             out += [c for e in pack.features for c in e.columns if c not in out]
         return out
     if inputs not in META_INPUTS:
         raise ValueError(f"meta.inputs must be one of {META_INPUTS}, got {inputs!r}")
     return list(FEATURE_NAMES) if inputs == WITH_FEATURES else []
+
+
+def model_columns(groups: list[str], frame_columns, features: list[str]) -> tuple[list[str], list[str]]:
+    """(the model's column names, the groups they come from) for `groups` (input_groups) over
+    a frame with `frame_columns`: the specialist scores, the LSTM score when the frame has
+    it (year_frames drops it below LSTM_MIN_COVERAGE), the regime one-hot when the frame has
+    a regime, then the pack `features`; the order of build_meta_matrix."""
+    names: list[str] = []
+    used: list[str] = []
+    if SPECIALISTS_GROUP in groups:
+        names += SPECIALIST_COLUMNS
+        used.append(SPECIALISTS_GROUP)
+    if LSTM_GROUP in groups and LSTM_COLUMN in frame_columns:
+        names.append(MODEL_LSTM_COLUMN)
+        used.append(LSTM_GROUP)
+    if REGIME_GROUP in groups and "regime" in frame_columns:
+        names += REGIME_COLUMNS
+        used.append(REGIME_GROUP)
+    names += [c for c in features if c not in names]
+    used += [g for g in groups if g not in BUILTIN_GROUPS]
+    return names, used
+
+
+def legacy_columns(frame_columns, features: list[str] | None) -> list[str]:
+    """The columns of a model fitted without explicit names: every built-in group the frame
+    has, then `features` (fit_year's default, the matrix before meta.inputs named groups)."""
+    return model_columns(list(BUILTIN_GROUPS), frame_columns, features or [])[0]
+
+
+def frame_matrix(frame: pl.DataFrame, names: list[str]) -> np.ndarray:
+    """float32 [rows, len(names)]: the model columns `names` of `frame`, null as NaN: a
+    specialist or feature column as stored, `lstm_score` from the stored `spec_lstm_score`
+    (NaN when absent), `regime_*` as the one-hot of `regime` (domain.learning.matrix)."""
+    n = frame.height
+    X = np.empty((n, len(names)), dtype=np.float32)
+    regime = regime_one_hot(frame["regime"].to_numpy()) if any(c in REGIME_COLUMNS for c in names) else None
+    for j, name in enumerate(names):
+        if name in REGIME_COLUMNS:
+            X[:, j] = regime[:, REGIME_COLUMNS.index(name)]
+        elif name == MODEL_LSTM_COLUMN:
+            X[:, j] = (frame[LSTM_COLUMN].cast(pl.Float32).fill_null(float("nan")).to_numpy() if LSTM_COLUMN in frame.columns
+                       else np.nan)
+        else:
+            X[:, j] = frame[name].cast(pl.Float32).fill_null(float("nan")).to_numpy()
+    return X
 
 
 def feature_frame(features: pl.LazyFrame | None, columns: list[str]) -> pl.LazyFrame:
@@ -114,49 +183,61 @@ def join_features(frame: pl.DataFrame, features: pl.LazyFrame | None, columns: l
     return frame.lazy().join(feats, on=["symbol", "date"], how="left", maintain_order="left").collect()
 
 
-def _matrix(frame: pl.DataFrame, horizon: int, features: list[str] | None = None):
-    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
-    regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
-    lstm = frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns else None
-    feats = (frame.select([pl.col(c).cast(pl.Float32).fill_null(float("nan")) for c in features]).to_numpy()
-             if features else None)
-    X, names = build_meta_matrix(scores, lstm, regime, specialist_names=SPECIALIST_COLUMNS, features=feats,
-                                 feature_columns=features or None)
-    y = frame[f"label_bin_h{horizon}"].to_numpy()
-    return X, y, names
-
-
 def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, *, n_splits: int, embargo_days: int,
              model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None,
              n_jobs: int | None = None, c_search: str = "once", solver: str = "newton-cholesky",
-             search_rows: int | None = None):
-    """(model, out-of-sample metrics, test probabilities, test labels) for one horizon;
-    `features`: the registry feature columns of the frames to use too (feature_columns);
-    `n_jobs`: processes for the calibration folds (the same model whatever the number)."""
-    train = frame_train.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
-    X, y, names = _matrix(train, horizon, features)
-    ok = complete_rows(X)
+             search_rows: int | None = None, names: list[str] | None = None, groups: list[str] | None = None,
+             missing: str = "drop", min_coverage: float = 0.0, label: str | None = None):
+    """(model, out-of-sample metrics, test probabilities, test labels) for one horizon.
+    `names`: the model's columns (model_columns; default legacy_columns: every built-in group
+    the frame has, then `features`), `groups` the input groups they come from (recorded);
+    `missing`: the missing-value rule; the metrics carry `coverage` (domain.learning.coverage)
+    of the training and the test rows, and a coverage under `min_coverage` raises
+    CoverageError naming `label` (default `meta_model h{H}`); `n_jobs`: processes for the
+    calibration folds (the same model whatever the number)."""
+    label = label or f"meta_model h{horizon}"
+    names = legacy_columns(frame_train.columns, features) if names is None else list(names)
+    ybin = f"label_bin_h{horizon}"
+    X = frame_matrix(frame_train, names)
+    labelled = frame_train[ybin].is_not_null().to_numpy()
+    cov_train = row_coverage(X, names, labelled, _symbols(frame_train), missing)
+    ok = usable_rows(X, names, missing) & labelled
     if not ok.any():
-        empty = [n for n, col in zip(names, X.T) if not np.isfinite(col).any()]
-        raise ValueError(f"meta_model h{horizon}: none of the {len(y)} training rows has a value in every input column; "
+        empty = [n for n, col in zip(names, X[labelled].T) if not np.isfinite(col).any()]
+        need = "a value in every input column" if missing == "drop" else "any input value"
+        raise ValueError(f"{label}: none of the {int(labelled.sum())} training rows has {need} (meta.missing {missing}); "
                          f"column(s) without any value: {empty[:12]}{' ...' if len(empty) > 12 else ''}; expected "
-                         "meta.inputs whose columns the data can fill (close-only bars leave volume features empty)")
-    train, X, y = train.filter(pl.Series(ok)), X[ok], y[ok].astype(np.int8)
+                         "meta.inputs whose columns the data can fill (close-only bars leave volume features empty)"
+                         + (" or meta.missing: fill" if missing == "drop" else ""))
+    check_floor(cov_train, min_coverage, f"{label} training rows")
+    train = frame_train.filter(pl.Series(ok))
+    X, y = X[ok], frame_train[ybin].to_numpy()[ok].astype(np.int8)
     t0 = train["date"].to_numpy().astype("datetime64[D]")
     t1 = train[f"t1_h{horizon}"].to_numpy().astype("datetime64[D]")
     folds = list(PurgedKFold(n_splits, t0, t1, embargo=np.timedelta64(embargo_days, "D")).split())
     window = {"train_from": str(train["date"].min()), "train_to": str(train["date"].max()), "rows": int(len(y)),
-              "horizon": horizon, "inputs": WITH_FEATURES if features else SPECIALISTS_ONLY}
+              "horizon": horizon, "inputs": list(groups) if groups is not None else
+              (WITH_FEATURES if features else SPECIALISTS_ONLY),
+              "input_columns": len(names), "missing": missing}
     model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window,
-                       fold_jobs=n_jobs, c_search=c_search, solver=solver, search_rows=search_rows)
-    test = frame_test.filter(pl.col(f"label_bin_h{horizon}").is_not_null())
-    Xt, yt, _ = _matrix(test, horizon, features)
-    okt = complete_rows(Xt)
+                       fold_jobs=n_jobs, c_search=c_search, solver=solver, search_rows=search_rows, missing=missing)
+    Xt = frame_matrix(frame_test, names)
+    labelled_t = frame_test[ybin].is_not_null().to_numpy()
+    cov_test = row_coverage(Xt, names, labelled_t, _symbols(frame_test), missing)
+    check_floor(cov_test, min_coverage, f"{label} out-of-sample rows")
+    okt = model.usable(Xt) & labelled_t
     p = model.predict_proba(Xt[okt])
-    ret = test[f"label_ret_h{horizon}"].to_numpy()[okt]
+    yt = frame_test[ybin].to_numpy()[okt].astype(np.int8)
+    ret = frame_test[f"label_ret_h{horizon}"].to_numpy()[okt]
     ic = float(spearmanr(p, ret).statistic) if len(p) > 2 and np.ptp(p) > 0 else None
-    metrics = {**fold_metrics(yt[okt].astype(np.int8), p), "ic": ic, "train_rows": int(len(y))}
-    return model, metrics, p, yt[okt].astype(np.int8)
+    metrics = {**fold_metrics(yt, p), "ic": ic, "train_rows": int(len(y)),
+               "coverage": {"train": cov_train, "test": cov_test}}
+    return model, metrics, p, yt
+
+
+def _symbols(frame: pl.DataFrame) -> np.ndarray:
+    """Each row's symbol (one symbol when the frame has no symbol column)."""
+    return frame["symbol"].to_numpy() if "symbol" in frame.columns else np.zeros(frame.height, dtype=np.int8)
 
 
 def year_frames(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
@@ -194,34 +275,40 @@ def read_inputs(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.Lazy
 
 
 def horizon_frame(frame: pl.DataFrame, horizon: int, columns: list[str] | None, labelled: bool = False) -> pl.DataFrame:
-    """The columns of `frame` that fit_year reads for `horizon` (date, the label, its end and
+    """The columns of `frame` that fit_year reads for `horizon` (symbol, date, the label, its end and
     return, the scores, the LSTM score and regime when present, the feature `columns`), and
     with `labelled` only the rows with that label: what a worker process is sent, in the
     frame's row order (fit_year keeps the labelled rows itself, so the model is the same)."""
-    keep = ["date", f"t1_h{horizon}", f"label_bin_h{horizon}", f"label_ret_h{horizon}", *SPECIALIST_COLUMNS,
+    keep = ["symbol", "date", f"t1_h{horizon}", f"label_bin_h{horizon}", f"label_ret_h{horizon}", *SPECIALIST_COLUMNS,
             LSTM_COLUMN, "regime", *(columns or [])]
     out = frame.select([c for c in dict.fromkeys(keep) if c in frame.columns])
     return out.filter(pl.col(f"label_bin_h{horizon}").is_not_null()) if labelled else out
 
 
-def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: dict) -> tuple:
+def _fit_task(train: pl.DataFrame, test: pl.DataFrame, h: int, year: int, fit: dict, names: list[str],
+              groups: list[str]) -> tuple:
     """One (year, horizon) fit, run in a worker process: (model, metrics, calibration PNG
     bytes or None). Every fit is seeded and independent, so the result does not depend on
     the process or the order."""
     from domain.learning.plots import calibration_png_bytes
 
-    model, metrics, p, y = fit_year(train, test, h, **fit)
+    model, metrics, p, y = fit_year(train, test, h, **fit, names=names, groups=groups, label=f"meta_model {year} h{h}")
     png = (calibration_png_bytes(y, p, title=f"meta h{h}, out of sample {year}")
            if len(y) and len(np.unique(y)) == 2 else None)
     return model, metrics, png
 
 
-def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns):
-    """(year, h, train rows, test rows, (test symbols, train symbols)) per year and horizon
-    to fit, built lazily (one year's frames at a time, as the workers ask for work)."""
+def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns, groups):
+    """(year, h, train rows, test rows, (test symbols, train symbols), model columns, their
+    groups, notes) per year and horizon to fit, built lazily (one year's frames at a time,
+    as the workers ask for work)."""
     read = read_inputs(specialists, labels, regime, lstm_model, horizons, max(years)) if years else None
     for year in years:
         train, test = year_frames(specialists, labels, regime, lstm_model, horizons, year, log, features, columns, read)
+        names, used = model_columns(groups, train.columns, columns)
+        notes = [f"input group {g!r} not used: " + ("the LSTM scores cover too few training rows" if g == LSTM_GROUP
+                                                     else "no regime is stored")
+                 for g in groups if g not in used]
         for h in horizons:
             if train.filter(pl.col(f"label_bin_h{h}").is_not_null()).height < 200:
                 if log is not None:
@@ -234,7 +321,7 @@ def _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, f
                                 "horizon skipped")
                 continue
             yield (year, h, horizon_frame(train, h, columns, labelled=True), horizon_frame(test, h, columns),
-                   (test["symbol"].n_unique(), train["symbol"].n_unique()))
+                   (test["symbol"].n_unique(), train["symbol"].n_unique()), names, used, notes)
 
 
 def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: pl.LazyFrame, lstm_model: pl.LazyFrame,
@@ -246,52 +333,65 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     `log` (info/warning) is told about skipped horizons and unused LSTM scores. `features`
     (the stored table) is read only when settings `meta.inputs` asks for its columns.
     The (year, horizon) fits run in `build.workers` processes (one: in this process); files
-    are written here, in year and horizon order, and are the same whatever the worker count.
+    are written here once every fit has succeeded (a CoverageError or any failure stores
+    nothing), in year and horizon order, and are the same whatever the worker count.
     `c_search`, `solver`: domain.learning.metamodel.train_meta's (the stage uses the defaults)."""
     from joblib import Parallel, delayed
 
     from domain.feature_packs import feature_selection
 
     horizons = settings.meta.horizons or settings.labels.horizons
+    groups = input_groups(settings.meta.inputs)
     columns = feature_columns(settings.meta.inputs, feature_selection(settings))
     versions = {a: DeltaStore(settings.table_root(a)).versions([a])[a]
                 for a in TRAINED_ON + (("features",) if columns else ())}
     fit = {"n_splits": settings.cv.n_splits, "embargo_days": settings.cv.embargo_days, "model": settings.meta.model,
            "calibration": settings.meta.calibration, "seed": settings.meta.seed, "features": columns,
-           "c_search": c_search, "solver": solver, "search_rows": settings.meta.search_rows}
+           "c_search": c_search, "solver": solver, "search_rows": settings.meta.search_rows,
+           "missing": settings.meta.missing_rule(), "min_coverage": settings.meta.min_coverage}
     workers = min(settings.build.worker_count(), len(years) * len(horizons))
-    tasks = list(_year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns)) \
-        if workers <= 1 else None
-    rows, previews = [], {}
-    reports = settings.stage_reports_dir("meta_model")
-    if tasks is not None:
-        keys = [(y, h, sym) for y, h, _, _, sym in tasks]
-        results = (_fit_task(tr, te, h, y, fit) for y, h, tr, te, _ in tasks)
-    else:
-        keys = []
-        gen = _year_tasks(specialists, labels, regime, lstm_model, horizons, years, log, features, columns)
+    task_args = (specialists, labels, regime, lstm_model, horizons, years, log, features, columns, groups)
+    keys = []
+    if workers <= 1:
+        def fits():
+            for y, h, tr, te, sym, names, used, notes in _year_tasks(*task_args):
+                keys.append((y, h, sym, used, notes))
+                yield _fit_task(tr, te, h, y, fit, names, used)
 
+        results = fits()
+    else:
         def calls():
-            for y, h, tr, te, sym in gen:
-                keys.append((y, h, sym))
-                yield delayed(_fit_task)(tr, te, h, y, fit)
+            for y, h, tr, te, sym, names, used, notes in _year_tasks(*task_args):
+                keys.append((y, h, sym, used, notes))
+                yield delayed(_fit_task)(tr, te, h, y, fit, names, used)
 
         results = Parallel(n_jobs=workers, backend="loky", return_as="generator", pre_dispatch="n_jobs")(calls())
-    logged = set()
-    for i, (model, metrics, png) in enumerate(results):
-        year, h, (symbols, train_symbols) = keys[i]
-        for y in [y for y in years if y < year and y not in logged]:  # earlier years are complete
+    done, logged = [], set()
+    for i, result in enumerate(results):  # every fit first: a failure stores nothing
+        done.append((keys[i], result))
+        for y in [y for y in years if y < keys[i][0] and y not in logged]:  # earlier years are complete
             year_done(log, "meta_model", y)
             logged.add(y)
+    rows, previews = [], {}
+    reports = settings.stage_reports_dir("meta_model")
+    for (year, h, (symbols, train_symbols), used, notes), (model, metrics, png) in done:
         stem = settings.models_dir / f"meta_h{h}_{year}"
         sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
-        write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions})
+        write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions,
+                                                      "coverage": metrics["coverage"]})
         if png is not None:
             write_bytes_atomic(reports / f"calibration_h{h}_{year}.png", png)
         write_json_atomic(reports / f"h{h}_{year}.json",
-                          {"year": year, "horizon": h, "symbols": symbols, "train_symbols": train_symbols, **metrics})
-        rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
-        previews[f"{year}/h{h}"] = metrics
+                          {"year": year, "horizon": h, "symbols": symbols, "train_symbols": train_symbols,
+                           "inputs": used, "input_columns": model.n_features, "missing": model.missing,
+                           **({"notes": notes} if notes else {}), **metrics})
+        cov = metrics["coverage"]["test"]
+        rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")},
+                     "rows_available": cov["rows_available"], "symbols_used": cov["symbols_used"],
+                     "symbols_available": cov["symbols_available"]})
+        previews[f"{year}/h{h}"] = {k: v for k, v in metrics.items() if k != "coverage"} | {
+            "coverage": {split: {k: c[k] for k in ("rows_used", "rows_available", "symbols_used", "symbols_available")}
+                         for split, c in metrics["coverage"].items()}}
     for y in years:
         if y not in logged:
             year_done(log, "meta_model", y)

@@ -12,8 +12,10 @@ Inference (`MetaModel.predict_proba`): for model='logistic' the fitted parameter
     models, or an estimator whose structure the extraction does not recognise, go through
     sklearn.
 
-Missing scores: NOT imputed (domain.learning.matrix, "Missing scores"): `train_meta` refuses
-    non-finite X, and `MetaModel.predict_proba` returns NaN for incomplete rows.
+Missing values: the model's rule (`missing`: drop, fill or native; domain.learning.matrix,
+    "Missing values"): `train_meta` refuses rows its rule would leave out, learns the `fill`
+    values (each column's training median) and stores them on the model; `predict_proba`
+    applies the same rule and returns NaN for the rows it leaves out.
 
 Model (`train_meta`)
     logistic (default): CalibratedClassifierCV(Pipeline(StandardScaler, LogisticRegression(C)),
@@ -76,7 +78,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from domain.learning.matrix import complete_rows
+from domain.learning.matrix import MISSING_RULES, column_fill, fill_missing, native_missing, usable_rows
 from domain.learning.purged_cv import folds_on, row_sample
 
 MODELS = ("logistic", "hist_gbm", "lightgbm")
@@ -211,6 +213,8 @@ class MetaModel:
     window: dict = field(default_factory=dict)  # the caller's training window metadata
     versions: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)  # n_train, positives, cv, seed, fold coefficients
+    missing: str = "drop"  # the missing-value rule (MISSING_RULES); models saved before it: drop
+    fill_values: list[float] | None = None  # the `fill` rule's column values (training medians)
 
     # (estimator, folds or None): the extracted logistic parameters, built on first use for
     # that estimator object. A class attribute, not a field; dropped by __getstate__.
@@ -240,15 +244,25 @@ class MetaModel:
             cached = self._fast = (self.estimator, folds)
         return cached[1]
 
+    def usable(self, X) -> np.ndarray:
+        """bool [n]: the rows of X this model scores (its missing-value rule)."""
+        return usable_rows(X, self.feature_names, self.missing)
+
+    def prepared(self, X) -> np.ndarray:
+        """float32 rows as the estimator sees them: filled (`fill`), inf as NaN (`native`)."""
+        if self.missing == "fill":
+            return fill_missing(X, self.fill_values)
+        return native_missing(X) if self.missing == "native" else np.asarray(X, dtype=np.float32)
+
     def predict_proba(self, X) -> np.ndarray:
-        """float32 [n] P(y = 1); NaN for rows with a non-finite feature."""
+        """float32 [n] P(y = 1); NaN for the rows the model's missing-value rule leaves out."""
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must be [n, {self.n_features}] ({self.feature_names}), got shape {X.shape}")
         out = np.full(X.shape[0], np.nan, dtype=np.float32)
-        ok = complete_rows(X)
+        ok = self.usable(X)
         if ok.any():  # float64 in: sklearn then computes in float64 (as it trained), see export_onnx
-            out[ok] = self._proba64(X[ok].astype(np.float64))
+            out[ok] = self._proba64(self.prepared(X[ok]).astype(np.float64))
         return out
 
     def _proba64(self, X64: np.ndarray) -> np.ndarray:
@@ -268,6 +282,8 @@ class MetaModel:
             "n_features": self.n_features,
             "window": self.window,
             "versions": self.versions,
+            "missing": self.missing,
+            **({"fill_values": [float(v) for v in self.fill_values]} if self.fill_values is not None else {}),
             **self.info,
         }
 
@@ -391,8 +407,11 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
                Cs: int | Sequence[float] | None = 10, inner_cv: int = 5, n_jobs: int | None = None,
                blas_threads: int | None = 1, lgbm_params: dict | None = None,
                hist_gbm_params: dict | None = None, fold_jobs: int | None = None,
-               c_search: str = "once", solver: str = "newton-cholesky", search_rows: int | None = None) -> MetaModel:
-    """Fit the calibrated meta model on complete rows (see the module docstring)."""
+               c_search: str = "once", solver: str = "newton-cholesky", search_rows: int | None = None,
+               missing: str = "drop") -> MetaModel:
+    """Fit the calibrated meta model on the rows its missing-value rule `missing` uses (drop:
+    complete rows; fill: each missing value replaced by its column's training median; native:
+    NaN as they are, tree models only): see the module docstring."""
     if c_search not in C_SEARCHES:
         raise ValueError(f"c_search must be one of {C_SEARCHES}, got {c_search!r}")
     if solver not in SOLVERS:
@@ -412,12 +431,19 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
     y = y.astype(np.int8)
     if np.unique(y).size < 2:
         raise ValueError("y has one class: nothing to learn")
-    ok = complete_rows(X)
-    if not ok.all():
-        raise ValueError(f"X has {int((~ok).sum())} rows with non-finite values: train on X[complete_rows(X)]")
+    if missing not in MISSING_RULES:
+        raise ValueError(f"missing must be one of {MISSING_RULES}, got {missing!r}")
+    if missing == "native" and model == "logistic":
+        raise ValueError("missing='native' needs a model that handles NaN (hist_gbm, lightgbm), not logistic")
     names = [f"x{i}" for i in range(X.shape[1])] if feature_names is None else [str(f) for f in feature_names]
     if len(names) != X.shape[1]:
         raise ValueError(f"{len(names)} feature names for {X.shape[1]} columns")
+    ok = usable_rows(X, names, missing)
+    if not ok.all():
+        what = "non-finite values" if missing == "drop" else "no finite value"
+        raise ValueError(f"X has {int((~ok).sum())} rows with {what}: train on X[usable_rows(X, names, {missing!r})]")
+    fill = column_fill(X) if missing == "fill" else None
+    X = fill_missing(X, fill) if fill is not None else native_missing(X) if missing == "native" else X
     if isinstance(cv, numbers.Integral):
         cv = int(cv)
     elif not hasattr(cv, "split"):
@@ -472,4 +498,5 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
     else:
         key = "hist_gbm_params" if model == "hist_gbm" else "lgbm_params"
         info[key] = {k: v for k, v in base.get_params().items() if isinstance(v, (int, float, str, bool))}
-    return MetaModel(est, names, model, calibration, dict(window or {}), library_versions(*extra), info)
+    return MetaModel(est, names, model, calibration, dict(window or {}), library_versions(*extra), info, missing,
+                     None if fill is None else [float(v) for v in fill])

@@ -3,7 +3,9 @@ logistic model (every calibrated copy: scaler, logistic decision, isotonic inter
 sigmoid; then their mean) as a hand-built float64 graph with float32 input and output;
 `onnx_predict` runs it with onnxruntime on CPU. It matches `MetaModel.predict_proba` to
 float32 precision. skl2onnx is not used: it mis-converts this model (see export_onnx).
-LightGBM models are not exported.
+LightGBM models are not exported. A model of the `fill` rule carries its fill values in the
+graph (IsNaN | IsInf -> Where); the rule goes into the metadata_props, and `onnx_predict`
+leaves out the rows the rule leaves out (NaN), as `MetaModel.predict_proba` does.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from domain.learning.matrix import complete_rows
+from domain.learning.matrix import usable_rows
 from domain.learning.metamodel import LogisticFold, MetaModel, logistic_folds
 from domain.learning.persistence import atomic_write
 
@@ -82,8 +84,16 @@ def export_onnx(model: MetaModel, path, *, opset: int = 17) -> Path:
     except NotImplementedError as e:
         raise NotImplementedError(f"ONNX export: {e}") from e
     k = model.n_features
-    nodes = [h.make_node("Cast", ["X"], ["X64"], name="X64", to=TensorProto.DOUBLE)]
-    inits: list = []
+    nodes, inits = [], []
+    x = "X"
+    if model.missing == "fill":  # X where finite, else the column's training median
+        inits.append(numpy_helper.from_array(np.asarray(model.fill_values, np.float32).reshape(1, k), "fill"))
+        nodes += [h.make_node("IsNaN", ["X"], ["x_nan"], name="x_nan"),
+                  h.make_node("IsInf", ["X"], ["x_inf"], name="x_inf"),
+                  h.make_node("Or", ["x_nan", "x_inf"], ["x_bad"], name="x_bad"),
+                  h.make_node("Where", ["x_bad", "fill", "X"], ["X_filled"], name="X_filled")]
+        x = "X_filled"
+    nodes.append(h.make_node("Cast", [x], ["X64"], name="X64", to=TensorProto.DOUBLE))
     folds = [_fold_nodes(h, numpy_helper, TensorProto, fold, i, nodes, inits) for i, fold in enumerate(params)]
     inits.append(numpy_helper.from_array(np.asarray(len(folds), np.float64), "n_folds"))
     inits.append(numpy_helper.from_array(np.asarray(1.0, np.float64), "one64"))
@@ -99,13 +109,15 @@ def export_onnx(model: MetaModel, path, *, opset: int = 17) -> Path:
     onx = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="tradelab.domain.learning.onnx_export")
     onx.ir_version = 8
     h.set_model_props(onx, {"features": json.dumps(model.feature_names), "versions": json.dumps(model.versions),
-                            "window": json.dumps(model.window, default=str), "calibration": model.calibration})
+                            "window": json.dumps(model.window, default=str), "calibration": model.calibration,
+                            "missing": model.missing})
     onnx.checker.check_model(onx)
     return atomic_write(path, lambda fh: fh.write(onx.SerializeToString()))
 
 
 def onnx_predict(path, X) -> np.ndarray:
-    """float32 [n] P(y = 1) from an exported model; NaN for rows with a non-finite feature."""
+    """float32 [n] P(y = 1) from an exported model; NaN for the rows its missing-value rule
+    (metadata_props `missing`; `drop` for files written before it) leaves out."""
     try:
         import onnxruntime as ort
     except ImportError as e:
@@ -116,7 +128,9 @@ def onnx_predict(path, X) -> np.ndarray:
     if X.ndim != 2 or (isinstance(k, int) and X.shape[1] != k):
         raise ValueError(f"X must be [n, {k}], got shape {X.shape}")
     out = np.full(X.shape[0], np.nan, dtype=np.float32)
-    ok = complete_rows(X)
+    props = sess.get_modelmeta().custom_metadata_map
+    names = json.loads(props["features"]) if "features" in props else [f"x{j}" for j in range(X.shape[1])]
+    ok = usable_rows(X, names, props.get("missing", "drop"))
     if ok.any():
         proba = sess.run(["probabilities"], {"X": np.ascontiguousarray(X[ok])})[0]
         out[ok] = proba[:, 1]

@@ -49,7 +49,7 @@ def save_meta(model: MetaModel, path_joblib, path_json=None) -> dict:
     payload = {
         "format": PAYLOAD_FORMAT, "estimator": model.estimator, "feature_names": list(model.feature_names),
         "kind": model.kind, "calibration": model.calibration, "window": model.window,
-        "versions": model.versions, "info": model.info,
+        "versions": model.versions, "info": model.info, "missing": model.missing, "fill_values": model.fill_values,
     }
     buf = io.BytesIO()
     joblib.dump(payload, buf)
@@ -71,4 +71,5 @@ def meta_from_payload(payload, origin) -> MetaModel:
         warnings.warn(f"meta model trained with scikit-learn {trained}, loaded with {sklearn.__version__}",
                       UserWarning, stacklevel=2)
     return MetaModel(payload["estimator"], payload["feature_names"], payload["kind"], payload["calibration"],
-                     payload["window"], payload["versions"], payload["info"])
+                     payload["window"], payload["versions"], payload["info"], payload.get("missing", "drop"),
+                     payload.get("fill_values"))

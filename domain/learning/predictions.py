@@ -8,9 +8,11 @@ the feature registry's columns of the day (the `features` table) when the model 
 with them (meta.inputs: features+specialists; read from the model's feature names, so a
 change of the setting after training does not change what a stored model is fed).
 The model of year Y was trained on labels known by the end of Y-1 (`meta_model`), so every
-probability stored here is out of sample. A day whose inputs are incomplete (warm-up, no
-LSTM score) gets NaN, as does a horizon whose model of Y does not exist (too little
-history before Y). Rows: every (symbol, date) of Y with specialist scores, labelled or not:
+probability stored here is out of sample. A day its model's missing-value rule leaves out
+(settings meta.missing: under `drop` any missing input; under `fill` and `native` only a day
+without any input value, a warm-up) gets NaN, as does a horizon whose model of Y does not
+exist (too little history before Y). The matrix is built from the model's own column names
+(domain.learning.meta.frame_matrix), so a model gets exactly the columns it was trained on. Rows: every (symbol, date) of Y with specialist scores, labelled or not:
 the last days of a year have no realised label yet but still have a prediction.
 
 Columns: symbol, date, regime (int8, null when untagged), p_h3, p_h7, p_h14 (float32).
@@ -24,9 +26,9 @@ import numpy as np
 import polars as pl
 
 from domain.learning.meta import LSTM_COLUMN as STORED_LSTM_COLUMN
-from domain.learning.meta import join_features, load_meta
+from domain.learning.meta import frame_matrix, join_features, load_meta
 from domain.learning.matrix import LSTM_COLUMN as MODEL_LSTM_FEATURE
-from domain.learning.matrix import REGIME_COLUMNS, build_meta_matrix
+from domain.learning.matrix import REGIME_COLUMNS
 from domain.learning.metamodel import MetaModel
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 
@@ -61,28 +63,17 @@ def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list
     row's inputs are incomplete (a null feature too). A model's feature column missing from
     `frame` is a ValueError."""
     n = frame.height
-    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32) if n else np.empty((0, len(SPECIALIST_COLUMNS)), np.float32)
-    regime = frame["regime"].to_numpy() if "regime" in frame.columns else None
     out = {}
     for h in horizons:
         model = models.get(h)
         if model is None or n == 0:
             out[f"p_h{h}"] = np.full(n, np.nan, dtype=np.float32)
             continue
-        lstm = None
-        if MODEL_LSTM_FEATURE in model.feature_names:
-            lstm = (frame[STORED_LSTM_COLUMN].to_numpy().astype(np.float32) if STORED_LSTM_COLUMN in frame.columns
-                    else np.full(n, np.nan, dtype=np.float32))
-        extra = extra_columns(model)
-        if missing := [c for c in extra if c not in frame.columns]:
-            raise ValueError(f"meta model h{h} uses the feature columns {missing[:6]}, which the scoring frame lacks")
-        feats = (frame.select([pl.col(c).cast(pl.Float32).fill_null(float("nan")) for c in extra]).to_numpy()
-                 if extra else None)
-        X, names = build_meta_matrix(scores, lstm, regime if any(c.startswith("regime_") for c in model.feature_names) else None,
-                                     specialist_names=SPECIALIST_COLUMNS, features=feats, feature_columns=extra or None)
-        if names != list(model.feature_names):
-            raise ValueError(f"meta model h{h} expects features {model.feature_names}, the inputs give {names}")
-        out[f"p_h{h}"] = model.predict_proba(X)
+        need = [*extra_columns(model), *(c for c in model.feature_names if c in SPECIALIST_COLUMNS),
+                *(["regime"] if any(c in REGIME_COLUMNS for c in model.feature_names) else [])]
+        if missing := [c for c in need if c not in frame.columns]:
+            raise ValueError(f"meta model h{h} uses the columns {missing[:6]}, which the scoring frame lacks")
+        out[f"p_h{h}"] = model.predict_proba(frame_matrix(frame, list(model.feature_names)))
     return out
 
 

@@ -104,7 +104,8 @@ from config.partitions import REGIME_HALO_YEARS
 from config.settings import SYMBOL_PATTERN, Settings, load_settings
 from domain.feature_packs import feature_selection
 from domain.learning.predictions import load_year_models, model_path, models_features, score_rows
-from domain.learning.matrix import LSTM_COLUMN, build_meta_matrix
+from domain.learning.matrix import LSTM_COLUMN
+from domain.learning.meta import frame_matrix
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from kernels.streaming import SymbolStream
@@ -650,14 +651,9 @@ def _meta_inputs(frame: pl.DataFrame, models: dict) -> dict[str, float]:
     features; empty without a model)."""
     if not models:
         return {}
-    scores = frame.select(SPECIALIST_COLUMNS).to_numpy().astype(np.float32)
-    lstm = frame[LSTM_COLUMN].to_numpy().astype(np.float32) if LSTM_COLUMN in frame.columns else None
-    extra = models_features(models)
-    feats = frame.select(extra).to_numpy().astype(np.float32) if extra else None
-    X, names = build_meta_matrix(scores, lstm, frame["regime"].to_numpy(), specialist_names=SPECIALIST_COLUMNS,
-                                 features=feats, feature_columns=extra or None)
-    wanted = {n for m in models.values() for n in m.feature_names}
-    return {n: float(X[0, j]) for j, n in enumerate(names) if n in wanted}
+    names = list(dict.fromkeys(n for m in models.values() for n in m.feature_names))
+    X = frame_matrix(frame.head(1), names)
+    return {n: float(X[0, j]) for j, n in enumerate(names)}
 
 
 # ---------------------------------------------------------------------------------------

@@ -90,8 +90,11 @@ def features_store(request, learned_store, tmp_path_factory):
 def test_a_features_model_records_and_uses_the_feature_columns(features_store):
     s = read_settings(features_store)
     side = json.loads((s.models_dir / f"meta_h7_{LEARNED_YEAR}.json").read_text())
-    assert side["kind"] == s.meta.model and side["window"]["inputs"] == "features+specialists"
+    # the groups it was trained on (no LSTM score is stored in this store: that group is not used)
+    assert side["kind"] == s.meta.model and side["window"]["inputs"] == ["specialists", "regime", "core"]
     assert side["features"] == [*SPECIALIST_COLUMNS, *REGIME_COLUMNS, *FEATURE_NAMES]
+    assert side["window"]["input_columns"] == len(side["features"])
+    assert side["missing"] == ("fill" if s.meta.model == "logistic" else "native")
     models = load_year_models(s.models_dir, LEARNED_YEAR, [3, 7, 14])
     assert sorted(models) == [3, 7, 14] and all(extra_columns(m) == FEATURE_NAMES for m in models.values())
     if s.meta.model == "lightgbm":  # the trees split on feature columns

@@ -32,8 +32,8 @@ def test_meta_inputs_name_packs_and_each_adds_its_feature_columns(monkeypatch):
     assert feature_columns(["specialists", "my_research"], chosen) == ["my_bb_pct_b20"]
     assert feature_columns(["my_research", "core"], chosen) == ["my_bb_pct_b20", *FEATURE_NAMES]
     assert feature_columns("features+specialists", chosen) == FEATURE_NAMES  # the string forms keep their meaning
-    with pytest.raises(ValueError, match=r"meta.inputs: 'alpha158' is not a selected pack; expected specialists or "
-                                         r"one of \['core', 'my_research'\]"):
+    with pytest.raises(ValueError, match=r"meta.inputs: 'alpha158' is not a selected pack; expected one of "
+                                         r"\['specialists', 'lstm', 'regime'\] or \['core', 'my_research'\]"):
         feature_columns(["specialists", "alpha158"], chosen)
     assert parse_settings({"meta": {"inputs": ["specialists", "alpha158"]}}).meta.inputs == ["specialists", "alpha158"]
 
@@ -120,5 +120,6 @@ def test_inputs_with_a_column_the_data_never_fills_are_one_line_naming_it_not_a_
     with pytest.raises(ValueError) as err:
         fit_year(frame, frame, 7, n_splits=3, embargo_days=7, features=["a158_CORR5", "a158_KMID"])
     assert str(err.value) == (
-        "meta_model h7: none of the 300 training rows has a value in every input column; column(s) without any value: "
-        "['a158_CORR5']; expected meta.inputs whose columns the data can fill (close-only bars leave volume features empty)")
+        "meta_model h7: none of the 300 training rows has a value in every input column (meta.missing drop); column(s) "
+        "without any value: ['a158_CORR5']; expected meta.inputs whose columns the data can fill (close-only bars leave "
+        "volume features empty) or meta.missing: fill")

@@ -193,7 +193,7 @@ def test_incomplete_rows_predict_nan_and_are_refused_in_training(problem):
     assert np.isnan(p[[3, 7]]).all()
     keep = complete_rows(Xt)
     np.testing.assert_array_equal(p[keep], clean[keep])
-    with pytest.raises(ValueError, match="complete_rows"):
+    with pytest.raises(ValueError, match="usable_rows"):
         train_meta(Xt, problem["yt"][:100])
     with pytest.raises(ValueError, match=r"\[n, 9\]"):
         model.predict_proba(Xt[:, :5])
