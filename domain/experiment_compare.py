@@ -231,6 +231,53 @@ def _warnings(names: list[str], covs: dict[str, dict]) -> dict[str, str]:
     return out
 
 
+# Figures where a smaller value is better when ranking (`experiments --by`): the Brier score,
+# the drawdown's magnitude (max_drawdown is <= 0: ranked by its absolute value) and the
+# turnover (it costs fees); every other figure ranks the larger first.
+SMALLER_IS_BETTER = ("brier", "max_drawdown", "annual_turnover")
+
+
+def figure_names(root: Path, horizons: list[int]) -> list[str]:
+    """The names `experiments --by` takes: h{H}_<figure> for `horizons` and every horizon an
+    experiment's evaluation reports, then backtest_<figure>."""
+    found = {int(k.split(" ", 1)[0][1:]) for n in experiment_names(root) for k in _figures(root / n)[0]
+             if k.startswith("h")}
+    return [f"h{h}_{f}" for h in sorted(set(horizons) | found) for f in EVAL_FIGURES] + \
+        [f"backtest_{f}" for f in BACKTEST_FIGURES]
+
+
+def _rank_value(figure: str, v: float) -> float:
+    """The value sorted ascending: best first (SMALLER_IS_BETTER, max_drawdown by magnitude)."""
+    kind = figure.split("_", 1)[1]
+    if kind == "max_drawdown":
+        return abs(v)
+    return v if kind in SMALLER_IS_BETTER else -v
+
+
+def rank(root: Path, figure: str, horizons: list[int]) -> list[dict]:
+    """The experiments' summaries with `value` (the overall figure `figure`, e.g. h7_rank_ic,
+    backtest_sharpe) and `rank` (1 = best, see SMALLER_IS_BETTER), best first; experiments
+    without the figure last (value and rank None), by name. ValueError (one line, the valid
+    names) for an unknown figure."""
+    valid = figure_names(root, horizons)
+    if figure not in valid:
+        raise ValueError(f"experiments --by {figure}: not a figure; expected one of {', '.join(valid)}")
+    key = figure.replace("_", " ", 1)
+    rows = [{**summary(root, n), "figure": figure, "value": _figures(root / n)[0].get(key)}
+            for n in experiment_names(root)]
+    have = sorted((r for r in rows if r["value"] is not None), key=lambda r: (_rank_value(figure, r["value"]),
+                                                                              r["experiment"]))
+    for i, r in enumerate(have, 1):
+        r["rank"] = i
+    lacking = [{**r, "rank": None} for r in rows if r["value"] is None]
+    return have + lacking
+
+
+def format_figure(figure: str, v: float | None) -> str:
+    """A figure named as `experiments --by` names it (h7_auc, backtest_sharpe), as displayed."""
+    return _fmt(figure.replace("_", " ", 1), v)
+
+
 def paired_t(a: dict[int, float], b: dict[int, float]) -> tuple[float | None, int]:
     """(t of the yearly differences b - a over their common years, years); t is None under
     two years or when the differences do not vary."""
@@ -244,9 +291,8 @@ def paired_t(a: dict[int, float], b: dict[int, float]) -> tuple[float | None, in
     return (None if sd == 0 else mean / (sd / math.sqrt(n))), n
 
 
-def compare(root: Path, names: list[str]) -> dict:
-    """The figures of `names` side by side (the first is the baseline); ValueError (one
-    line) for a name with no experiment under `root`."""
+def check_names(root: Path, names: list[str]) -> None:
+    """ValueError (one line) for a name with no experiment under `root`, or a name given twice."""
     known = experiment_names(root)
     for name in names:
         if name not in known:
@@ -254,10 +300,36 @@ def compare(root: Path, names: list[str]) -> dict:
                              "expected the name of a run's --experiment")
     if len(set(names)) != len(names):
         raise ValueError(f"compare: an experiment is named twice in {' '.join(names)}; expected distinct names")
+
+
+def _on_common_rows(figs: dict, common: dict) -> dict:
+    """`figs` ({name: (overall, yearly)}) with every evaluation figure replaced by its value on
+    the shared rows (domain.experiment_common.common_figures; None for a horizon not shared)."""
+    out = {}
+    for n, (overall, yearly) in figs.items():
+        overall, yearly = dict(overall), dict(yearly)
+        for key in [k for k in overall if not k.startswith("backtest ")] + list(common["overall"][n]):
+            overall[key] = _num(common["overall"][n].get(key))
+            yearly[key] = {y: v for y, x in common["yearly"][n].get(key, {}).items() if (v := _num(x)) is not None}
+        out[n] = (overall, yearly)
+    return out
+
+
+def compare(root: Path, names: list[str], common: dict | None = None) -> dict:
+    """The figures of `names` side by side (the first is the baseline); ValueError (one
+    line) for a name with no experiment under `root`. `common`: the evaluation figures on
+    the rows every experiment shares (domain.experiment_common.common_figures), which then
+    replace the stored ones (`result["common"]`: the shared rows per horizon); the rows no
+    longer differ, so only the backtest's lines keep a warning."""
+    check_names(root, names)
     figs = {n: _figures(root / n) for n in names}
+    if common is not None:
+        figs = _on_common_rows(figs, common)
     keys = list(dict.fromkeys(k for n in names for k in figs[n][0]))
     base = names[0]
     warnings = _warnings(names, {n: coverage(root / n) for n in names})
+    if common is not None:
+        warnings = {k: v for k, v in warnings.items() if k == "backtest"}
     rows = []
     for key in keys:
         values = {n: figs[n][0].get(key) for n in names}
@@ -270,7 +342,8 @@ def compare(root: Path, names: list[str]) -> dict:
         rows.append(row)
     return {"baseline": base, "experiments": [summary(root, n) for n in names],
             "coverage": {n: coverage(root / n) for n in names},
-            "differences": experiment_differences(root, names), "rows": rows}
+            "differences": experiment_differences(root, names), "rows": rows,
+            "common": None if common is None else {"horizons": common["horizons"]}}
 
 
 def _fmt(figure: str, v: float | None, signed: bool = False) -> str:
@@ -321,8 +394,8 @@ def format_table(result: dict) -> str:
     lines = format_differences(result)
     if result.get("common"):
         shared = ", ".join(f"{h} {c['rows']:,}" for h, c in result["common"]["horizons"].items())
-        lines += [f"evaluation figures on the rows every experiment has a finite prediction for (--common): {shared} "
-                  "shared rows; backtest figures as stored", ""]
+        lines += [f"evaluation figures on the shared rows (--common: a finite prediction in every experiment): "
+                  f"{shared} shared rows; backtest figures as stored", ""]
     head = f"{'figure':<26}" + "".join(f"{n[:12]:>13}" for n in names)
     head += "".join(f"{(n[:8] + '-' + base[:8])[:17]:>18}{'t (years)':>12}" for n in others)
     lines += [head, "-" * len(head)]
