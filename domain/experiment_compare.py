@@ -20,6 +20,10 @@ of a horizon (or the backtest's symbols or days) differ by more than ROWS_TOLERA
 larger, that horizon's figure lines carry a warning (`row["warning"]`): the figures stand on
 different rows; `compare --common` (domain.experiment_common) recomputes them on the rows
 every experiment shares.
+
+`rank(root, figure, horizons)` (`experiments --by h7_rank_ic`): the experiments best first on
+one overall figure (SMALLER_IS_BETTER names the figures ranked smallest first), those without
+it last.
 """
 
 from __future__ import annotations
