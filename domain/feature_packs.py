@@ -36,6 +36,7 @@ def plugin_entries(chosen: Selection) -> dict[str, dict]:
     entry's `version`."""
     import hashlib
     import sys
+    from pathlib import Path
 
     out: dict[str, dict] = {}
     for pack in chosen.packs:
@@ -44,7 +45,7 @@ def plugin_entries(chosen: Selection) -> dict[str, dict]:
         if pack.origin not in out:
             path = getattr(sys.modules.get(pack.origin), "__file__", None)
             try:
-                source = hashlib.sha256(open(path, "rb").read()).hexdigest()[:16] if path else None
+                source = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else None
             except OSError:
                 source = None
             out[pack.origin] = {"source": source, "entries": {}}
