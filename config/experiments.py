@@ -5,12 +5,18 @@ under which models (`models/<name>/`), reports (`reports/<name>/<stage>/`) and t
 that depend on the models (config.settings.EXPERIMENT_TABLES, under
 `data/experiments/<name>/`) are kept apart from every other experiment's.
 
-`settings_hash(settings)`: 12 hex digits of the SHA-256 of the settings that reach the models
-(MODEL_KEYS: feature packs, labels and horizons, meta.* except the horizons selection, the
-LSTM, the CV splits, the halo). Two experiments with the same hash build the same models.
+`settings_hash(settings)`: 12 hex digits of the SHA-256 of every setting that changes a stored
+figure (`figure_settings`): the settings that reach the models (MODEL_KEYS: feature packs,
+labels and horizons, meta.* except the horizons selection, the LSTM, the CV splits, the
+halo), the backtest's and the evaluation's (FIGURE_KEYS; not backtest.chunk_days nor
+evaluation.year_figures, which change no figure), and with `features.plugins` the identity
+of every plugin entry (`plugins`: module, a hash of its source file, each entry's name and
+declared `version`; config.pack_versions.code_versions, resolved in a child process and
+cached). Two experiments with the same hash build the same models and figures.
 
-`freeze_experiment(settings)` records `reports/<name>/experiment.json` (the name, the hash
-and those settings) on the first run of the experiment, and refuses (ExperimentFrozen, one
+`freeze_experiment(settings)` records `reports/<name>/experiment.json` (the name, the hash,
+those settings and `code_versions`: the feature packs' code versions and the plugin
+entries, which `compare` shows) on the first run of the experiment, and refuses (ExperimentFrozen, one
 line) a run whose hash differs once the experiment has results (a file under its models
 folder or the reports of a model-dependent stage). The first writer wins: the manifest is created with
 a hard link of a complete temporary file, which fails when another process created it first.
@@ -33,35 +39,64 @@ HASH_TAG = "tradelab/settings_hash"
 # The settings that reach the models. meta.horizons only selects which horizons a command
 # trains (train-meta --horizon): it changes no model, so it is left out.
 MODEL_KEYS = ("features", "labels", "meta", "lstm", "cv", "halo")
+# The settings that change a stored figure without reaching the models.
+FIGURE_KEYS = MODEL_KEYS + ("backtest", "evaluation")
+# Keys of FIGURE_KEYS sections that change no stored figure: left out of the hash.
+NO_FIGURE = {"meta": ("horizons",), "backtest": ("chunk_days",), "evaluation": ("year_figures",)}
+ALL = "*"  # ADDED_LATER: every key of the section
 
 
 class ExperimentFrozen(SettingsError):
     """A run under an experiment name whose results were built with other settings."""
 
 
-# Settings added after experiments existed, left out of the hash while at their default so
-# that an experiment built before keeps its hash: at the defaults they change no model of a
-# store below the caps (cv.max_rows, meta.search_rows: the samples start above them). Any
-# other value is in the hash like every model setting.
-ADDED_LATER = {"cv": ("max_rows",), "meta": ("search_rows",)}
+# Settings (or whole sections, ALL) that entered the hash after experiments existed: left out
+# while at their default, so that an experiment built before keeps its hash (its figures were
+# made with the defaults: the sections were not in the hash because they were not looked at,
+# not because they changed nothing). At the defaults cv.max_rows and meta.search_rows change no
+# model of a store below the caps (the samples start above them). Any other value is in the
+# hash like every other setting; a section left empty is left out whole.
+ADDED_LATER = {"cv": ("max_rows",), "meta": ("search_rows",), "backtest": ALL, "evaluation": ALL}
 
 
-def model_settings(settings: Settings) -> dict:
-    """The settings that reach the models, as JSON-ready values (MODEL_KEYS; ADDED_LATER
-    keys only when set to other than their default)."""
-    data = settings.model_dump(mode="json", include=set(MODEL_KEYS))
-    data["meta"].pop("horizons", None)
-    for section, keys in ADDED_LATER.items():
-        fields = type(getattr(settings, section)).model_fields
+def figure_settings(settings: Settings) -> dict:
+    """The settings that change a stored figure, as JSON-ready values (FIGURE_KEYS less
+    NO_FIGURE; ADDED_LATER keys only when set to other than their default), and with
+    `features.plugins` the plugin entries (`plugins`: config.pack_versions.code_versions;
+    a plugin that cannot be loaded is a SettingsError of one line)."""
+    data = settings.model_dump(mode="json", include=set(FIGURE_KEYS))
+    for section, keys in NO_FIGURE.items():
         for key in keys:
-            if data[section].get(key) == fields[key].default:
+            data[section].pop(key, None)
+    for section, keys in ADDED_LATER.items():
+        defaults = type(getattr(settings, section))().model_dump(mode="json")
+        for key in list(data[section]) if keys == ALL else keys:
+            if key in data[section] and data[section][key] == defaults.get(key):
                 data[section].pop(key)
+        if not data[section]:
+            data.pop(section)
+    if settings.features.plugins:
+        data["plugins"] = _code_versions(settings)["plugins"]
     return data
 
 
-def settings_hash(settings: Settings) -> str:
-    text = json.dumps(model_settings(settings), sort_keys=True, separators=(",", ":"))
+model_settings = figure_settings  # the name before the backtest and evaluation entered the hash
+
+
+def _code_versions(settings: Settings) -> dict:
+    from config.pack_versions import code_versions
+
+    return code_versions(settings.features, settings.atc.specialist_params())
+
+
+def _digest(data: dict) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def settings_hash(settings: Settings) -> str:
+    """12 hex digits of the SHA-256 of figure_settings (see the module doc)."""
+    return _digest(figure_settings(settings))
 
 
 def experiment_tags(settings: Settings) -> dict[str, str]:
@@ -90,15 +125,24 @@ def has_results(settings: Settings) -> bool:
     return any(f.is_dir() and any(p.is_file() for p in f.rglob("*")) for f in folders)
 
 
-def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+def _shown(data: dict, key: str) -> str:
+    return json.dumps(data[key]) if key in data else "default"
+
+
+def differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """`key old -> new` (dotted keys, JSON values) for every leaf that differs between two
+    nested dicts, keys sorted. A key absent on one side reads `default` there (figure_settings
+    leaves out what is at its default), a section absent on one side is compared as empty."""
     keys = sorted(set(old) | set(new))
     out: list[str] = []
     for k in keys:
         a, b = old.get(k), new.get(k)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += _differences(a, b, f"{prefix}{k}.")
-        elif a != b:
-            out.append(f"{prefix}{k} {json.dumps(a)} -> {json.dumps(b)}")
+        if isinstance(a, dict) or isinstance(b, dict):
+            if (a is None or isinstance(a, dict)) and (b is None or isinstance(b, dict)):
+                out += differences(a or {}, b or {}, f"{prefix}{k}.")
+                continue
+        if a != b:
+            out.append(f"{prefix}{k} {_shown(old, k)} -> {_shown(new, k)}")
     return out
 
 
@@ -127,10 +171,11 @@ def _write_new(path: Path, payload: dict, replace: bool) -> bool:
 def freeze_experiment(settings: Settings) -> dict:
     """The experiment's manifest, written on its first run; ExperimentFrozen when the
     experiment has results built with settings of another hash."""
-    path, digest = manifest_path(settings), settings_hash(settings)
+    path, data = manifest_path(settings), figure_settings(settings)
+    digest = _digest(data)
     payload = {"experiment": settings.experiment, "settings_hash": digest,
                "created_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "settings": model_settings(settings)}
+               "settings": data, "code_versions": _code_versions(settings)}
     for _ in range(3):
         old = read_manifest(settings.reports_dir)
         if old is None:
@@ -140,7 +185,7 @@ def freeze_experiment(settings: Settings) -> dict:
         if old.get("settings_hash") == digest:
             return old
         if has_results(settings):
-            changed = "; ".join(_differences(old.get("settings") or {}, payload["settings"])[:3])
+            changed = "; ".join(differences(old.get("settings") or {}, payload["settings"])[:3])
             raise ExperimentFrozen(
                 f"{path}: experiment {settings.experiment!r} has results built with settings {old.get('settings_hash')}, "
                 f"these are {digest} ({changed or 'settings changed'}); use another --experiment name, or move "

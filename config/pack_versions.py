@@ -12,6 +12,9 @@ them (kernels/registry, kernels/alpha158, each plugin's package): a warm load is
 stats and one read. An unusable selection is the child's one line, raised here as a
 SettingsError (exit code 2 from the CLI); errors are never cached.
 
+`code_versions` adds the identity of every plugin entry (module, source hash, entry names
+and versions), which config.experiments puts in an experiment's settings hash.
+
 Leaf module like config.settings: imports nothing from the project.
 """
 
@@ -65,13 +68,13 @@ def _key(features: FeatureSettings, atc: tuple = ()) -> str:
         except OSError:
             continue
         stats.append((str(path), st.st_size, st.st_mtime_ns))
-    doc = {"packs": list(features.packs), "plugins": list(features.plugins), "atc": [list(p) for p in atc],
+    doc = {"format": 2, "packs": list(features.packs), "plugins": list(features.plugins), "atc": [list(p) for p in atc],
            "files": stats, "python": sys.version}
     return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:32]
 
 
-def _resolve(features: FeatureSettings, atc: tuple = ()) -> dict[str, str]:
-    """{features, specialists}: the versions, computed in a child process."""
+def _resolve(features: FeatureSettings, atc: tuple = ()) -> dict:
+    """{features, specialists, plugins}: the versions, computed in a child process."""
     path = os.pathsep.join([str(PROJECT_ROOT), *[p for p in sys.path if p]])
     env = {**os.environ, "PYTHONPATH": path}
     out = subprocess.run([sys.executable, "-m", "domain.feature_packs", json.dumps(list(features.packs)),
@@ -88,6 +91,14 @@ def pack_code_versions(features: FeatureSettings, atc: tuple = ()) -> dict[str, 
     """{"features": code version, "specialists": code version} of the settings' packs, the
     `atc` specialist with the parameters `atc` ((name, value) pairs: settings
     `atc.specialist_params()`), so a change of them marks the specialists stale."""
+    versions = code_versions(features, atc)
+    return {"features": versions["features"], "specialists": versions["specialists"]}
+
+
+def code_versions(features: FeatureSettings, atc: tuple = ()) -> dict:
+    """pack_code_versions and `plugins`: {plugin module: {"source": a hash of its source
+    file, "entries": {"<pack>/<entry>": version}}} (domain.feature_packs.plugin_entries;
+    {} without plugins), resolved and cached as pack_code_versions."""
     key = _key(features, atc)
     cache = _cache_dir() / f"{key}.json"
     try:

@@ -27,11 +27,40 @@ def feature_selection(settings: Settings | FeatureSettings | None = None) -> Sel
         raise SettingsError(str(exc)) from None
 
 
+def plugin_entries(chosen: Selection) -> dict[str, dict]:
+    """{plugin module: {"source": the first 16 hex digits of the SHA-256 of the module's
+    source file, "entries": {"<pack>/<entry>": its declared version}}} of the plugin packs of
+    `chosen` (built-in packs are left out): the identity of every plugin entry, so that
+    editing a plugin's formula changes it even when its `version` was not bumped. Only the
+    module's own file is hashed: a formula imported from another file is covered by its
+    entry's `version`."""
+    import hashlib
+    import sys
+    from pathlib import Path
+
+    out: dict[str, dict] = {}
+    for pack in chosen.packs:
+        if pack.origin == "kernels.registry.packs":
+            continue
+        if pack.origin not in out:
+            path = getattr(sys.modules.get(pack.origin), "__file__", None)
+            try:
+                source = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else None
+            except OSError:
+                source = None
+            out[pack.origin] = {"source": source, "entries": {}}
+        entries = out[pack.origin]["entries"]
+        for e in (*pack.features, *pack.specialists):
+            entries[f"{pack.name}/{e.name}"] = str(e.version)
+    return out
+
+
 def _main(argv: list[str]) -> int:
     """`python -m domain.feature_packs PACKS_JSON PLUGINS_JSON [ATC_JSON]`: prints the code
-    versions {"features", "specialists"} as JSON (config.pack_versions runs this so that
-    loading the code location imports no kernel), or the one-line error on stderr with exit
-    code 2. ATC_JSON: the `atc` specialist's [name, value] pairs."""
+    versions {"features", "specialists", "plugins"} as JSON (config.pack_versions runs this
+    so that loading the code location imports no kernel; `plugins`: plugin_entries), or the
+    one-line error on stderr with exit code 2. ATC_JSON: the `atc` specialist's [name,
+    value] pairs."""
     import json
     import sys
 
@@ -41,7 +70,8 @@ def _main(argv: list[str]) -> int:
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    print(json.dumps({"features": chosen.features_version, "specialists": chosen.specialists_version}))
+    print(json.dumps({"features": chosen.features_version, "specialists": chosen.specialists_version,
+                      "plugins": plugin_entries(chosen)}))
     return 0
 
 

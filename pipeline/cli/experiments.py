@@ -12,9 +12,12 @@
   command that launches runs, the experiment is frozen (config.experiments.freeze_experiment):
   a changed model setting under a name that has results is refused with one line (exit 2).
 - `experiments` lists the experiments under paths.reports: settings hash, created, years and
-  symbols of their evaluation (`--json`).
-- `compare A B ...` puts the headline figures of the experiments side by side
-  (domain.experiment_compare); `--json` for machines.
+  symbols of their evaluation (`--json`); `--by FIGURE` (h7_rank_ic, backtest_sharpe, ...)
+  ranks them best first on one overall figure, those without it last.
+- `compare A B ...` prints what differs between the experiments (coverage, settings, code
+  versions), then their headline figures side by side (domain.experiment_compare);
+  `--common` recomputes the evaluation figures on the rows they share
+  (domain.experiment_common); `--json` for machines.
 - `migrate-reports` moves a store of the layout before experiments (reports/eval, reports/cv,
   reports/meta, reports/paper, reports/<stage>, models/*, the model-dependent tables under
   paths.data) into the settings' experiment; nothing existing is overwritten.
@@ -112,11 +115,32 @@ def use_experiment(name: str | None, command: str) -> None:
         freeze_experiment(load_settings())
 
 
+def _print_ranked(rows: list[dict], figure: str, settings) -> None:
+    from domain.experiment_compare import format_figure
+
+    print(f"{'rank':<6}{'experiment':<20}{figure:>18}  {'settings':<14}{'years':<12}{'symbols':>8}")
+    for r in rows:
+        years = f"{r['years'][0]}..{r['years'][-1]}" if r["years"] else "-"
+        print(f"{r['rank'] or '-':<6}{r['experiment']:<20}{format_figure(figure, r['value']):>18}  "
+              f"{r['settings_hash'] or '-':<14}{years:<12}{r['symbols'] if r['symbols'] is not None else '-':>8}")
+    print(f"best first by {figure} (smaller first for brier, max drawdown's magnitude and turnover); "
+          f"reports: {settings.reports_root}/<experiment>/<stage>/")
+
+
 def cmd_experiments(args: argparse.Namespace) -> int:
     from config.settings import load_settings
-    from domain.experiment_compare import list_experiments
+    from domain.experiment_compare import list_experiments, rank
 
     settings = load_settings()
+    if args.by:
+        rows = rank(settings.reports_root, args.by, settings.labels.horizons)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        elif not rows:
+            print(f"no experiment under {settings.reports_root} yet (run a command with --experiment NAME)")
+        else:
+            _print_ranked(rows, args.by, settings)
+        return 0
     rows = list_experiments(settings.reports_root)
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -140,7 +164,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.names) < 2:
         raise ValueError(f"compare: {len(args.names)} experiment named; expected two or more, e.g. compare baseline momentum")
     settings = load_settings()
-    result = compare(settings.reports_root, args.names)
+    common = None
+    if args.common:
+        from domain.experiment_common import common_figures
+        from domain.experiment_compare import check_names
+
+        check_names(settings.reports_root, args.names)
+        common = common_figures(settings, args.names)
+    result = compare(settings.reports_root, args.names, common=common)
     print(json.dumps(result, indent=2) if args.json else format_table(result))
     return 0
 
@@ -163,11 +194,15 @@ def cmd_migrate_reports(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     ex = sub.add_parser("experiments", help="the named experiments: settings hash, created, years, symbols")
     ex.add_argument("--json", action="store_true")
+    ex.add_argument("--by", metavar="FIGURE", help="rank the experiments best first on one overall figure, e.g. "
+                    "h7_rank_ic, h7_auc, backtest_sharpe (smaller first: brier, max drawdown's magnitude, turnover)")
     ex.set_defaults(func=cmd_experiments)
     cp = sub.add_parser("compare", help="the headline figures of experiments side by side, with differences "
                         "and t-statistics over years")
     cp.add_argument("names", nargs="+", help="two or more experiment names; the first is the baseline")
     cp.add_argument("--json", action="store_true")
+    cp.add_argument("--common", action="store_true", help="recompute the evaluation figures on the (symbol, date) "
+                    "rows every experiment has a finite prediction for (reads the predictions and labels tables)")
     cp.set_defaults(func=cmd_compare)
     mr = sub.add_parser("migrate-reports", help="move reports/models/tables of the layout before experiments into "
                         "the settings' experiment (default: `default`)")

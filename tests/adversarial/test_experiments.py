@@ -37,6 +37,21 @@ def _baseline_then_tree_model(tmp_path: Path) -> None:
     settings(tmp_path, meta={"model": "hist_gbm"})
 
 
+def _two_experiments(tmp_path: Path) -> None:
+    _experiment_with_results(tmp_path, "baseline")
+    _experiment_with_results(tmp_path, "tree")
+    settings(tmp_path)
+
+
+def _baseline_then_backtest_threshold(tmp_path: Path) -> None:
+    _experiment_with_results(tmp_path, "baseline")
+    settings(tmp_path, backtest={"threshold": 0.6})
+
+
+FIGURES = ", ".join([f"h{h}_{f}" for h in (3, 7, 14) for f in ("auc", "pr_auc", "brier", "rank_ic", "icir",
+                                                                 "long_short_sharpe")]
+                    + [f"backtest_{f}" for f in ("sharpe", "cagr", "max_drawdown", "annual_turnover")])
+
 # (id, setup(tmp_path), argv, the exact line on stderr ({tmp}: tmp_path; {hash}: baseline's), exit code)
 ROWS = [
     ("experiment_name_with_a_space", _nothing, ["experiments", "--experiment", "my run"],
@@ -58,6 +73,17 @@ ROWS = [
      "error: {tmp}/reports/baseline/experiment.json: experiment 'baseline' has results built with settings {hash}, "
      "these are {new} (meta.model \"logistic\" -> \"hist_gbm\"); use another --experiment name, or move "
      "{tmp}/reports/baseline and {tmp}/models/baseline away to rebuild it", 2),
+    ("changed_backtest_threshold_under_a_name_with_results", _baseline_then_backtest_threshold,
+     ["backtest", "--experiment", "baseline"],
+     "error: {tmp}/reports/baseline/experiment.json: experiment 'baseline' has results built with settings "
+     "3affad4bf797, these are {new} (backtest.threshold default -> 0.6); use another --experiment name, or move "
+     "{tmp}/reports/baseline and {tmp}/models/baseline away to rebuild it", 2),
+    ("rank_by_an_unknown_figure", _baseline, ["experiments", "--by", "h7_sharpe"],
+     f"error: experiments --by h7_sharpe: not a figure; expected one of {FIGURES}", 2),
+    ("compare_common_without_predictions", _two_experiments, ["compare", "baseline", "tree", "--common"],
+     "error: compare --common: experiment 'baseline' has no stored predictions under "
+     "{tmp}/data/experiments/baseline/predictions; expected the table `train-meta` stores (run "
+     "`python -m pipeline.cli --experiment baseline train-meta`)", 2),
 ]
 
 

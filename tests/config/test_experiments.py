@@ -34,13 +34,14 @@ def test_an_experiment_name_that_is_no_folder_name_or_a_stage_folder_is_refused(
         _settings(tmp_path, experiment=name)
 
 
-def test_the_settings_hash_follows_the_model_settings_only(tmp_path):
+def test_the_settings_hash_follows_the_settings_that_change_a_stored_figure_only(tmp_path):
     from config.experiments import settings_hash
 
     base = settings_hash(_settings(tmp_path))
     assert len(base) == 12 and base == settings_hash(_settings(tmp_path, experiment="other"))
     assert settings_hash(_settings(tmp_path, meta={"horizons": [7]})) == base  # train-meta --horizon: same models
-    assert settings_hash(_settings(tmp_path, backtest={"fee_bps": 5.0})) == base
+    assert settings_hash(_settings(tmp_path, backtest={"fee_bps": 5.0})) != base  # another backtest figure
+    assert settings_hash(_settings(tmp_path, device="cpu", build={"workers": 1})) == base  # the same figures
     assert settings_hash(_settings(tmp_path, meta={"calibration": "sigmoid"})) != base
     assert settings_hash(_settings(tmp_path, features={"packs": ["core", "alpha158"]})) != base
     assert settings_hash(_settings(tmp_path, labels={"horizons": [7], "thresholds": {7: 0.0}}, backtest={"horizon": 7},
@@ -108,3 +109,105 @@ def test_settings_added_later_keep_the_hash_at_their_default_and_change_it_other
     assert settings_hash(_settings(tmp_path, cv={"max_rows": None})) != settings_hash(base)
     assert settings_hash(_settings(tmp_path, meta={"search_rows": 50_000})) != settings_hash(base)
     assert model_settings(_settings(tmp_path, meta={"search_rows": None}))["meta"]["search_rows"] is None
+
+
+BASE = {"paths": {"data": "data", "reports": "reports", "models": "models"}}
+
+
+def test_an_experiment_at_default_settings_keeps_the_hash_it_had_before_backtest_and_evaluation_entered_it(tmp_path):
+    """The hashes computed on main before the backtest, the evaluation and plugin entries
+    entered the hash: an existing experiment is not refused after the upgrade."""
+    from config.experiments import figure_settings, settings_hash
+
+    assert settings_hash(_settings(tmp_path)) == "3affad4bf797"
+    assert settings_hash(_settings(tmp_path, features={"packs": ["core", "alpha158"]})) == "259cb4be3dff"
+    assert "backtest" not in figure_settings(_settings(tmp_path)) and "plugins" not in figure_settings(_settings(tmp_path))
+    # settings that change no figure stay out at any value
+    assert settings_hash(_settings(tmp_path, backtest={"chunk_days": 7}, evaluation={"year_figures": True})) == "3affad4bf797"
+    assert settings_hash(_settings(tmp_path, backtest={"threshold": 0.5, "fee_bps": 1.0})) == "3affad4bf797"  # defaults
+
+
+@pytest.mark.parametrize("section, change", [("backtest", {"threshold": 0.55}), ("backtest", {"long_short": True}),
+                                             ("backtest", {"slippage_bps": 0.0}),
+                                             ("evaluation", {"min_symbols_per_day": 10})])
+def test_a_backtest_or_evaluation_setting_other_than_its_default_changes_the_hash(tmp_path, section, change):
+    from config.experiments import figure_settings, settings_hash
+
+    changed = _settings(tmp_path, **{section: change})
+    assert settings_hash(changed) != settings_hash(_settings(tmp_path))
+    assert figure_settings(changed)[section] == change
+
+
+def _with_results(s) -> None:
+    s.models_dir.mkdir(parents=True, exist_ok=True)
+    (s.models_dir / "meta_h7_2001.joblib").write_bytes(b"m")
+
+
+def test_a_changed_backtest_threshold_under_an_experiment_with_results_is_refused(tmp_path):
+    """Before, `backtest` was outside the hash: re-running it silently replaced the report."""
+    from config.experiments import ExperimentFrozen, freeze_experiment
+
+    freeze_experiment(_settings(tmp_path))
+    _with_results(_settings(tmp_path))
+    with pytest.raises(ExperimentFrozen, match=r"experiment 'default' has results built with settings 3affad4bf797, "
+                                               r"these are \w{12} \(backtest.threshold default -> 0.55\); use another"):
+        freeze_experiment(_settings(tmp_path, backtest={"threshold": 0.55}))
+    assert freeze_experiment(_settings(tmp_path))["settings_hash"] == "3affad4bf797"  # the defaults still run
+
+
+PLUGIN = '''"""A tmp plugin: one formula."""
+import numpy as np
+from kernels.registry.packs import Formula, Pack
+
+PACKS = [Pack("mine", features=(Formula("my_x", lambda c: {formula}, version="{version}"),))]
+'''
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    """A plugin module `cfg_exp_plugin` in tmp_path (on sys.path), the version cache there too:
+    write(formula, version) rewrites it."""
+    from config import pack_versions
+
+    monkeypatch.setenv(pack_versions.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    (tmp_path / "plugins").mkdir()
+    module = tmp_path / "plugins" / "cfg_exp_plugin.py"
+
+    def write(formula: str, version: str) -> None:
+        module.write_text(PLUGIN.format(formula=formula, version=version))
+
+    write("c * 2.0", "1")
+    return write
+
+
+def test_the_hash_covers_a_plugin_entrys_version_and_its_modules_source(tmp_path, plugin):
+    from config.experiments import figure_settings, settings_hash
+
+    s = _settings(tmp_path, features={"plugins": ["cfg_exp_plugin"]})
+    first = settings_hash(s)
+    entries = figure_settings(s)["plugins"]["cfg_exp_plugin"]
+    assert entries["entries"] == {"mine/my_x": "1"} and len(entries["source"]) == 16
+    plugin("c * 2.0", "2")  # only the version bumped
+    bumped = settings_hash(s)
+    plugin("c * 3.0 + 0.0", "2")  # only the formula edited
+    edited = settings_hash(s)
+    assert len({first, bumped, edited, settings_hash(_settings(tmp_path))}) == 4
+    plugin("c * 2.0", "1")  # as it was: the same experiment again
+    assert settings_hash(s) == first
+
+
+def test_an_edited_plugin_formula_under_an_experiment_with_results_is_refused_in_one_line(tmp_path, plugin):
+    from config.experiments import ExperimentFrozen, freeze_experiment
+
+    s = _settings(tmp_path, features={"plugins": ["cfg_exp_plugin"]})
+    manifest = freeze_experiment(s)
+    assert manifest["code_versions"]["plugins"]["cfg_exp_plugin"]["entries"] == {"mine/my_x": "1"}
+    assert set(manifest["code_versions"]) == {"features", "specialists", "plugins"}
+    _with_results(s)
+    plugin("c * 3.0 + 0.0", "1")  # the formula changed, its version not bumped
+    with pytest.raises(ExperimentFrozen) as err:
+        freeze_experiment(s)
+    line = str(err.value)
+    assert "\n" not in line and f"has results built with settings {manifest['settings_hash']}, these are " in line
+    assert "(plugins.cfg_exp_plugin.source " in line and "use another --experiment name" in line

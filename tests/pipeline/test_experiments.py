@@ -275,3 +275,31 @@ def test_a_new_experiment_without_predictions_is_told_to_run_train_meta(learned_
             "`python -m pipeline.cli --experiment fresh train-meta` first") in err
     fresh = read_settings(learned_copy).model_copy(update={"experiment": "fresh"})
     assert not (fresh.stage_reports_dir(command.replace("evaluate", "evaluation")) / "overall.json").exists()
+
+
+def test_experiments_by_a_figure_lists_the_best_first_and_those_without_it_last(tmp_path, monkeypatch, capsys):
+    """Larger first, except the Brier score and the drawdown's magnitude (smaller first)."""
+    from config.experiments import MANIFEST
+
+    cfg = tmp_path / "settings.yaml"
+    cfg.write_text(yaml.safe_dump({"paths": {"data": "data", "reports": "reports", "models": "models"}}))
+    figures = {"a": (0.01, 0.24, -0.30), "b": (0.03, 0.26, -0.10), "c": (None, None, -0.20), "d": (0.02, 0.22, None)}
+    for name, (rank_ic, brier, drawdown) in figures.items():
+        _report(tmp_path / "reports" / name, MANIFEST, {"experiment": name, "settings_hash": f"{name}-hash"})
+        if rank_ic is not None:
+            _report(tmp_path / "reports" / name / "evaluation", "overall.json",
+                    {"symbols": 3, "years": [2003], "h7": {"rank_ic": rank_ic, "brier": brier}})
+        if drawdown is not None:
+            _report(tmp_path / "reports" / name / "backtest", "overall.json", {"max_drawdown": drawdown})
+
+    def ranked(figure: str) -> list[tuple]:
+        assert _cli(monkeypatch, cfg, ["experiments", "--by", figure, "--json"]) == 0
+        return [(r["experiment"], r["rank"], r["value"]) for r in json.loads(capsys.readouterr().out)]
+
+    assert ranked("h7_rank_ic") == [("b", 1, 0.03), ("d", 2, 0.02), ("a", 3, 0.01), ("c", None, None)]
+    assert ranked("h7_brier") == [("d", 1, 0.22), ("a", 2, 0.24), ("b", 3, 0.26), ("c", None, None)]
+    assert ranked("backtest_max_drawdown") == [("b", 1, -0.10), ("c", 2, -0.20), ("a", 3, -0.30), ("d", None, None)]
+    assert _cli(monkeypatch, cfg, ["experiments", "--by", "h7_rank_ic"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:3] == ["1", "b", "0.0300"] and lines[4].split()[:3] == ["-", "c", "n/a"]
+    assert lines[-1].startswith("best first by h7_rank_ic (smaller first for brier, max drawdown's magnitude")
