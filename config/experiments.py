@@ -42,7 +42,7 @@ MODEL_KEYS = ("features", "labels", "meta", "lstm", "cv", "halo")
 # The settings that change a stored figure without reaching the models.
 FIGURE_KEYS = MODEL_KEYS + ("backtest", "evaluation")
 # Keys of FIGURE_KEYS sections that change no stored figure: left out of the hash.
-NO_FIGURE = {"meta": ("horizons",), "backtest": ("chunk_days",), "evaluation": ("year_figures",)}
+NO_FIGURE = {"meta": ("horizons", "min_coverage"), "backtest": ("chunk_days",), "evaluation": ("year_figures",)}
 ALL = "*"  # ADDED_LATER: every key of the section
 
 
@@ -75,9 +75,23 @@ def figure_settings(settings: Settings) -> dict:
                 data[section].pop(key)
         if not data[section]:
             data.pop(section)
+    _meta_rules(settings, data["meta"])
     if settings.features.plugins:
         data["plugins"] = _code_versions(settings)["plugins"]
     return data
+
+
+def _meta_rules(settings: Settings, meta: dict) -> None:
+    """meta.missing as the rule in force (`auto` resolved), left out when it is `drop`, the
+    rule of every model built before the setting (they keep their hash); a list of
+    meta.inputs as `{"groups": [...]}`: since the list names exactly the model's column
+    groups (before, the LSTM score and the regime one-hot were always added), a list-built
+    experiment gets a new hash instead of silently other models."""
+    meta.pop("missing", None)
+    if (rule := settings.meta.missing_rule()) != "drop":
+        meta["missing"] = rule
+    if isinstance(settings.meta.inputs, list):
+        meta["inputs"] = {"groups": list(settings.meta.inputs)}
 
 
 model_settings = figure_settings  # the name before the backtest and evaluation entered the hash

@@ -71,12 +71,12 @@ ROWS = [
     ("changed_model_setting_under_a_name_with_results", _baseline_then_tree_model,
      ["evaluate", "--experiment", "baseline"],
      "error: {tmp}/reports/baseline/experiment.json: experiment 'baseline' has results built with settings {hash}, "
-     "these are {new} (meta.model \"logistic\" -> \"hist_gbm\"); use another --experiment name, or move "
+     "these are {new} (meta.missing \"fill\" -> \"native\"; meta.model \"logistic\" -> \"hist_gbm\"); use another --experiment name, or move "
      "{tmp}/reports/baseline and {tmp}/models/baseline away to rebuild it", 2),
     ("changed_backtest_threshold_under_a_name_with_results", _baseline_then_backtest_threshold,
      ["backtest", "--experiment", "baseline"],
      "error: {tmp}/reports/baseline/experiment.json: experiment 'baseline' has results built with settings "
-     "3affad4bf797, these are {new} (backtest.threshold default -> 0.6); use another --experiment name, or move "
+     "8df18f840c87, these are {new} (backtest.threshold default -> 0.6); use another --experiment name, or move "
      "{tmp}/reports/baseline and {tmp}/models/baseline away to rebuild it", 2),
     ("rank_by_an_unknown_figure", _baseline, ["experiments", "--by", "h7_sharpe"],
      f"error: experiments --by h7_sharpe: not a figure; expected one of {FIGURES}", 2),

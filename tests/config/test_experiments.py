@@ -60,7 +60,7 @@ def test_new_model_settings_are_taken_until_the_experiment_has_results_then_refu
     (first.models_dir / "meta_h7_2001.joblib").write_bytes(b"m")
     manifest = (second.reports_dir / "experiment.json").read_text()
     with pytest.raises(ExperimentFrozen, match=r"experiment 'default' has results built with settings \w{12}, these "
-                                               r"are \w{12} \(meta.model \"hist_gbm\" -> \"logistic\"\)"):
+                                               r"are \w{12} \(meta.missing \"native\" -> \"fill\"; meta.model \"hist_gbm\" -> \"logistic\"\)"):
         freeze_experiment(first)
     assert (second.reports_dir / "experiment.json").read_text() == manifest  # unchanged
     assert freeze_experiment(second)["settings_hash"] == settings_hash(second)
@@ -115,16 +115,36 @@ BASE = {"paths": {"data": "data", "reports": "reports", "models": "models"}}
 
 
 def test_an_experiment_at_default_settings_keeps_the_hash_it_had_before_backtest_and_evaluation_entered_it(tmp_path):
-    """The hashes computed on main before the backtest, the evaluation and plugin entries
-    entered the hash: an existing experiment is not refused after the upgrade."""
+    """The hashes computed on main before the backtest, the evaluation, plugin entries and
+    meta.missing entered the hash: an existing experiment (whose models dropped incomplete
+    rows: meta.missing drop) is not refused after the upgrade."""
     from config.experiments import figure_settings, settings_hash
 
-    assert settings_hash(_settings(tmp_path)) == "3affad4bf797"
-    assert settings_hash(_settings(tmp_path, features={"packs": ["core", "alpha158"]})) == "259cb4be3dff"
+    drop = {"missing": "drop"}
+    assert settings_hash(_settings(tmp_path, meta=drop)) == "3affad4bf797"
+    assert settings_hash(_settings(tmp_path, meta=drop, features={"packs": ["core", "alpha158"]})) == "259cb4be3dff"
     assert "backtest" not in figure_settings(_settings(tmp_path)) and "plugins" not in figure_settings(_settings(tmp_path))
     # settings that change no figure stay out at any value
-    assert settings_hash(_settings(tmp_path, backtest={"chunk_days": 7}, evaluation={"year_figures": True})) == "3affad4bf797"
-    assert settings_hash(_settings(tmp_path, backtest={"threshold": 0.5, "fee_bps": 1.0})) == "3affad4bf797"  # defaults
+    assert settings_hash(_settings(tmp_path, meta=drop, backtest={"chunk_days": 7},
+                                   evaluation={"year_figures": True})) == "3affad4bf797"
+    assert settings_hash(_settings(tmp_path, meta={**drop, "min_coverage": 0.1})) == "3affad4bf797"
+    assert settings_hash(_settings(tmp_path, meta=drop, backtest={"threshold": 0.5, "fee_bps": 1.0})) == "3affad4bf797"
+
+
+def test_the_missing_value_rule_in_force_is_in_the_hash(tmp_path):
+    """meta.missing's default `auto` fills the logistic model's missing values (models built
+    before the setting dropped those rows): another hash. `auto` and the rule it resolves to
+    are the same experiment; a list of meta.inputs (now exactly its column groups) is hashed
+    apart from the same list before."""
+    from config.experiments import figure_settings, settings_hash
+
+    assert settings_hash(_settings(tmp_path)) == "8df18f840c87" != "3affad4bf797"
+    assert figure_settings(_settings(tmp_path))["meta"]["missing"] == "fill"
+    assert settings_hash(_settings(tmp_path, meta={"missing": "fill"})) == settings_hash(_settings(tmp_path))
+    tree = {"model": "lightgbm"}
+    assert settings_hash(_settings(tmp_path, meta={**tree, "missing": "native"})) == settings_hash(_settings(tmp_path, meta=tree))
+    listed = figure_settings(_settings(tmp_path, meta={"inputs": ["specialists", "regime"]}))["meta"]["inputs"]
+    assert listed == {"groups": ["specialists", "regime"]}
 
 
 @pytest.mark.parametrize("section, change", [("backtest", {"threshold": 0.55}), ("backtest", {"long_short": True}),
@@ -149,10 +169,10 @@ def test_a_changed_backtest_threshold_under_an_experiment_with_results_is_refuse
 
     freeze_experiment(_settings(tmp_path))
     _with_results(_settings(tmp_path))
-    with pytest.raises(ExperimentFrozen, match=r"experiment 'default' has results built with settings 3affad4bf797, "
+    with pytest.raises(ExperimentFrozen, match=r"experiment 'default' has results built with settings 8df18f840c87, "
                                                r"these are \w{12} \(backtest.threshold default -> 0.55\); use another"):
         freeze_experiment(_settings(tmp_path, backtest={"threshold": 0.55}))
-    assert freeze_experiment(_settings(tmp_path))["settings_hash"] == "3affad4bf797"  # the defaults still run
+    assert freeze_experiment(_settings(tmp_path))["settings_hash"] == "8df18f840c87"  # the defaults still run
 
 
 PLUGIN = '''"""A tmp plugin: one formula."""
