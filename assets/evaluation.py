@@ -41,9 +41,11 @@ def evaluation(context: AssetExecutionContext, predictions: pl.LazyFrame, labels
                                                   settings.evaluation.min_symbols_per_day,
                                                   year_figures=settings.evaluation.year_figures)
         obs.record(table)
-    from domain.figures import evaluation_figures, rounded_tree
+    from domain.figures import coverage_figures, evaluation_figures, rounded_tree
 
-    metadata = {**{k: MetadataValue.float(v) for k, v in evaluation_figures(preview["overall"], settings.labels.horizons).items()},
+    hs = settings.labels.horizons
+    metadata = {**{k: MetadataValue.float(v) for k, v in evaluation_figures(preview["overall"], hs).items()},
+                **{k: MetadataValue.int(v) for k, v in coverage_figures(preview["overall"], hs).items()},
                 "metrics": MetadataValue.json(rounded_tree(preview)),
                 "experiment": MetadataValue.text(settings.experiment)}  # which experiment each plotted point is
     for key, plots in images.items():

@@ -42,8 +42,15 @@ def meta_model(context: AssetExecutionContext, specialists: pl.LazyFrame, labels
     images = [f"![{p.stem}](data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()})" for p in plots if p.exists()]
     from domain.figures import rounded_tree
 
+    counts = {}  # what the out-of-sample figures of the partition's years stand on, per horizon
+    for key, m in previews.items():
+        h = key.split("/")[1]
+        for k, v in m["coverage"]["test"].items():  # rows summed over the years, symbols the most of a year
+            counts[f"{h}_{k}"] = max(counts.get(f"{h}_{k}", 0), v) if k.startswith("symbols") else counts.get(f"{h}_{k}", 0) + v
     yield Output(table, metadata={"out_of_sample": MetadataValue.json(rounded_tree(previews)),
                                   "model": settings.meta.model, "inputs": settings.meta.inputs,
+                                  "missing": settings.meta.missing_rule(),
+                                  **{k: MetadataValue.int(v) for k, v in sorted(counts.items())},
                                   **({"calibration": MetadataValue.md("\n\n".join(images[-6:]))} if images else {})})
     from domain.checks import out_of_sample_metrics_valid
 

@@ -4,7 +4,9 @@ Join: the prediction made at day t (`predictions`, p_h{H}) with the label realis
 (`labels`: the row of day t holds label_bin_h{H} and label_ret_h{H}, the outcome H trading
 rows later; null while t + H is not stored yet, and those rows are left out).
 
-Per horizon (domain.learning.metrics): AUC, PR-AUC, Brier, log loss, IC (Spearman of p with
+Per horizon (domain.learning.metrics), over the rows with a prediction and a realised label
+(`coverage`: those rows and symbols against the labelled ones, and why the rest were left
+out): AUC (pooled: one AUC over every row of the scope), PR-AUC, Brier, log loss, IC (Spearman of p with
 the realised forward return over all rows pooled), decile returns overall and by market
 regime, and a reliability diagram. Signal analysis as Qlib's (`cross_section` in the JSON):
 the daily cross-sectional rank IC (Spearman across the day's symbols), its mean (`rank_ic`),
@@ -48,7 +50,9 @@ REGIME_NAMES = {BEAR: "bear", CONSOLIDATE: "consolidate", BULL: "bull", OSCILLAT
 HEADLINE = ("auc", "pr_auc", "brier", "log_loss", "ic", "n", "rank_ic", "icir", "long_short_sharpe")
 TABLE_SCHEMA = {"year": pl.Int32, "horizon": pl.Int32, "auc": pl.Float64, "pr_auc": pl.Float64, "brier": pl.Float64,
                 "log_loss": pl.Float64, "ic": pl.Float64, "n": pl.Int64, "rank_ic": pl.Float64, "icir": pl.Float64,
-                "long_short_sharpe": pl.Float64, "days_used": pl.Int64}
+                "long_short_sharpe": pl.Float64, "days_used": pl.Int64, "rows_available": pl.Int64,
+                "symbols_used": pl.Int64, "symbols_available": pl.Int64}
+COVERAGE_COLUMNS = ("rows_available", "symbols_used", "symbols_available")  # of each horizon's `coverage`
 PLOTS = ("reliability", "ic", "long_short", "deciles")  # PNG names: {plot}_h{H}_{scope}.png
 
 
@@ -123,6 +127,27 @@ def evaluate_horizon(frame: pl.DataFrame, h: int, min_symbols: int = 5) -> dict:
     return report
 
 
+def scope_coverage(frame: pl.DataFrame, h: int) -> dict:
+    """What the figures of horizon h stand on: `rows_used` (a prediction and a realised label)
+    of `rows_available` (a realised label), the symbols of each, `coverage` (used / available,
+    None without a label) and `left_out`: `no prediction` (labelled rows without p: no model
+    of the year, or an input the model's missing-value rule leaves out) and `no label yet`
+    (predicted rows whose label is not realised yet: the last days)."""
+    if frame.is_empty():
+        return {"rows_used": 0, "rows_available": 0, "symbols_used": 0, "symbols_available": 0, "coverage": None,
+                "left_out": {"no prediction": 0, "no label yet": 0}}
+    labelled = frame[f"label_bin_h{h}"].is_not_null()
+    predicted = frame[f"p_h{h}"].is_not_nan().fill_null(False)
+    used = labelled & predicted
+    sym = frame["symbol"]
+    available = int(labelled.sum())
+    return {"rows_used": int(used.sum()), "rows_available": available,
+            "symbols_used": sym.filter(used).n_unique(), "symbols_available": sym.filter(labelled).n_unique(),
+            "coverage": int(used.sum()) / available if available else None,
+            "left_out": {"no prediction": int((labelled & ~predicted).sum()),
+                         "no label yet": int((predicted & ~labelled).sum())}}
+
+
 def _evaluate(frame: pl.DataFrame, h: int, min_symbols: int) -> tuple[dict, dict]:
     rows = _usable(frame, h)
     p = rows[f"p_h{h}"].cast(pl.Float64).to_numpy()
@@ -140,6 +165,7 @@ def _evaluate(frame: pl.DataFrame, h: int, min_symbols: int) -> tuple[dict, dict
         "deciles": _table(decile_returns(p, ret)) if len(p) else [],
         "deciles_by_regime": {REGIME_NAMES.get(int(k), str(k)): _table(v) for k, v in by_regime.items()},
         "cross_section": signal,
+        "coverage": scope_coverage(frame, h),
     }
     return report, cs
 
@@ -181,7 +207,13 @@ def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir
 
 
 def _headline(r: dict) -> dict:
-    return {**{k: r[k] for k in HEADLINE}, "days_used": r["cross_section"]["days_used"]}
+    cov = r["coverage"]
+    return {**{k: r[k] for k in HEADLINE}, "days_used": r["cross_section"]["days_used"],
+            **{k: cov[k] for k in COVERAGE_COLUMNS}}
+
+
+def _preview(r: dict) -> dict:
+    return {**{k: r[k] for k in HEADLINE}, "coverage": r["coverage"], "cross_section": _signal_preview(r)}
 
 
 def _signal_preview(r: dict) -> dict:
@@ -207,10 +239,8 @@ def build_evaluation(predictions: pl.LazyFrame, labels: pl.LazyFrame, horizons: 
                                    min_symbols_per_day, figures=year_figures)
         for h in horizons:
             rows.append({"year": y, "horizon": h, **_headline(report[f"h{h}"])})
-        preview[str(y)] = {f"h{h}": {**{k: report[f"h{h}"][k] for k in HEADLINE},
-                                     "cross_section": _signal_preview(report[f"h{h}"])} for h in horizons}
+        preview[str(y)] = {f"h{h}": _preview(report[f"h{h}"]) for h in horizons}
     overall, images = evaluate_scope(joined, horizons, "overall", out_dir, min_symbols_per_day)
-    preview["overall"] = {f"h{h}": {**{k: overall[f"h{h}"][k] for k in HEADLINE},
-                                    "cross_section": _signal_preview(overall[f"h{h}"])} for h in horizons}
+    preview["overall"] = {f"h{h}": _preview(overall[f"h{h}"]) for h in horizons}
     table = pl.DataFrame(rows, schema=TABLE_SCHEMA)
     return table, preview, images

@@ -65,6 +65,22 @@ def evaluation_figures(overall: dict, horizons: list[int]) -> dict[str, float]:
     return out
 
 
+COVERAGE_COUNTS = ("rows_used", "rows_available", "symbols_used", "symbols_available")
+
+
+def coverage_figures(scope: dict, horizons: list[int]) -> dict[str, int]:
+    """`h{H}_rows_used`, `h{H}_rows_available`, `h{H}_symbols_used`, `h{H}_symbols_available`
+    of one scope (`{h{H}: {"coverage": {...}}}`): what the figures of each horizon stand on,
+    as numbers Dagster plots."""
+    out = {}
+    for h in horizons:
+        cov = (scope.get(f"h{h}") or {}).get("coverage") or {}
+        for key in COVERAGE_COUNTS:
+            if isinstance(cov.get(key), int):
+                out[f"h{h}_{key}"] = cov[key]
+    return out
+
+
 def backtest_figures(headline: dict) -> dict[str, float]:
     """`sharpe`, `cagr`, `max_drawdown`, `turnover` (a year's traded fraction of the book),
     `total_return` of the backtest's overall headline, rounded."""
