@@ -20,7 +20,7 @@ out of sample) of one (year, horizon):
 `check_floor` raises CoverageError (one line: the year, horizon, counts, the columns that
 emptied the rows and the settings that would help) when coverage < settings meta.min_coverage.
 `coverage_note` is the short text every printed figure carries, e.g.
-`3 of 23 symbols, 1,509 of 25,300 rows; 20 symbols lack a158_VMA5, a158_VSTD5, ...`.
+`3 of 23 symbols, 1,509 of 25,300 rows; 20 symbols left out, lacking a158_VMA5, a158_VSTD5, ...`.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _columns(cov: dict, limit: int = 3) -> str:
 
 
 def coverage_note(cov: dict | None) -> str:
-    """`U of A symbols, u of a rows` (+ `; n symbols lack c1, c2, ...` when whole columns
+    """`U of A symbols, u of a rows` (+ `; n symbols lacking c1, c2, ...` when whole columns
     are empty for some symbols, or `; left out for a missing c1, ...` under drop); '' when
     there is no record."""
     if not cov:
@@ -94,8 +94,9 @@ def coverage_note(cov: dict | None) -> str:
     text = (f"{cov['symbols_used']} of {cov['symbols_available']} symbols, "
             f"{cov['rows_used']:,} of {cov['rows_available']:,} rows")
     if cov.get("symbols_lacking") and cov.get("empty_columns"):
-        verb = {"drop": "left out: they lack", "fill": "filled: they lack", "native": "they lack"}
-        text += f"; {cov['symbols_lacking']} symbols {verb.get(cov.get('missing'), 'lack')} {_columns(cov)}"
+        verb = {"drop": "left out, lacking", "fill": "filled, lacking", "native": "lacking"}
+        n = cov["symbols_lacking"]
+        text += f"; {n} symbol{'s' if n != 1 else ''} {verb.get(cov.get('missing'), 'lack')} {_columns(cov)}"
     elif cov["rows_used"] < cov["rows_available"]:
         text += f"; left out for a missing {_columns(cov)}"
     return text

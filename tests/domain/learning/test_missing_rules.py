@@ -1,0 +1,97 @@
+"""Missing values as a choice (settings meta.missing; domain.learning.matrix and
+MetaModel): drop, fill with the training medians, or native NaN for the tree models."""
+
+import numpy as np
+import pytest
+
+from config.settings import SettingsError, parse_settings
+from domain.learning.matrix import column_fill, fill_missing, usable_rows, valued_rows
+from domain.learning.metamodel import train_meta
+from domain.learning.persistence import meta_from_payload, save_meta
+
+NAMES = ["a", "b", "regime_bull"]
+
+
+def test_the_fill_values_are_each_columns_median_over_its_finite_values_and_zero_for_an_empty_column():
+    X = np.array([[1.0, np.nan, np.nan], [3.0, np.inf, np.nan], [10.0, 2.0, np.nan]], np.float32)
+    np.testing.assert_array_equal(column_fill(X), np.array([3.0, 2.0, 0.0], np.float32))
+    np.testing.assert_array_equal(fill_missing(X, [3.0, 2.0, 0.0]),
+                                  np.array([[1, 2, 0], [3, 2, 0], [10, 2, 0]], np.float32))
+
+
+def test_a_row_with_only_the_regime_one_hot_is_a_warm_up_under_every_rule():
+    X = np.array([[np.nan, np.nan, 1.0], [np.nan, 5.0, 0.0], [1.0, 2.0, 1.0]], np.float32)
+    np.testing.assert_array_equal(valued_rows(X, NAMES), [False, True, True])
+    np.testing.assert_array_equal(usable_rows(X, NAMES, "fill"), [False, True, True])
+    np.testing.assert_array_equal(usable_rows(X, NAMES, "native"), [False, True, True])
+    np.testing.assert_array_equal(usable_rows(X, NAMES, "drop"), [False, False, True])
+    with pytest.raises(ValueError, match="missing must be one of"):
+        usable_rows(X, NAMES, "impute")
+
+
+def _problem(seed=0, n=600):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(np.int8)
+    X[::4, 1] = np.nan  # a quarter of column b missing
+    return X, y
+
+
+def test_fill_learns_the_training_medians_and_scores_a_missing_value_as_its_median():
+    X, y = _problem()
+    model = train_meta(X, y, model="logistic", cv=3, Cs=None, feature_names=["a", "b", "c"], missing="fill")
+    median_b = np.median(X[np.isfinite(X[:, 1]), 1])
+    assert model.missing == "fill" and model.fill_values[1] == pytest.approx(median_b)
+    probe = np.array([[0.3, np.nan, 0.1], [0.3, median_b, 0.1]], np.float32)
+    p = model.predict_proba(probe)
+    assert np.isfinite(p).all() and p[0] == p[1]
+    assert np.isnan(model.predict_proba(np.full((1, 3), np.nan, np.float32))).all()  # no value at all: left out
+
+
+@pytest.mark.parametrize("kind", ["hist_gbm", "lightgbm"])
+def test_native_trees_train_on_the_rows_as_they_are_and_score_rows_with_nan(kind):
+    X, y = _problem()
+    model = train_meta(X, y, model=kind, cv=3, feature_names=["a", "b", "c"], missing="native")
+    assert model.info["n_train"] == len(y) and model.fill_values is None
+    p = model.predict_proba(X[:8])
+    assert np.isfinite(p).all()  # rows 0 and 4 have b missing: scored, not NaN
+
+
+def test_native_is_refused_for_the_logistic_model_in_training_and_in_the_settings():
+    X, y = _problem()
+    with pytest.raises(ValueError, match="missing='native' needs a model that handles NaN"):
+        train_meta(X, y, model="logistic", cv=3, missing="native")
+    with pytest.raises(SettingsError, match="meta.missing: native needs a model that handles missing values"):
+        parse_settings({"meta": {"missing": "native"}})
+
+
+def test_auto_is_native_for_the_trees_and_fill_for_the_logistic_model():
+    assert parse_settings({}).meta.missing_rule() == "fill"
+    assert parse_settings({"meta": {"model": "lightgbm"}}).meta.missing_rule() == "native"
+    assert parse_settings({"meta": {"model": "hist_gbm", "missing": "drop"}}).meta.missing_rule() == "drop"
+
+
+def test_the_rule_and_fill_values_survive_the_saved_model(tmp_path):
+    import joblib
+
+    X, y = _problem()
+    model = train_meta(X, y, model="logistic", cv=3, Cs=None, feature_names=["a", "b", "c"], missing="fill")
+    side = save_meta(model, tmp_path / "m.joblib")
+    assert side["missing"] == "fill" and side["fill_values"] == pytest.approx(model.fill_values)
+    back = meta_from_payload(joblib.load(tmp_path / "m.joblib"), tmp_path / "m.joblib")
+    np.testing.assert_array_equal(back.predict_proba(X[:20]), model.predict_proba(X[:20]))
+
+
+def test_a_model_saved_before_the_rule_drops_incomplete_rows(tmp_path):
+    """A payload without `missing` (written before the setting) loads as `drop`: NaN for a
+    row with a missing value, as it was scored when it was trained."""
+    import joblib
+
+    X, y = _problem()
+    ok = np.isfinite(X).all(axis=1)
+    model = train_meta(X[ok], y[ok], model="logistic", cv=3, Cs=None, feature_names=["a", "b", "c"])
+    save_meta(model, tmp_path / "m.joblib")
+    payload = joblib.load(tmp_path / "m.joblib")
+    payload.pop("missing"), payload.pop("fill_values")
+    old = meta_from_payload(payload, tmp_path / "m.joblib")
+    assert old.missing == "drop" and np.isnan(old.predict_proba(X[:1])).all()  # row 0 lacks b
