@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from config.settings import SettingsError
 from domain.learning.matrix import usable_rows, valued_rows
 
 TOP = 10  # columns listed per record
 
 
-class CoverageError(ValueError):
-    """A meta model would use fewer rows than settings meta.min_coverage asks."""
+class CoverageError(SettingsError):
+    """A meta model would use fewer rows than settings meta.min_coverage asks (the user's
+    settings and data: exit 2 from the CLI, pipeline.run_report.USER_ERRORS)."""
 
 
 def _top(counts: dict[str, int]) -> dict[str, int]:

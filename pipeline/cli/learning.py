@@ -46,12 +46,24 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         for h in hs:
             path = settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json"
             if path.exists():
-                m = json.loads(path.read_text())
-                fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731  (no labelled rows yet)
-                print(f"meta h{h} {y}: AUC {fmt(m['auc'])} Brier {fmt(m['brier'])} n {m['n']} symbols {m.get('symbols', 'n/a')}")
+                print(meta_year_line(json.loads(path.read_text()), h, y))
     print_results(settings, years, ("meta_model",))
     print(f"models: {settings.models_dir}/meta_h*_*.joblib")
     return 0
+
+
+def meta_year_line(m: dict, h: int, year: int) -> str:
+    """One (year, horizon) meta model: its out-of-sample AUC and Brier of that year, what they
+    stand on (domain.learning.coverage: symbols and rows used of those available, and why the
+    rest were left out) and the input groups it was trained on."""
+    from domain.learning.coverage import coverage_note
+
+    fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731  (no labelled rows yet)
+    cov = (m.get("coverage") or {}).get("test")
+    stands = coverage_note(cov) if cov else f"{m.get('n', 'n/a')} rows, {m.get('symbols', 'n/a')} symbols"
+    inputs = f"; inputs {'+'.join(m['inputs'])} ({m['input_columns']} columns, missing {m['missing']})" \
+        if m.get("inputs") else ""
+    return f"meta h{h} {year}: AUC {year} {fmt(m.get('auc'))}, Brier {fmt(m.get('brier'))} ({stands}){inputs}"
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
