@@ -102,12 +102,24 @@ def predict_year(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: p
         *[pl.Series(k, v, dtype=pl.Float32) for k, v in probs.items()])
 
 
+def prediction_coverage(df: pl.DataFrame, h: int, has_model: bool) -> dict:
+    """What the year's p_h{H} stands on: `share` of rows with a probability, `rows_predicted`
+    of `rows` (every row with specialist scores), the symbols of each, and `why` the rest
+    have none (no model of the year, or the rows its missing-value rule leaves out)."""
+    p = df[f"p_h{h}"].is_not_nan().fill_null(False)
+    n, k = df.height, int(p.sum())
+    why = None if k == n else ("no meta model of the year" if not has_model
+                               else "inputs the model's missing-value rule leaves out (meta.missing)")
+    return {"share": round(k / n, 4) if n else 0.0, "rows_predicted": k, "rows": n,
+            "symbols_predicted": df["symbol"].filter(p).n_unique(), "symbols": df["symbol"].n_unique(), "why": why}
+
+
 def predict_years(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None, years: list[int],
                   models_dir: Path, horizons: list[int], log=None,
                   features: pl.LazyFrame | None = None) -> tuple[pl.DataFrame, dict]:
     """The predictions of every year of `years` from that year's meta models; returns the
-    table and the share of non-NaN probabilities per year and horizon. `log.warning` is told
-    of a year without models (its probabilities are all NaN)."""
+    table and, per year and horizon, prediction_coverage. `log.warning` is told of a year
+    without models (its probabilities are all NaN)."""
     frames, coverage = [], {}
     for year in years:
         models = load_year_models(models_dir, year, horizons)
@@ -115,6 +127,6 @@ def predict_years(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: 
             log.warning(f"predictions {year}: no meta model of {year} in {models_dir}; all NaN")
         df = predict_year(specialists, regime, lstm, year, models, horizons, features)
         frames.append(df)
-        coverage[str(year)] = {f"h{h}": round(float(df[f"p_h{h}"].is_not_nan().mean() or 0.0), 4) for h in horizons}
+        coverage[str(year)] = {f"h{h}": prediction_coverage(df, h, h in models) for h in horizons}
     table = pl.concat(frames) if frames else pl.DataFrame()
     return table, coverage

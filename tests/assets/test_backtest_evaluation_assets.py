@@ -130,6 +130,9 @@ def test_evaluation_signal_analysis_rank_ic_icir_long_short_turnover_and_year_fi
     cfg = yaml.safe_load(learned_copy.read_text())
     cfg["evaluation"] = {"min_symbols_per_day": 3, "year_figures": True}  # each year's PNGs too
     learned_copy.write_text(yaml.safe_dump(cfg))
+    # another days floor is another experiment (the settings hash): this copy's stored
+    # predictions are evaluated under it, as a store built before the manifest would be
+    (read_settings(learned_copy).reports_dir / "experiment.json").unlink()
     res = _materialize(learned_copy, instance, [evaluation])
     assert res.success
     s = read_settings(learned_copy)
