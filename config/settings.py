@@ -375,7 +375,7 @@ class MetaSettings(_Model):
         "regime one-hot), `features+specialists` (those and the `core` pack's `f_*` columns), or a list of the "
         "column groups the model gets, nothing else: `specialists` (the scores), `lstm` (the LSTM score, used "
         "when it covers half the training rows), `regime` (the regime one-hot) and selected pack names (their "
-        "feature columns), e.g. `[alpha158]` (Alpha158 alone) or `[specialists, regime, alpha158]` "
+        "feature columns), e.g. `[alpha158]` (Alpha158 alone) or `[specialists, lstm, regime, alpha158]` "
         "(`configs/alpha158_lightgbm.yaml`: LightGBM over alpha158)"
     ))
     missing: Literal["auto", "native", "fill", "drop"] = Field("auto", description=(
