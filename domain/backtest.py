@@ -194,12 +194,12 @@ def in_cash_reason(dates, a: int, b: int) -> str | None:
 def verdict(excess_return: float | None, name: str) -> str:
     """The words of the comparison, `excess_return` (a CAGR difference) rounded to 0.1%/yr:
     "beat the benchmark (<name>) by 2.1%/yr", "lost to the benchmark (<name>) by 5.6%/yr",
-    "matched the benchmark (<name>) within 0.1%/yr", or no verdict when there is no figure."""
+    "matched the benchmark (<name>) within 0.05%/yr", or no verdict when there is no figure."""
     if excess_return is None:
         return f"no verdict against the benchmark ({name}): no day to compare"
     by = f"{abs(excess_return):.1%}"
     if by == "0.0%":
-        return f"matched the benchmark ({name}) within 0.1%/yr"
+        return f"matched the benchmark ({name}) within 0.05%/yr"
     return f"{'beat' if excess_return > 0 else 'lost to'} the benchmark ({name}) by {by}/yr"
 
 
