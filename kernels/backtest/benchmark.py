@@ -27,21 +27,21 @@ def benchmark_returns(prices) -> np.ndarray:
     without a bar on day t sits out that day's mean; when its bar comes back, the move since its
     last close lands on that day (as in the portfolio's own book, kernels.backtest.portfolio).
     With K = 1 the returns compound to close_last / close_first - 1 (buy-and-hold)."""
-    px = np.asarray(prices, dtype=np.float64)
+    px = np.asarray(prices)
     if px.ndim != 2:
         raise ValueError(f"prices must be [T, K], got shape {px.shape}")
     T, K = px.shape
-    if T == 0 or K == 0:
-        return np.zeros(T, dtype=np.float64)
-    valid = np.isfinite(px) & (px > 0.0)
-    rows = np.arange(T)[:, None]
-    latest = np.maximum.accumulate(np.where(valid, rows, -1), axis=0)  # latest valid row <= t
-    before = np.vstack([np.full((1, K), -1), latest[:-1]])  # latest valid row < t
-    ok = valid & (before >= 0)
-    prev = np.take_along_axis(px, np.maximum(before, 0), axis=0)
-    r = np.divide(px, prev, out=np.ones_like(px), where=ok) - 1.0  # 0 where not ok
-    n = ok.sum(axis=1)
-    return np.where(n > 0, r.sum(axis=1) / np.maximum(n, 1), 0.0)
+    out = np.zeros(T, dtype=np.float64)
+    last = np.full(K, np.nan, dtype=np.float64)  # O(K) state, a day at a time: no [T, K] temporaries
+    for t in range(T):
+        row = px[t].astype(np.float64)
+        valid = np.isfinite(row) & (row > 0.0)
+        ok = valid & np.isfinite(last)
+        n = int(np.count_nonzero(ok))
+        if n:
+            out[t] = float(np.sum(row[ok] / last[ok] - 1.0)) / n
+        last[valid] = row[valid]
+    return out
 
 
 def relative_stats(strategy, benchmark, periods_per_year: int = PERIODS_PER_YEAR) -> dict:
