@@ -158,6 +158,8 @@ def benchmark_of(symbols: list[str], prices: np.ndarray, bt: BacktestSettings, r
     sym = bt.benchmark
     if sym not in symbols:
         there = sorted(raw_bars.select(pl.col("symbol").cast(pl.String)).unique().collect()["symbol"].to_list())
+        if sym in there and not symbols:  # no panel (no prediction stored): nothing to compare, no error
+            return Benchmark(f"{sym} buy-and-hold", sym, 1, np.zeros(len(prices), np.float64))
         if sym in there:
             raise SettingsError(f"backtest.benchmark: {sym!r} has no bar in the backtest's days; "
                                 f"the symbols with bars then: {_named(symbols) or 'none'}")

@@ -166,3 +166,10 @@ def test_verdict_words_round_to_a_tenth_of_a_percent():
 def test_an_empty_benchmark_setting_is_refused():
     with pytest.raises(ValueError, match="benchmark"):
         BacktestSettings(benchmark="")
+
+
+def test_a_named_benchmark_over_no_stored_prediction_is_no_error_and_no_verdict(tmp_path):
+    empty = _predictions(FLAT).filter(False)
+    report = build_backtest(empty, _bars(), [2003], BacktestSettings(benchmark="CCC"), tmp_path)
+    assert report.overall["n_days"] == 0 and report.overall["benchmark"]["name"] == "CCC buy-and-hold"
+    assert report.overall["verdict"] == "no verdict against the benchmark (CCC buy-and-hold): no day to compare"
