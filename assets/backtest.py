@@ -6,7 +6,6 @@ The Dagster objects only (asset, checks, config); the stage's contract and logic
 
 import base64
 
-
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MetadataValue, Output
 
@@ -29,10 +28,12 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
              project: ProjectResource):
     """The daily portfolio of the out-of-sample predictions: per year and over the whole span,
     CAGR, Sharpe, max drawdown and turnover; the equity curve as a PNG. The overall figures
-    are top-level float metadata (`sharpe`, `cagr`, `max_drawdown`, `turnover`: domain.figures)
-    that the Plots tab charts."""
+    are top-level float metadata (`sharpe`, `cagr`, `max_drawdown`, `turnover`, and against the
+    benchmark `benchmark_sharpe`, `benchmark_cagr`, `excess_return`, `information_ratio`,
+    `tracking_error`, `beta`: domain.figures) that the Plots tab charts; `verdict` says in words
+    whether the book beat its benchmark, `in_cash_days` how many days the headline left out."""
     from domain import checks
-    from domain.backtest import build_backtest
+    from domain.backtest import build_backtest, headline_figures
     from domain.schema import require_stored
     from resources.observe import observe
 
@@ -51,7 +52,9 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
         **{k: MetadataValue.float(v) for k, v in backtest_figures(headline).items()},
         "experiment": MetadataValue.text(settings.experiment),  # which experiment each plotted point is
         "n_days": MetadataValue.int(int(headline.get("n_days") or 0)),
-        "per_year": MetadataValue.json(rounded_tree({str(y): {k: v[k] for k in headline} for y, v in report.per_year.items()})),
+        "in_cash_days": MetadataValue.int(int(report.overall["in_cash_days"])),
+        "verdict": MetadataValue.text(report.overall["verdict"]),
+        "per_year": MetadataValue.json(rounded_tree({str(y): headline_figures(v) for y, v in report.per_year.items()})),
         **({"equity_png": MetadataValue.path(str(report.equity_png)),
             "equity_curve": MetadataValue.md("![equity curve](data:image/png;base64,"
                                              f"{base64.b64encode(report.equity_png.read_bytes()).decode()})")}

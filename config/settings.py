@@ -461,6 +461,11 @@ class BacktestSettings(_Model):
     chunk_days: int = Field(256, ge=1, description=(
         'days per numba call between log flushes (results do not depend on it)'
     ))
+    benchmark: str | None = Field(None, min_length=1, description=(
+        'what the backtest is measured against: `null` = the equal-weight buy-and-hold of the universe '
+        '(rebalanced to 1/n of the symbols with a close at every close, no costs); a symbol (e.g. `SP500`) = '
+        "that symbol's buy-and-hold, read from `raw_bars` (a symbol not there fails, naming the ones there)"
+    ))
 
 
 class DaskCluster(_Model):

@@ -10,8 +10,23 @@ then stores the daily rows of each requested year Y: date, net_return, gross_ret
 turnover, cost, equity (equity of the whole span, 1.0 before its first day), positions,
 gross_exposure (sum of |w| held) and max_abs_weight (largest |w| among the symbols traded that day).
 Reports (reports/<experiment>/backtest/): `year_<Y>.json` (the year's statistics: CAGR, Sharpe, max drawdown,
-turnover, ...), `overall.json` (the whole span), `equity.png`, and `daily.jsonl`, the day log
-written by an asynchronous batched writer between numba chunks (never inside the loop).
+turnover, ...), `overall.json` (the headline span), `equity.png` (the book and its benchmark over
+the headline span), and `daily.jsonl`, the day log written by an asynchronous batched writer
+between numba chunks (never inside the loop).
+
+The headline (`overall.json`) spans the days from the first one with a prediction (a finite
+`p_h{H}` for some symbol) to the day after the last one (the book sells on it): a year without
+a meta model has NaN predictions and sits in cash, so its days are left out and counted
+(`in_cash_days`, `in_cash_reason`); days without a prediction inside the span stay in and are
+counted too (`no_prediction_days_in_span`). `from`/`to` are the span's first and last days.
+
+Every period is measured against a benchmark (`backtest.benchmark`, `benchmark_of`): the
+equal-weight buy-and-hold of the panel's symbols by default, or one symbol's buy-and-hold
+(kernels.backtest.benchmark states the arithmetic), over the same days; the headline's benchmark
+is bought at the close of the span's first day, as the book is. A report carries a `benchmark`
+object (name, Sharpe, CAGR, ...) and the relative figures `excess_return` (CAGR - benchmark CAGR),
+`information_ratio`, `tracking_error`, `beta`, with `verdict`, the words
+("beat the benchmark (...) by 2.1%/yr", "lost to the benchmark (...) by 5.6%/yr").
 """
 
 import os
@@ -21,12 +36,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from config.settings import BacktestSettings
+from config.settings import BacktestSettings, SettingsError
 from domain.async_writer import AsyncWriter
 from domain.observe import write_bytes_atomic, write_json_atomic
+from kernels.backtest.benchmark import benchmark_returns, relative_stats
 from kernels.backtest.portfolio import PortfolioConfig, run_portfolio, stats
 
 HEADLINE = ("cagr", "sharpe", "max_drawdown", "annual_turnover", "total_return", "n_days")
+RELATIVE = ("excess_return", "information_ratio", "tracking_error", "beta")
+BENCHMARK_STATS = ("sharpe", "cagr", "total_return", "max_drawdown", "ann_vol", "n_days")
+SHOWN_SYMBOLS = 20  # symbols an error names before it says how many there are
 
 
 def portfolio_config(bt: BacktestSettings) -> PortfolioConfig:
@@ -113,39 +132,151 @@ def period_stats(daily: pl.DataFrame) -> dict:
     return stats(daily["net_return"].cast(pl.Float64).to_numpy(), daily["turnover"].cast(pl.Float64).to_numpy())
 
 
+@dataclass(frozen=True)
+class Benchmark:
+    """What a backtest is measured against: `name` in words, `symbol` (None: the equal-weight
+    book of the panel), `symbols` it holds, `returns` [T] over the panel's days."""
+    name: str
+    symbol: str | None
+    symbols: int
+    returns: np.ndarray
+
+
+def _named(symbols: list[str]) -> str:
+    shown = ", ".join(symbols[:SHOWN_SYMBOLS])
+    return shown if len(symbols) <= SHOWN_SYMBOLS else f"{shown}, ... ({len(symbols)} in all)"
+
+
+def benchmark_of(symbols: list[str], prices: np.ndarray, bt: BacktestSettings, raw_bars: pl.LazyFrame) -> Benchmark:
+    """The benchmark of `backtest.benchmark` over the panel (`symbols`, `prices` [T, N]):
+    None -> the equal-weight buy-and-hold of the N symbols; a symbol -> its buy-and-hold (its
+    closes in the panel come from raw_bars). A symbol that raw_bars lacks, or has no bar in the
+    panel's days, is a SettingsError of one line naming the setting, the symbol and the symbols there."""
+    if bt.benchmark is None:
+        return Benchmark(f"equal-weight buy-and-hold of {len(symbols)} symbols", None, len(symbols),
+                         benchmark_returns(prices))
+    sym = bt.benchmark
+    if sym not in symbols:
+        there = sorted(raw_bars.select(pl.col("symbol").cast(pl.String)).unique().collect()["symbol"].to_list())
+        if sym in there and not symbols:  # no panel (no prediction stored): nothing to compare, no error
+            return Benchmark(f"{sym} buy-and-hold", sym, 1, np.zeros(len(prices), np.float64))
+        if sym in there:
+            raise SettingsError(f"backtest.benchmark: {sym!r} has no bar in the backtest's days; "
+                                f"the symbols with bars then: {_named(symbols) or 'none'}")
+        raise SettingsError(f"backtest.benchmark: {sym!r} is not a symbol of raw_bars; "
+                            f"the symbols there: {_named(there) or 'none'}")
+    col = symbols.index(sym)
+    return Benchmark(f"{sym} buy-and-hold", sym, 1, benchmark_returns(prices[:, col:col + 1]))
+
+
+def headline_span(probs: np.ndarray) -> tuple[int, int]:
+    """Rows [a, b) of the headline: a = the first day with a prediction (a finite p for some
+    symbol), b - 1 = the day after the last one (the book sells on it; b = last + 2, at most T).
+    (0, 0) when no day has a prediction."""
+    has = np.isfinite(probs).any(axis=1) if probs.size else np.zeros(probs.shape[0], bool)
+    days = np.flatnonzero(has)
+    if days.size == 0:
+        return 0, 0
+    return int(days[0]), min(int(days[-1]) + 2, probs.shape[0])
+
+
+def in_cash_reason(dates, a: int, b: int) -> str | None:
+    """Why the days outside the headline rows [a, b) of `dates` were left out; None when none was."""
+    T = len(dates)
+    if a == b:
+        return f"no prediction (no meta model) on any of the {T} days" if T else None
+    why = []
+    if a > 0:
+        why.append(f"before {str(dates[a])[:10]}")
+    if b < T:
+        why.append(f"after {str(dates[b - 2])[:10]}")
+    return f"no prediction (no meta model) {' or '.join(why)}" if why else None
+
+
+def verdict(excess_return: float | None, name: str) -> str:
+    """The words of the comparison, `excess_return` (a CAGR difference) rounded to 0.1%/yr:
+    "beat the benchmark (<name>) by 2.1%/yr", "lost to the benchmark (<name>) by 5.6%/yr",
+    "matched the benchmark (<name>) within 0.05%/yr", or no verdict when there is no figure."""
+    if excess_return is None:
+        return f"no verdict against the benchmark ({name}): no day to compare"
+    by = f"{abs(excess_return):.1%}"
+    if by == "0.0%":
+        return f"matched the benchmark ({name}) within 0.05%/yr"
+    return f"{'beat' if excess_return > 0 else 'lost to'} the benchmark ({name}) by {by}/yr"
+
+
+def relative_report(net: np.ndarray, bench: np.ndarray, benchmark: Benchmark) -> dict:
+    """The benchmark block and the relative figures of the book's daily returns `net` against
+    the benchmark's `bench` over the same days (kernels.backtest.benchmark.relative_stats)."""
+    b = stats(bench)
+    rel = relative_stats(net, bench)
+    return {"benchmark": {"name": benchmark.name, "symbol": benchmark.symbol, "symbols": benchmark.symbols,
+                          **{k: b[k] for k in BENCHMARK_STATS}},
+            **rel, "verdict": verdict(rel["excess_return"], benchmark.name)}
+
+
+def headline_figures(report: dict) -> dict:
+    """The figures of a period report (overall.json or year_<Y>.json) that the asset's metadata
+    carries: HEADLINE, `benchmark_sharpe`, `benchmark_cagr` and RELATIVE (None where missing)."""
+    b = report.get("benchmark") or {}
+    return {**{k: report.get(k) for k in HEADLINE}, "benchmark_sharpe": b.get("sharpe"),
+            "benchmark_cagr": b.get("cagr"), **{k: report.get(k) for k in RELATIVE}}
+
+
 @dataclass
 class BacktestReport:
     table: pl.DataFrame  # the daily rows of the requested years
-    overall: dict  # the statistics of the whole span (overall.json)
+    overall: dict  # the statistics of the headline span (overall.json)
     per_year: dict[int, dict]  # the statistics of each requested year (year_<Y>.json)
     equity_png: Path | None  # None when there was nothing to trade
 
     def headline(self) -> dict:
-        return {k: self.overall[k] for k in HEADLINE}
+        return headline_figures(self.overall)
 
 
 def build_backtest(predictions: pl.LazyFrame, raw_bars: pl.LazyFrame, years: list[int], bt: BacktestSettings,
                    out_dir: Path, log=None) -> BacktestReport:
     """The book over the whole stored span (the weights carry from one year into the next);
-    writes `year_<Y>.json` per requested year, `overall.json`, `equity.png` and the day log
-    `daily.jsonl` under `out_dir`. `log.warning` is told when there is nothing to trade."""
+    writes `year_<Y>.json` per requested year (all its days, against the benchmark held over
+    the whole panel), `overall.json` (the headline span, against the benchmark bought on its
+    first day), `equity.png` and the day log `daily.jsonl` under `out_dir`. `log.warning` is
+    told when there is nothing to trade."""
     from domain.learning.plots import equity_png_bytes  # scipy, sklearn: loaded when a backtest runs
 
     dates, symbols, prices, probs = backtest_panel(predictions, raw_bars, bt.horizon)
+    benchmark = benchmark_of(symbols, prices, bt, raw_bars)  # before the book: a wrong symbol fails at once
     daily = run_backtest(dates, symbols, prices, probs, bt, log_path=out_dir / "daily.jsonl")
+    a, b = headline_span(probs)
+    net = daily["net_return"].cast(pl.Float64).to_numpy()
+    in_span = np.zeros(len(dates), bool)
+    in_span[a:b] = True
+    day_years = daily["date"].dt.year().to_numpy()
     per_year = {}
     for y in years:
-        rows = daily.filter(pl.col("date").dt.year() == y)
-        per_year[y] = {"year": y, "horizon": bt.horizon, "symbols": len(symbols), **period_stats(rows)}
+        mask = day_years == y
+        per_year[y] = {"year": y, "horizon": bt.horizon, "symbols": len(symbols),
+                       "in_cash_days": int(np.count_nonzero(mask & ~in_span)), **period_stats(daily.filter(pl.Series(mask))),
+                       **relative_report(net[mask], benchmark.returns[mask], benchmark)}
         write_json_atomic(out_dir / f"year_{y}.json", per_year[y])
-    overall = {"from": str(dates[0])[:10] if len(dates) else None, "to": str(dates[-1])[:10] if len(dates) else None,
-               "horizon": bt.horizon, "symbols": len(symbols), "settings": bt.model_dump(), **period_stats(daily)}
+    bench = benchmark.returns[a:b].copy()
+    if bench.size:
+        bench[0] = 0.0  # bought at the close of the span's first day, as the book is
+    predicted = np.isfinite(probs).any(axis=1) if probs.size else np.zeros(len(dates), bool)
+    overall = {"from": str(dates[a])[:10] if b > a else None, "to": str(dates[b - 1])[:10] if b > a else None,
+               "horizon": bt.horizon, "symbols": len(symbols),
+               "in_cash_days": int(len(dates) - (b - a)), "in_cash_reason": in_cash_reason(dates, a, b),
+               "no_prediction_days_in_span": int(np.count_nonzero(~predicted[a:b])),
+               "settings": bt.model_dump(), **period_stats(daily.slice(a, b - a)),
+               **relative_report(net[a:b], bench, benchmark)}
     write_json_atomic(out_dir / "overall.json", overall)
     png = None
-    if daily.height:
+    if b > a:
         png = write_bytes_atomic(out_dir / "equity.png", equity_png_bytes(
-            dates, daily["equity"].to_numpy(), f"meta h{bt.horizon} portfolio, out of sample"))
+            dates[a:b], np.cumprod(1.0 + net[a:b]), f"meta h{bt.horizon} portfolio, out of sample",
+            benchmark=np.cumprod(1.0 + bench), benchmark_label=benchmark.name))
     elif log is not None:
-        log.warning("backtest: no stored predictions to trade: run the yearly stages (meta_model, predictions) first")
+        log.warning("backtest: no stored predictions to trade: run the yearly stages (meta_model, predictions) first"
+                    if not daily.height else
+                    f"backtest: the stored predictions hold no p_h{bt.horizon} on any day (no meta model): nothing to trade")
     table = daily.filter(pl.col("date").dt.year().is_in(years))
     return BacktestReport(table, overall, per_year, png)

@@ -20,7 +20,10 @@ EVALUATION_FIGURES = {"auc": "auc", "pr_auc": "pr_auc", "brier": "brier", "ic": 
                       "icir": "icir", "long_short_sharpe": "ls_sharpe"}
 # backtest report key -> metadata name
 BACKTEST_FIGURES = {"sharpe": "sharpe", "cagr": "cagr", "max_drawdown": "max_drawdown",
-                    "annual_turnover": "turnover", "total_return": "total_return"}
+                    "annual_turnover": "turnover", "total_return": "total_return",
+                    "benchmark_sharpe": "benchmark_sharpe", "benchmark_cagr": "benchmark_cagr",
+                    "excess_return": "excess_return", "information_ratio": "information_ratio",
+                    "tracking_error": "tracking_error", "beta": "beta"}
 
 
 def rounded(value, digits: int = SIGNIFICANT) -> float | None:
@@ -83,7 +86,9 @@ def coverage_figures(scope: dict, horizons: list[int]) -> dict[str, int]:
 
 def backtest_figures(headline: dict) -> dict[str, float]:
     """`sharpe`, `cagr`, `max_drawdown`, `turnover` (a year's traded fraction of the book),
-    `total_return` of the backtest's overall headline, rounded."""
+    `total_return`, and against the benchmark `benchmark_sharpe`, `benchmark_cagr`,
+    `excess_return`, `information_ratio`, `tracking_error`, `beta` of the backtest's overall
+    headline (domain.backtest.headline_figures), rounded."""
     return {name: v for key, name in BACKTEST_FIGURES.items() if (v := rounded(headline.get(key))) is not None}
 
 

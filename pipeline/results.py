@@ -10,6 +10,8 @@ Sharpe 2 decimals, CAGR and drawdown in 0.1%):
     meta model AUC    out of sample 2014-2018, 23 symbols: h7 0.531  h14 0.522
     h7                AUC 0.531, PR-AUC 0.552, Brier 0.248, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23
     backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, turnover 45x/yr
+    benchmark         Sharpe 0.75, CAGR 13.8%; excess return -7.6%/yr, information ratio -0.62, tracking error 9.8%,
+                      beta 0.62: the strategy lost to the benchmark (equal-weight buy-and-hold of 23 symbols) by 7.6%/yr
     figures           reports/eval/{reliability,ic,long_short,deciles}_h*_overall.png, reports/backtest/equity.png
 
 A stage without a report says so on its line (`n/a`): nothing raises. `results_block`
@@ -124,14 +126,33 @@ def _evaluation_lines(settings: Settings, years: list[int]) -> list[str]:
 
 
 def _backtest_lines(settings: Settings) -> list[str]:
+    """The backtest's headline (with the days it left out in cash, when any) and its benchmark
+    line: the benchmark's Sharpe and CAGR, the relative figures and the verdict in words."""
     b = _read(settings.stage_reports_dir("backtest") / "overall.json")
     if b is None:
         return [f"{'backtest':<18}n/a (no report: run backtest)"]
     if isinstance(b, Unreadable):
         return _unreadable("backtest", b, "backtest")
-    return [f"{'backtest':<18}p_h{b.get('horizon', '?')} {b.get('from', '?')}..{b.get('to', '?')}, "
-            f"{b.get('symbols', 'n/a')} symbols: Sharpe {_fmt(b.get('sharpe'), '.2f')}, CAGR {_fmt(b.get('cagr'), '.1%')}, "
-            f"max drawdown {_fmt(b.get('max_drawdown'), '.1%')}, turnover {_fmt(b.get('annual_turnover'), '.0f')}x/yr"]
+    cash = _num(b.get("in_cash_days"))
+    left_out = (f" ({int(cash)} days in cash left out: {b.get('in_cash_reason') or 'no prediction'})"
+                if cash else "")
+    lines = [f"{'backtest':<18}p_h{b.get('horizon', '?')} {b.get('from', '?')}..{b.get('to', '?')}{left_out}, "
+             f"{b.get('symbols', 'n/a')} symbols: Sharpe {_fmt(b.get('sharpe'), '.2f')}, CAGR {_fmt(b.get('cagr'), '.1%')}, "
+             f"max drawdown {_fmt(b.get('max_drawdown'), '.1%')}, turnover {_fmt(b.get('annual_turnover'), '.0f')}x/yr"]
+    return lines + [_benchmark_line(b)]
+
+
+def _benchmark_line(b: dict) -> str:
+    bench = b.get("benchmark")
+    if not isinstance(bench, dict):
+        return f"{'benchmark':<18}n/a (a report without a benchmark: run backtest)"
+    excess = _num(b.get("excess_return"))
+    words = b.get("verdict") if isinstance(b.get("verdict"), str) else f"against {bench.get('name', 'n/a')}: n/a"
+    return (f"{'benchmark':<18}Sharpe {_fmt(bench.get('sharpe'), '.2f')}, CAGR {_fmt(bench.get('cagr'), '.1%')}; "
+            f"excess return {'n/a' if excess is None else format(excess, '+.1%')}/yr, "
+            f"information ratio {_fmt(b.get('information_ratio'), '.2f')}, "
+            f"tracking error {_fmt(b.get('tracking_error'), '.1%')}, beta {_fmt(b.get('beta'), '.2f')}: "
+            f"the strategy {words}")
 
 
 def _figure_paths(settings: Settings, stages) -> list[str]:

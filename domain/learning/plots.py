@@ -4,7 +4,8 @@ bytes out (the caller writes them where it wants; `calibration_png` writes one a
 - `reliability_png_bytes(y, p, title)`: reliability diagram and prediction histogram over
   finite rows (evaluation); `calibration_png_bytes` / `calibration_png`: the same for the
   meta model's out-of-sample year (meta_model).
-- `equity_png_bytes(dates, equity, title)`: equity curve and drawdown (backtest).
+- `equity_png_bytes(dates, equity, title, benchmark)`: equity curve and drawdown, the
+  benchmark's beside them (backtest).
 - `cumulative_ic_png_bytes`, `long_short_png_bytes`, `decile_bars_png_bytes`: the signal
   analysis plots (evaluation).
 Figures of one stage share fixed margins in inches (`_fixed_layout`), not tight_layout.
@@ -82,19 +83,26 @@ def reliability_png_bytes(y, p, title: str = "", bins: int = 10) -> bytes:
     return _png(fig)
 
 
-def equity_png_bytes(dates, equity, title: str = "") -> bytes:
+def equity_png_bytes(dates, equity, title: str = "", benchmark=None, benchmark_label: str = "benchmark") -> bytes:
     """Equity curve (top, log scale) and drawdown from the running peak (bottom) as PNG.
-    dates: datetime64 (or any 1-D x values, e.g. day numbers) or None for 0..T-1."""
+    dates: datetime64 (or any 1-D x values, e.g. day numbers) or None for 0..T-1.
+    benchmark: the benchmark's equity over the same days (drawn grey beside the book in both
+    panels, with a legend naming it `benchmark_label`), or None."""
     eq = as_vector(equity, "equity")
     x = np.arange(eq.shape[0]) if dates is None else np.asarray(dates)
     if x.shape != eq.shape:
         raise ValueError(f"dates must have shape {eq.shape}, got {x.shape}")
+    bm = None if benchmark is None else as_vector(benchmark, "benchmark", eq.shape[0])
     if x.dtype.kind == "M":
         x = x.astype("datetime64[D]")
     fig = _figure((8.0, 5.0))
     ax, dx = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    ax.plot(x, eq, lw=1.2, color="tab:blue")
-    if eq.size and np.all(eq > 0):
+    ax.plot(x, eq, lw=1.2, color="tab:blue", label="strategy")
+    if bm is not None:
+        ax.plot(x, bm, lw=1.0, color="tab:gray", label=benchmark_label)
+        ax.legend(loc="upper left")
+    curves = eq if bm is None else np.concatenate([eq, bm])
+    if eq.size and np.all(curves > 0):
         ax.set_yscale("log")
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_ylabel("equity (start 1.0)")
@@ -103,6 +111,8 @@ def equity_png_bytes(dates, equity, title: str = "") -> bytes:
         peak = np.maximum(np.maximum.accumulate(eq), 1.0)
         dd = eq / peak - 1.0
         dx.fill_between(x, dd, 0.0, color="tab:red", alpha=0.4, lw=0)
+        if bm is not None:
+            dx.plot(x, bm / np.maximum(np.maximum.accumulate(bm), 1.0) - 1.0, color="tab:gray", lw=0.8)
         dx.set_ylabel(f"drawdown (max {dd.min():.1%})")
     fig.tight_layout()
     return _png(fig)

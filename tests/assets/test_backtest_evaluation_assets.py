@@ -51,6 +51,15 @@ def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equi
     assert (s.stage_reports_dir("backtest") / "equity.png").read_bytes()[:4] == b"\x89PNG"
     meta = res.asset_materializations_for_node("backtest")[0].metadata
     assert "sharpe" in meta and "per_year" in meta
+    overall = json.loads((s.stage_reports_dir("backtest") / "overall.json").read_text())
+    bench = overall["benchmark"]
+    assert bench["name"] == "equal-weight buy-and-hold of 3 symbols" and bench["n_days"] == overall["n_days"]
+    assert overall["verdict"].split(" the benchmark (")[0] in ("beat", "lost to", "matched")
+    assert meta["verdict"].value == overall["verdict"] and meta["in_cash_days"].value == overall["in_cash_days"]
+    for name in ("benchmark_sharpe", "benchmark_cagr", "excess_return", "tracking_error", "beta"):
+        assert type(meta[name].value) is float, name
+    assert meta["benchmark_cagr"].value == pytest.approx(bench["cagr"], rel=1e-3)
+    assert set(meta["per_year"].value[str(LEARNED_YEAR)]) >= {"sharpe", "benchmark_sharpe", "excess_return", "beta"}
 
 
 def test_backtest_equals_the_kernel_on_the_pivoted_panel(learned_copy, instance):

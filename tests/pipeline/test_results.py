@@ -30,7 +30,13 @@ def test_results_lines_round_every_figure_and_a_one_class_horizon_reads_n_a(make
                                                "h3": h, "h7": h, "h14": none})
     _write(reports / "backtest" / "overall.json", {"horizon": 7, "from": "2014-01-02", "to": "2018-12-31", "symbols": 23,
                                                    "sharpe": 0.8412345, "cagr": 0.0623456, "max_drawdown": -0.1234567,
-                                                   "annual_turnover": 45.4321})
+                                                   "annual_turnover": 45.4321, "in_cash_days": 0, "in_cash_reason": None,
+                                                   "benchmark": {"name": "equal-weight buy-and-hold of 23 symbols",
+                                                                 "sharpe": 0.7512345, "cagr": 0.1381234},
+                                                   "excess_return": -0.0757778, "information_ratio": -0.6181234,
+                                                   "tracking_error": 0.0981234, "beta": 0.6212345,
+                                                   "verdict": "lost to the benchmark (equal-weight buy-and-hold of 23 "
+                                                              "symbols) by 7.6%/yr"})
     (reports / "backtest" / "equity.png").write_bytes(b"\x89PNG")
     for y, auc in ((2017, 0.52), (2018, 0.54)):
         _write(reports / "meta_model" / f"h7_{y}.json", {"year": y, "horizon": 7, "auc": auc, "brier": 0.25, "symbols": 23})
@@ -45,8 +51,45 @@ def test_results_lines_round_every_figure_and_a_one_class_horizon_reads_n_a(make
         "  h14               AUC n/a, PR-AUC n/a, Brier n/a, rank IC n/a, ICIR n/a, long-short Sharpe n/a",
         "  backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, "
         "turnover 45x/yr",
+        "  benchmark         Sharpe 0.75, CAGR 13.8%; excess return -7.6%/yr, information ratio -0.62, tracking error 9.8%, "
+        "beta 0.62: the strategy lost to the benchmark (equal-weight buy-and-hold of 23 symbols) by 7.6%/yr",
         f"  figures           {reports / 'backtest' / 'equity.png'}",
     ]
+
+
+def test_backtest_lines_of_a_market_where_buy_and_hold_beat_the_book_say_it_lost_and_count_the_days_in_cash(
+        make_settings, tmp_path):
+    from datetime import datetime, timedelta
+
+    import polars as pl
+
+    from config.settings import BacktestSettings
+    from domain.backtest import build_backtest
+    from pipeline.results import results_lines
+
+    settings = read_settings(make_settings())
+    days = [datetime(2002, 12, 30) + timedelta(days=i) for i in range(8)]  # 2002-12-30 .. 2003-01-06
+    bars = pl.DataFrame({"symbol": ["AAA"] * 8 + ["BBB"] * 8, "date": days * 2,
+                         "close": [100.0 + i for i in range(8)] * 2}).lazy()  # both rise every day
+    pred = pl.DataFrame({"symbol": ["AAA"] * 8 + ["BBB"] * 8, "date": days * 2,
+                         "p_h7": [float("nan")] * 2 + [0.3] * 6 + [float("nan")] * 2 + [0.3] * 6},  # 2002: no model
+                        schema_overrides={"p_h7": pl.Float32}).lazy()  # 0.3 < threshold: the book stays in cash
+    build_backtest(pred, bars, [2003], BacktestSettings(), settings.stage_reports_dir("backtest"))
+    lines = results_lines(settings, [2003], ("backtest",))
+    assert lines[0] == ("backtest          p_h7 2003-01-01..2003-01-06 (2 days in cash left out: no prediction (no meta "
+                        "model) before 2003-01-01), 2 symbols: Sharpe n/a, CAGR 0.0%, max drawdown 0.0%, turnover 0x/yr")
+    assert lines[1].startswith("benchmark         Sharpe ") and ", beta 0.00: the strategy lost to the benchmark " \
+        "(equal-weight buy-and-hold of 2 symbols) by " in lines[1]
+
+
+def test_a_backtest_report_without_a_benchmark_says_so_on_the_benchmark_line(make_settings):
+    from pipeline.results import results_lines
+
+    settings = read_settings(make_settings())
+    _write(settings.stage_reports_dir("backtest") / "overall.json", {"horizon": 7, "from": "2003-01-02", "to": "2003-12-31",
+                                                                     "symbols": 3, "sharpe": 0.5})
+    assert results_lines(settings, [2003], ("backtest",))[1] == (
+        "benchmark         n/a (a report without a benchmark: run backtest)")
 
 
 def test_results_block_of_a_stage_without_reports_says_which_command_makes_them(make_settings):

@@ -241,6 +241,16 @@ def test_equity_png_bytes_with_dates_without_dates_and_a_wiped_out_curve():
         equity_png_bytes(days[:3], eq)
 
 
+def test_equity_png_bytes_draws_the_benchmark_beside_the_book_and_refuses_one_of_other_days():
+    days = np.arange("2020-01-01", "2020-03-01", dtype="datetime64[D]")
+    eq = np.cumprod(1 + np.random.default_rng(3).normal(0, 0.01, days.size))
+    bench = np.cumprod(np.full(days.size, 1.001))
+    with_bench = equity_png_bytes(days, eq, "backtest", benchmark=bench, benchmark_label="equal-weight buy-and-hold")
+    assert _png_shape(with_bench)[:2] == (500, 800) and with_bench != equity_png_bytes(days, eq, "backtest")
+    with pytest.raises(ValueError, match="benchmark has 3 rows, expected 60"):
+        equity_png_bytes(days, eq, benchmark=bench[:3])
+
+
 # ---------------------------------------------------------------- signal analysis (cross-sectional)
 
 
