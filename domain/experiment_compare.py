@@ -36,11 +36,12 @@ from pathlib import Path
 from config.experiments import MANIFEST, differences, read_manifest
 
 EVAL_FIGURES = ("auc", "pr_auc", "brier", "rank_ic", "icir", "long_short_sharpe")
-BACKTEST_FIGURES = ("sharpe", "cagr", "max_drawdown", "annual_turnover")
+# the backtest's figures, then its figures against its benchmark (domain.backtest)
+BACKTEST_FIGURES = ("sharpe", "cagr", "max_drawdown", "annual_turnover", "excess_return", "information_ratio")
 # digits a person reads: rounded on display (the JSON keeps full precision)
 DISPLAY = {"auc": "{:.3f}", "pr_auc": "{:.3f}", "brier": "{:.4f}", "rank_ic": "{:.4f}", "icir": "{:.3f}",
            "long_short_sharpe": "{:.2f}", "sharpe": "{:.2f}", "cagr": "{:.1%}", "max_drawdown": "{:.1%}",
-           "annual_turnover": "{:.1f}"}
+           "annual_turnover": "{:.1f}", "excess_return": "{:.1%}", "information_ratio": "{:.2f}"}
 ROWS_TOLERANCE = 0.05  # rows differing by more than this share of the larger: a warning on the figure's line
 # backtest settings that change no figure (config.experiments.NO_FIGURE)
 BACKTEST_NO_FIGURE = ("chunk_days",)

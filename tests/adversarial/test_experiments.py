@@ -50,7 +50,8 @@ def _baseline_then_backtest_threshold(tmp_path: Path) -> None:
 
 FIGURES = ", ".join([f"h{h}_{f}" for h in (3, 7, 14) for f in ("auc", "pr_auc", "brier", "rank_ic", "icir",
                                                                  "long_short_sharpe")]
-                    + [f"backtest_{f}" for f in ("sharpe", "cagr", "max_drawdown", "annual_turnover")])
+                    + [f"backtest_{f}" for f in ("sharpe", "cagr", "max_drawdown", "annual_turnover",
+                                                   "excess_return", "information_ratio")])
 
 # (id, setup(tmp_path), argv, the exact line on stderr ({tmp}: tmp_path; {hash}: baseline's), exit code)
 ROWS = [
