@@ -199,10 +199,18 @@ def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir
         images[f"h{h}"] = scope_plots(frame, report[f"h{h}"], cs, h, scope) if figures else {}
         for name, png in images[f"h{h}"].items():
             write_bytes_atomic(out_dir / f"{name}_h{h}_{scope}.png", png)
-    symbols = frame["symbol"].n_unique() if "symbol" in frame.columns else 0  # every results line names it
-    years = sorted(frame["date"].dt.year().unique().to_list()) if "date" in frame.columns else []
-    write_json_atomic(out_dir / f"{scope}.json", {"scope": scope, "rows": frame.height, "symbols": symbols,
-                                                  "years": years, **report})
+    # what the scope stands on (every results line names it): the symbols and years with a
+    # prediction, of those stored (a year without a meta model has NaN predictions only)
+    predicted = frame.filter(pl.any_horizontal([pl.col(f"p_h{h}").is_not_nan() for h in horizons])) \
+        if horizons and frame.height else frame.head(0)
+    symbols = predicted["symbol"].n_unique() if "symbol" in frame.columns else 0
+    years = sorted(predicted["date"].dt.year().unique().to_list()) if "date" in frame.columns else []
+    stored = sorted(frame["date"].dt.year().unique().to_list()) if "date" in frame.columns else []
+    write_json_atomic(out_dir / f"{scope}.json", {
+        "scope": scope, "rows": frame.height, "symbols": symbols,
+        "symbols_available": frame["symbol"].n_unique() if "symbol" in frame.columns else 0, "years": years,
+        **({"years_without_predictions": [y for y in stored if y not in years]} if set(stored) - set(years) else {}),
+        **report})
     return report, images
 
 
