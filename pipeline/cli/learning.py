@@ -48,7 +48,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
             if path.exists():
                 m = json.loads(path.read_text())
                 fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731  (no labelled rows yet)
-                print(f"meta h{h} {y}: AUC {fmt(m['auc'])} Brier {fmt(m['brier'])} n {m['n']} symbols {m.get('symbols', 'n/a')}")
+                print(f"meta h{h} {y}: AUC {y} {fmt(m['auc'])} Brier {fmt(m['brier'])} n {m['n']} symbols {m.get('symbols', 'n/a')}")
     print_results(settings, years, ("meta_model",))
     print(f"models: {settings.models_dir}/meta_h*_*.joblib")
     return 0

@@ -100,13 +100,29 @@ def _grid_settings(args: argparse.Namespace):
     return derive_settings(config_path(), text), text
 
 
+ROI_MEANS = "the sum of the kept trades' returns, percent (not a return on capital)"
+
+
+def winner_line(report: dict) -> str:
+    """The full-sample winner in words, one line: `grid-search winner (full sample, chosen on
+    all trades): sum of kept trades' returns 13.97% over 412 trades` (no winner: says so)."""
+    if not report["top"]:
+        return "grid-search winner: none (no combination kept enough trades)"
+    w = report["top"][0]
+    return (f"grid-search winner (full sample, chosen on all trades): sum of kept trades' returns "
+            f"{w['roi']:.2f}% over {w['trades']} trades")
+
+
 def _print_grid_report(report: dict, out) -> None:
+    """The report's summary as JSON on stdout (`winner` is the report's first row, its `roi`
+    key as stored; `roi_means` says what that is) and the winner in words on stderr."""
     import json
 
     size = {"trials": report["combinations"]} if report["engine"] == "optuna" else \
         {"combinations": report["combinations"], "trades": report["trades"]}
-    print(json.dumps({"winner": report["top"][0] if report["top"] else None, **size,
+    print(json.dumps({"winner": report["top"][0] if report["top"] else None, "roi_means": ROI_MEANS, **size,
                       "seconds": round(report["seconds"], 3), "out": str(out)}, indent=2))
+    print(winner_line(report), file=sys.stderr)
 
 
 def cmd_grid_search(args: argparse.Namespace) -> int:
@@ -243,7 +259,8 @@ def add_commands(sub) -> None:
     gp.add_argument("--trials", type=int, help="optuna engine: trials (default: settings)")
     gp.add_argument("--storage", help="optuna engine: journal file (*.log) or DB URL shared by workers")
     gp.add_argument("--study-name", help="optuna engine: study name")
-    gp.add_argument("--overfitting", action="store_true", help="add in/out-of-sample ROI, PBO and deflated Sharpe")
+    gp.add_argument("--overfitting", action="store_true", help="add the in/out-of-sample sum of kept "
+                    "trades' returns (roi_in, roi_out), PBO and deflated Sharpe")
     gp.add_argument("--device", choices=field_choices("device"), help="default: settings device")
     gp.add_argument("--top", type=int, help="default: settings grid_search.top")
     gp.add_argument("--min-trades", type=int, help="default: settings grid_search.min_trades")
