@@ -155,9 +155,12 @@ def run_demo(settings: Settings) -> int:
     print(f"[demo] source={settings.universe.source} symbols={len(symbols)} years={min(years)}..{max(years)} "
           f"({len(added)} newly registered); yearly stages {min(yearly)}..{max(yearly)}")
     with RunProgress(instance) as progress:
-        summary = run_graph(instance, symbols, years, yearly_years=yearly, tags={"tradelab/origin": "demo", **progress.tags})
-    live_lines = _paper_trade_demo(settings, instance)
-    grid_line = _grid_search_demo(settings, defs, instance)
+        summary = run_graph(instance, symbols, years, yearly_years=yearly, tags={"tradelab/origin": "demo", **progress.tags},
+                            progress=progress)
+        progress.stage("live paper trading")
+        live_lines = _paper_trade_demo(settings, instance)
+        progress.stage("grid search")
+        grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
     print()
     print(f"{'asset':<24}{'partitions':>12}{'rows':>12}{'step s':>10}")

@@ -154,7 +154,8 @@ def cmd_grid_search(args: argparse.Namespace) -> int:
     out = Path(args.out)
     one_process = gs.engine != "optuna" and not gs.dask.enabled
     with tqdm(total=grid_from_settings(settings).n_combinations, unit="comb", unit_scale=True,
-              desc=f"{gs.engine} on {backend}", disable=args.quiet or not one_process) as bar:
+              desc=f"{gs.engine} on {backend}",
+              disable=args.quiet or not one_process or not sys.stderr.isatty()) as bar:  # no \r lines in a log
         stage = grid_search_stage(market, trades, settings, backend, json_path=out, rejected=rejected.summary(),
                                   progress=bar.update)
     _print_grid_report(stage.result.to_json(), out)
