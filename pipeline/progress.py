@@ -280,7 +280,7 @@ class RunProgress:
             more = f" (+{len(running) - 3} more)" if len(running) > 3 else ""
             parts.append(f"{running[0][0]}: {steps}{more}")
         elif not self._stage:
-            parts.append("between runs" if self._runs else "starting")
+            parts.append("waiting for the next step" if self._runs else "starting")
         text = " ".join(parts)
         return f"{text} - {COMPILING}" if self.compiles.active else text
 

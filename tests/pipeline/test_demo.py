@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +24,16 @@ def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
         "grid_search: {market_data: grid_data/market_data, trade_log: grid_data/all_trade_logs.csv}\n"
     )
     env = {**os.environ, "PIPELINE_CONFIG": str(cfg), "DAGSTER_HOME": str(tmp_path / "home")}
+    env.pop("TRADELAB_PROGRESS", None)  # the default: stderr is a pipe here, as a log file would be
     out = subprocess.run([sys.executable, "-m", "pipeline.cli", "demo"], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    # progress in a log: plain lines, one per chain run and step start and finish, no carriage return
+    assert "\r" not in out.stderr
+    progress = [line for line in out.stderr.splitlines() if line.startswith("progress: ")]
+    assert re.match(r"progress: [\d :-]+ chain 1/\d historical_build_and_train 2000..2004 started$", progress[1]), progress[:3]
+    assert any(re.search(r" historical_build_and_train: features done \(step \d/\d, \d+\.\d s\)$", x) for x in progress)
+    assert any(x.endswith(" grid search started") for x in progress)
     headline = out.stdout.split("headline", 1)[1]
     assert "meta pooled AUC   out of sample 2000-2004, 3 symbols: h3 0." in headline
     assert "planted signal strength 0.1: recovered pooled AUC 0." in headline and ", IC " in headline
