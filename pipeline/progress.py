@@ -49,17 +49,21 @@ HEARTBEAT_S = 5.0  # the longest a terminal's status line may go without a redra
 COMPILING = "compiling kernels (first run after install)"
 
 
+def _isatty(stream) -> bool:
+    """Whether `stream` is a terminal (False for a stream without isatty, or a closed one)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def progress_mode(stream=None) -> str:
     """`off` (TRADELAB_PROGRESS empty, 0, false or no), `tty` (`stream`, stderr by default, is
     a terminal) or `lines` (anything else: a log file, a pipe, CI)."""
     flag = os.environ.get("TRADELAB_PROGRESS")
     if flag is not None and flag.strip().lower() in ("", "0", "false", "no"):
         return "off"
-    stream = sys.stderr if stream is None else stream
-    try:
-        return "tty" if stream.isatty() else "lines"
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return "lines"
+    return "tty" if _isatty(sys.stderr if stream is None else stream) else "lines"
 
 
 def progress_enabled() -> bool:
@@ -134,8 +138,9 @@ class _RunState:
 
 
 class _StatusStream:
-    """stderr while a terminal's status line is shown: any other write first erases the
-    status line (the next heartbeat draws it again below what was written)."""
+    """stderr (and stdout on the same terminal) while a terminal's status line is shown: any
+    other write first erases the status line (the next heartbeat draws it again below what was
+    written)."""
 
     def __init__(self, real, progress: RunProgress):
         self._real, self._progress = real, progress
@@ -195,6 +200,7 @@ class RunProgress:
         self._shown = False  # a status line is on the terminal
         self._at_line_start = True
         self._saved_stderr = None
+        self._saved_stdout = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._broken = False
@@ -212,6 +218,8 @@ class RunProgress:
             self._draw()  # at once: the first thing a cold run shows
             if self.stream is None and self._write is None:
                 self._saved_stderr, sys.stderr = sys.stderr, _StatusStream(sys.stderr, self)
+                if _isatty(sys.stdout):
+                    self._saved_stdout, sys.stdout = sys.stdout, _StatusStream(sys.stdout, self)
         else:
             self._emit("started")
         if self._watch_compiles:
@@ -233,6 +241,8 @@ class RunProgress:
             self._erase()
             if self._saved_stderr is not None:
                 sys.stderr, self._saved_stderr = self._saved_stderr, None
+            if self._saved_stdout is not None:
+                sys.stdout, self._saved_stdout = self._saved_stdout, None
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -264,7 +274,9 @@ class RunProgress:
 
     def _erase(self) -> None:
         if self._shown:
-            self._out().write("\r\x1b[K")
+            out = self._out()
+            out.write("\r\x1b[K")
+            out.flush()  # before a write to another stream (stdout) of the same terminal
             self._shown = False
 
     def status_text(self) -> str:

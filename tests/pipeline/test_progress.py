@@ -212,12 +212,16 @@ def test_other_writes_to_stderr_erase_the_status_line_and_the_next_beat_draws_it
     clock = FakeClock()
     term = Terminal(clock)
     monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setattr(sys, "stdout", term)  # stdout on the same terminal
     with RunProgress(instance, mode="tty", clock=clock, thread=False) as progress:
         print("warning: check raw_bars/plausible_moves failed", file=sys.stderr)
         progress.tick()
+        print("[demo] generating grid-search inputs")
+        progress.tick()
     out = term.getvalue()
     assert "\r\x1b[Kwarning: check raw_bars/plausible_moves failed\n\r\x1b[Kprogress " in out, repr(out)
-    assert sys.stderr is term  # given back on leaving
+    assert "\r\x1b[K[demo] generating grid-search inputs\n\r\x1b[Kprogress " in out, repr(out)
+    assert sys.stderr is term and sys.stdout is term  # given back on leaving
 
 
 @pytest.mark.parametrize("mode", ["tty", "lines"])
