@@ -10,7 +10,7 @@ those runs every `interval` seconds. It writes to stderr in one of two modes:
   step started, and "compiling kernels (first run after install)" while numba compiles in
   this process (a `numba:compile` listener, numba.core.event):
 
-      progress 0:42  chain 1/4 historical_build_and_train: features 38 s - compiling kernels (first run after install)
+      progress 0:42  chain 1/3 historical_build_and_train 2000..2004: features 38 s - compiling kernels (first run after install)
 
   A finished year of a yearly stage and a finished step are kept as lines above it.
 - `lines` (a log file, CI): plain lines only, never a carriage return: one when the command
@@ -21,7 +21,7 @@ those runs every `interval` seconds. It writes to stderr in one of two modes:
       progress: 2026-11-27 16:40:01 historical_build_and_train: features started
       progress: 2026-11-27 16:40:43 historical_build_and_train: features compiling kernels (first run after install)
       progress: 2026-11-27 16:41:02 train_meta_job: meta_model 2014 done (3/5 years, 12.3 s)
-      progress: 2026-11-27 16:41:40 train_meta_job: meta_model done (step 2/4, 61.0 s)
+      progress: 2026-11-27 16:41:40 train_meta_job: meta_model done (step 2/3, 61.0 s)
 
 `K/N years` counts the years of the run (its partition tags); `step i/n` the steps of the
 run's execution plan; the seconds run from the step's start (for a year: from the previous
@@ -259,7 +259,9 @@ class RunProgress:
 
     def stage(self, label: str) -> None:
         """What the command runs now, e.g. `chain 2/4 yearly_stages 2000..2004`: the status
-        line's first words (tty), one line (lines)."""
+        line's first words (tty), one line (lines). The events so far are read first: the
+        previous run's last lines come before it."""
+        self.poll()
         self._stage = label
         if self.mode == "lines":
             self._emit(f"{label} started")
@@ -283,17 +285,17 @@ class RunProgress:
         """The status line's text (without the carriage return): elapsed time, the stage, the
         running steps with their seconds, and the compiling note."""
         now = self.clock()
-        parts = [f"progress {_clock_text(now - self._t0)} "]
-        if self._stage:
-            parts.append(self._stage)
+        label = self._stage or ""
         running = [(state.job, step, since) for state in list(self._runs.values()) for step, since in list(state.running.items())]
         if running:
+            job = running[0][0]
             steps = ", ".join(f"{step} {max(0.0, now - since):.0f} s" for _, step, since in running[:3])
-            more = f" (+{len(running) - 3} more)" if len(running) > 3 else ""
-            parts.append(f"{running[0][0]}: {steps}{more}")
-        elif not self._stage:
-            parts.append("waiting for the next step" if self._runs else "starting")
-        text = " ".join(parts)
+            steps += f" (+{len(running) - 3} more)" if len(running) > 3 else ""
+            # the stage names the job already (`chain 1/4 historical_build_and_train 2000..2004`): once is enough
+            what = f"{label}: {steps}" if job in label.split() else f"{label} {job}: {steps}".lstrip()
+        else:
+            what = label or ("waiting for the next step" if self._runs else "starting")
+        text = f"progress {_clock_text(now - self._t0)}  {what}"
         return f"{text} - {COMPILING}" if self.compiles.active else text
 
     def _draw(self) -> None:

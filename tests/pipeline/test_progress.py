@@ -232,3 +232,22 @@ def test_progress_off_writes_nothing(instance, mode, monkeypatch):
         _job(lambda: None).execute_in_process(instance=instance, tags=progress.tags)
         progress.tick()
     assert out.getvalue() == ""
+
+
+def test_the_status_line_names_the_chain_position_and_the_job_once(instance):
+    clock = FakeClock()
+    term = Terminal(clock)
+    progress = RunProgress(instance, stream=term, mode="tty", clock=clock, thread=False)
+
+    def step():
+        clock.advance(2)
+        progress.tick()
+
+    with progress:
+        progress.stage("chain 1/2 progress_job 2000..2004")
+        _job(step).execute_in_process(instance=instance, tags=progress.tags)
+        progress.stage("chain 2/2 other_job 2000..2004")
+    texts = [text for _, text in term.draws]
+    assert "progress 0:00  chain 1/2 progress_job 2000..2004" in texts
+    assert any(re.fullmatch(r"progress 0:02  chain 1/2 progress_job 2000\.\.2004: first \d s", t) for t in texts), texts
+    assert texts[-1] == "progress 0:02  chain 2/2 other_job 2000..2004"  # the finished step is out before it
