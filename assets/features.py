@@ -51,6 +51,7 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     """Technical features of one symbol and year from the feature registry (TA-Lib-exact
     kernels), computed over the year and its halo, stored for the year only."""
     from domain.feature_packs import feature_selection
+    from domain.checks import no_nan_after_warmup
     from domain.features import build_features, dtypes_check, halo_spot_check
     from resources.observe import observe
 
@@ -70,8 +71,8 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     yield Output(df, metadata=output_metadata(failed))
     passed, meta = dtypes_check(df, settings.precision, selection)
     yield AssetCheckResult(check_name="dtypes", passed=passed, metadata=meta)
-    bad = {k: v for k, v in nan_after_warmup.items() if v}
-    yield AssetCheckResult(check_name="no_nan_after_warmup", passed=not bad, metadata={"nan_counts": bad or "none"})
+    passed, meta = no_nan_after_warmup(nan_after_warmup)
+    yield AssetCheckResult(check_name="no_nan_after_warmup", passed=passed, metadata=meta)
     spot = halo_spot_check(DeltaStore(settings.data_dir), keys, settings.years.start, FEATURE_HALO_YEARS,
                            **{**kw, "workers": 1},
                            selection=selection)

@@ -43,4 +43,4 @@ def labels(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Proj
     # Null labels may only sit in the last H rows of each symbol's loaded history.
     bad = unexpected_nulls(raw_bars, df, thresholds)
     yield AssetCheckResult(check_name="unknown_future_is_null", passed=not any(bad.values()),
-                           metadata={"unexpected_nulls": {str(h): v for h, v in bad.items()}})
+                           metadata={"unexpected_nulls_by_horizon": {f"h{h}": v for h, v in bad.items()}})

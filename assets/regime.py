@@ -27,6 +27,7 @@ def regime(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: Proj
     equal-weight index of the universe, causal (trailing windows only)."""
     from resources.observe import observe
     from domain.regime import degeneracy_check, regime_years
+    from kernels.regime import BEAR, BULL, CONSOLIDATE, OSCILLATE
 
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]
@@ -34,4 +35,6 @@ def regime(context: AssetExecutionContext, raw_bars: pl.LazyFrame, project: Proj
         df = obs.record(regime_years(raw_bars, years, settings.regime.index_symbol))
     yield Output(df)
     ok, shares = degeneracy_check(settings.data_dir, years, df)
-    yield AssetCheckResult(check_name="not_degenerate", passed=ok, metadata={"shares": {str(k): round(v, 4) for k, v in shares.items()}})
+    names = {BULL: "bull", BEAR: "bear", CONSOLIDATE: "consolidate", OSCILLATE: "oscillate"}
+    yield AssetCheckResult(check_name="not_degenerate", passed=ok,
+                           metadata={"shares": {names.get(int(k), str(k)): round(v, 4) for k, v in shares.items()}})

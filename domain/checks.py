@@ -12,6 +12,7 @@ One function per check, named after it:
 
     raw_bars         ohlc_consistent, unique_dates, finite_positive_prices, and three warnings:
                      exchange_sessions, plausible_moves, inside_configured_years
+    features         no_nan_after_warmup
     atc_scan         every_symbol_scanned, states_and_values_in_range
     cv_report        fold_metrics_valid
     lstm_model       scores_in_unit_interval
@@ -105,6 +106,17 @@ def inside_configured_years(outside: pl.DataFrame, first: int, last: int) -> tup
     return outside.height == 0, {"years": f"{first}..{last}", "rows_outside": outside.height,
                                  "first": _first(f"{r['symbol']} {_day(r['date'])}"
                                                  for r in outside.head(FIRST).iter_rows(named=True))}
+
+
+# ---------------------------------------------------------------- features
+
+def no_nan_after_warmup(nan_counts: dict[str, int]) -> tuple[bool, dict]:
+    """Every feature finite after its warm-up: no column of `nan_counts` (domain.features: per
+    column, the NaN or null values at or after its warm-up) above 0. Metadata
+    `nan_rows_by_column`: the columns that have any, most first (ties by name), or "none"; the
+    warning line of a failed check names the worst of them (pipeline.run_report)."""
+    bad = sorted(((c, int(n)) for c, n in nan_counts.items() if n), key=lambda cn: (-cn[1], cn[0]))
+    return not bad, {"nan_rows_by_column": dict(bad) if bad else "none"}
 
 
 # ---------------------------------------------------------------- atc_scan

@@ -17,10 +17,17 @@ def _regime_line(settings: Settings) -> str:
     return f"regime            tagged: {text}"
 
 
+def _combination(w: dict) -> str:
+    """A grid-search row's entry filters and exits: `volatility>=0.05 ... target 0.4% stop -0.3%`."""
+    return (f"volatility>={w['volatility']:g} ratio>={w['ratio']:g} adx28>={w['adx28']:g} adx14>={w['adx14']:g} "
+            f"adx7>={w['adx7']:g} target {w['target']:g}% stop {w['stop_loss']:g}%")
+
+
 def _headline(settings: Settings, years: list[int]) -> list[str]:
     """The results block of every build path (pipeline.results: the evaluation per horizon and
-    the backtest over `years`, out of sample), then the grid-search winner with its
-    out-of-sample ROI."""
+    the backtest over `years`, out of sample), then the grid-search winner chosen on the
+    in-sample half of the days with its sum of kept trades' returns (percent, not a return on
+    capital) on each half."""
     import json
 
     from pipeline.results import results_lines
@@ -32,15 +39,15 @@ def _headline(settings: Settings, years: list[int]) -> list[str]:
         rows = [r for r in g.get("overfitting", {}).get("in_out_of_sample", []) if r["source"] == "in_sample_top"]
         if rows:
             w = rows[0]
-            lines.append(f"grid-search winner (chosen on the in-sample half): volatility>={w['volatility']:g} ratio>={w['ratio']:g} "
-                         f"adx28>={w['adx28']:g} adx14>={w['adx14']:g} adx7>={w['adx7']:g} target {w['target']:g}% stop {w['stop_loss']:g}%"
-                         f" -> ROI in sample {w['roi_in']:.2f}% ({w['trades_in']} trades), "
+            lines.append(f"grid search, in-sample winner (chosen on half the days): {_combination(w)} -> sum of kept "
+                         f"trades' returns in sample {w['roi_in']:.2f}% ({w['trades_in']} trades), "
                          f"out of sample {w['roi_out']:.2f}% ({w['trades_out']} trades)")
     return lines
 
 
 def _cv_summary(settings: Settings, year: int) -> str:
-    """The best specialist by out-of-sample AUC per horizon, from cv_report, over both
+    """The best specialist by mean fold AUC (purged CV of `year`: the mean over the test folds
+    of each fold's AUC) per horizon, from cv_report, over both
     calibrations (isotonic is non-decreasing: a specialist whose high scores mean "down", as
     the planted reversal's rsi, scores AUC 0.5 there and shows under Platt)."""
     import json
@@ -57,11 +64,12 @@ def _cv_summary(settings: Settings, year: int) -> str:
         if scored:
             auc, name, method = max(scored)
             parts.append(f"h{h} {name.removeprefix('spec_').removesuffix('_score')} {auc:.3f} ({method})")
-    return f"purged CV {year}    {symbols} symbols, best out-of-sample AUC: " + ("; ".join(parts) if parts else "n/a")
+    return f"purged CV {year}    {symbols} symbols, best specialist by mean fold AUC: " + ("; ".join(parts) if parts else "n/a")
 
 
 def _meta_summary(settings: Settings, year: int) -> str:
-    """The meta model's out-of-sample AUC and Brier per horizon for `year`."""
+    """The meta model's out-of-sample AUC and Brier per horizon for `year` alone: `AUC 2004`,
+    never a bare "AUC" beside the headline's pooled one."""
     import json
 
     parts = []
@@ -69,8 +77,8 @@ def _meta_summary(settings: Settings, year: int) -> str:
         path = settings.stage_reports_dir("meta_model") / f"h{h}_{year}.json"
         if path.exists():
             m = json.loads(path.read_text())
-            auc = f"{m['auc']:.3f}" if m.get("auc") is not None else "n/a"
-            parts.append(f"h{h} AUC {auc} Brier {m['brier']:.3f} ({m.get('symbols', 'n/a')} symbols)")
+            auc, brier = (f"{m[k]:.3f}" if m.get(k) is not None else "n/a" for k in ("auc", "brier"))
+            parts.append(f"h{h} AUC {year} {auc} Brier {brier} ({m.get('symbols', 'n/a')} symbols)")
     return f"meta model {year}   out of sample: " + ("; ".join(parts) if parts else "n/a")
 
 
@@ -103,7 +111,9 @@ def _paper_trade_demo(settings: Settings, instance) -> list[str]:
 
 
 def _grid_search_demo(settings: Settings, defs, instance) -> str:
-    """Generate grid-search inputs if the configured ones are absent, run the job, return the winner."""
+    """Generate grid-search inputs if the configured ones are absent, run the job, return the
+    line of its full-sample winner (chosen on all trades: no holdout) with its sum of kept
+    trades' returns."""
     import json
 
     from domain.gridsearch.synthetic import generate_grid_data
@@ -119,9 +129,8 @@ def _grid_search_demo(settings: Settings, defs, instance) -> str:
     report = json.loads((settings.stage_reports_dir("grid_search") / "top10.json").read_text())
     w = report["top"][0]
     return (f"grid search       {report['combinations']:,} combinations x {report['trades']:,} trades in "
-            f"{report['seconds']:.2f} s; winner: volatility>={w['volatility']:g} ratio>={w['ratio']:g} "
-            f"adx28>={w['adx28']:g} adx14>={w['adx14']:g} adx7>={w['adx7']:g} target {w['target']:g}% "
-            f"stop {w['stop_loss']:g}% -> ROI {w['roi']:.2f}% over {w['trades']} trades")
+            f"{report['seconds']:.2f} s; full-sample winner (chosen on all trades, no holdout): {_combination(w)} "
+            f"-> sum of kept trades' returns {w['roi']:.2f}% over {w['trades']} trades")
 
 
 DEMO_YEARLY_YEARS = 5  # the yearly stages (meta models, predictions, backtest, evaluation): the last 5 years
@@ -146,9 +155,12 @@ def run_demo(settings: Settings) -> int:
     print(f"[demo] source={settings.universe.source} symbols={len(symbols)} years={min(years)}..{max(years)} "
           f"({len(added)} newly registered); yearly stages {min(yearly)}..{max(yearly)}")
     with RunProgress(instance) as progress:
-        summary = run_graph(instance, symbols, years, yearly_years=yearly, tags={"tradelab/origin": "demo", **progress.tags})
-    live_lines = _paper_trade_demo(settings, instance)
-    grid_line = _grid_search_demo(settings, defs, instance)
+        summary = run_graph(instance, symbols, years, yearly_years=yearly, tags={"tradelab/origin": "demo", **progress.tags},
+                            progress=progress)
+        progress.stage("live paper trading")
+        live_lines = _paper_trade_demo(settings, instance)
+        progress.stage("grid search")
+        grid_line = _grid_search_demo(settings, defs, instance)
     seconds = time.perf_counter() - t0
     print()
     print(f"{'asset':<24}{'partitions':>12}{'rows':>12}{'step s':>10}")

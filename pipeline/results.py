@@ -5,10 +5,13 @@ backtest, evaluate, and a `dagster asset materialize` of the yearly stages throu
 `results_lines(settings, years, stages)` reads the stored reports of `stages` (meta_model,
 evaluation, backtest) through the settings' report folder and returns one line per figure
 group, numbers rounded to what they mean (AUC 3 decimals, IC and ICIR 3 significant digits,
-Sharpe 2 decimals, CAGR and drawdown in 0.1%):
+Sharpe 2 decimals, CAGR and drawdown in 0.1%). Every AUC says which one it is: "mean yearly
+AUC" (the mean over years of each year's AUC, from the meta model reports), "pooled AUC" (one
+AUC over every out-of-sample row of the years, from the evaluation), "AUC 2018" (one year):
 
-    meta model AUC    out of sample 2014-2018, 23 symbols: h7 0.531  h14 0.522
-    h7                AUC 0.531, PR-AUC 0.552, Brier 0.248, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23
+    meta h7           mean yearly AUC 0.529 (0.512..0.548 over 5 years), mean yearly Brier 0.249
+    meta pooled AUC   out of sample 2014-2018, 23 symbols: h7 0.531  h14 0.522
+    h7                pooled AUC 0.531, PR-AUC 0.552, Brier 0.248, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23
     backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, turnover 45x/yr
     benchmark         Sharpe 0.75, CAGR 13.8%; excess return -7.6%/yr, information ratio -0.62, tracking error 9.8%,
                       beta 0.62: the strategy lost to the benchmark (equal-weight buy-and-hold of 23 symbols) by 7.6%/yr
@@ -71,7 +74,7 @@ def _span(years: list[int]) -> str:
 
 def planted_line(settings: Settings, report: dict, years: list[int]) -> str | None:
     """The planted signal (universe.synthetic.planted) and what the chain recovered of it: the
-    out-of-sample AUC and IC (Spearman of p with the realised return, all rows) of the
+    out-of-sample pooled AUC and IC (Spearman of p with the realised return, all rows) of the
     evaluation over `years`, at the planted horizon (or the nearest labelled one)."""
     if settings.universe.source != "synthetic":
         return None
@@ -79,13 +82,13 @@ def planted_line(settings: Settings, report: dict, years: list[int]) -> str | No
     h = min(settings.labels.horizons, key=lambda x: (abs(x - planted.horizon), x))
     m = report.get(f"h{h}") or {}
     what = f"{planted.kind} over {planted.horizon} days" if planted.strength > 0 else "none planted: chance expected"
-    return (f"planted signal strength {planted.strength:g}: recovered AUC {_fmt(m.get('auc'), '.3f')}, "
+    return (f"planted signal strength {planted.strength:g}: recovered pooled AUC {_fmt(m.get('auc'), '.3f')}, "
             f"IC {_fmt(m.get('ic'), '.3f')} ({what}; h{h}, out of sample {_span(years)})")
 
 
 def _meta_lines(settings: Settings, years: list[int]) -> list[str]:
-    """Per horizon, the meta models' out-of-sample AUC and Brier over `years` (mean, and the
-    range of the years' AUCs)."""
+    """Per horizon, the meta models' out-of-sample "mean yearly AUC" (the mean over `years` of
+    each year's AUC, and their range) and mean yearly Brier."""
     lines = []
     for h in settings.meta.horizons or settings.labels.horizons:
         read = [_read(settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json") for y in years]
@@ -102,7 +105,7 @@ def _meta_lines(settings: Settings, years: list[int]) -> list[str]:
         auc = f"{sum(aucs) / len(aucs):.3f}" if aucs else "n/a"
         spread = f" ({min(aucs):.3f}..{max(aucs):.3f} over {len(aucs)} years)" if len(aucs) > 1 else ""
         brier = f"{sum(briers) / len(briers):.3f}" if briers else "n/a"
-        lines.append(f"{'meta h' + str(h):<18}out-of-sample AUC {auc}{spread}, Brier {brier}")
+        lines.append(f"{'meta h' + str(h):<18}mean yearly AUC {auc}{spread}, mean yearly Brier {brier}")
     return lines
 
 
@@ -116,10 +119,10 @@ def _evaluation_lines(settings: Settings, years: list[int]) -> list[str]:
     lines = [line] if (line := planted_line(settings, report, years)) else []
     hs = settings.labels.horizons
     aucs = "  ".join(f"h{h} {_fmt((report.get(f'h{h}') or {}).get('auc'), '.3f')}" for h in hs)
-    lines.append(f"meta model AUC    out of sample {_span(years)}, {report.get('symbols', 'n/a')} symbols: {aucs}")
+    lines.append(f"meta pooled AUC   out of sample {_span(years)}, {report.get('symbols', 'n/a')} symbols: {aucs}")
     for h in hs:
         m = report.get(f"h{h}") or {}
-        lines.append(f"{'h' + str(h):<18}AUC {_fmt(m.get('auc'), '.3f')}, PR-AUC {_fmt(m.get('pr_auc'), '.3f')}, "
+        lines.append(f"{'h' + str(h):<18}pooled AUC {_fmt(m.get('auc'), '.3f')}, PR-AUC {_fmt(m.get('pr_auc'), '.3f')}, "
                      f"Brier {_fmt(m.get('brier'), '.3f')}, rank IC {_fmt(m.get('rank_ic'), '.3g')}, "
                      f"ICIR {_fmt(m.get('icir'), '.3g')}, long-short Sharpe {_fmt(m.get('long_short_sharpe'), '.2f')}")
     return lines

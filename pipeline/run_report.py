@@ -178,9 +178,41 @@ def print_warnings(entries) -> None:
             print(f"warning: {e.user_message.strip().splitlines()[0]}", file=sys.stderr)
 
 
+WORST = 3  # the entries of a per-name count (a check's `<unit>_by_<kind>` metadata) a warning line names
+
+
+def _number(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
+
+
+def _words(key: str) -> str:
+    """A metadata key as words: `nan_rows` -> `NaN rows`."""
+    return " ".join("NaN" if w == "nan" else w for w in key.split("_"))
+
+
+def worst_text(key: str, counts: dict) -> str | None:
+    """A check's per-name counts as a few words of its warning line: the WORST largest nonzero
+    entries (ties by name), the unit after the first, and how many more there are. A key
+    `<unit>_by_<kind>` names both: `nan_rows_by_column` gives `a158_VMA5 1,204 NaN rows,
+    a158_VSTD5 1,204, a158_VMA10 1,100 (3 more columns)`; any other key leads: `shares: 1 0.9`.
+    None when no entry is a nonzero number."""
+    items = [(str(k), v) for k, v in counts.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and v]
+    if not items:
+        return None
+    items.sort(key=lambda kv: (-abs(kv[1]), kv[0]))
+    unit, _, kind = key.partition("_by_")
+    head = [f"{k} {_number(v)}" for k, v in items[:WORST]]
+    rest = len(items) - WORST
+    if kind:
+        head[0] += f" {_words(unit)}"
+        return ", ".join(head) + (f" ({rest} more {_words(kind)}{'s' if rest > 1 else ''})" if rest > 0 else "")
+    return f"{_words(key)}: " + ", ".join(head) + (f" ({rest} more)" if rest > 0 else "")
+
+
 def failed_check_lines(events) -> list[str]:
     """One `warning: check ASSET/CHECK failed: ...` line per failed asset check among a run's
-    events (DagsterEvents), with the check's counts and its first offenders."""
+    events (DagsterEvents), bounded: the check's counts, its worst names of each per-name count
+    (`worst_text`, at most WORST each) and its first offenders (at most 3)."""
     lines = []
     for event in events:
         if event.event_type_value != "ASSET_CHECK_EVALUATION":
@@ -191,9 +223,11 @@ def failed_check_lines(events) -> list[str]:
         meta = {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}
         first = meta.pop("first", None) or []
         facts = ", ".join(f"{k} {v}" for k, v in sorted(meta.items()) if isinstance(v, (int, float, str)) and not isinstance(v, bool))
+        worst = [text for k, v in meta.items() if isinstance(v, dict) and (text := worst_text(k, v))]
+        said = "; ".join(([facts] if facts else []) + worst)
         where = f" ({'; '.join(str(x) for x in first[:3])}{'; ...' if len(first) > 3 else ''})" if first else ""
         lines.append(f"warning: check {evaluation.asset_key.to_user_string()}/{evaluation.check_name} failed"
-                     + (f": {facts}" if facts else "") + where)
+                     + (f": {said}" if said else "") + where)
     return lines
 
 

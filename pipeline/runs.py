@@ -58,16 +58,16 @@ def run_rectangle(
 
 
 def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = False, yearly_years: list[int] | None = None,
-              tags: dict | None = None, log_level: str = "WARNING", progress: bool = True,
+              tags: dict | None = None, log_level: str = "WARNING", progress=None,
               settings_path: str | None = None, overrides: str | None = None) -> dict:
     """Run the chain in process: the symbol x year build, the regimes of every year (when
     the yearly stages are narrower), the LSTM (when asked), then the follow-ups of the build
-    in `FOLLOW_UPS` order; a progress bar over those runs. `yearly_years` narrows the yearly
+    in `FOLLOW_UPS` order. `progress` (a pipeline.progress.RunProgress, or None) is told each
+    run's place in the chain (`chain 2/4 yearly_stages 2000..2004`). `yearly_years` narrows the yearly
     stages (e.g. the last few years in a demo); `settings_path` runs them on another
     settings file instead of the one in force, `overrides` (JSON, config.settings.derive_settings)
     a command's flags over it. Returns the build's per-asset summary."""
     from dagster import Definitions, materialize
-    from tqdm import tqdm
 
     from config.experiments import experiment_tags
     from config.settings import config_path, derive_settings, load_settings
@@ -88,9 +88,9 @@ def run_graph(instance, symbols: list[str], years: list[int], *, lstm: bool = Fa
         steps.append(("lstm_job", yearly))
     steps += [(step.job, yearly) for step in follow_ups("historical_build_and_train", year_range_tags(yearly))]
     summary: dict = {}
-    bar = tqdm(steps, desc="chain", unit="run", disable=not progress)
-    for name, span in bar:
-        bar.set_postfix_str(f"{name} {min(span)}..{max(span)}")
+    for i, (name, span) in enumerate(steps, start=1):
+        if progress is not None:
+            progress.stage(f"chain {i}/{len(steps)} {name} {min(span)}..{max(span)}")
         if name == "historical_build_and_train":
             summary = run_rectangle(defs.resolve_job_def(name), instance, symbols, span, tags=tags, log_level=log_level)
             continue

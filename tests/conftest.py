@@ -35,6 +35,11 @@ import yaml  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Progress lines (pipeline.progress) go to stderr whenever it is no terminal, as under pytest;
+# the tests pin their commands' stderr line by line, so progress is off unless a test turns it
+# on (TRADELAB_PROGRESS=1): tests/pipeline/test_progress.py and the tests that set it specify it.
+os.environ.setdefault("TRADELAB_PROGRESS", "0")
+
 # TRADELAB_TEST_SYMBOLS_PER_GROUP=N (default 1) runs the tests with symbol groups of N: the
 # settings files the fixtures write say so, and so do the process's own settings, which the
 # Dagster definitions are built from at import (resources.partitions): a copy of the shipped

@@ -42,7 +42,7 @@ def run_smart_search(prices: np.ndarray, trades: TradeArrays, gs, backend: str) 
 
 
 def markdown_table(result: GridSearchResult) -> str:
-    head = "| rank | volatility | ratio | adx28 | adx14 | adx7 | target | stop_loss | roi % | trades | win rate | compounded % |"
+    head = "| rank | volatility | ratio | adx28 | adx14 | adx7 | target | stop_loss | roi % (sum of kept trades' returns) | trades | win rate | compounded % |"
     lines = [head, "|" + "---|" * 12]
     for r in result.top:
         lines.append(f"| {r['rank']} | {r['volatility']:g} | {r['ratio']:g} | {r['adx28']:g} | {r['adx14']:g} | {r['adx7']:g} | "
@@ -52,7 +52,8 @@ def markdown_table(result: GridSearchResult) -> str:
 
 
 def heatmap_png(grid: Grid, trades: TradeArrays, results: np.ndarray, best: dict) -> bytes:
-    """ROI of the winner's filters over every (target, stop_loss) pair."""
+    """ROI (the sum of the kept trades' returns, %) of the winner's filters over every
+    (target, stop_loss) pair."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -68,7 +69,7 @@ def heatmap_png(grid: Grid, trades: TradeArrays, results: np.ndarray, best: dict
     ax.set_ylabel("target %")
     for (i, j), v in np.ndenumerate(roi):
         ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8)
-    ax.set_title("ROI % of the winning filters", fontsize=9)
+    ax.set_title("sum of kept trades' returns % (ROI), winning filters", fontsize=9)
     fig.colorbar(im, ax=ax)
     buf = io.BytesIO()
     fig.tight_layout()

@@ -59,7 +59,7 @@ def cmd_build_all(args: argparse.Namespace) -> int:
     years = parse_years(args.years, settings)
     with RunProgress(instance) as progress:
         run_graph(instance, symbols, years, lstm=args.lstm, settings_path=str(cs.path), overrides=cs.overrides,
-                  tags=progress.tags)
+                  tags=progress.tags, progress=progress)
     print(f"built {len(symbols)} symbols x {years[0]}..{years[-1]}; reports: {settings.reports_dir}")
     print_results(settings, years, symbols=len(symbols))
     return 0

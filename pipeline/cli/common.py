@@ -98,9 +98,7 @@ def materialize_years(cs: CommandSettings, selection: list[str], years: list[int
                       per_year: bool = False) -> None:
     """Materialize year-partitioned `selection` for `years`: one run over the range, or one
     run per year in order (per_year: walk-forward stages whose year Y reads Y-1's output);
-    a progress line per finished year and step (pipeline.progress)."""
-    from tqdm import tqdm
-
+    progress per run, step and finished year (pipeline.progress)."""
     from config.experiments import experiment_tags
     from pipeline.chain import year_range_tags
     from pipeline.instance import get_instance
@@ -113,7 +111,9 @@ def materialize_years(cs: CommandSettings, selection: list[str], years: list[int
     tags = experiment_tags(cs.settings)
     batches = [[y] for y in years] if per_year else [years]
     with RunProgress(instance) as progress:
-        for batch in tqdm(batches, desc=desc, unit="run" if not per_year else "year", disable=len(batches) == 1):
+        for i, batch in enumerate(batches, start=1):
+            if len(batches) > 1:
+                progress.stage(f"{desc} {batch[0]}..{batch[-1]} ({i}/{len(batches)} runs)")
             res = job.execute_in_process(instance=instance, tags={**year_range_tags(batch), **tags, **progress.tags},
                                          raise_on_error=False, run_config=console_run_config())
             progress.poll()  # this run's last lines before its warnings or its error

@@ -100,13 +100,29 @@ def _grid_settings(args: argparse.Namespace):
     return derive_settings(config_path(), text), text
 
 
+ROI_MEANS = "the sum of the kept trades' returns, percent (not a return on capital)"
+
+
+def winner_line(report: dict) -> str:
+    """The full-sample winner in words, one line: `grid-search winner (full sample, chosen on
+    all trades): sum of kept trades' returns 13.97% over 412 trades` (no winner: says so)."""
+    if not report["top"]:
+        return "grid-search winner: none (no combination kept enough trades)"
+    w = report["top"][0]
+    return (f"grid-search winner (full sample, chosen on all trades): sum of kept trades' returns "
+            f"{w['roi']:.2f}% over {w['trades']} trades")
+
+
 def _print_grid_report(report: dict, out) -> None:
+    """The report's summary as JSON on stdout (`winner` is the report's first row, its `roi`
+    key as stored; `roi_means` says what that is) and the winner in words on stderr."""
     import json
 
     size = {"trials": report["combinations"]} if report["engine"] == "optuna" else \
         {"combinations": report["combinations"], "trades": report["trades"]}
-    print(json.dumps({"winner": report["top"][0] if report["top"] else None, **size,
+    print(json.dumps({"winner": report["top"][0] if report["top"] else None, "roi_means": ROI_MEANS, **size,
                       "seconds": round(report["seconds"], 3), "out": str(out)}, indent=2))
+    print(winner_line(report), file=sys.stderr)
 
 
 def cmd_grid_search(args: argparse.Namespace) -> int:
@@ -138,7 +154,8 @@ def cmd_grid_search(args: argparse.Namespace) -> int:
     out = Path(args.out)
     one_process = gs.engine != "optuna" and not gs.dask.enabled
     with tqdm(total=grid_from_settings(settings).n_combinations, unit="comb", unit_scale=True,
-              desc=f"{gs.engine} on {backend}", disable=args.quiet or not one_process) as bar:
+              desc=f"{gs.engine} on {backend}",
+              disable=args.quiet or not one_process or not sys.stderr.isatty()) as bar:  # no \r lines in a log
         stage = grid_search_stage(market, trades, settings, backend, json_path=out, rejected=rejected.summary(),
                                   progress=bar.update)
     _print_grid_report(stage.result.to_json(), out)
@@ -243,7 +260,8 @@ def add_commands(sub) -> None:
     gp.add_argument("--trials", type=int, help="optuna engine: trials (default: settings)")
     gp.add_argument("--storage", help="optuna engine: journal file (*.log) or DB URL shared by workers")
     gp.add_argument("--study-name", help="optuna engine: study name")
-    gp.add_argument("--overfitting", action="store_true", help="add in/out-of-sample ROI, PBO and deflated Sharpe")
+    gp.add_argument("--overfitting", action="store_true", help="add the in/out-of-sample sum of kept "
+                    "trades' returns (roi_in, roi_out), PBO and deflated Sharpe")
     gp.add_argument("--device", choices=field_choices("device"), help="default: settings device")
     gp.add_argument("--top", type=int, help="default: settings grid_search.top")
     gp.add_argument("--min-trades", type=int, help="default: settings grid_search.min_trades")

@@ -181,5 +181,5 @@ def test_train_meta_on_a_universe_that_only_rose_warns_once_per_skipped_horizon_
         "warning: meta_model 2003 h7: the label has one class (all 1) in the training years; horizon skipped",
         "warning: meta_model 2003 h14: the label has one class (all 1) in the training years; horizon skipped"]
     # a market that only rose has one regime: its check fails, and the command says so
-    assert "warning: check regime/not_degenerate failed" in user_lines(out.stderr)
+    assert "warning: check regime/not_degenerate failed: shares: bull 1" in user_lines(out.stderr)
     assert [line.split(":")[0] for line in out.stdout.splitlines() if line.startswith("meta ")] == ["meta h3 2003"]

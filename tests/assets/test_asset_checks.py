@@ -301,3 +301,9 @@ def test_meta_predictions_and_evaluation_checks_fail_on_bad_output_and_pass_on_g
                        "log_loss": [0.69], "ic": [0.01], "rank_ic": [None]}, schema_overrides={"rank_ic": pl.Float64})
     assert checks.metrics_in_range(ev)[0]
     assert not checks.metrics_in_range(ev.with_columns(pl.lit(-1.5).alias("ic")))[0]
+
+
+def test_no_nan_after_warmup_fails_on_any_column_and_lists_the_columns_most_first():
+    assert checks.no_nan_after_warmup({"f_rsi": 0, "a158_VMA5": 0}) == (True, {"nan_rows_by_column": "none"})
+    assert checks.no_nan_after_warmup({"f_rsi": 0, "a158_VSTD5": 12, "a158_CORR5": 119, "a158_VMA5": 12}) == (
+        False, {"nan_rows_by_column": {"a158_CORR5": 119, "a158_VMA5": 12, "a158_VSTD5": 12}})  # ties by name

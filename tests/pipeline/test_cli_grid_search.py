@@ -59,8 +59,14 @@ def test_the_direct_run_writes_the_report_the_assets_write(grid_data, make_setti
     assert len(direct["top"]) == 4 and direct["overfitting"]["pbo"] and _same(direct, assets)
     assert (tmp_path / "top10.md").exists() and (tmp_path / "heatmap.png").exists()  # beside --out
     assert not [n for n in written if "tradelab-cli-" in n]
-    printed = [json.loads(block) for block in capsys.readouterr().out.replace("}\n{", "}\n\n{").split("\n\n")]
+    out, err = capsys.readouterr()
+    printed = [json.loads(block) for block in out.replace("}\n{", "}\n\n{").split("\n\n")]
     assert printed[0]["winner"] == direct["top"][0] and printed[1]["winner"] == assets["top"][0]
+    # the stored key stays `roi`; the printed summary says what it is, in the JSON and in words
+    assert printed[0]["roi_means"] == "the sum of the kept trades' returns, percent (not a return on capital)"
+    w = direct["top"][0]
+    assert (f"grid-search winner (full sample, chosen on all trades): sum of kept trades' returns {w['roi']:.2f}% "
+            f"over {w['trades']} trades") in err.splitlines()
 
 
 def test_the_direct_run_honours_grid_search_dask(grid_data, make_settings, monkeypatch, tmp_path):

@@ -43,12 +43,12 @@ def test_results_lines_round_every_figure_and_a_one_class_horizon_reads_n_a(make
     assert results_block(settings, [2017, 2018], symbols=23).splitlines() == [
         "results (23 symbols x 2 years, 2017-2018)",
         "  meta h3           n/a (no meta model report of 2017-2018)",
-        "  meta h7           out-of-sample AUC 0.530 (0.520..0.540 over 2 years), Brier 0.250",
+        "  meta h7           mean yearly AUC 0.530 (0.520..0.540 over 2 years), mean yearly Brier 0.250",
         "  meta h14          n/a (no meta model report of 2017-2018)",
-        "  meta model AUC    out of sample 2014-2018, 23 symbols: h3 0.531  h7 0.531  h14 n/a",
-        "  h3                AUC 0.531, PR-AUC 0.552, Brier 0.249, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23",
-        "  h7                AUC 0.531, PR-AUC 0.552, Brier 0.249, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23",
-        "  h14               AUC n/a, PR-AUC n/a, Brier n/a, rank IC n/a, ICIR n/a, long-short Sharpe n/a",
+        "  meta pooled AUC   out of sample 2014-2018, 23 symbols: h3 0.531  h7 0.531  h14 n/a",
+        "  h3                pooled AUC 0.531, PR-AUC 0.552, Brier 0.249, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23",
+        "  h7                pooled AUC 0.531, PR-AUC 0.552, Brier 0.249, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23",
+        "  h14               pooled AUC n/a, PR-AUC n/a, Brier n/a, rank IC n/a, ICIR n/a, long-short Sharpe n/a",
         "  backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, "
         "turnover 45x/yr",
         "  benchmark         Sharpe 0.75, CAGR 13.8%; excess return -7.6%/yr, information ratio -0.62, tracking error 9.8%, "
@@ -119,17 +119,22 @@ def test_train_meta_shows_progress_per_year_and_step_then_ends_with_its_results(
 
     assert main(["train-meta", "--years", "2002-2003"]) == 0
     out, err = capsys.readouterr()
-    progress = [line for line in err.splitlines() if line.startswith("progress: ")]
-    shapes = [re.sub(r"\d+\.\d s\)", "S s)", line) for line in progress]
-    # regime, then meta_model year by year (inside its one step), then predictions: in the order they ran
-    assert shapes == ["progress: regime done (step 1/3, S s)",
-                      "progress: meta_model 2002 done (1/2 years, S s)",
-                      "progress: meta_model 2003 done (2/2 years, S s)",
-                      "progress: meta_model done (step 2/3, S s)",
-                      "progress: predictions done (step 3/3, S s)"], err
+    progress = [line for line in err.splitlines() if line.startswith("progress: ") and "compiling kernels" not in line]
+    shapes = [re.sub(r"\d+\.\d s\)", "S s)", re.sub(r"^progress: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", "", line))
+              for line in progress]
+    # stderr is no terminal: plain lines. regime, then meta_model year by year (inside its one
+    # step), then predictions: in the order they ran, each step's start and finish
+    assert shapes == ["started",
+                      "train_meta_job: regime started", "train_meta_job: regime done (step 1/3, S s)",
+                      "train_meta_job: meta_model started",
+                      "train_meta_job: meta_model 2002 done (1/2 years, S s)",
+                      "train_meta_job: meta_model 2003 done (2/2 years, S s)",
+                      "train_meta_job: meta_model done (step 2/3, S s)",
+                      "train_meta_job: predictions started", "train_meta_job: predictions done (step 3/3, S s)"], err
+    assert "\r" not in err
     block = out.split("results (2 years, 2002-2003)\n", 1)[1].splitlines()
-    assert re.fullmatch(r"  meta h7           out-of-sample AUC 0\.\d{3} \(0\.\d{3}\.\.0\.\d{3} over 2 years\), "
-                        r"Brier 0\.\d{3}", block[1]), block
+    assert re.fullmatch(r"  meta h7           mean yearly AUC 0\.\d{3} \(0\.\d{3}\.\.0\.\d{3} over 2 years\), "
+                        r"mean yearly Brier 0\.\d{3}", block[1]), block
     assert block[-2].startswith("  checks            ") and block[-1].startswith("models: ")
 
 
@@ -148,15 +153,15 @@ def test_evaluate_prints_rounded_rank_ic_icir_and_long_short_sharpe_and_the_sens
     learned_cli.write_text(yaml.safe_dump(cfg))
     assert main(["evaluate", "--years", "2003"]) == 0
     out, err = capsys.readouterr()
-    assert re.search(r"^progress: evaluation done \(step 1/1, \d+\.\d s\)$", err, re.M), err
+    assert re.search(r"^progress: [\d :-]+ evaluate_job: evaluation done \(step 1/1, \d+\.\d s\)$", err, re.M), err
     lines = out.splitlines()
     assert lines[0] == "results (1 year, 2003)"
-    assert lines[1].startswith("  planted signal strength 0: recovered AUC 0.")  # the learned store is synthetic
-    assert lines[2].startswith("  meta model AUC    out of sample 2003, 3 symbols: h3 0.")
+    assert lines[1].startswith("  planted signal strength 0: recovered pooled AUC 0.")  # the learned store is synthetic
+    assert lines[2].startswith("  meta pooled AUC   out of sample 2003, 3 symbols: h3 0.")
     for h in (3, 7, 14):
         line = next(x for x in lines if x.startswith(f"  h{h} "))
         # 3 decimals for AUC, PR-AUC, Brier; 3 significant digits for rank IC, ICIR; 2 decimals for the Sharpe
-        assert re.fullmatch(rf"  h{h}\s+AUC 0\.\d{{3}}, PR-AUC 0\.\d{{3}}, Brier 0\.\d{{3}}, rank IC -?[\d.e-]+, "
+        assert re.fullmatch(rf"  h{h}\s+pooled AUC 0\.\d{{3}}, PR-AUC 0\.\d{{3}}, Brier 0\.\d{{3}}, rank IC -?[\d.e-]+, "
                             rf"ICIR -?[\d.e-]+, long-short Sharpe -?\d+\.\d\d", line), line
         rank_ic = line.split("rank IC ")[1].split(",")[0]
         assert len(rank_ic.lstrip("-0.")) <= 3, line  # not 16 digits

@@ -72,3 +72,23 @@ def test_build_all_strict_runs_the_chain_on_settings_with_ingest_strict(split_fo
     assert main(["build-all", "--strict"]) == 0 and main(["build-all"]) == 0
     # the settings in force, with the flag as an in-memory override (no derived file)
     assert seen == [(True, '{"ingest": {"strict": true}}', True), (True, None, False)]
+
+
+def test_a_failed_feature_check_names_its_worst_columns_and_counts(make_settings, monkeypatch, tmp_path, capsys):
+    """A flat series (every price 100, every volume 1,000) leaves correlations and volume
+    ratios without a value after their warm-ups: the warning line names the worst columns
+    with their NaN rows and how many more columns have some, on one line."""
+    from pipeline.cli import main
+
+    folder = tmp_path / "flat"
+    folder.mkdir()
+    (folder / "AAA.csv").write_text("date,open,high,low,close,volume\n"
+                                    + "".join(f"{d},100,100,100,100,1000\n" for d in _sessions(120)))
+    cfg = make_settings(universe={"source": "folder", "folder": {"path": str(folder)}}, years={"start": 2000, "end": 2001},
+                        features={"packs": ["core", "alpha158"]})
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["build-features"]) == 0
+    warnings = [line for line in _user_lines(capsys.readouterr().err) if line.startswith("warning")]
+    assert warnings == ["warning: check features/no_nan_after_warmup failed: a158_CORR10 119 NaN rows, a158_CORR20 119, "
+                        "a158_CORR30 119 (13 more columns)"]

@@ -106,3 +106,38 @@ def test_a_quiet_successful_run_prints_each_warning_as_one_line(tmp_path, monkey
     assert capsys.readouterr().err.splitlines() == [
         "warning: cv_report 2016 h7: the label has one class (all 1) in the training years; horizon skipped"]
     assert not (tmp_path / "logs").exists()  # a run that did not fail leaves no log file
+
+
+@pytest.mark.parametrize("key, counts, text", [
+    ("nan_rows_by_column", {"a158_VSTD5": 1204, "a158_VMA5": 1204, "a158_VMA10": 1100, "f_rsi": 0, "b": 7, "c": 3, "d": 2},
+     "a158_VMA5 1,204 NaN rows, a158_VSTD5 1,204, a158_VMA10 1,100 (3 more columns)"),  # ties by name, zeros left out
+    ("nan_rows_by_column", {"f_vol_ratio": 92}, "f_vol_ratio 92 NaN rows"),                   # one: no "more"
+    ("unexpected_nulls_by_horizon", {"h3": 5, "h7": 12, "h14": 1, "h28": 2},
+     "h7 12 unexpected nulls, h3 5, h28 2 (1 more horizon)"),                                  # singular
+    ("shares", {"bull": 0.9, "bear": 0.0625, "oscillate": 0.0375}, "shares: bull 0.9, bear 0.0625, oscillate 0.0375"),  # no `_by_`
+    ("out_of_range", {"spec_rsi": 0}, None),                                                   # nothing nonzero: nothing said
+])
+def test_worst_text_names_the_largest_counts_first_with_the_unit_and_how_many_more(key, counts, text):
+    from pipeline.run_report import worst_text
+
+    assert worst_text(key, counts) == text
+
+
+def test_a_failed_check_line_names_its_worst_columns_after_its_counts_and_stays_bounded(tmp_path, monkeypatch, capsys):
+    from dagster import AssetCheckResult, AssetCheckSpec, Output
+
+    from pipeline.instance import get_instance
+
+    counts = {f"a158_C{i:03d}": 1000 - i for i in range(158)}
+
+    @asset(check_specs=[AssetCheckSpec("no_nan_after_warmup", asset="wide")])
+    def wide():
+        yield Output(1)
+        yield AssetCheckResult(check_name="no_nan_after_warmup", passed=False,
+                               metadata={"rows": 5000, "nan_rows_by_column": counts, "first": ["AAA 2001-01-02"]})
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    check_run(materialize([wide], instance=get_instance(), raise_on_error=False), "wide job")
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert line == ("warning: check wide/no_nan_after_warmup failed: rows 5000; a158_C000 1,000 NaN rows, a158_C001 999, "
+                    "a158_C002 998 (155 more columns) (AAA 2001-01-02)")
