@@ -72,13 +72,17 @@ def _meta_summary(settings: Settings, year: int) -> str:
     never a bare "AUC" beside the headline's pooled one."""
     import json
 
+    from domain.learning.coverage import coverage_note
+
     parts = []
     for h in settings.labels.horizons:
         path = settings.stage_reports_dir("meta_model") / f"h{h}_{year}.json"
         if path.exists():
             m = json.loads(path.read_text())
             auc, brier = (f"{m[k]:.3f}" if m.get(k) is not None else "n/a" for k in ("auc", "brier"))
-            parts.append(f"h{h} AUC {year} {auc} Brier {brier} ({m.get('symbols', 'n/a')} symbols)")
+            cov = (m.get("coverage") or {}).get("test")
+            stands = coverage_note(cov) if cov else f"{m.get('symbols', 'n/a')} symbols"
+            parts.append(f"h{h} AUC {year} {auc} Brier {brier} ({stands})")
     return f"meta model {year}   out of sample: " + ("; ".join(parts) if parts else "n/a")
 
 

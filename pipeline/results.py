@@ -28,6 +28,7 @@ import json
 from pathlib import Path
 
 from config.settings import Settings
+from domain.learning.coverage import coverage_note, left_out_reason, merge
 
 STAGES = ("meta_model", "evaluation", "backtest")
 class Unreadable(str):
@@ -105,8 +106,36 @@ def _meta_lines(settings: Settings, years: list[int]) -> list[str]:
         auc = f"{sum(aucs) / len(aucs):.3f}" if aucs else "n/a"
         spread = f" ({min(aucs):.3f}..{max(aucs):.3f} over {len(aucs)} years)" if len(aucs) > 1 else ""
         brier = f"{sum(briers) / len(briers):.3f}" if briers else "n/a"
-        lines.append(f"{'meta h' + str(h):<18}mean yearly AUC {auc}{spread}, mean yearly Brier {brier}")
+        cov = merge([(r.get("coverage") or {}).get("test") for r in reports])
+        stands = f" ({coverage_note(cov)})" if cov else ""
+        last = reports[-1]
+        inputs = (f"; inputs {'+'.join(last['inputs'])} ({last.get('input_columns', '?')} columns, missing "
+                  f"{last.get('missing', '?')})" if isinstance(last.get("inputs"), list) else "")
+        lines.append(f"{'meta h' + str(h):<18}mean yearly AUC {auc}{spread}, mean yearly Brier {brier}{stands}{inputs}")
     return lines
+
+
+def _meta_coverage(settings: Settings, years: list[int], h: int) -> dict | None:
+    """The meta models' out-of-sample coverage of horizon h over `years` (their reports),
+    merged: why the rows without a prediction have none."""
+    reports = [r for y in years if isinstance(r := _read(settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json"), dict)]
+    return merge([(r.get("coverage") or {}).get("test") for r in reports])
+
+
+def _evaluation_coverage(m: dict, meta: dict | None) -> str:
+    """` (U of A symbols, u of a rows; ...)` of one horizon of the evaluation: the symbols and
+    rows with a prediction and a realised label against the labelled ones, and why the rest
+    have no prediction (the meta models' coverage); '' for a report without coverage."""
+    cov = m.get("coverage")
+    if not isinstance(cov, dict) or not isinstance(cov.get("rows_available"), int):
+        return ""
+    text = (f"{cov['symbols_used']} of {cov['symbols_available']} symbols, "
+            f"{cov['rows_used']:,} of {cov['rows_available']:,} rows")
+    none = (cov.get("left_out") or {}).get("no prediction") or 0
+    if none:
+        reason = left_out_reason(meta) or "no meta model of their year, or the specialists' warm-up"
+        text += f"; {none:,} without a prediction: {reason}"
+    return f" ({text})"
 
 
 def _evaluation_lines(settings: Settings, years: list[int]) -> list[str]:
@@ -119,12 +148,16 @@ def _evaluation_lines(settings: Settings, years: list[int]) -> list[str]:
     lines = [line] if (line := planted_line(settings, report, years)) else []
     hs = settings.labels.horizons
     aucs = "  ".join(f"h{h} {_fmt((report.get(f'h{h}') or {}).get('auc'), '.3f')}" for h in hs)
-    lines.append(f"meta pooled AUC   out of sample {_span(years)}, {report.get('symbols', 'n/a')} symbols: {aucs}")
+    symbols = report.get("symbols", "n/a")
+    if isinstance(report.get("symbols_available"), int) and report["symbols_available"] != symbols:
+        symbols = f"{symbols} of {report['symbols_available']}"
+    lines.append(f"meta pooled AUC   out of sample {_span(years)}, {symbols} symbols: {aucs}")
     for h in hs:
         m = report.get(f"h{h}") or {}
         lines.append(f"{'h' + str(h):<18}pooled AUC {_fmt(m.get('auc'), '.3f')}, PR-AUC {_fmt(m.get('pr_auc'), '.3f')}, "
                      f"Brier {_fmt(m.get('brier'), '.3f')}, rank IC {_fmt(m.get('rank_ic'), '.3g')}, "
-                     f"ICIR {_fmt(m.get('icir'), '.3g')}, long-short Sharpe {_fmt(m.get('long_short_sharpe'), '.2f')}")
+                     f"ICIR {_fmt(m.get('icir'), '.3g')}, long-short Sharpe {_fmt(m.get('long_short_sharpe'), '.2f')}"
+                     f"{_evaluation_coverage(m, _meta_coverage(settings, years, h))}")
     return lines
 
 

@@ -87,21 +87,30 @@ def _columns(cov: dict, limit: int = 3) -> str:
     return ", ".join(cols[:limit]) + (f", ... ({more} more)" if more > 0 else "")
 
 
+def left_out_reason(cov: dict | None) -> str:
+    """Why rows of `cov` were left out or filled, in words: `n symbols left out, lacking c1,
+    c2, ...` (whole columns empty for some symbols; `filled, lacking` under fill, `lacking`
+    under native) or `left out for a missing c1, ...`; '' when nothing is to say."""
+    if not cov:
+        return ""
+    if cov.get("symbols_lacking") and cov.get("empty_columns"):
+        verb = {"drop": "left out, lacking", "fill": "filled, lacking", "native": "lacking"}
+        n = cov["symbols_lacking"]
+        return f"{n} symbol{'s' if n != 1 else ''} {verb.get(cov.get('missing'), 'lacking')} {_columns(cov)}"
+    if cov["rows_used"] < cov["rows_available"]:
+        return f"left out for a missing {_columns(cov)}"
+    return ""
+
+
 def coverage_note(cov: dict | None) -> str:
-    """`U of A symbols, u of a rows` (+ `; n symbols lacking c1, c2, ...` when whole columns
-    are empty for some symbols, or `; left out for a missing c1, ...` under drop); '' when
+    """`U of A symbols, u of a rows` (+ `; ` left_out_reason when there is one); '' when
     there is no record."""
     if not cov:
         return ""
     text = (f"{cov['symbols_used']} of {cov['symbols_available']} symbols, "
             f"{cov['rows_used']:,} of {cov['rows_available']:,} rows")
-    if cov.get("symbols_lacking") and cov.get("empty_columns"):
-        verb = {"drop": "left out, lacking", "fill": "filled, lacking", "native": "lacking"}
-        n = cov["symbols_lacking"]
-        text += f"; {n} symbol{'s' if n != 1 else ''} {verb.get(cov.get('missing'), 'lack')} {_columns(cov)}"
-    elif cov["rows_used"] < cov["rows_available"]:
-        text += f"; left out for a missing {_columns(cov)}"
-    return text
+    reason = left_out_reason(cov)
+    return f"{text}; {reason}" if reason else text
 
 
 def merge(records: list[dict]) -> dict | None:
