@@ -390,6 +390,17 @@ def format_differences(result: dict) -> list[str]:
     return lines + [""]
 
 
+# the evaluation's AUC is pooled (one AUC over every out-of-sample row), not a mean of
+# yearly AUCs: its printed name says so (the JSON key and `--by` keep `auc`)
+SHOWN = {"auc": "pooled auc"}
+
+
+def shown_figure(key: str) -> str:
+    """The printed name of a figure row key (`h7 auc` -> `h7 pooled auc`)."""
+    scope, _, figure = key.partition(" ")
+    return f"{scope} {SHOWN.get(figure, figure)}" if scope.startswith("h") else key
+
+
 def format_table(result: dict) -> str:
     """The differences, then the comparison as a fixed-width table, figures rounded to the
     digits worth reading; a line whose experiments stand on rows more than ROWS_TOLERANCE
@@ -406,7 +417,7 @@ def format_table(result: dict) -> str:
     lines += [head, "-" * len(head)]
     for row in result["rows"]:
         f = row["figure"]
-        line = f"{f:<26}" + "".join(f"{_fmt(f, row['values'][n]):>13}" for n in names)
+        line = f"{shown_figure(f):<26}" + "".join(f"{_fmt(f, row['values'][n]):>13}" for n in names)
         for n in others:
             t, yrs = row["t"][n], row["years"][n]
             line += f"{_fmt(f, row['diff'][n], signed=True):>18}{(f'{t:.2f} ({yrs})' if t is not None else '-'):>12}"

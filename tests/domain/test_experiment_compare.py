@@ -52,7 +52,7 @@ def test_compare_prints_the_coverage_settings_and_code_that_differ_then_warns_on
     assert '  settings  alt: backtest.threshold default -> 0.55' in before_figures
     assert '  settings  alt: meta.model "logistic" -> "hist_gbm"' in before_figures
     assert '  code      alt: features "d4a2b36de4f627df" -> "0123456789abcdef"' in before_figures
-    auc_line = next(x for x in text.splitlines() if x.startswith("h7 auc"))
+    auc_line = next(x for x in text.splitlines() if x.startswith("h7 pooled auc"))
     assert auc_line.endswith("  ! rows differ 25,300 vs 3,509")
     assert next(x for x in text.splitlines() if x.startswith("backtest sharpe")).endswith("! symbols differ 20 vs 4")
     assert "! the experiments' rows (backtest: symbols or days) differ by more than 5%" in text

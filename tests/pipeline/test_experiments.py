@@ -77,7 +77,7 @@ def test_two_experiments_differing_in_calibration_keep_their_models_reports_and_
     assert auc["diff"]["sigmoid"] == ev_b - ev_a
     assert _cli(monkeypatch, learned_copy, ["compare", "isotonic", "sigmoid"]) == 0
     table = capsys.readouterr().out
-    assert f"{ev_a:.3f}" in next(line for line in table.splitlines() if line.startswith("h7 auc"))
+    assert f"{ev_a:.3f}" in next(line for line in table.splitlines() if line.startswith("h7 pooled auc"))
     assert "backtest sharpe" in table
 
     assert _cli(monkeypatch, learned_copy, ["experiments", "--json"]) == 0
@@ -110,7 +110,7 @@ def test_compare_gives_the_difference_and_a_t_statistic_over_the_common_years(tm
     assert round(row["t"]["alt"], 4) == 3.4641 and row["years"]["alt"] == 3  # 0.02 / (0.01 / sqrt(3))
     backtest = next(r for r in result["rows"] if r["figure"] == "backtest sharpe")
     assert backtest["values"] == {"base": None, "alt": None} and backtest["t"]["alt"] is None  # no backtest: n/a
-    line = next(x for x in format_table(result).splitlines() if x.startswith("h7 auc"))
+    line = next(x for x in format_table(result).splitlines() if x.startswith("h7 pooled auc"))
     assert line.split() == ["h7", "auc", "0.510", "0.530", "+0.020", "3.46", "(3)"]
 
 
