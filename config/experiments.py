@@ -81,6 +81,11 @@ def figure_settings(settings: Settings) -> dict:
     return data
 
 
+# A setting whose new default builds other models than the rule before it: the value that keeps
+# an experiment built before (the refusal names it).
+EARLIER_RULES = {"meta.missing": "meta.missing: drop"}
+
+
 def _meta_rules(settings: Settings, meta: dict) -> None:
     """meta.missing as the rule in force (`auto` resolved), left out when it is `drop`, the
     rule of every model built before the setting (they keep their hash); a list of
@@ -199,11 +204,14 @@ def freeze_experiment(settings: Settings) -> dict:
         if old.get("settings_hash") == digest:
             return old
         if has_results(settings):
-            changed = "; ".join(differences(old.get("settings") or {}, payload["settings"])[:3])
+            diff = differences(old.get("settings") or {}, payload["settings"])
+            changed = "; ".join(diff[:3])
+            keep = [hint for key, hint in EARLIER_RULES.items() if any(d.startswith(f"{key} default ->") for d in diff)]
             raise ExperimentFrozen(
                 f"{path}: experiment {settings.experiment!r} has results built with settings {old.get('settings_hash')}, "
                 f"these are {digest} ({changed or 'settings changed'}); use another --experiment name, or move "
-                f"{settings.reports_dir} and {settings.models_dir} away to rebuild it")
+                f"{settings.reports_dir} and {settings.models_dir} away to rebuild it"
+                + (f", or set {' and '.join(keep)} to go on with the models built before" if keep else ""))
         _write_new(path, payload, replace=True)  # no results yet: the new settings are the experiment's
         return payload
     raise ExperimentFrozen(f"{path}: could not be read after it was created; expected a JSON experiment manifest")

@@ -231,3 +231,17 @@ def test_an_edited_plugin_formula_under_an_experiment_with_results_is_refused_in
     line = str(err.value)
     assert "\n" not in line and f"has results built with settings {manifest['settings_hash']}, these are " in line
     assert "(plugins.cfg_exp_plugin.source " in line and "use another --experiment name" in line
+
+
+def test_an_experiment_built_before_meta_missing_is_refused_with_the_setting_that_keeps_its_models(tmp_path):
+    """An experiment of before (its models dropped incomplete rows: the hash of meta.missing
+    drop) under the new default `fill`: refused, naming meta.missing: drop as the way on."""
+    from config.experiments import ExperimentFrozen, freeze_experiment
+
+    freeze_experiment(_settings(tmp_path, meta={"missing": "drop"}))
+    _with_results(_settings(tmp_path))
+    with pytest.raises(ExperimentFrozen, match=r"\(meta.missing default -> \"fill\"\); use another --experiment name, "
+                                               r"or move .* away to rebuild it, or set meta.missing: drop to go on "
+                                               r"with the models built before$"):
+        freeze_experiment(_settings(tmp_path))
+    assert freeze_experiment(_settings(tmp_path, meta={"missing": "drop"}))["settings_hash"] == "3affad4bf797"
