@@ -50,9 +50,7 @@ REGIME_NAMES = {BEAR: "bear", CONSOLIDATE: "consolidate", BULL: "bull", OSCILLAT
 HEADLINE = ("auc", "pr_auc", "brier", "log_loss", "ic", "n", "rank_ic", "icir", "long_short_sharpe")
 TABLE_SCHEMA = {"year": pl.Int32, "horizon": pl.Int32, "auc": pl.Float64, "pr_auc": pl.Float64, "brier": pl.Float64,
                 "log_loss": pl.Float64, "ic": pl.Float64, "n": pl.Int64, "rank_ic": pl.Float64, "icir": pl.Float64,
-                "long_short_sharpe": pl.Float64, "days_used": pl.Int64, "rows_available": pl.Int64,
-                "symbols_used": pl.Int64, "symbols_available": pl.Int64}
-COVERAGE_COLUMNS = ("rows_available", "symbols_used", "symbols_available")  # of each horizon's `coverage`
+                "long_short_sharpe": pl.Float64, "days_used": pl.Int64}
 PLOTS = ("reliability", "ic", "long_short", "deciles")  # PNG names: {plot}_h{H}_{scope}.png
 
 
@@ -215,9 +213,9 @@ def evaluate_scope(frame: pl.DataFrame, horizons: list[int], scope: str, out_dir
 
 
 def _headline(r: dict) -> dict:
-    cov = r["coverage"]
-    return {**{k: r[k] for k in HEADLINE}, "days_used": r["cross_section"]["days_used"],
-            **{k: cov[k] for k in COVERAGE_COLUMNS}}
+    """A table row's figures (the stored table keeps its schema: coverage is in the reports
+    and the asset's metadata)."""
+    return {**{k: r[k] for k in HEADLINE}, "days_used": r["cross_section"]["days_used"]}
 
 
 def _preview(r: dict) -> dict:

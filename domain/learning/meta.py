@@ -385,10 +385,8 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                           {"year": year, "horizon": h, "symbols": symbols, "train_symbols": train_symbols,
                            "inputs": used, "input_columns": model.n_features, "missing": model.missing,
                            **({"notes": notes} if notes else {}), **metrics})
-        cov = metrics["coverage"]["test"]
-        rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")},
-                     "rows_available": cov["rows_available"], "symbols_used": cov["symbols_used"],
-                     "symbols_available": cov["symbols_available"]})
+        # the table keeps its columns (a stored table's schema); coverage is in the reports and metadata
+        rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
         previews[f"{year}/h{h}"] = {k: v for k, v in metrics.items() if k != "coverage"} | {
             "coverage": {split: {k: c[k] for k in ("rows_used", "rows_available", "symbols_used", "symbols_available")}
                          for split, c in metrics["coverage"].items()}}

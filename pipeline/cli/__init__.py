@@ -51,6 +51,21 @@ def _print_runtime_line() -> None:
     print(runtime_line(select_device(policy), policy), file=sys.stderr)
 
 
+def _print_loading_line(command: str) -> None:
+    """A command that launches runs says what it does first, before the seconds of loading
+    the Dagster definitions, syncing symbols and starting the run (pipeline.progress then
+    takes over); nothing when progress is off (TRADELAB_PROGRESS=0)."""
+    import datetime as dt
+
+    from pipeline.cli.experiments import RUN_COMMANDS
+    from pipeline.progress import progress_enabled
+
+    if command in RUN_COMMANDS and progress_enabled():
+        now = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+        print(f"progress: {now} {command}: loading the pipeline (settings, symbols, the Dagster definitions)",
+              file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. A failure is one line on stderr, first: exit 2 when the user's input,
     flags or settings caused it, 1 for the environment (disk full, read-only: the line names
@@ -76,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         use_experiment(experiment, args.cmd)
         _print_runtime_line()
+        _print_loading_line(args.cmd)
         return args.func(args)
     except BrokenPipeError:  # `... | head`: the reader has what it wanted
         import os
