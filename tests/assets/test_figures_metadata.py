@@ -21,6 +21,9 @@ def test_evaluation_backtest_and_cv_report_materializations_carry_numeric_headli
     cfg = yaml.safe_load(learned_copy.read_text())
     cfg["evaluation"] = {"min_symbols_per_day": 3}  # 3 symbols: rank IC, ICIR and long-short Sharpe have values
     learned_copy.write_text(yaml.safe_dump(cfg))
+    # another days floor is another experiment (the settings hash): the copy's stored
+    # predictions are evaluated under it, as a store built before the manifest would be
+    (read_settings(learned_copy).reports_dir / "experiment.json").unlink()
     register_symbols(instance, LEARNED_SYMBOLS)
     res = materialize(ALL_ASSETS, selection=["evaluation", "backtest", "cv_report"], partition_key=str(LEARNED_YEAR),
                       instance=instance, resources=build_resources(str(learned_copy)))

@@ -51,7 +51,8 @@ def test_meta_model_uses_out_of_sample_lstm_scores_when_they_cover_the_training_
     assert materialize(every, selection=[meta_model], partition_key="2003", instance=instance,
                        resources=build_resources(str(cfg))).success
     side = json.loads((read_settings(cfg).models_dir / "meta_h7_2003.json").read_text())
-    assert "lstm_score" in side["features"] and side["window"]["inputs"] == ["specialists", "lstm", "regime"]
+    # no regime is stored in this store: that group is not used (the report's notes say so)
+    assert "lstm_score" in side["features"] and side["window"]["inputs"] == ["specialists", "lstm"]
     # the logistic model's default rule is `fill`: the rows of 2000, before any out-of-sample
     # LSTM score, are kept with the score's training median (learned on the rows before 2003)
     assert side["missing"] == "fill" and side["window"]["train_from"] < "2001"

@@ -111,7 +111,7 @@ def test_compare_gives_the_difference_and_a_t_statistic_over_the_common_years(tm
     backtest = next(r for r in result["rows"] if r["figure"] == "backtest sharpe")
     assert backtest["values"] == {"base": None, "alt": None} and backtest["t"]["alt"] is None  # no backtest: n/a
     line = next(x for x in format_table(result).splitlines() if x.startswith("h7 pooled auc"))
-    assert line.split() == ["h7", "auc", "0.510", "0.530", "+0.020", "3.46", "(3)"]
+    assert line.split() == ["h7", "pooled", "auc", "0.510", "0.530", "+0.020", "3.46", "(3)"]
 
 
 def test_migrate_reports_moves_the_layout_before_experiments_and_overwrites_nothing(tmp_path, monkeypatch, capsys):

@@ -124,7 +124,7 @@ def test_train_meta_shows_progress_per_year_and_step_then_ends_with_its_results(
               for line in progress]
     # stderr is no terminal: plain lines. regime, then meta_model year by year (inside its one
     # step), then predictions: in the order they ran, each step's start and finish
-    assert shapes == ["started",
+    assert shapes == ["train-meta: loading the pipeline (settings, symbols, the Dagster definitions)", "started",
                       "train_meta_job: regime started", "train_meta_job: regime done (step 1/3, S s)",
                       "train_meta_job: meta_model started",
                       "train_meta_job: meta_model 2002 done (1/2 years, S s)",
@@ -134,7 +134,8 @@ def test_train_meta_shows_progress_per_year_and_step_then_ends_with_its_results(
     assert "\r" not in err
     block = out.split("results (2 years, 2002-2003)\n", 1)[1].splitlines()
     assert re.fullmatch(r"  meta h7           mean yearly AUC 0\.\d{3} \(0\.\d{3}\.\.0\.\d{3} over 2 years\), "
-                        r"mean yearly Brier 0\.\d{3}", block[1]), block
+                        r"mean yearly Brier 0\.\d{3} \(3 of 3 symbols, [\d,]+ of [\d,]+ rows\); inputs "
+                        r"specialists\+regime \(8 columns, missing fill\)", block[1]), block
     assert block[-2].startswith("  checks            ") and block[-1].startswith("models: ")
 
 
@@ -151,6 +152,11 @@ def test_evaluate_prints_rounded_rank_ic_icir_and_long_short_sharpe_and_the_sens
     cfg = yaml.safe_load(learned_cli.read_text())
     cfg["evaluation"] = {"min_symbols_per_day": 3}
     learned_cli.write_text(yaml.safe_dump(cfg))
+    # another days floor is another experiment (the settings hash): the copy's stored
+    # predictions are evaluated under it, as a store built before the manifest would be
+    from config.settings import read_settings
+
+    (read_settings(learned_cli).reports_dir / "experiment.json").unlink(missing_ok=True)
     assert main(["evaluate", "--years", "2003"]) == 0
     out, err = capsys.readouterr()
     assert re.search(r"^progress: [\d :-]+ evaluate_job: evaluation done \(step 1/1, \d+\.\d s\)$", err, re.M), err
@@ -162,7 +168,7 @@ def test_evaluate_prints_rounded_rank_ic_icir_and_long_short_sharpe_and_the_sens
         line = next(x for x in lines if x.startswith(f"  h{h} "))
         # 3 decimals for AUC, PR-AUC, Brier; 3 significant digits for rank IC, ICIR; 2 decimals for the Sharpe
         assert re.fullmatch(rf"  h{h}\s+pooled AUC 0\.\d{{3}}, PR-AUC 0\.\d{{3}}, Brier 0\.\d{{3}}, rank IC -?[\d.e-]+, "
-                            rf"ICIR -?[\d.e-]+, long-short Sharpe -?\d+\.\d\d", line), line
+                            rf"ICIR -?[\d.e-]+, long-short Sharpe -?\d+\.\d\d \(3 of 3 symbols, [\d,]+ of [\d,]+ rows\)", line), line
         rank_ic = line.split("rank IC ")[1].split(",")[0]
         assert len(rank_ic.lstrip("-0.")) <= 3, line  # not 16 digits
     assert lines[-1] == "  checks            every asset check passed"
