@@ -30,8 +30,9 @@ move, the quarantine folder, the version left, the keys to rebuild, and the miss
 known) to the journal `<data>/_quarantine/repair-journal.json` (temp file, fsync, os.replace).
 A rerun after a kill reads that journal first and finishes it (each move and the FSCK are
 resumable), so it reports every key, also those of commits the killed run had already moved.
-A finished journal is marked `"state": "done"` and kept as a record,
-`<data>/_quarantine/journal-<started>.json`. Test hook: TRADELAB_REPAIR_KILL_AT (`_changed`).
+A finished journal is marked `"state": "done"` and then kept as a record,
+`<data>/_quarantine/journal-<started>.json` (one killed in between is finished again: every
+step is a no-op by then, and the rerun still reports its keys). Test hook: TRADELAB_REPAIR_KILL_AT (`_changed`).
 """
 
 from __future__ import annotations
@@ -388,9 +389,6 @@ def _read_journal(root: Path) -> tuple[str | None, dict[str, TableRepair]]:
     if not path.is_file():
         return None, {}
     data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("state") == "done":  # killed between marking it done and keeping it as a record
-        os.replace(path, path.with_name(f"journal-{data['started']}.json"))
-        return None, {}
     return data["started"], {e["table"]: TableRepair.from_json(root, e) for e in data["tables"]}
 
 
