@@ -65,6 +65,10 @@ class DamagedTableError(RuntimeError):
         super().__init__(f"{table}: damaged Delta table: {damage}; {REPAIR_HINT}")
 
 
+class JournalError(RuntimeError):
+    """The journal of an unfinished repair cannot be read (one line; the CLI exits 1)."""
+
+
 def _commits(table: Path) -> list[tuple[int, Path]]:
     log = Path(table) / LOG
     found = [(int(m.group(1)), p) for p in log.iterdir() if (m := COMMIT.match(p.name))] if log.is_dir() else []
@@ -388,8 +392,13 @@ def _read_journal(root: Path) -> tuple[str | None, dict[str, TableRepair]]:
     path = journal_path(root)
     if not path.is_file():
         return None, {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data["started"], {e["table"]: TableRepair.from_json(root, e) for e in data["tables"]}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data["started"], {e["table"]: TableRepair.from_json(root, e) for e in data["tables"]}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise JournalError(f"{path}: unreadable repair journal ({type(exc).__name__}: {exc}); it holds the plan "
+                           "of an unfinished repair-store: fix it or move it aside, then run repair-store again") from None
+
 
 
 def quarantine_folders(root: Path | str) -> list[Path]:

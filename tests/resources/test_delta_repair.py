@@ -284,3 +284,37 @@ def test_repair_store_killed_at_each_change_is_finished_by_the_rerun_that_lists_
         assert store.read(name).equals(whole[name])
     assert _repair_store_process(cfg, tmp_path).stdout.splitlines()[:3] == [
         "experiments/default/predictions: no damage", "raw_bars: no damage", f"0 of 2 table(s) under {root} damaged"]
+
+
+def test_a_dry_run_after_a_kill_reports_the_journaled_plan_and_changes_nothing(make_settings, tmp_path):
+    import signal
+
+    from resources.delta_repair import journal_path
+
+    cfg = make_settings()
+    raw, _, _ = _damaged_store(tmp_path / "data")
+    assert _repair_store_process(cfg, tmp_path, kill_at=5).returncode == -signal.SIGKILL  # commit 4 moved
+    log = sorted(p.name for p in (raw.asset_dir("raw_bars") / LOG).iterdir())
+    journal = journal_path(raw.root).read_bytes()
+    reports = {r.name: r for r in repair_store(raw.root, dry_run=True)}
+    assert reports["raw_bars"].resumed and reports["raw_bars"].rebuild == ["AAA|2011", "BBB|2011", "CCC|2011"]
+    assert reports["raw_bars"].line(dry_run=True).startswith("raw_bars: would roll back to version 1 (move _last_checkpoint")
+    assert sorted(p.name for p in (raw.asset_dir("raw_bars") / LOG).iterdir()) == log
+    assert journal_path(raw.root).read_bytes() == journal
+
+
+def test_an_unreadable_journal_is_one_line_exit_1_and_nothing_is_changed(make_settings, tmp_path):
+    from resources.delta_repair import journal_path
+
+    cfg = make_settings()
+    raw, _, _ = _damaged_store(tmp_path / "data")
+    journal_path(raw.root).parent.mkdir()
+    journal_path(raw.root).write_text('{"format": 1, "tab')
+    before = sorted(p.name for p in (raw.asset_dir("raw_bars") / LOG).iterdir())
+    done = _repair_store_process(cfg, tmp_path)
+    assert done.returncode == 1
+    err = [line for line in done.stderr.splitlines() if not line.startswith("tradelab: device ")]
+    assert err == [f"error: {journal_path(raw.root)}: unreadable repair journal (JSONDecodeError: Unterminated "
+                   "string starting at: line 1 column 15 (char 14)); it holds the plan of an unfinished "
+                   "repair-store: fix it or move it aside, then run repair-store again"]
+    assert sorted(p.name for p in (raw.asset_dir("raw_bars") / LOG).iterdir()) == before
