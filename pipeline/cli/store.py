@@ -88,10 +88,14 @@ def cmd_repair_store(args: argparse.Namespace) -> int:
     if folders:
         print("quarantine folders (moved log files, never deleted, this repair's and earlier ones): "
               + ", ".join(str(f.relative_to(root)) for f in folders))
-    example = next(((r.table.name, k) for r in damaged for k in r.rebuild if not k.startswith("(")), None)
+    example = next(((r, k) for r in damaged for k in r.rebuild if not k.startswith("(")), None)
     if example:
+        report, key = example
+        parts = report.name.split("/")  # experiments/<name>/<asset>: rebuilt with that experiment in force
+        other = f" (with `experiment: {parts[1]}` in the settings)" if (
+            len(parts) == 3 and parts[0] == "experiments" and parts[1] != settings.experiment) else ""
         print(f"then re-materialize the partitions listed after `rebuild:`, e.g. dagster asset materialize "
-              f"-m pipeline.definitions --select {example[0]} --partition '{example[1]}'")
+              f"-m pipeline.definitions --select {report.table.name} --partition '{key}'{other}")
     return 0
 
 

@@ -318,3 +318,23 @@ def test_an_unreadable_journal_is_one_line_exit_1_and_nothing_is_changed(make_se
                    "string starting at: line 1 column 15 (char 14)); it holds the plan of an unfinished "
                    "repair-store: fix it or move it aside, then run repair-store again"]
     assert sorted(p.name for p in (raw.asset_dir("raw_bars") / LOG).iterdir()) == before
+
+
+def test_the_rebuild_example_of_another_experiments_table_names_that_experiment(make_settings, tmp_path, monkeypatch,
+                                                                               capsys):
+    from pipeline.cli import main
+
+    cfg = make_settings()
+    other = DeltaStore(tmp_path / "data" / "experiments" / "other")
+    for year in (2010, 2011):
+        other.write("backtest", SymbolYear("AAA", year), bars("AAA", year))
+    (lost,) = other.asset_dir("backtest").glob("year=2011/*.parquet")
+    lost.unlink()
+    monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["repair-store"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "experiments/other/backtest: remove 1 missing data file(s) from the log; rebuild: AAA|2011",
+        f"1 of 1 table(s) under {tmp_path / 'data'} repaired",
+        "then re-materialize the partitions listed after `rebuild:`, e.g. dagster asset materialize -m "
+        "pipeline.definitions --select backtest --partition 'AAA|2011' (with `experiment: other` in the settings)"]
