@@ -259,7 +259,7 @@ def _stamp() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
-def _plan_fsck(report: TableRepair, dry_run: bool = False) -> None:
+def _plan_fsck(report: TableRepair) -> None:
     """Fill `files_removed` and their keys from delta-rs's dry-run FSCK of the table as it is now."""
     from deltalake import DeltaTable
 
@@ -308,9 +308,8 @@ _changes = 0
 
 def _changed() -> None:
     """Count one change (the journal's first write, a move, an FSCK commit, the journal marked
-    done). Test hook: with the
-    environment variable TRADELAB_REPAIR_KILL_AT=N the process SIGKILLs itself right after its
-    Nth change, so a test can kill repair-store at every step (tests/resources/test_delta_repair.py).
+    done). Test hook: with the environment variable TRADELAB_REPAIR_KILL_AT=N the process
+    SIGKILLs itself right after its Nth change, so a test can kill repair-store at every step (tests/resources/test_delta_repair.py).
     Unset (always, outside tests) it does nothing."""
     global _changes
     _changes += 1
@@ -398,7 +397,6 @@ def _read_journal(root: Path) -> tuple[str | None, dict[str, TableRepair]]:
     except (ValueError, KeyError, TypeError) as exc:
         raise JournalError(f"{path}: unreadable repair journal ({type(exc).__name__}: {exc}); it holds the plan "
                            "of an unfinished repair-store: fix it or move it aside, then run repair-store again") from None
-
 
 
 def quarantine_folders(root: Path | str) -> list[Path]:

@@ -338,3 +338,13 @@ def test_the_rebuild_example_of_another_experiments_table_names_that_experiment(
         f"1 of 1 table(s) under {tmp_path / 'data'} repaired",
         "then re-materialize the partitions listed after `rebuild:`, e.g. dagster asset materialize -m "
         "pipeline.definitions --select backtest --partition 'AAA|2011' (with `experiment: other` in the settings)"]
+
+
+def test_a_table_whose_first_commit_is_unreadable_is_rolled_back_whole_and_a_rerun_finds_no_damage(tmp_path):
+    s = DeltaStore(tmp_path / "data")
+    s.write("raw_bars", SymbolYear("AAA", 2010), bars("AAA", 2010))
+    commit(s, 0).write_bytes(b"")
+    (report,) = repair_store(s.root)
+    assert (report.rolled_back_to, report.rebuild) == (-1, ["(the keys of version 0: unreadable)"])
+    assert not s.exists("raw_bars")  # the next materialization creates it again
+    assert [r.line() for r in repair_store(s.root)] == ["raw_bars: no damage"]
