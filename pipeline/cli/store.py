@@ -71,20 +71,31 @@ def cmd_migrate_partitions(args: argparse.Namespace) -> int:
 
 
 def cmd_repair_store(args: argparse.Namespace) -> int:
-    """Repair every Delta table under paths.data; one line per table, then how to rebuild."""
-    from resources.delta_repair import repair_store
+    """Repair every Delta table under paths.data (experiment tables included), finishing first a
+    repair a kill interrupted (its journal); one line per table, the quarantine folders, then
+    how to rebuild."""
+    from resources.delta_repair import quarantine_folders, repair_store
 
     settings = load_settings()
-    reports = repair_store(settings.data_dir, dry_run=args.dry_run)
+    root = settings.data_dir
+    reports = repair_store(root, dry_run=args.dry_run)
     for report in reports:
         print(report.line(dry_run=args.dry_run))
     damaged = [r for r in reports if r.damaged]
-    print(f"{len(damaged)} of {len(reports)} table(s) under {settings.data_dir} "
+    print(f"{len(damaged)} of {len(reports)} table(s) under {root} "
           + ("damaged (dry run: nothing changed)" if args.dry_run else "repaired" if damaged else "damaged"))
-    example = next(((r.table.name, k) for r in damaged for k in r.rebuild if not k.startswith("(")), None)
+    folders = quarantine_folders(root)
+    if folders:
+        print("quarantine folders (moved log files, never deleted, this repair's and earlier ones): "
+              + ", ".join(str(f.relative_to(root)) for f in folders))
+    example = next(((r, k) for r in damaged for k in r.rebuild if not k.startswith("(")), None)
     if example:
+        report, key = example
+        parts = report.name.split("/")  # experiments/<name>/<asset>: rebuilt with that experiment in force
+        other = f" (with `experiment: {parts[1]}` in the settings)" if (
+            len(parts) == 3 and parts[0] == "experiments" and parts[1] != settings.experiment) else ""
         print(f"then re-materialize the partitions listed after `rebuild:`, e.g. dagster asset materialize "
-              f"-m pipeline.definitions --select {example[0]} --partition '{example[1]}'")
+              f"-m pipeline.definitions --select {report.table.name} --partition '{key}'{other}")
     return 0
 
 
