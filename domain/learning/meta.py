@@ -66,13 +66,28 @@ SPECIALISTS_GROUP, LSTM_GROUP, REGIME_GROUP = "specialists", "lstm", "regime"
 BUILTIN_GROUPS = (SPECIALISTS_GROUP, LSTM_GROUP, REGIME_GROUP)
 
 
-def load_meta(path_joblib) -> MetaModel:
+def load_meta(path_joblib, want: dict | None = None) -> MetaModel:
     """The meta model saved at `path_joblib` (save_meta), unpickled only once its owner,
     mode and the sha256 recorded in its JSON sidecar are verified
-    (resources.verified_files.load_verified: else one UnverifiedFileError line, nothing run)."""
+    (resources.verified_files.load_verified: else one UnverifiedFileError line, nothing run)
+    and, with `want` (the experiment, settings hash, kind, year and horizon asked for:
+    domain.learning.provenance), its recorded provenance and training window serve that
+    request (else one ModelMismatch line, nothing loaded)."""
     import joblib
 
     path = Path(path_joblib)
+    if want is not None:
+        import json
+
+        from domain.learning.provenance import check_provenance
+
+        try:
+            side = json.loads(path.with_suffix(".json").read_text())
+        except (OSError, ValueError):
+            side = {}  # load_verified names the missing or unreadable sidecar
+        if side:
+            check_provenance(side, want, path, f"rebuild it (materialize meta_model for {want.get('year', 'its year')} "
+                                               "under this experiment)")
     payload = load_verified(path, path.with_suffix(".json"), joblib.load,
                             rebuild="rebuild it (materialize meta_model for that year)")
     return meta_from_payload(payload, path)
@@ -340,8 +355,11 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
 
     from domain.feature_packs import feature_selection
 
+    from domain.learning.provenance import request
+
     horizons = settings.meta.horizons or settings.labels.horizons
     groups = input_groups(settings.meta.inputs)
+    asked = request(settings, kind=settings.meta.model)  # each model's provenance adds its year and horizon
     columns = feature_columns(settings.meta.inputs, feature_selection(settings))
     versions = {a: DeltaStore(settings.table_root(a)).versions([a])[a]
                 for a in TRAINED_ON + (("features",) if columns else ())}
@@ -378,6 +396,7 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
         stem = settings.models_dir / f"meta_h{h}_{year}"
         sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
         write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions,
+                                                      "provenance": {**asked, "year": year, "horizon": h},
                                                       "coverage": metrics["coverage"]})
         if png is not None:
             write_bytes_atomic(reports / f"calibration_h{h}_{year}.png", png)
