@@ -47,7 +47,7 @@ def models_features(models: dict[int, MetaModel]) -> list[str]:
 
 
 def model_path(models_dir: Path, horizon: int, year: int) -> Path:
-    return Path(models_dir) / f"meta_h{horizon}_{year}.joblib"
+    return Path(models_dir) / f"meta_h{horizon}_{year}.npz"
 
 
 def load_year_models(models_dir: Path, year: int, horizons: list[int], want: dict | None = None) -> dict[int, MetaModel]:
@@ -56,7 +56,13 @@ def load_year_models(models_dir: Path, year: int, horizons: list[int], want: dic
     refused) and, with `want` (domain.learning.provenance.request), refused unless it was
     trained for that experiment, settings, kind, year and horizon, before the year."""
     return {h: load_meta(model_path(models_dir, h, year), None if want is None else {**want, "year": year, "horizon": h})
-            for h in horizons if model_path(models_dir, h, year).exists()}
+            for h in horizons if _stored(model_path(models_dir, h, year))}
+
+
+def _stored(path: Path) -> bool:
+    """Whether a model is stored at `path`, or a pickled one of before beside it (which
+    load_meta refuses, naming migrate-models, instead of scoring the year as modelless)."""
+    return path.exists() or path.with_suffix(".joblib").exists()
 
 
 def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list[int]) -> dict[str, np.ndarray]:

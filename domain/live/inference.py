@@ -29,7 +29,7 @@ Contract (tests/domain/test_inference.py):
   symbol's whole stored history; kernels/streaming.py). Features equal
   `compute_features` over the whole history bit for bit; the stored `features` rows come
   from a halo of `halo.years` years and agree with them within float32 tolerance.
-* Walk-forward: the meta models of year(now) (`models/<experiment>/meta_h{H}_{Y}.joblib`, trained
+* Walk-forward: the meta models of year(now) (`models/<experiment>/meta_h{H}_{Y}.npz`, trained
   before Y). A `now` inside year Y whose last bar is in Y therefore uses the same models
   as the batch predictions of that bar. No model of that year: NaN, model_year None (no
   fallback to an older model: the caller sees that the year's models are missing).

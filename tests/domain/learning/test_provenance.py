@@ -17,7 +17,7 @@ from tests.conftest import LEARNED_YEAR
 
 WANT = {"experiment": "base", "settings_hash": "8df18f840c87", "year": 2011, "horizon": 7, "kind": "logistic"}
 SIDE = {"provenance": dict(WANT), "window": {"train_from": "2001-01-02 00:00:00", "train_to": "2010-12-17 00:00:00"}}
-PATH = Path("models/base/meta_h7_2011.joblib")
+PATH = Path("models/base/meta_h7_2011.npz")
 
 
 def test_a_model_whose_provenance_is_the_request_serves_it():
@@ -54,7 +54,7 @@ def _copy_year(models: Path, src: int, dst: int, edit=None) -> None:
     """A user's copy of the year `src` models over the year `dst` ones (sha256 sidecar kept:
     the files are intact, only misplaced); `edit` changes the copied sidecar."""
     for h in (3, 7, 14):
-        shutil.copyfile(models / f"meta_h{h}_{src}.joblib", models / f"meta_h{h}_{dst}.joblib")
+        shutil.copyfile(models / f"meta_h{h}_{src}.npz", models / f"meta_h{h}_{dst}.npz")
         side = json.loads((models / f"meta_h{h}_{src}.json").read_text())
         (models / f"meta_h{h}_{dst}.json").write_text(json.dumps(edit(side) if edit else side))
 
