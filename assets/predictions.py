@@ -27,13 +27,15 @@ def predictions(context: AssetExecutionContext, specialists: pl.LazyFrame, regim
     """Out-of-sample P(label = 1) per horizon for every symbol and day of Y, from the meta
     models of Y (trained before Y)."""
     from domain.learning.predictions import predict_years
+    from domain.learning.provenance import request
     from resources.observe import observe
 
     settings = project.settings()
     years = [int(k) for k in context.partition_keys]
     with observe(context, settings.reports_dir, "predictions") as obs:
         table, coverage = predict_years(specialists, regime, lstm_model, years, settings.models_dir,
-                                        settings.labels.horizons, log=context.log, features=features)
+                                        settings.labels.horizons, log=context.log, features=features,
+                                        want=request(settings, kind=settings.meta.model))
         obs.extra["coverage"] = coverage
         obs.record(table)
     yield Output(table, metadata={"coverage": MetadataValue.json(coverage)})

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-USER_ERRORS = frozenset({"InputDataError", "SettingsError", "CoverageError"})
+USER_ERRORS = frozenset({"InputDataError", "SettingsError", "CoverageError", "ModelMismatch"})
 ENV_ERRNOS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
               errno.EACCES: "permission denied", errno.EPERM: "operation not permitted"}
 _ERRNO = re.compile(r"\[Errno (\d+)\]|\(os error (\d+)\)")

@@ -33,6 +33,7 @@ from resources.delta_store import DeltaStore
 from resources.verified_files import load_verified, write_verified
 
 TRAINED_ON = ("features", "labels")  # the tables recorded in the JSON sidecar
+LSTM_KIND = "lstm"  # the kind its provenance records (domain.learning.provenance)
 
 
 def lstm_path(models_dir, horizon: int, year: int) -> Path:
@@ -75,7 +76,8 @@ def fit_and_score(frame: pl.DataFrame, year: int, horizon: int, cfg, device: str
     out = frame.filter(pl.Series(in_year)).select("date", "symbol").with_columns(
         pl.Series("spec_lstm_score", scores[ends]).cast(pl.Float32))
     window = {"train_rows": int(train.sum()), "val_rows": int(val.sum()), "val_start": str(val_start.date()),
-              "train_to": str(frame.filter(pl.Series(train))["date"].max()) if train.any() else None, "horizon": horizon}
+              "train_to": str(frame.filter(pl.Series(train))["date"].max()) if train.any() else None,
+              "val_to": str(frame.filter(pl.Series(val))["date"].max()) if val.any() else None, "horizon": horizon}
     return result, out, window
 
 
@@ -84,6 +86,8 @@ def train_years(features: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], 
     """The LSTM of each year of `years` (walk-forward), saved as `models/<experiment>/lstm_h{H}_{Y}.pt` +
     JSON; returns the out-of-sample scores of the rows of those years. `log.info` is told
     each model's best epoch and throughput."""
+    from domain.learning.provenance import provenance
+
     cfg = settings.lstm
     versions = DeltaStore(settings.data_dir).versions(TRAINED_ON)
     parts = []
@@ -96,7 +100,8 @@ def train_years(features: pl.LazyFrame, labels: pl.LazyFrame, years: list[int], 
             "sha256": sha256, "year": year, "features": FEATURE_NAMES, "window": window, "seq_len": result.seq_len,
             "spec": result.spec, "standardizer": result.standardizer.to_dict(), "history": result.history,
             "best_epoch": result.best_epoch, "device": result.device, "precision": result.precision,
-            "samples_per_s": result.samples_per_s, "torch": torch.__version__, "table_versions": versions})
+            "samples_per_s": result.samples_per_s, "torch": torch.__version__, "table_versions": versions,
+            "provenance": provenance(settings, year=year, horizon=cfg.horizon, kind=LSTM_KIND)})
         if log is not None:
             log.info(f"lstm_model {year}: best epoch {result.best_epoch}, {result.samples_per_s:.0f} samples/s on {result.device}")
         parts.append(scores)
@@ -121,9 +126,11 @@ class SavedLSTM:
     features: list[str]
 
 
-def load_lstm(models_dir, horizon: int, year: int) -> SavedLSTM | None:
+def load_lstm(models_dir, horizon: int, year: int, want: dict | None = None) -> SavedLSTM | None:
     """The saved LSTM of `year` (`lstm_h{H}_{Y}.pt` + JSON), None when either file is
-    missing. ValueError when the JSON's features are not the registry's (the live window is
+    missing. With `want` (domain.learning.provenance.request), ModelMismatch (one line) unless
+    the sidecar's provenance is that experiment, settings hash and kind for (year, horizon)
+    and its window ends before `year`. ValueError when the JSON's features are not the registry's (the live window is
     read in registry order); UnverifiedFileError (one line) when the weights are not the
     bytes whose sha256 the JSON recorded, or either file is another user's or world-writable
     (resources.verified_files), and torch loads weights only (weights_only=True)."""
@@ -132,6 +139,11 @@ def load_lstm(models_dir, horizon: int, year: int) -> SavedLSTM | None:
     if not (weights.is_file() and side.is_file()):
         return None
     meta = json.loads(side.read_text())
+    if want is not None:
+        from domain.learning.provenance import check_provenance
+
+        check_provenance(meta, {**want, "year": year, "horizon": horizon}, weights,
+                         f"rebuild it (materialize lstm_model for {year} under this experiment)")
     if list(meta["features"]) != list(FEATURE_NAMES):
         raise ValueError(f"{side}: the model was trained on features {meta['features'][:4]}... which are not the "
                          f"registry's FEATURE_NAMES ({len(FEATURE_NAMES)} columns): retrain lstm_model for {year}")

@@ -23,8 +23,10 @@ logistic regression, HistGradientBoosting or LightGBM, with isotonic or Platt ca
 logistic model, its C searched once per fit over those folds (newton-cholesky fits; on at most
 `meta.search_rows` training rows, a seeded sample with the same folds). The model records
 its column names (`feature_names`, the JSON sidecar's `features`): predictions and live
-inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.joblib` + JSON
-(the payload's sha256, which `load_meta` verifies before it unpickles; features, versions,
+inference rebuild the matrix from them. Saved as `models/<experiment>/meta_h{H}_{Y}.npz` + JSON
+(arrays that cannot run code: domain.learning.portable; the npz's sha256, which `load_meta`
+verifies before it reads; the provenance that binds it to its experiment, settings and
+partition: domain.learning.provenance; features, versions,
 window, and `table_versions`: the Delta table version of each input,
 readable again with `pl.scan_delta(path, version=v)`); a calibration curve PNG and the
 out-of-sample metrics under `reports/<experiment>/meta_model/`. The (year, horizon) fits are
@@ -48,12 +50,12 @@ from domain.learning.coverage import check_floor, row_coverage
 from domain.learning.matrix import LSTM_COLUMN as MODEL_LSTM_COLUMN
 from domain.learning.matrix import REGIME_COLUMNS, regime_one_hot, usable_rows
 from domain.learning.metamodel import MetaModel, train_meta
-from domain.learning.persistence import meta_from_payload, save_meta
+from domain.learning.persistence import load_arrays, meta_from_arrays, save_meta
 from domain.learning.purged_cv import PurgedKFold
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from resources.delta_store import DeltaStore
-from resources.verified_files import load_verified
+from resources.verified_files import UnverifiedFileError, load_verified
 
 TRAINED_ON = ("specialists", "labels", "regime", "lstm_model")  # the tables recorded in the JSON sidecar
 LSTM_COLUMN = "spec_lstm_score"
@@ -66,16 +68,37 @@ SPECIALISTS_GROUP, LSTM_GROUP, REGIME_GROUP = "specialists", "lstm", "regime"
 BUILTIN_GROUPS = (SPECIALISTS_GROUP, LSTM_GROUP, REGIME_GROUP)
 
 
-def load_meta(path_joblib) -> MetaModel:
-    """The meta model saved at `path_joblib` (save_meta), unpickled only once its owner,
-    mode and the sha256 recorded in its JSON sidecar are verified
-    (resources.verified_files.load_verified: else one UnverifiedFileError line, nothing run)."""
-    import joblib
+def load_meta(path, want: dict | None = None) -> MetaModel:
+    """The meta model saved at `path` (`meta_h{H}_{Y}.npz`, save_meta), read only once its
+    owner, mode and the sha256 recorded in its JSON sidecar are verified
+    (resources.verified_files.load_verified: else one UnverifiedFileError line), as arrays
+    that cannot run code (allow_pickle=False), and, with `want` (the experiment, settings
+    hash, kind, year and horizon asked for: domain.learning.provenance), only when its
+    recorded provenance and training window serve that request (else one ModelMismatch
+    line). A pickled model of before (`.joblib`) is never loaded: `migrate-models` converts it."""
+    import json
 
-    path = Path(path_joblib)
-    payload = load_verified(path, path.with_suffix(".json"), joblib.load,
-                            rebuild="rebuild it (materialize meta_model for that year)")
-    return meta_from_payload(payload, path)
+    path = Path(path)
+    side_path = path.with_suffix(".json")
+    if not path.is_file() and path.with_suffix(".joblib").is_file():
+        raise UnverifiedFileError(str(path.with_suffix(".joblib")), "a pickled meta model of before (tradelab.meta/1), "
+                                  "which is never loaded: it could run code", expected=MIGRATE_HINT)
+    try:
+        side = json.loads(side_path.read_text())
+    except (OSError, ValueError):
+        side = {}  # load_verified names the missing or unreadable sidecar
+    if want is not None and side:
+        from domain.learning.provenance import check_provenance
+
+        check_provenance(side, want, path, f"rebuild it (materialize meta_model for {want.get('year', 'its year')} "
+                                           "under this experiment)")
+    arrays = load_verified(path, side_path, lambda fh: load_arrays(fh, path),
+                           rebuild="rebuild it (materialize meta_model for that year)")
+    return meta_from_arrays(arrays, side, path)
+
+
+MIGRATE_HINT = ("`python -m pipeline.cli migrate-models` (it verifies each pickle's recorded sha256, converts it to "
+                "arrays and moves it aside), or materialize meta_model again")
 
 
 def input_groups(inputs: str | list[str]) -> list[str]:
@@ -340,8 +363,11 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
 
     from domain.feature_packs import feature_selection
 
+    from domain.learning.provenance import request
+
     horizons = settings.meta.horizons or settings.labels.horizons
     groups = input_groups(settings.meta.inputs)
+    asked = request(settings, kind=settings.meta.model)  # each model's provenance adds its year and horizon
     columns = feature_columns(settings.meta.inputs, feature_selection(settings))
     versions = {a: DeltaStore(settings.table_root(a)).versions([a])[a]
                 for a in TRAINED_ON + (("features",) if columns else ())}
@@ -376,9 +402,9 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     reports = settings.stage_reports_dir("meta_model")
     for (year, h, (symbols, train_symbols), used, notes), (model, metrics, png) in done:
         stem = settings.models_dir / f"meta_h{h}_{year}"
-        sidecar = save_meta(model, stem.with_suffix(".joblib"), stem.with_suffix(".json"))
-        write_json_atomic(stem.with_suffix(".json"), {**sidecar, "table_versions": versions,
-                                                      "coverage": metrics["coverage"]})
+        save_meta(model, stem.with_suffix(".npz"), extra={"table_versions": versions,
+                                                        "provenance": {**asked, "year": year, "horizon": h},
+                                                        "coverage": metrics["coverage"]})
         if png is not None:
             write_bytes_atomic(reports / f"calibration_h{h}_{year}.png", png)
         write_json_atomic(reports / f"h{h}_{year}.json",

@@ -85,7 +85,7 @@ MODELS = ("logistic", "hist_gbm", "lightgbm")
 SOLVERS = ("newton-cholesky", "lbfgs")  # train_meta: scikit-learn's solver of every logistic fit
 C_SEARCHES = ("once", "per_fold")  # train_meta: C chosen once per fit, or in every calibration fold
 CALIBRATIONS = ("isotonic", "sigmoid")  # sklearn's names, the settings' meta.calibration (no aliases)
-PAYLOAD_FORMAT = "tradelab.meta/1"
+PAYLOAD_FORMAT = "tradelab.meta/1"  # the pickled payloads of before (domain.learning.persistence.migrate_pickled)
 LIGHTGBM_HINT = "pip install lightgbm (the project's optional extra: pip install 'tradelab[lightgbm]')"
 HIST_GBM_DEFAULTS = {
     "max_iter": 200,
@@ -155,7 +155,10 @@ def logistic_folds(estimator) -> list[LogisticFold]:
     """The parameters of every calibrated copy of a fitted binary logistic
     CalibratedClassifierCV (Pipeline(StandardScaler, LogisticRegression[CV]) or a bare
     LogisticRegression, isotonic (clip) or sigmoid calibration). Raises NotImplementedError
-    for anything else. Shared by export_onnx and MetaModel's NumPy path."""
+    for anything else. Shared by export_onnx and MetaModel's NumPy path. A model loaded from
+    its arrays (domain.learning.portable.PortableEnsemble) gives its copies as they are."""
+    if getattr(estimator, "folds", None):
+        return list(estimator.folds)
     copies = getattr(estimator, "calibrated_classifiers_", None)
     if not copies:
         raise NotImplementedError(f"expected a fitted CalibratedClassifierCV, got {type(estimator).__name__}")

@@ -47,13 +47,22 @@ def models_features(models: dict[int, MetaModel]) -> list[str]:
 
 
 def model_path(models_dir: Path, horizon: int, year: int) -> Path:
-    return Path(models_dir) / f"meta_h{horizon}_{year}.joblib"
+    return Path(models_dir) / f"meta_h{horizon}_{year}.npz"
 
 
-def load_year_models(models_dir: Path, year: int, horizons: list[int]) -> dict[int, MetaModel]:
+def load_year_models(models_dir: Path, year: int, horizons: list[int], want: dict | None = None) -> dict[int, MetaModel]:
     """The meta models of `year` that exist, by horizon, each verified before it is unpickled
-    (domain.learning.meta.load_meta: a file planted or changed since it was written is refused)."""
-    return {h: load_meta(model_path(models_dir, h, year)) for h in horizons if model_path(models_dir, h, year).exists()}
+    (domain.learning.meta.load_meta: a file planted or changed since it was written is
+    refused) and, with `want` (domain.learning.provenance.request), refused unless it was
+    trained for that experiment, settings, kind, year and horizon, before the year."""
+    return {h: load_meta(model_path(models_dir, h, year), None if want is None else {**want, "year": year, "horizon": h})
+            for h in horizons if _stored(model_path(models_dir, h, year))}
+
+
+def _stored(path: Path) -> bool:
+    """Whether a model is stored at `path`, or a pickled one of before beside it (which
+    load_meta refuses, naming migrate-models, instead of scoring the year as modelless)."""
+    return path.exists() or path.with_suffix(".joblib").exists()
 
 
 def score_rows(frame: pl.DataFrame, models: dict[int, MetaModel], horizons: list[int]) -> dict[str, np.ndarray]:
@@ -116,13 +125,14 @@ def prediction_coverage(df: pl.DataFrame, h: int, has_model: bool) -> dict:
 
 def predict_years(specialists: pl.LazyFrame, regime: pl.LazyFrame | None, lstm: pl.LazyFrame | None, years: list[int],
                   models_dir: Path, horizons: list[int], log=None,
-                  features: pl.LazyFrame | None = None) -> tuple[pl.DataFrame, dict]:
+                  features: pl.LazyFrame | None = None, want: dict | None = None) -> tuple[pl.DataFrame, dict]:
     """The predictions of every year of `years` from that year's meta models; returns the
     table and, per year and horizon, prediction_coverage. `log.warning` is told of a year
-    without models (its probabilities are all NaN)."""
+    without models (its probabilities are all NaN). `want`: what every model must have been
+    trained for (load_year_models)."""
     frames, coverage = [], {}
     for year in years:
-        models = load_year_models(models_dir, year, horizons)
+        models = load_year_models(models_dir, year, horizons, want)
         if not models and log is not None:
             log.warning(f"predictions {year}: no meta model of {year} in {models_dir}; all NaN")
         df = predict_year(specialists, regime, lstm, year, models, horizons, features)

@@ -29,7 +29,7 @@ Contract (tests/domain/test_inference.py):
   symbol's whole stored history; kernels/streaming.py). Features equal
   `compute_features` over the whole history bit for bit; the stored `features` rows come
   from a halo of `halo.years` years and agree with them within float32 tolerance.
-* Walk-forward: the meta models of year(now) (`models/<experiment>/meta_h{H}_{Y}.joblib`, trained
+* Walk-forward: the meta models of year(now) (`models/<experiment>/meta_h{H}_{Y}.npz`, trained
   before Y). A `now` inside year Y whose last bar is in Y therefore uses the same models
   as the batch predictions of that bar. No model of that year: NaN, model_year None (no
   fallback to an older model: the caller sees that the year's models are missing).
@@ -459,9 +459,16 @@ class InferenceSession:
         stats = tuple(_stat(model_path(self.models_dir, h, year)) for h in self.horizons)
         hit = self._models.get(year)
         if hit is None or hit[0] != stats:
-            hit = (stats, load_year_models(self.models_dir, year, self.horizons))
+            hit = (stats, load_year_models(self.models_dir, year, self.horizons, self._wanted(self.settings.meta.model)))
             self._models[year] = hit
         return hit[1]
+
+    def _wanted(self, kind: str) -> dict:
+        """What a stored model must have been trained for to serve this session: its
+        experiment, settings hash and `kind` (domain.learning.provenance.request)."""
+        from domain.learning.provenance import request
+
+        return request(self.settings, kind=kind)
 
     def _year_table(self, cache: dict, asset: str, year: int, build) -> dict:
         """`build(frame)` of the stored rows of `year` of `asset`, cached until the table's
@@ -511,7 +518,7 @@ class InferenceSession:
         stats = (_stat(path), _stat(path.with_suffix(".json")))
         hit = self._lstm_models.get(year)
         if hit is None or hit[0] != stats:
-            hit = (stats, load_lstm(self.models_dir, self.settings.lstm.horizon, year))
+            hit = (stats, load_lstm(self.models_dir, self.settings.lstm.horizon, year, self._wanted("lstm")))
             self._lstm_models[year] = hit
         return hit[1]
 

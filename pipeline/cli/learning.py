@@ -48,7 +48,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
             if path.exists():
                 print(meta_year_line(json.loads(path.read_text()), h, y))
     print_results(settings, years, ("meta_model",))
-    print(f"models: {settings.models_dir}/meta_h*_*.joblib")
+    print(f"models: {settings.models_dir}/meta_h*_*.npz")
     return 0
 
 
@@ -85,7 +85,39 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate_models(args: argparse.Namespace) -> int:
+    """Convert the experiment's pickled meta models of before to arrays (persistence.migrate_pickled)."""
+    from config.settings import load_settings
+    from domain.learning.persistence import migrate_pickled
+
+    settings = load_settings()
+    pickles = sorted(settings.models_dir.glob("meta_h*_*.joblib"))
+    if not pickles:
+        print(f"no pickled meta model under {settings.models_dir}: nothing to migrate")
+        return 0
+    for path in pickles:
+        out = migrate_pickled(path, extra=lambda old, p=path: {"provenance": _migrated_provenance(settings, p, old)})
+        print(f"migrated {path.name} -> {out.name} (the pickle moved to {path.parent / '.pickled'})")
+    print(f"{len(pickles)} meta model(s) migrated under {settings.models_dir}")
+    return 0
+
+
+def _migrated_provenance(settings, path: Path, old: dict) -> dict:
+    """The provenance of a migrated model: its partition from the file name, its kind from the
+    payload's sidecar, the experiment and settings hash in force (the experiment's manifest
+    froze them). The look-ahead check still applies when the model is loaded."""
+    import re
+
+    from domain.learning.provenance import provenance
+
+    h, y = map(int, re.fullmatch(r"meta_h(\d+)_(\d+)\.joblib", path.name).groups())
+    return old.get("provenance") or provenance(settings, year=y, horizon=h, kind=old.get("kind", settings.meta.model))
+
+
 def add_commands(sub) -> None:
+    mm = sub.add_parser("migrate-models", help="convert the experiment's pickled meta models of before to arrays "
+                        "(each verified against its recorded sha256 first)")
+    mm.set_defaults(func=cmd_migrate_models)
     tl = sub.add_parser("train-lstm", help="the LSTM specialist, year by year (walk-forward)")
     tl.add_argument("--years")
     tl.add_argument("--seq-len", type=int)

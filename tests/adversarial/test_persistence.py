@@ -97,7 +97,7 @@ def test_a_model_file_that_is_not_verified_is_never_unpickled(change, line, lear
     if change is _planted_by_another_user_with_its_own_sha and os.geteuid() != 0:
         pytest.skip("chown to another uid needs root")
     models = read_settings(learned_copy).models_dir
-    model, side = models / "meta_h7_2003.joblib", models / "meta_h7_2003.json"
+    model, side = models / "meta_h7_2003.npz", models / "meta_h7_2003.json"
     marker = tmp_path / "executed"
     change(model, side, marker)
     monkeypatch.setenv("PIPELINE_CONFIG", str(learned_copy))

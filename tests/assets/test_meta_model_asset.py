@@ -31,7 +31,7 @@ def test_meta_model_of_a_year_is_trained_before_it_and_scored_on_it(make_setting
     side = json.loads((s.models_dir / "meta_h7_2003.json").read_text())
     assert side["window"]["train_to"] < "2003" and "spec_atc_score" in side["features"]
     assert any(f.startswith("regime_") for f in side["features"])
-    assert (s.models_dir / "meta_h7_2003.joblib").is_file()
+    assert (s.models_dir / "meta_h7_2003.npz").is_file()
     store = DeltaStore(s.data_dir)  # the table versions it was trained on (lstm_model: no table)
     assert side["table_versions"] == {"specialists": store.version("specialists"), "labels": store.version("labels"),
                                       "regime": store.version("regime"), "lstm_model": None}

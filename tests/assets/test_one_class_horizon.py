@@ -70,7 +70,7 @@ def test_a_one_class_horizon_is_skipped_with_a_warning_and_the_other_horizons_an
     cv = json.loads((settings.stage_reports_dir("cv_report") / "h3" / f"{YEAR}.json").read_text())
     assert len({r["fold"] for r in cv["folds"]}) == 5  # h3 finished: five folds
     assert json.loads((settings.stage_reports_dir("cv_report") / "h7" / f"{YEAR}.json").read_text())["folds"] == []
-    assert sorted(p.name for p in settings.models_dir.glob("meta_h*.joblib")) == [f"meta_h3_{YEAR}.joblib"]
+    assert sorted(p.name for p in settings.models_dir.glob("meta_h*.npz")) == [f"meta_h3_{YEAR}.npz"]
     preds = DeltaStore(settings.experiment_data_dir).scan("predictions").filter(pl.col("date").dt.year() == YEAR).collect()
     assert preds["p_h3"].is_not_nan().all() and preds["p_h7"].is_nan().all() and preds["p_h14"].is_nan().all()
 

@@ -355,5 +355,5 @@ def test_hist_gbm_meta_model_learns_a_u_shape_and_round_trips(tmp_path):
     auc_tree, auc_lin = _auc(y[2000:], tree.predict_proba(X[2000:])), _auc(y[2000:], lin.predict_proba(X[2000:]))
     assert auc_tree >= 0.8 and auc_tree >= auc_lin + 0.15, (auc_tree, auc_lin)
     assert tree.info["base"] == "HistGradientBoostingClassifier" and tree.info["hist_gbm_params"]["max_iter"] == 200
-    save_meta(tree, tmp_path / "m.joblib")
-    np.testing.assert_array_equal(load_meta(tmp_path / "m.joblib").predict_proba(X[2000:]), tree.predict_proba(X[2000:]))
+    save_meta(tree, tmp_path / "m.npz")
+    np.testing.assert_array_equal(load_meta(tmp_path / "m.npz").predict_proba(X[2000:]), tree.predict_proba(X[2000:]))

@@ -51,13 +51,13 @@ def test_two_experiments_differing_in_calibration_keep_their_models_reports_and_
     a = read_settings(learned_copy).model_copy(update={"experiment": "isotonic"})
     b = read_settings(cfg_b).model_copy(update={"experiment": "sigmoid"})
     for s in (a, b):  # each keeps its own, under its own folders
-        assert (s.models_dir / f"meta_h7_{year}.joblib").is_file()
+        assert (s.models_dir / f"meta_h7_{year}.npz").is_file()
         assert (s.stage_reports_dir("meta_model") / f"h7_{year}.json").is_file()
         assert json.loads((s.stage_reports_dir("evaluation") / "overall.json").read_text())["h7"]["n"] > 0
         assert (s.stage_reports_dir("backtest") / "overall.json").is_file()
         assert json.loads((s.reports_dir / "experiment.json").read_text())["settings_hash"] == settings_hash(s)
     assert settings_hash(a) != settings_hash(b)
-    assert (a.models_dir / f"meta_h7_{year}.joblib").read_bytes() != (b.models_dir / f"meta_h7_{year}.joblib").read_bytes()
+    assert (a.models_dir / f"meta_h7_{year}.npz").read_bytes() != (b.models_dir / f"meta_h7_{year}.npz").read_bytes()
     pa, pb = (DeltaStore(s.experiment_data_dir).read("predictions", [LEARNED_YEAR])["p_h7"] for s in (a, b))
     assert pa.len() == pb.len() > 0 and not pa.equals(pb)  # the second experiment's table did not replace the first's
     # one folder per stage, named as the assets are; no eval/cv/meta pairs

@@ -25,8 +25,8 @@ def test_smoke_script_runs_every_stage_command_and_leaves_the_artifacts(tmp_path
     reports = tmp_path / "reports"
     log = (reports / "default" / "backtest.jsonl").read_text().splitlines()
     assert len(log) >= 250 and {"date", "net", "equity"} <= set(json.loads(log[0]))
-    assert (tmp_path / "models" / "default" / "meta_h7_2003.joblib").is_file()
-    assert not (tmp_path / "models" / "default" / "meta_h3_2003.joblib").exists()  # train-meta --horizon 7
+    assert (tmp_path / "models" / "default" / "meta_h7_2003.npz").is_file()
+    assert not (tmp_path / "models" / "default" / "meta_h3_2003.npz").exists()  # train-meta --horizon 7
     assert json.loads((reports / "default" / "evaluation" / "overall.json").read_text())["h7"]["n"] > 500
     orders = [json.loads(x) for x in (reports / "default" / "paper_trades" / "orders.jsonl").read_text().splitlines()]
     assert orders[0]["now"].startswith("2003-12-31")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-import joblib
+from domain.learning.meta import load_meta
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegressionCV
@@ -78,9 +78,9 @@ def test_meta_models_of_several_years_in_worker_processes_equal_those_fitted_in_
             a = json.loads((s1.models_dir / f"meta_h{h}_{year}.json").read_text())
             b = json.loads((s2.models_dir / f"meta_h{h}_{year}.json").read_text())
             assert a["folds"] == b["folds"] and a["C"] == b["C"]  # bit for bit: the same coefficients
-            ma = joblib.load(s1.models_dir / f"meta_h{h}_{year}.joblib")["estimator"]
-            mb = joblib.load(s2.models_dir / f"meta_h{h}_{year}.joblib")["estimator"]
-            X = np.random.default_rng(year + h).normal(50, 20, size=(50, len(a["features"])))
+            ma = load_meta(s1.models_dir / f"meta_h{h}_{year}.npz")
+            mb = load_meta(s2.models_dir / f"meta_h{h}_{year}.npz")
+            X = np.random.default_rng(year + h).normal(50, 20, size=(50, len(a["features"]))).astype(np.float32)
             np.testing.assert_array_equal(ma.predict_proba(X), mb.predict_proba(X))
             assert (s2.stage_reports_dir("meta_model") / f"calibration_h{h}_{year}.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -26,7 +26,7 @@ from domain.learning.calibration import (
 from domain.learning.matrix import REGIME_COLUMNS, build_meta_matrix, complete_rows, regime_one_hot
 from domain.learning.metamodel import MetaModel, logistic_folds as _logistic_folds, train_meta
 from domain.learning.onnx_export import export_onnx, onnx_predict
-from domain.learning.persistence import meta_from_payload, save_meta
+from domain.learning.persistence import meta_from_arrays, save_meta
 from domain.learning.plots import calibration_png
 from kernels.regime import NO_TAG
 from domain.learning.meta import load_meta  # the verified load (resources.verified_files)
@@ -234,10 +234,10 @@ def test_train_meta_rejects_bad_arguments(problem):
 
 def test_save_load_round_trip(problem, tmp_path):
     model = problem["model"]
-    job, side = tmp_path / "models" / "meta_h7.joblib", tmp_path / "models" / "meta_h7.json"
-    meta = save_meta(model, job, side)
-    assert sorted(p.name for p in job.parent.iterdir()) == ["meta_h7.joblib", "meta_h7.json"]  # no temp files
-    loaded = load_meta(job)
+    npz, side = tmp_path / "models" / "meta_h7.npz", tmp_path / "models" / "meta_h7.json"
+    meta = save_meta(model, npz, side)
+    assert sorted(p.name for p in npz.parent.iterdir()) == ["meta_h7.json", "meta_h7.npz"]  # no temp files
+    loaded = load_meta(npz)
     Xt = problem["Xt"]
     np.testing.assert_array_equal(loaded.predict_proba(Xt), model.predict_proba(Xt))
     assert loaded.feature_names == model.feature_names and loaded.window == problem["window"]
@@ -246,12 +246,15 @@ def test_save_load_round_trip(problem, tmp_path):
     assert sidecar["features"] == problem["names"] and sidecar["n_features"] == 9
     assert sidecar["window"] == problem["window"]
     assert {"python", "numpy", "scikit-learn", "joblib"} <= set(sidecar["versions"])
-    assert sidecar["kind"] == "logistic" and sidecar["calibration"] == "isotonic" and sidecar["joblib"] == job.name
+    assert sidecar["kind"] == "logistic" and sidecar["calibration"] == "isotonic" and sidecar["npz"] == npz.name
+    assert sidecar["format"] == "tradelab.meta/2" and sidecar["methods"] == ["isotonic"] * 5
     import hashlib
 
-    assert sidecar["sha256"] == hashlib.sha256(job.read_bytes()).hexdigest()
-    with pytest.raises(ValueError, match="other.joblib is not a tradelab.meta/1 meta model"):
-        meta_from_payload({"not": "a model"}, tmp_path / "other.joblib")
+    assert sidecar["sha256"] == hashlib.sha256(npz.read_bytes()).hexdigest()
+    with np.load(npz, allow_pickle=False) as arrays:  # plain arrays: nothing in the file can run code
+        assert all(arrays[k].dtype != object for k in arrays.files)
+    with pytest.raises(ValueError, match="other.npz is not a tradelab.meta/2 meta model"):
+        meta_from_arrays({}, {"not": "a model"}, tmp_path / "other.npz")
 
 
 def test_calibration_png(problem, tmp_path):
@@ -390,8 +393,8 @@ def test_fast_cache_is_not_pickled(problem, tmp_path):
     clone = pickle.loads(pickle.dumps(model))
     assert "_fast" not in clone.__dict__ and clone._fast is None
     np.testing.assert_array_equal(clone.predict_proba(Xt), p)
-    save_meta(model, tmp_path / "m.joblib")
-    loaded = load_meta(tmp_path / "m.joblib")
+    save_meta(model, tmp_path / "m.npz")
+    loaded = load_meta(tmp_path / "m.npz")
     assert loaded._fast is None
     np.testing.assert_array_equal(loaded.predict_proba(Xt), p)
 

@@ -7,7 +7,7 @@ import pytest
 from config.settings import SettingsError, parse_settings
 from domain.learning.matrix import column_fill, fill_missing, usable_rows, valued_rows
 from domain.learning.metamodel import train_meta
-from domain.learning.persistence import meta_from_payload, save_meta
+from domain.learning.persistence import save_meta
 
 NAMES = ["a", "b", "regime_bull"]
 
@@ -72,26 +72,29 @@ def test_auto_is_native_for_the_trees_and_fill_for_the_logistic_model():
 
 
 def test_the_rule_and_fill_values_survive_the_saved_model(tmp_path):
-    import joblib
+    from domain.learning.meta import load_meta
 
     X, y = _problem()
     model = train_meta(X, y, model="logistic", cv=3, Cs=None, feature_names=["a", "b", "c"], missing="fill")
-    side = save_meta(model, tmp_path / "m.joblib")
+    side = save_meta(model, tmp_path / "m.npz")
     assert side["missing"] == "fill" and side["fill_values"] == pytest.approx(model.fill_values)
-    back = meta_from_payload(joblib.load(tmp_path / "m.joblib"), tmp_path / "m.joblib")
+    back = load_meta(tmp_path / "m.npz")
+    assert back.fill_values == pytest.approx(model.fill_values)
     np.testing.assert_array_equal(back.predict_proba(X[:20]), model.predict_proba(X[:20]))
 
 
 def test_a_model_saved_before_the_rule_drops_incomplete_rows(tmp_path):
-    """A payload without `missing` (written before the setting) loads as `drop`: NaN for a
+    """A sidecar without `missing` (written before the setting) loads as `drop`: NaN for a
     row with a missing value, as it was scored when it was trained."""
-    import joblib
+    import json
+
+    from domain.learning.meta import load_meta
 
     X, y = _problem()
     ok = np.isfinite(X).all(axis=1)
     model = train_meta(X[ok], y[ok], model="logistic", cv=3, Cs=None, feature_names=["a", "b", "c"])
-    save_meta(model, tmp_path / "m.joblib")
-    payload = joblib.load(tmp_path / "m.joblib")
-    payload.pop("missing"), payload.pop("fill_values")
-    old = meta_from_payload(payload, tmp_path / "m.joblib")
+    save_meta(model, tmp_path / "m.npz")
+    side = tmp_path / "m.json"
+    side.write_text(json.dumps({k: v for k, v in json.loads(side.read_text()).items() if k != "missing"}))
+    old = load_meta(tmp_path / "m.npz")
     assert old.missing == "drop" and np.isnan(old.predict_proba(X[:1])).all()  # row 0 lacks b
