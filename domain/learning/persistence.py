@@ -83,9 +83,9 @@ def load_arrays(fh, origin="model") -> dict[str, np.ndarray]:
     try:
         with np.load(fh, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, AttributeError) as err:
-        raise InputDataError(str(origin), f"not an .npz of plain arrays ({str(err).splitlines()[0]}); not loaded",
-                             expected="a model written by meta_model: rebuild it") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, AttributeError):
+        raise InputDataError(str(origin), "not an .npz of plain arrays (a pickle, an object array or a damaged file); "
+                             "not loaded, nothing in it ran", expected="a model written by meta_model: rebuild it") from None
 
 
 def meta_from_arrays(arrays: dict, sidecar: dict, origin) -> MetaModel:

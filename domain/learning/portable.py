@@ -6,7 +6,8 @@ HistGradientBoosting decision) and a calibrator (isotonic: interp(clip(d, x_min,
 ys); sigmoid: expit(-(a d + b))). `to_arrays(estimator, kind)` writes each copy as arrays:
 
     logistic   c{i}_mean, c{i}_scale (absent: step skipped), c{i}_coef [k, 1], c{i}_intercept [1]
-    lightgbm   c{i}_lightgbm: the booster in LightGBM's text format, as uint8 bytes
+    lightgbm   c{i}_lightgbm: the booster in LightGBM's text format, as uint8 bytes; c{i}_raw: 1 when
+               the calibrated response is its raw score (decision_function), 0 its probability
     hist_gbm   c{i}_skops: the HistGradientBoostingClassifier through skops (its trusted-types
                check), as uint8 bytes; loaded only after every tree's node indices are
                checked in bounds (skops warns that out-of-range indices read out of memory)
@@ -102,6 +103,9 @@ def to_arrays(estimator, kind: str) -> tuple[dict[str, np.ndarray], list[str]]:
             raise NotImplementedError("expected a binary calibrated copy")
         if kind == "lightgbm":
             arrays[f"c{i}_lightgbm"] = _bytes(cc.estimator.booster_.model_to_string().encode())
+            # the response sklearn calibrated: the raw score where LGBMClassifier has a
+            # decision_function (LightGBM >= 4), else the probability
+            arrays[f"c{i}_raw"] = np.array([hasattr(cc.estimator, "decision_function")], np.uint8)
         elif kind == "hist_gbm":
             import skops.io as sio
 
@@ -156,7 +160,8 @@ class PortableEnsemble:
                 import lightgbm
 
                 booster = lightgbm.Booster(model_str=arrays[f"c{i}_lightgbm"].tobytes().decode())
-                scorers.append(booster.predict)
+                raw = bool(arrays[f"c{i}_raw"][0])
+                scorers.append(lambda X, b=booster, raw=raw: b.predict(X, raw_score=raw))
             elif kind == "hist_gbm":
                 scorers.append(_checked_hist_gbm(arrays[f"c{i}_skops"].tobytes(), origin).decision_function)
             else:

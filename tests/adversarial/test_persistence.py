@@ -65,6 +65,26 @@ def _planted_by_another_user_with_its_own_sha(model, side, marker):
     os.chown(model, OTHER_UID, -1)
 
 
+def _shared_by_a_colleague_with_its_sha_rewritten(model, side, marker):
+    """A models folder copied in from a colleague: the files now the user's own, mode 0644,
+    the sidecar's sha256 that of the (pickled) file. Every ownership and hash check passes:
+    only the format refuses it (arrays read with allow_pickle=False)."""
+    import hashlib
+
+    data = _plant(model, marker)
+    side.write_text(json.dumps({**json.loads(side.read_text()), "sha256": hashlib.sha256(data).hexdigest()}))
+
+
+def _a_pickle_of_before_beside_no_array_file(model, side, marker):
+    """The pickled model of before (meta_h7_2003.joblib) where the arrays are missing: never
+    loaded implicitly, the line names the command that converts it after verifying it."""
+    import hashlib
+
+    data = _plant(model.with_suffix(".joblib"), marker)
+    model.unlink()
+    side.write_text(json.dumps({**json.loads(side.read_text()), "sha256": hashlib.sha256(data).hexdigest()}))
+
+
 def _sidecar_without_sha(model, side, marker):
     _plant(model, marker)
     side.write_text(json.dumps({k: v for k, v in json.loads(side.read_text()).items() if k != "sha256"}))
@@ -75,6 +95,13 @@ def _sidecar_world_writable(model, side, marker):
 
 
 MODELS_REFUSED = [
+    ("pickle_shared_by_a_colleague_owned_by_the_user_with_its_sha", _shared_by_a_colleague_with_its_sha_rewritten,
+     "{model}: not an .npz of plain arrays (a pickle, an object array or a damaged file); not loaded, nothing in it "
+     "ran; expected a model written by meta_model: rebuild it"),
+    ("pickled_model_of_before_without_arrays", _a_pickle_of_before_beside_no_array_file,
+     "{joblib}: a pickled meta model of before (tradelab.meta/1), which is never loaded: it could run code; expected "
+     "`python -m pipeline.cli migrate-models` (it verifies each pickle's recorded sha256, converts it to arrays and "
+     "moves it aside), or materialize meta_model again"),
     ("planted_pickle_in_place_of_the_model", _planted_in_place,
      "{model}: sha256 does not match the one recorded when it was written ({side}); not loaded: " + REBUILD),
     ("planted_pickle_without_a_sidecar", _planted_without_sidecar,
@@ -103,7 +130,7 @@ def test_a_model_file_that_is_not_verified_is_never_unpickled(change, line, lear
     monkeypatch.setenv("PIPELINE_CONFIG", str(learned_copy))
     assert main(["infer", SYMBOL, "--now", NOW]) == 2
     err = [x for x in capsys.readouterr().err.strip().splitlines() if not x.startswith("tradelab: device ")]
-    assert err == ["error: " + line.format(model=model, side=side, uid=os.geteuid())]
+    assert err == ["error: " + line.format(model=model, side=side, uid=os.geteuid(), joblib=model.with_suffix(".joblib"))]
     assert not marker.exists()
 
 

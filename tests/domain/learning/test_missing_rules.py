@@ -98,3 +98,56 @@ def test_a_model_saved_before_the_rule_drops_incomplete_rows(tmp_path):
     side.write_text(json.dumps({k: v for k, v in json.loads(side.read_text()).items() if k != "missing"}))
     old = load_meta(tmp_path / "m.npz")
     assert old.missing == "drop" and np.isnan(old.predict_proba(X[:1])).all()  # row 0 lacks b
+
+
+def _pickled_of_before(model, path) -> None:
+    """A model as save_meta wrote it before arrays (format tradelab.meta/1): a joblib pickle
+    and a sidecar with its sha256."""
+    import io
+    import json
+
+    import joblib
+
+    from resources.verified_files import write_verified
+
+    payload = {"format": "tradelab.meta/1", "estimator": model.estimator, "feature_names": model.feature_names,
+               "kind": model.kind, "calibration": model.calibration, "window": model.window,
+               "versions": model.versions, "info": model.info, "missing": model.missing, "fill_values": model.fill_values}
+    buf = io.BytesIO()
+    joblib.dump(payload, buf)
+    sha = write_verified(path, lambda fh: fh.write(buf.getvalue()))
+    path.with_suffix(".json").write_text(json.dumps({**model.metadata(), "sha256": sha, "joblib": path.name}))
+
+
+@pytest.mark.parametrize("kind", ["logistic", "hist_gbm", "lightgbm"])
+def test_migrate_converts_a_verified_pickle_to_arrays_that_predict_the_same_and_moves_it_aside(tmp_path, kind):
+    from domain.learning.meta import load_meta
+    from domain.learning.persistence import migrate_pickled
+
+    X, y = _problem()
+    rule = "fill" if kind == "logistic" else "native"
+    model = train_meta(X, y, model=kind, cv=3, Cs=None if kind == "logistic" else 10, feature_names=["a", "b", "c"],
+                       missing=rule)
+    old = tmp_path / "meta_h7_2011.joblib"
+    _pickled_of_before(model, old)
+    with pytest.raises(ValueError, match="a pickled meta model of before .* migrate-models"):
+        load_meta(tmp_path / "meta_h7_2011.npz")  # never loaded implicitly
+    out = migrate_pickled(old, extra=lambda side: {"provenance": {"year": 2011}})
+    assert out == tmp_path / "meta_h7_2011.npz" and not old.exists()
+    assert sorted(p.name for p in (tmp_path / ".pickled").iterdir()) == ["meta_h7_2011.joblib", "meta_h7_2011.json"]
+    back = load_meta(out)
+    np.testing.assert_array_equal(back.predict_proba(X[:200]), model.predict_proba(X[:200]))
+
+
+def test_migrate_refuses_a_pickle_whose_recorded_sha256_differs_and_runs_nothing(tmp_path):
+    from domain.learning.persistence import migrate_pickled
+    from resources.verified_files import UnverifiedFileError
+
+    X, y = _problem()
+    model = train_meta(X, y, model="logistic", cv=3, Cs=None, feature_names=["a", "b", "c"], missing="fill")
+    old = tmp_path / "meta_h7_2011.joblib"
+    _pickled_of_before(model, old)
+    old.write_bytes(old.read_bytes() + b"planted")
+    with pytest.raises(UnverifiedFileError, match="sha256 does not match"):
+        migrate_pickled(old)
+    assert old.exists() and not (tmp_path / "meta_h7_2011.npz").exists()
