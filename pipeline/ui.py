@@ -109,8 +109,10 @@ def _signal_all(leader: int, procs: set[tuple[int, int]], signum: int) -> None:
 
 
 def _name(pid: int) -> str:
+    """`pid`'s command line, cut to 100 characters (its name in brackets when it has none)."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:100].strip()
+        line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:100].strip()
+        return line or f"[{Path(f'/proc/{pid}/comm').read_text().strip()}]"
     except OSError:
         return "?"
 
