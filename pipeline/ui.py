@@ -143,18 +143,25 @@ def stop(proc: subprocess.Popen, signum: int, received: list[int], grace_s: floa
 
 
 def supervise(cmd: list[str], grace_s: float = GRACE_S, **popen) -> int:
-    """Run `cmd` in a session of its own until it ends (its exit status) or this process gets
-    SIGINT, SIGTERM or SIGHUP: then `stop` it, its group and its descendants (FORWARD says
-    which signal they get; SIGKILL after `grace_s`) and return 128 + the signal number."""
+    """Run `cmd` in a session of its own until it ends (its exit status; what is left of its
+    process group is SIGKILLed) or this process gets SIGINT, SIGTERM or SIGHUP: then `stop`
+    it, its group and its descendants (FORWARD says which signal they get; SIGKILL after
+    `grace_s`) and return 128 + the signal number."""
     received: list[int] = []
     previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in FORWARD}
     try:
         proc = subprocess.Popen(cmd, start_new_session=True, **popen)
         while not received:
             try:
-                return proc.wait(timeout=POLL_S)
+                code = proc.wait(timeout=POLL_S)
             except subprocess.TimeoutExpired:
                 continue
+            left = alive(tree(proc.pid)) if os.path.isdir("/proc/self") else set()
+            _signal_all(proc.pid, left, signal.SIGKILL)  # its group outlives it: orphans, no one stops them
+            if left:
+                print(f"[ui] dagster dev exited ({code}); SIGKILLed {len(left)} of its processes left",
+                      file=sys.stderr, flush=True)
+            return code
         first, t0 = received[0], time.monotonic()
         print(f"[ui] {signal.Signals(first).name}: stopping dagster dev and all its processes (SIGKILL after "
               f"{grace_s:g} s)", file=sys.stderr, flush=True)
@@ -184,8 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     start and to exit), then run `dagster dev` until it ends or a signal stops it."""
     args = _parser().parse_args(argv)
     os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster"))  # as pipeline.instance does
-    prepared = subprocess.run([sys.executable, "-c", "from pipeline.instance import get_instance; "
-                               "get_instance().dispose()"], cwd=PROJECT_ROOT, check=False)
+    try:  # a Ctrl-C here reaches the child too (same process group): nothing else to stop
+        prepared = subprocess.run([sys.executable, "-c", "from pipeline.instance import get_instance; "
+                                   "get_instance().dispose()"], cwd=PROJECT_ROOT, check=False)
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
     if prepared.returncode != 0:
         return prepared.returncode
     print(f"[ui] dagster dev on http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']}); "

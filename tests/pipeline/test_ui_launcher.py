@@ -2,7 +2,8 @@
 
 1. `supervise` on a child that ignores SIGINT and SIGTERM and a grandchild that left the group
    (its own session): one SIGINT to the supervisor's process group, and both are SIGKILLed
-   after the grace (a second or two).
+   after the grace (a second or two); a child that exits by itself takes the rest of its
+   group with it.
 2. `make ui PORT=<free port>` as a terminal runs it (make in a process group of its own, the
    foreground group a Ctrl-C reaches), on a throw-away DAGSTER_HOME and a tiny settings file:
    once the port accepts connections and the daemon and the code server are up, ONE SIGINT to
@@ -143,6 +144,37 @@ def test_one_sigint_sigkills_a_child_that_ignores_it_and_a_grandchild_that_left_
         assert "[ui] SIGINT: stopping dagster dev and all its processes" in err and "SIGKILLed 2 left" in err, err
     finally:
         _kill_all(procs)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait(timeout=30)
+
+
+ORPHANING = """
+import subprocess, sys
+orphan = subprocess.Popen([sys.executable, "-c", sys.argv[1], "grandchild", ""], stdout=subprocess.PIPE, text=True)
+assert orphan.stdout.readline() == "ready\\n"
+print("ready", orphan.pid, flush=True)
+sys.exit(3)
+"""
+
+
+def test_a_child_that_exits_by_itself_takes_what_is_left_of_its_group_with_it():
+    """dagster dev ending on its own (a port in use, a crash) must not leave its webserver or
+    daemon running: its exit status is returned, its group's orphans are SIGKILLed."""
+    driver = ("import sys; from pipeline.ui import supervise; "
+              "sys.exit(supervise([sys.executable, '-c', sys.argv[1], sys.argv[2]]))")
+    proc = subprocess.Popen([sys.executable, "-c", driver, ORPHANING, STUBBORN], cwd=REPO, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    orphan = None
+    try:
+        words = proc.stdout.readline().split()
+        assert words[:1] == ["ready"], proc.stderr.read()
+        orphan = (int(words[1]), _stat(int(words[1]))[2])
+        assert proc.wait(timeout=60) == 3
+        assert not _wait_gone({orphan}, STOP_S)
+        assert "SIGKILLed 1 of its processes left" in proc.stderr.read()
+    finally:
+        _kill_all({orphan} if orphan else set())
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         proc.wait(timeout=30)
