@@ -148,7 +148,9 @@ def supervise(cmd: list[str], grace_s: float = GRACE_S, **popen) -> int:
     it, its group and its descendants (FORWARD says which signal they get; SIGKILL after
     `grace_s`) and return 128 + the signal number."""
     received: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in FORWARD}
+    # a SIGHUP ignored already (nohup) stays ignored, here and in dagster dev
+    caught = [s for s in FORWARD if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN)]
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in caught}
     try:
         proc = subprocess.Popen(cmd, start_new_session=True, **popen)
         while not received:
