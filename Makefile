@@ -48,7 +48,7 @@ test: $(STAMP)
 	TRADELAB_TEST_SYMBOLS_PER_GROUP=3 $(PY) -m pytest $(GROUPED_TESTS)
 
 # pipeline/ui.py: dagster dev in a session of its own; a Ctrl-C stops its whole process group
-# (webserver, daemon, code servers), SIGKILL for what is left after 8 s
+# (webserver, daemon, code servers), SIGKILL for what is left after 5 s
 ui: $(STAMP)
 	$(PY) -m pipeline.ui --host $(HOST) --port $(PORT)
 
