@@ -1,7 +1,7 @@
 # tradelab: two commands set everything up on a fresh machine with Python 3.11.
 #   make demo   create .venv if missing, install, run the main job on the built-in data
 #   make test   create .venv if missing, install, run every test
-#   make ui     the Dagster web UI on http://127.0.0.1:3000
+#   make ui     the Dagster web UI on http://127.0.0.1:3000 (PORT=3001, HOST=0.0.0.0 to change; one Ctrl-C stops it all)
 #   make gpu-check   the GPU proof, on a GPU machine (GPU_CHECK_DRY=1: the same script here, simulated)
 #   make gpu-wheels  the wheels that GPU machine lacks, into .whl/ (carried with the device call)
 
@@ -11,6 +11,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+# `make ui PORT=3001`: where the web UI listens
+HOST ?= 127.0.0.1
+PORT ?= 3000
 
 # The GPU proof needs no .venv: on the GPU machine its python3 has torch, CuPy and numba-cuda.
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
@@ -44,9 +47,10 @@ test: $(STAMP)
 	@echo "[test] the partitioned stages again with symbol groups of 3"
 	TRADELAB_TEST_SYMBOLS_PER_GROUP=3 $(PY) -m pytest $(GROUPED_TESTS)
 
+# pipeline/ui.py: dagster dev in a session of its own; a Ctrl-C stops its whole process group
+# (webserver, daemon, code servers), SIGKILL for what is left after 5 s
 ui: $(STAMP)
-	$(PY) -c "from pipeline.instance import get_instance; get_instance()"
-	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(PY) -m pipeline.ui --host $(HOST) --port $(PORT)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ingest.py

@@ -3,7 +3,8 @@
 Leaf module: imports nothing from the project, so every layer may read the settings.
 
 `load_settings()` reads `$PIPELINE_CONFIG` (default: `dagster_project.yaml` in the project
-root), validates it once and caches the result. Any wrong key, type or value stops with one
+root) with `$PIPELINE_CONFIG_OVERRIDES` over it (JSON: a command's `--experiment`, inherited by
+the processes it starts; nothing written), validates it once and caches the result. Any wrong key, type or value stops with one
 `SettingsError` naming the file, the key and what is allowed. Relative paths resolve against
 the settings file's folder.
 """
@@ -30,6 +31,10 @@ from pydantic import (
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = PROJECT_ROOT / "dagster_project.yaml"
 CONFIG_ENV = "PIPELINE_CONFIG"
+# JSON of a nested mapping applied over the file in force (and only over it): the settings a
+# command derives for itself and the processes it starts (pipeline.cli.experiments), carried in
+# the environment so that no file outlives the command, whatever kills it.
+OVERRIDES_ENV = "PIPELINE_CONFIG_OVERRIDES"
 
 SYMBOL_PATTERN = re.compile(r"^[A-Z0-9._-]{1,16}$")
 EXPERIMENT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -893,10 +898,32 @@ def _cached(path: Path, mtime_ns: int, size: int) -> Settings:
     return read_settings(path)
 
 
+def env_overrides(path: Path) -> dict:
+    """The mapping in $PIPELINE_CONFIG_OVERRIDES when `path` (resolved) is the file in force,
+    else {}: another settings file read explicitly is read as written. SettingsError (one
+    line) when the variable holds no JSON mapping."""
+    import json
+
+    text = os.environ.get(OVERRIDES_ENV)
+    if not text or path != config_path():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise SettingsError(f"${OVERRIDES_ENV}: expected a JSON mapping of settings (e.g. {{\"experiment\": \"baseline\"}}), "
+                            f"got {text[:80]!r}")
+    return data
+
+
 def load_settings(path: Path | str | None = None) -> Settings:
     """The validated settings, read once per file version and process (the cache key is the
-    path with its mtime and size: a rewritten file is read again)."""
+    path with its mtime and size: a rewritten file is read again). The file in force gets
+    $PIPELINE_CONFIG_OVERRIDES over it (env_overrides)."""
     path = Path(path).resolve() if path else config_path()
+    if env_overrides(path):
+        return derive_settings(path, "{}")
     try:
         st = path.stat()
     except OSError:
@@ -917,7 +944,10 @@ def merge_settings(data: dict, overrides: dict) -> dict:
 def _derived(path: Path, mtime_ns: int, size: int, overrides: str) -> Settings:
     import json
 
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError:
+        data = None
     if not isinstance(data, dict):
         return read_settings(path)  # names what is wrong with the file
     return parse_settings(merge_settings(data, json.loads(overrides)), origin=f"{path} with the command's flags",
@@ -926,9 +956,15 @@ def _derived(path: Path, mtime_ns: int, size: int, overrides: str) -> Settings:
 
 def derive_settings(path: Path | str, overrides: str) -> Settings:
     """The settings file `path` with `overrides` (JSON of a nested mapping) applied, validated
-    as one (relative paths against the file's folder); nothing is written. Cached as
+    as one (relative paths against the file's folder); nothing is written. Over the file in
+    force, $PIPELINE_CONFIG_OVERRIDES comes first and `overrides` over it. Cached as
     load_settings is, per file version and overrides."""
+    import json
+
     path = Path(path).resolve()
+    inherited = env_overrides(path)
+    if inherited:
+        overrides = json.dumps(merge_settings(inherited, json.loads(overrides)))
     try:
         st = path.stat()
     except OSError:

@@ -23,7 +23,7 @@ import sys
 from config.errors import InputDataError
 from config.settings import SettingsError, load_settings
 from pipeline.cli import build, experiments, learning, live, search, store
-from pipeline.cli.experiments import take_experiment_flag, use_experiment
+from pipeline.cli.experiments import experiment_in_force, take_experiment_flag
 
 GROUPS = (store, build, search, live, learning, experiments)  # the order of `--help`
 
@@ -89,10 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     FAILED_CHECKS.clear()  # the results block counts this command's failed checks
     fd2 = None if verbose else Fd2ToFile()
     try:
-        use_experiment(experiment, args.cmd)
-        _print_runtime_line()
-        _print_loading_line(args.cmd)
-        return args.func(args)
+        with experiment_in_force(experiment, args.cmd):
+            _print_runtime_line()
+            _print_loading_line(args.cmd)
+            return args.func(args)
     except BrokenPipeError:  # `... | head`: the reader has what it wanted
         import os
 

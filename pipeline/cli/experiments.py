@@ -1,14 +1,15 @@
 """CLI side of named experiments (config.experiments): `--experiment NAME`, `experiments`,
 `compare A B [C ...]` and `migrate-reports`.
 
-- `--experiment NAME` (anywhere on the line, like --verbose) runs the command on a derived
-  settings file (`derived_settings`) with `experiment: NAME`, made the file in force
-  ($PIPELINE_CONFIG) for the command and the processes it starts. A file, not in-memory
-  overrides as a command's other flags are: the experiment must hold for everything that
-  reads the settings in force without a resource (pipeline.definitions and the sensors and
-  schedules at import, domain.live.inference for `infer`, the error path) and in the
-  processes the command starts (domain.symbol_chunks' worker processes import modules that
-  read $PIPELINE_CONFIG). Before a
+- `--experiment NAME` (anywhere on the line, like --verbose) runs the command with
+  `experiment: NAME` over the file in force, carried in the environment
+  ($PIPELINE_CONFIG_OVERRIDES, config.settings.env_overrides) for the command and the
+  processes it starts; nothing is written, so nothing outlives the command however it ends
+  (a SIGKILL included). The environment, not in-memory overrides as a command's other flags
+  are: the experiment must hold for everything that reads the settings in force without a
+  resource (pipeline.definitions and the sensors and schedules at import,
+  domain.live.inference for `infer`, the error path) and in the processes the command starts
+  (domain.symbol_chunks' worker processes, Dagster's multiprocess executor). Before a
   command that launches runs, the experiment is frozen (config.experiments.freeze_experiment):
   a changed model setting under a name that has results is refused with one line (exit 2).
 - `experiments` lists the experiments under paths.reports: settings hash, created, years and
@@ -26,55 +27,41 @@
 from __future__ import annotations
 
 import argparse
-import atexit
+import contextlib
 import json
 import os
 import sys
-import tempfile
-from pathlib import Path
+from collections.abc import Iterator
 
-from config.settings import (CONFIG_ENV, EXPERIMENT_PATTERN, LEGACY_REPORT_DIRS, STAGE_DIRS, config_path, merge_settings,
-                             parse_settings)
+from config.settings import (EXPERIMENT_PATTERN, LEGACY_REPORT_DIRS, OVERRIDES_ENV, STAGE_DIRS, config_path,
+                             env_overrides, merge_settings)
 
 # Commands that launch Dagster runs (and so write under the experiment).
 RUN_COMMANDS = {"build-features", "train-lstm", "train-meta", "backtest", "evaluate", "build-all", "live-paper-trade",
                 "strategy-search", "demo", "grid-search", "atc-scan"}
 
 
-def _absolute_paths(data: dict, model, root: Path) -> None:
-    """Every path setting of `model` (defaults included) written into `data` as an absolute
-    path against `root`: the derived file lives elsewhere, its paths must mean the same."""
-    from pydantic import BaseModel
+@contextlib.contextmanager
+def overrides_in_force(overrides: dict) -> Iterator[None]:
+    """`overrides` (a nested mapping) over the settings in force, for the block and the
+    processes started in it: merged into $PIPELINE_CONFIG_OVERRIDES (what is there already
+    stays, key by key), validated (SettingsError naming the key), and the variable restored
+    on exit. Nothing is written: no file can outlive the command, the file in force is never
+    modified, two commands at once never see each other's flags."""
+    from config.settings import load_settings
 
-    for key in type(model).model_fields:
-        value = getattr(model, key)
-        if isinstance(value, BaseModel):
-            sub = data.get(key) if isinstance(data.get(key), dict) else {}
-            _absolute_paths(sub, value, root)
-            if sub:
-                data[key] = sub
-        elif isinstance(value, Path) and key != "root":
-            data[key] = str(value if value.is_absolute() else root / value)
-
-
-def derived_settings(overrides: dict, name: str) -> Path:
-    """The settings file in force with `overrides` (nested dict) applied, validated, as a file
-    of this invocation alone: a private temporary file (`tradelab-cli-<name>-<pid>-*.yaml`,
-    mode 0600: it may hold a storage URL with a password) whose relative paths are made
-    absolute against the folder of the file in force, removed when the process exits. The
-    folder of the settings may be read-only; two commands at once never read each other's
-    flags; the file in force is never modified."""
-    import yaml
-
-    base = config_path()
-    data = merge_settings(yaml.safe_load(base.read_text()) or {}, overrides)
-    _absolute_paths(data, parse_settings(data, origin=f"{base} with the command's flags", root=base.parent), base.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f"tradelab-cli-{name}-{os.getpid()}-", suffix=".yaml")
-    path = Path(tmp)
-    atexit.register(path.unlink, missing_ok=True)
-    with os.fdopen(fd, "w") as fh:  # mkstemp: mode 0600
-        fh.write(yaml.safe_dump(data, sort_keys=False))
-    return path
+    before = os.environ.get(OVERRIDES_ENV)
+    if overrides:
+        os.environ[OVERRIDES_ENV] = json.dumps(merge_settings(env_overrides(config_path()), overrides))
+    try:
+        if overrides:
+            load_settings()
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(OVERRIDES_ENV, None)
+        else:
+            os.environ[OVERRIDES_ENV] = before
 
 
 def take_experiment_flag(argv: list[str]) -> tuple[list[str], str | None]:
@@ -103,16 +90,17 @@ def take_experiment_flag(argv: list[str]) -> tuple[list[str], str | None]:
     return out, name
 
 
-def use_experiment(name: str | None, command: str) -> None:
-    """Make `name` the experiment of this command (a derived settings file in force for it
-    and its child processes), then freeze the experiment when the command launches runs."""
+@contextlib.contextmanager
+def experiment_in_force(name: str | None, command: str) -> Iterator[None]:
+    """Make `name` the experiment of this command and the processes it starts (None: the
+    settings' own) for the block, then freeze the experiment when the command launches runs."""
     from config.experiments import freeze_experiment
     from config.settings import load_settings
 
-    if name is not None:
-        os.environ[CONFIG_ENV] = str(derived_settings({"experiment": name}, "experiment"))
-    if command in RUN_COMMANDS:
-        freeze_experiment(load_settings())
+    with overrides_in_force({"experiment": name} if name is not None else {}):
+        if command in RUN_COMMANDS:
+            freeze_experiment(load_settings())
+        yield
 
 
 def _print_ranked(rows: list[dict], figure: str, settings) -> None:

@@ -27,6 +27,49 @@ def test_pipeline_config_env_selects_another_file(tmp_path, monkeypatch):
     assert s.years.start == 2015 and s.device == "cpu"
 
 
+def test_overrides_env_applies_over_the_file_in_force_only_and_under_a_commands_flags(tmp_path, monkeypatch):
+    """$PIPELINE_CONFIG_OVERRIDES (a command's --experiment, inherited by the processes it
+    starts): over the file in force, below the flags given to derive_settings; another file
+    read explicitly is read as written."""
+    from config.settings import OVERRIDES_ENV, derive_settings
+
+    in_force, other = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for f in (in_force, other):
+        f.write_text("years: {start: 2015}\npaths: {data: d}\n")
+    monkeypatch.setenv("PIPELINE_CONFIG", str(in_force))
+    monkeypatch.setenv(OVERRIDES_ENV, '{"experiment": "env", "device": "cpu"}')
+    s = load_settings()
+    assert (s.experiment, s.device, s.years.start, s.data_dir) == ("env", "cpu", 2015, tmp_path / "d")
+    assert load_settings(in_force) == s and load_settings(other).experiment != "env"
+    flagged = derive_settings(in_force, '{"experiment": "flag"}')
+    assert (flagged.experiment, flagged.device) == ("flag", "cpu")
+    assert derive_settings(other, '{"device": "cpu"}').experiment != "env"
+
+
+@pytest.mark.parametrize("text", ["not json", "[1, 2]", '"baseline"'])
+def test_overrides_env_that_is_not_a_json_mapping_is_one_line_naming_the_variable(tmp_path, monkeypatch, text):
+    from config.settings import OVERRIDES_ENV
+
+    f = tmp_path / "a.yaml"
+    f.write_text("years: {start: 2015}\n")
+    monkeypatch.setenv("PIPELINE_CONFIG", str(f))
+    monkeypatch.setenv(OVERRIDES_ENV, text)
+    with pytest.raises(SettingsError, match=r"^\$PIPELINE_CONFIG_OVERRIDES: expected a JSON mapping") as err:
+        load_settings()
+    assert "\n" not in str(err.value)
+
+
+def test_overrides_env_with_a_value_the_model_refuses_names_the_key(tmp_path, monkeypatch):
+    from config.settings import OVERRIDES_ENV
+
+    f = tmp_path / "a.yaml"
+    f.write_text("years: {start: 2015}\n")
+    monkeypatch.setenv("PIPELINE_CONFIG", str(f))
+    monkeypatch.setenv(OVERRIDES_ENV, '{"experiment": "has space"}')
+    with pytest.raises(SettingsError, match="experiment"):
+        load_settings()
+
+
 def test_relative_paths_resolve_against_the_settings_file(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text("paths: {data: d1}\n")

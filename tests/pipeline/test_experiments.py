@@ -15,13 +15,13 @@ import pytest
 import yaml
 
 from config.settings import SettingsError, read_settings
-from pipeline.cli.experiments import derived_settings
+from pipeline.cli.experiments import overrides_in_force
 from tests.conftest import LEARNED_YEAR
 
 
 def _cli(monkeypatch, cfg: Path, argv: list[str]) -> int:
     """`pipeline.cli argv` in this process, with `cfg` the settings in force (a command's
-    --experiment makes a derived file the one in force: set again before every command)."""
+    --experiment holds for that command alone: $PIPELINE_CONFIG_OVERRIDES is restored after it)."""
     from pipeline.cli import main
 
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
@@ -205,44 +205,61 @@ def test_a_run_launched_outside_the_cli_gets_the_experiments_tags_and_keeps_its_
     assert instance.get_run_by_id(own.run_id).tags["tradelab/settings_hash"] == "given"
 
 
-def test_derived_settings_are_a_private_temp_file_that_keeps_the_relative_paths_of_the_file_in_force(make_settings, monkeypatch):
-    """--experiment's settings file. Not beside the file in force: its folder may be read-only."""
+def test_derived_settings_travel_in_the_environment_over_the_file_in_force_and_keep_its_relative_paths(
+        make_settings, monkeypatch, tmp_path):
+    """--experiment's settings: nothing written anywhere (the temp folder included), the
+    relative paths of the file in force keep their meaning, another file read explicitly is
+    read as written, and the environment is as before once the block ends."""
     import tempfile
 
+    from config.settings import OVERRIDES_ENV, load_settings
+
     cfg = make_settings(universe={"source": "folder", "folder": {"path": "user_data"}})
+    other = tmp_path / "other" / "settings.yaml"
+    other.parent.mkdir()
+    other.write_text(cfg.read_text())
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
+    monkeypatch.delenv(OVERRIDES_ENV, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     before = cfg.read_text()
-    path = derived_settings({"meta": {"horizons": [7]}}, "train-meta")
-    assert str(path.parent) == tempfile.gettempdir() and path.name.startswith(f"tradelab-cli-train-meta-{os.getpid()}-")
-    assert path.suffix == ".yaml" and path.stat().st_mode & 0o777 == 0o600  # may hold a storage password
-    derived, original = read_settings(path), read_settings(cfg)
-    assert derived.meta.horizons == [7]
+    with overrides_in_force({"meta": {"horizons": [7]}}):
+        derived, original = load_settings(), read_settings(cfg)
+        assert json.loads(os.environ[OVERRIDES_ENV]) == {"meta": {"horizons": [7]}}
+        assert load_settings(other).meta.horizons != [7]  # not the file in force: read as written
+    assert derived.meta.horizons == [7] and original.meta.horizons != [7]
     assert (derived.data_dir, derived.reports_root, derived.models_root) == (cfg.parent / "data", cfg.parent / "reports",
                                                                              cfg.parent / "models")
     assert derived.resolve(derived.universe.folder.path) == cfg.parent / "user_data"
-    assert derived.resolve(derived.grid_search.trade_log) == original.resolve(original.grid_search.trade_log)
-    assert cfg.read_text() == before  # the file in force is never modified
+    assert OVERRIDES_ENV not in os.environ and load_settings() == original
+    assert cfg.read_text() == before and not list((tmp_path / "tmp").iterdir())  # the file in force is never modified
 
 
-def test_a_derived_setting_that_is_invalid_names_the_key(make_settings, monkeypatch):
+def test_a_derived_setting_that_is_invalid_names_the_key_and_leaves_the_environment_as_it_was(make_settings,
+                                                                                               monkeypatch):
+    from config.settings import OVERRIDES_ENV
+
     monkeypatch.setenv("PIPELINE_CONFIG", str(make_settings()))
-    with pytest.raises(SettingsError, match="meta.horizons"):
-        derived_settings({"meta": {"horizons": [5]}}, "bad")
+    monkeypatch.setenv(OVERRIDES_ENV, '{"experiment": "outer"}')
+    with pytest.raises(SettingsError, match="meta.horizons"), overrides_in_force({"meta": {"horizons": [5]}}):
+        pass
+    assert os.environ[OVERRIDES_ENV] == '{"experiment": "outer"}'
 
 
-def test_two_commands_at_once_each_run_with_their_own_flags(make_settings):
+def test_two_commands_at_once_each_run_with_their_own_flags_and_so_do_the_processes_they_start(make_settings):
     """Real processes: A derives its settings, then B derives other ones while A is still
-    running; A must still read its own flags, and both files are gone when they exit."""
-    import os
+    running; A and a process A starts must still read A's flags."""
     import subprocess
     import sys
 
     cfg = make_settings()
-    code = ("import sys; from pipeline.cli.experiments import derived_settings; from config.settings import read_settings\n"
-            "p = derived_settings({'universe': {'folder': {'path': sys.argv[1]}}}, 'build-features')\n"
-            "print('ready', flush=True); sys.stdin.readline()\n"
-            "print(read_settings(p).universe.folder.path, flush=True)\n")
+    code = ("import subprocess, sys; from pipeline.cli.experiments import overrides_in_force\n"
+            "with overrides_in_force({'universe': {'folder': {'path': sys.argv[1]}}}):\n"
+            "    print('ready', flush=True); sys.stdin.readline()\n"
+            "    subprocess.run([sys.executable, '-c', 'from config.settings import load_settings; "
+            "print(load_settings().universe.folder.path, flush=True)'], check=True)\n")
     env = {**os.environ, "PIPELINE_CONFIG": str(cfg)}
+    env.pop("PIPELINE_CONFIG_OVERRIDES", None)
     run = lambda folder: subprocess.Popen([sys.executable, "-c", code, folder], env=env, text=True,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     a = run("/data/A")
@@ -252,12 +269,39 @@ def test_two_commands_at_once_each_run_with_their_own_flags(make_settings):
     out_a, _ = a.communicate("go\n", timeout=60)
     out_b, _ = b.communicate("go\n", timeout=60)
     assert (out_a.strip(), out_b.strip()) == ("/data/A", "/data/B")
-    import tempfile
-    from pathlib import Path
-
-    assert not [p for pid in (a.pid, b.pid) for p in Path(tempfile.gettempdir()).glob(f"tradelab-cli-build-features-{pid}-*")]
 
 
+def test_a_command_with_experiment_killed_by_sigkill_mid_run_leaves_nothing_in_the_temp_folder(make_settings,
+                                                                                                tmp_path):
+    """A real CLI process under --experiment, SIGKILLed once it says it is loading the
+    pipeline (its experiment frozen, its settings derived): no atexit ran, and still no
+    settings file of it is left in $TMPDIR (nor anything holding its settings)."""
+    import signal
+    import subprocess
+    import sys
+
+    cfg = make_settings()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "PIPELINE_CONFIG": str(cfg), "TMPDIR": str(tmp), "DAGSTER_HOME": str(tmp_path / "home"),
+           "TRADELAB_PROGRESS": "1"}
+    env.pop("PIPELINE_CONFIG_OVERRIDES", None)
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "--experiment", "killed", "build-features",
+                             "--years", "2000"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stderr.readline() for _ in range(2)]  # the runtime line, then the loading line
+        assert "loading the pipeline" in lines[-1], lines
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=60)
+    left = [p for p in tmp.rglob("*") if p.is_file()]
+    assert not [p for p in left if p.name.startswith("tradelab-cli-")]
+    assert not [p for p in left if b"killed" in p.read_bytes()]
 
 
 @pytest.mark.parametrize("command", ["evaluate", "backtest"])
