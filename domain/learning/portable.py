@@ -142,8 +142,10 @@ class PortableEnsemble:
     """The calibrated copies of a meta model rebuilt from arrays; `predict_proba` as the
     fitted CalibratedClassifierCV's."""
 
-    def __init__(self, kind: str, scorers: list, calibrators: list[Calibrator], folds: list[LogisticFold] | None):
+    def __init__(self, kind: str, scorers: list, calibrators: list[Calibrator], folds: list[LogisticFold] | None,
+                 bases: list | None = None):
         self.kind, self.scorers, self.calibrators, self.folds = kind, scorers, calibrators, folds
+        self.bases = bases if bases is not None else list(folds or [])  # each copy's base model (a booster, ...)
 
     @classmethod
     def from_arrays(cls, arrays, kind: str, methods: list[str], origin: str = "model") -> "PortableEnsemble":
@@ -154,7 +156,7 @@ class PortableEnsemble:
                                   arrays[f"c{i}_intercept"], c.method, c.xs, c.ys, c.x_min, c.x_max, c.a, c.b)
                      for i, c in enumerate(cals)]
             return cls(kind, [f.decision for f in folds], cals, folds)
-        scorers = []
+        scorers, bases = [], []
         for i in range(len(methods)):
             if kind == "lightgbm":
                 import lightgbm
@@ -162,11 +164,13 @@ class PortableEnsemble:
                 booster = lightgbm.Booster(model_str=arrays[f"c{i}_lightgbm"].tobytes().decode())
                 raw = bool(arrays[f"c{i}_raw"][0])
                 scorers.append(lambda X, b=booster, raw=raw: b.predict(X, raw_score=raw))
+                bases.append(booster)
             elif kind == "hist_gbm":
-                scorers.append(_checked_hist_gbm(arrays[f"c{i}_skops"].tobytes(), origin).decision_function)
+                bases.append(_checked_hist_gbm(arrays[f"c{i}_skops"].tobytes(), origin))
+                scorers.append(bases[-1].decision_function)
             else:
                 raise ValueError(f"{origin}: no portable form of model kind {kind!r}")
-        return cls(kind, scorers, cals, None)
+        return cls(kind, scorers, cals, None, bases)
 
     def predict_proba(self, X64: np.ndarray) -> np.ndarray:
         """float64 [n, 2] (P(y = 0), P(y = 1)): the mean of the copies' calibrated responses."""

@@ -25,6 +25,9 @@ DAY = dt.date(2003, 6, 2)
 def _with_plugin(cfg: Path) -> Path:
     data = yaml.safe_load(cfg.read_text())
     data["features"] = {"plugins": ["my_research.features"]}
+    # a plugin is other settings (the settings hash): the store's meta models, trained without
+    # it, serve only the default experiment, so this one streams its features with no model
+    data["experiment"] = "with-plugin"
     out = cfg.with_name("plugin.yaml")
     out.write_text(yaml.safe_dump(data))
     return out

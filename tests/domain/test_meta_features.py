@@ -98,7 +98,7 @@ def test_a_features_model_records_and_uses_the_feature_columns(features_store):
     models = load_year_models(s.models_dir, LEARNED_YEAR, [3, 7, 14])
     assert sorted(models) == [3, 7, 14] and all(extra_columns(m) == FEATURE_NAMES for m in models.values())
     if s.meta.model == "lightgbm":  # the trees split on feature columns
-        booster = models[7].estimator.calibrated_classifiers_[0].estimator.booster_
+        booster = models[7].estimator.bases[0]  # the first calibrated copy's LightGBM booster
         gain = booster.feature_importance("split")
         assert gain[len(SPECIALIST_COLUMNS) + len(REGIME_COLUMNS):].sum() > 0
     else:  # the logistic coefficients of the features are not all zero
