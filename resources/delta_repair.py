@@ -51,7 +51,7 @@ class DamagedTableError(RuntimeError):
 
 def _commits(table: Path) -> list[tuple[int, Path]]:
     log = Path(table) / LOG
-    found = [(int(m.group(1)), p) for p in log.iterdir() if (m := COMMIT.match(p.name))] if log.is_dir() else []
+    found = [(int(m.group(1)), p) for p in log.iterdir() if (m := COMMIT.fullmatch(p.name))] if log.is_dir() else []
     return sorted(found)
 
 
@@ -174,7 +174,7 @@ def _keys_of_missing_files(table: Path, files: list[str]) -> set[str]:
 
 def _checkpoint_files(log: Path, first_bad: int) -> list[Path]:
     """Checkpoint files of versions >= first_bad, and `_last_checkpoint` when it points at one."""
-    out = [p for p in log.iterdir() if (m := CHECKPOINT.match(p.name)) and int(m.group(1)) >= first_bad]
+    out = [p for p in log.iterdir() if (m := CHECKPOINT.fullmatch(p.name)) and int(m.group(1)) >= first_bad]
     last = log / "_last_checkpoint"
     if last.is_file():
         try:

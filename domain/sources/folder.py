@@ -92,7 +92,7 @@ def _check_names(found: pl.DataFrame, path: Path, col: str) -> None:
     if bad.height:
         raise InputDataError(str(path), "empty symbol", column=col, row=int(bad[ROW][0]), expected=SYMBOL_NAME)
     for row in found.sort(ROW).iter_rows(named=True):
-        if not SYMBOL_PATTERN.match(row["sym"]):
+        if not SYMBOL_PATTERN.fullmatch(row["sym"]):
             raise InputDataError(str(path), f"symbol {row['raw']!r} is not allowed", column=col, row=int(row[ROW]),
                                  expected=SYMBOL_NAME)
 
