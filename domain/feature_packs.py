@@ -28,16 +28,16 @@ def feature_selection(settings: Settings | FeatureSettings | None = None) -> Sel
         raise SettingsError(str(exc)) from None
 
 
-def entry_failure(chosen: Selection, err: EntryError) -> SettingsError:
-    """The SettingsError (exit 2 from the CLI) for a feature or specialist entry of `chosen` that raised or
-    returned a wrong-shaped result, one line: `features plugin <module>.<entry> (column <col>):
-    <what happened>; expected <what>` (a built-in pack's entry: `features pack <pack>.<entry>`)."""
+def entry_failure(chosen: Selection, err: EntryError) -> Exception:
+    """What to raise for a feature or specialist entry of `chosen` that raised or returned a
+    wrong-shaped result. A plugin's: a SettingsError (exit 2 from the CLI) of one line,
+    `features plugin <module>.<entry> (column <col>): <what happened>; expected <what>`. A
+    built-in pack's entry is the project's own failure: the original exception."""
     pack = next((p for p in chosen.packs if any(e.name == err.entry for e in (*p.features, *p.specialists))), None)
     if pack is None or pack.origin == Pack.origin:
-        where = f"features pack {pack.name if pack else '?'}"
-    else:
-        where = f"features plugin {pack.origin}"
-    return SettingsError(f"{where}.{err.entry} (column {err.column}): {err.what}; expected {err.expected}")
+        return err.__cause__ or err
+    return SettingsError(f"features plugin {pack.origin}.{err.entry} (column {err.column}): {err.what}; "
+                         f"expected {err.expected}")
 
 
 def plugin_entries(chosen: Selection) -> dict[str, dict]:

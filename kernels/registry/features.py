@@ -179,6 +179,8 @@ def run_entry(entry, k: "_KernelCalls", rows: int) -> dict[str, np.ndarray]:
         got = entry.compute(k)
     except ResultShapeError as exc:
         raise EntryError(entry.name, _columns_text(entry.columns), exc.what, exc.expected) from exc
+    except MemoryError:  # the machine's, not the formula's
+        raise
     except Exception as exc:
         raise EntryError(entry.name, _columns_text(entry.columns), f"raised {type(exc).__name__}: {one_line(exc)}",
                          "a formula that runs on the bars and returns one value per row") from exc

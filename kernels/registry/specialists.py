@@ -143,6 +143,8 @@ def _run_one(s: Specialist, panel: Panel) -> np.ndarray:
     function raises or returns anything else."""
     try:
         got = s.fn(panel)
+    except MemoryError:  # the machine's, not the function's
+        raise
     except Exception as exc:
         raise EntryError(s.name, s.column, f"raised {type(exc).__name__}: {one_line(exc)}",
                          "a score function that runs on the symbol's panel and returns one value per row") from exc

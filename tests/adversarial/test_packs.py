@@ -202,3 +202,16 @@ def test_a_plugin_that_raises_exits_2_from_build_features_with_its_line(tmp_path
         "error: features plugin adv_cli_raises.boom (column boom): returned 3 values for a symbol of 248 rows; "
         "expected one value per row of the symbol"]), out.stderr[-3000:]
     assert not any("Traceback" in x or "broadcast" in x for x in user_lines(out.stderr)), out.stderr[-3000:]
+
+
+def test_a_built_in_entrys_failure_stays_the_projects_own_error_not_the_users():
+    """Only a plugin's failure is the user's (exit 2); a `core` entry that fails is a bug of
+    the project: its own exception goes on, unchanged."""
+    from domain.feature_packs import entry_failure
+    from kernels.registry.features import EntryError
+    from kernels.registry.packs import select
+
+    cause = ZeroDivisionError("a core formula's bug")
+    err = EntryError("f_ret1", "f_ret1", "raised ZeroDivisionError: a core formula's bug", "one value per row")
+    err.__cause__ = cause
+    assert entry_failure(select(), err) is cause
