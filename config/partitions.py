@@ -67,7 +67,7 @@ def split_key(key) -> SymbolYear:
         if len(parts) != 2:
             raise ValueError(f"partition key {key!r}: expected SYMBOL|YEAR, e.g. GOOG|2010")
         symbol, year = parts
-    if not SYMBOL_PATTERN.match(symbol):
+    if not SYMBOL_PATTERN.fullmatch(symbol):
         raise ValueError(f"partition key {key!r}: symbol must match [A-Z0-9._-]{{1,16}}")
     if not year.isdigit():
         raise ValueError(f"partition key {key!r}: year must be YYYY")

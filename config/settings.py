@@ -98,7 +98,7 @@ def _check_symbols(names: list[str]) -> list[str]:
     if not names:
         raise ValueError("an empty list names no symbol: give at least one, or leave the key out")
     for name in names:
-        if not SYMBOL_PATTERN.match(name):
+        if not SYMBOL_PATTERN.fullmatch(name):
             raise ValueError(f"symbol {name!r} does not match [A-Z0-9._-]{{1,16}}")
     if len(set(names)) != len(names):
         raise ValueError("symbols must be unique")
@@ -353,7 +353,7 @@ class FeatureSettings(_Model):
     @field_validator("packs", "plugins")
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
-        bad = [n for n in v if not MODULE_PATTERN.match(n)]
+        bad = [n for n in v if not MODULE_PATTERN.fullmatch(n)]
         if bad:
             raise ValueError(f"{bad[0]!r} is not a pack or module name (letters, digits, _ and dots)")
         if len(set(v)) != len(v):
@@ -401,7 +401,7 @@ class MetaSettings(_Model):
         if isinstance(v, list):
             if not v:
                 raise ValueError("an empty list names no input: give specialists, lstm, regime and/or pack names")
-            bad = [n for n in v if not MODULE_PATTERN.match(n)]
+            bad = [n for n in v if not MODULE_PATTERN.fullmatch(n)]
             if bad:
                 raise ValueError(f"{bad[0]!r} is not a pack name; expected specialists, lstm, regime or pack names "
                                  "such as core, alpha158")
@@ -684,7 +684,7 @@ class GridSearch(_Model):
         """Ticker codes are int8 in the engines; names as symbols are (SYMBOL_PATTERN)."""
         if len(names) > MAX_GRID_TICKERS:
             raise ValueError(f"{len(names)} tickers; expected at most {MAX_GRID_TICKERS}")
-        bad = [n for n in names if not SYMBOL_PATTERN.match(n)]
+        bad = [n for n in names if not SYMBOL_PATTERN.fullmatch(n)]
         if bad:
             raise ValueError(f"{bad[0]!r} is not a ticker; expected names matching [A-Z0-9._-]{{1,16}}")
         return names
@@ -776,7 +776,7 @@ class Settings(_Model):
     @field_validator("experiment")
     @classmethod
     def _experiment_name(cls, v: str) -> str:
-        if not EXPERIMENT_PATTERN.match(v):
+        if not EXPERIMENT_PATTERN.fullmatch(v):
             raise ValueError(f"{v!r} is not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
                              "starting with a letter or digit")
         if v in STAGE_DIRS or v in LEGACY_REPORT_DIRS:

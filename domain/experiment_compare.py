@@ -66,7 +66,7 @@ def _yearly(folder: Path, pattern: re.Pattern) -> dict[int, dict]:
         return {}
     out = {}
     for p in folder.iterdir():
-        m = pattern.match(p.name)
+        m = pattern.fullmatch(p.name)
         if m and (data := _read(p)) is not None:
             out[int(m.group(1))] = data
     return dict(sorted(out.items()))

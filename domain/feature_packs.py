@@ -11,7 +11,8 @@ and what was expected (exit code 2 from the CLI).
 from __future__ import annotations
 
 from config.settings import FeatureSettings, Settings, SettingsError
-from kernels.registry.packs import Selection, select
+from kernels.registry.features import EntryError
+from kernels.registry.packs import Pack, Selection, select
 
 
 def feature_selection(settings: Settings | FeatureSettings | None = None) -> Selection:
@@ -25,6 +26,18 @@ def feature_selection(settings: Settings | FeatureSettings | None = None) -> Sel
         return select(tuple(features.packs), tuple(features.plugins), atc)
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
+
+
+def entry_failure(chosen: Selection, err: EntryError) -> Exception:
+    """What to raise for a feature or specialist entry of `chosen` that raised or returned a
+    wrong-shaped result. A plugin's: a SettingsError (exit 2 from the CLI) of one line,
+    `features plugin <module>.<entry> (column <col>): <what happened>; expected <what>`. A
+    built-in pack's entry is the project's own failure: the original exception."""
+    pack = next((p for p in chosen.packs if any(e.name == err.entry for e in (*p.features, *p.specialists))), None)
+    if pack is None or pack.origin == Pack.origin:
+        return err.__cause__ or err
+    return SettingsError(f"features plugin {pack.origin}.{err.entry} (column {err.column}): {err.what}; "
+                         f"expected {err.expected}")
 
 
 def plugin_entries(chosen: Selection) -> dict[str, dict]:

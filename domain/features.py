@@ -19,11 +19,12 @@ import numpy as np
 import polars as pl
 
 from config.partitions import SymbolYear, feature_halo_years, key_text
+from domain.feature_packs import entry_failure
 from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
 from domain.symbol_runs import is_sorted_by_symbol_date, keeps_every_row, run_starts
-from kernels.registry.features import Feature, compute_features
+from kernels.registry.features import EntryError, Feature, compute_features
 from kernels.registry.packs import Selection, select, typical_price
 from resources.delta_store import DeltaStore
 
@@ -35,7 +36,18 @@ def features_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray, *, ba
                        packs: tuple[tuple[str, ...], tuple[str, ...]] = (("core",), ())) -> dict[str, np.ndarray]:
     """Worker: the selected packs (by name: `(packs, plugins)`, so a process worker selects
     them again) over the symbols of a chunk, stored back to back."""
-    return compute_features(arrays, offsets, backend=backend, dtype=dtype, entries=select(*packs).features)
+    return _compute(arrays, offsets, packs, backend=backend, dtype=dtype)
+
+
+def _compute(arrays: dict[str, np.ndarray], offsets: np.ndarray, packs, **kw) -> dict[str, np.ndarray]:
+    """compute_features over the entries of `packs`; an entry that raises or returns other
+    than one value per row is a SettingsError of one line naming its module, entry and
+    column (domain.feature_packs.entry_failure)."""
+    chosen = select(*packs)
+    try:
+        return compute_features(arrays, offsets, entries=chosen.features, **kw)
+    except EntryError as exc:
+        raise entry_failure(chosen, exc) from exc
 
 
 def _one_pass(bars: pl.DataFrame, inputs: list[str], offsets: np.ndarray, workers: int, dtype,
@@ -48,8 +60,7 @@ def _one_pass(bars: pl.DataFrame, inputs: list[str], offsets: np.ndarray, worker
     arrays = {c: bars[c].rechunk().to_numpy() for c in inputs}
     stats = ChunkStats(chunks=1, workers=max(1, workers),
                        max_chunk_input_mb=sum(a.nbytes for a in arrays.values()) / 2**20)
-    return compute_features(arrays, offsets, backend="cpu", dtype=dtype, entries=select(*packs).features,
-                            threads=workers), stats
+    return _compute(arrays, offsets, packs, backend="cpu", dtype=dtype, threads=workers), stats
 
 
 def with_inputs(bars: pl.DataFrame, inputs: list[str]) -> pl.DataFrame:

@@ -13,10 +13,12 @@ import numpy as np
 import polars as pl
 
 from config.partitions import SymbolYear
+from domain.feature_packs import entry_failure
 from domain.partition_frames import keep_partitions
 from domain.schema import specialists_schema
 from domain.symbol_chunks import map_symbol_chunks
 from kernels.panel import Panel
+from kernels.registry.features import EntryError
 from kernels.registry.specialists import (
     PANEL_COLUMNS,
     run_specialists,
@@ -33,7 +35,11 @@ def specialists_by_symbol(arrays: dict[str, np.ndarray], offsets: np.ndarray,
     out = {c: np.empty(total, dtype=np.float32) for c in selection.specialist_columns}
     for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
         panel = Panel.from_columns({c: arrays[c][a:b] for c in PANEL_COLUMNS})
-        for col, values in run_specialists(panel, selection.specialists).items():
+        try:
+            scores = run_specialists(panel, selection.specialists)
+        except EntryError as exc:  # one line naming the plugin module, entry and column
+            raise entry_failure(selection, exc) from exc
+        for col, values in scores.items():
             out[col][a:b] = values
     return out
 

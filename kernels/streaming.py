@@ -304,10 +304,11 @@ class WindowTap:
                     self._values = {c: float(out[c][-1]) for c in self.columns}
                 else:
                     from kernels.panel import Panel
-                    from kernels.registry.specialists import PANEL_COLUMNS
+                    from kernels.registry.specialists import PANEL_COLUMNS, run_specialists
 
                     panel = Panel.from_columns({c: arrays[c] for c in PANEL_COLUMNS})
-                    self._values = {self.columns[0]: float(np.float32(self.entry.fn(panel)[-1]))}
+                    score = run_specialists(panel, (self.entry,))[self.entry.column]  # checked: one value per row
+                    self._values = {self.columns[0]: float(np.float32(score[-1]))}
         return self._values[column]
 
     def tap(self, column: str):

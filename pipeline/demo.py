@@ -141,19 +141,18 @@ DEMO_YEARLY_YEARS = 5  # the yearly stages (meta models, predictions, backtest, 
 
 
 def run_demo(settings: Settings) -> int:
-    from domain.sources import make_source
     from pipeline.definitions import defs
     from pipeline.instance import ensure_dagster_home, get_instance
     from pipeline.progress import RunProgress
     from pipeline.run_report import failed_checks_line
     from pipeline.runs import run_graph
-    from pipeline.symbols import sync_symbols
+    from pipeline.symbols import source_symbols, sync_symbols
 
     home = ensure_dagster_home()
     instance = get_instance()
     t0 = time.perf_counter()
     added = sync_symbols(instance, settings)
-    symbols = settings.demo.symbols or make_source(settings).symbols()
+    symbols = settings.demo.symbols or source_symbols(settings)
     years = settings.demo_years()
     yearly = years[-DEMO_YEARLY_YEARS:]
     print(f"[demo] source={settings.universe.source} symbols={len(symbols)} years={min(years)}..{max(years)} "

@@ -124,6 +124,18 @@ def sync_symbols(instance: DagsterInstance, settings: Settings, prune: bool = Fa
     return result.added
 
 
+def source_symbols(settings: Settings) -> list[str]:
+    """The configured source's symbols for a command that ran `sync_symbols` just before:
+    the files it skipped were printed there once, as `warning:` lines, not again here."""
+    import warnings
+
+    from domain.sources import make_source
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="skipped: ")
+        return make_source(settings).symbols()
+
+
 def name_summary(names: list[str], limit: int = 10) -> str:
     """`names` for one line: all of them when at most `limit`, else the first `limit` and
     "... and N more"."""

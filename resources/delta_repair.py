@@ -71,7 +71,7 @@ class JournalError(RuntimeError):
 
 def _commits(table: Path) -> list[tuple[int, Path]]:
     log = Path(table) / LOG
-    found = [(int(m.group(1)), p) for p in log.iterdir() if (m := COMMIT.match(p.name))] if log.is_dir() else []
+    found = [(int(m.group(1)), p) for p in log.iterdir() if (m := COMMIT.fullmatch(p.name))] if log.is_dir() else []
     return sorted(found)
 
 
@@ -234,7 +234,7 @@ def _checkpoint_files(log: Path, first_bad: int) -> list[Path]:
             version = first_bad  # unreadable: it cannot help a reader either
         if version >= first_bad:
             out.append(last)
-    return out + sorted(p for p in log.iterdir() if (m := CHECKPOINT.match(p.name)) and int(m.group(1)) >= first_bad)
+    return out + sorted(p for p in log.iterdir() if (m := CHECKPOINT.fullmatch(p.name)) and int(m.group(1)) >= first_bad)
 
 
 def find_tables(root: Path | str) -> list[Path]:

@@ -126,7 +126,7 @@ class Commit:
 
 
 def _checked_symbol(symbol: str) -> str:
-    if not isinstance(symbol, str) or not SYMBOL_PATTERN.match(symbol):
+    if not isinstance(symbol, str) or not SYMBOL_PATTERN.fullmatch(symbol):
         raise ValueError(f"symbol {symbol!r} is not allowed: expected [A-Z0-9._-]{{1,16}}")
     return symbol
 

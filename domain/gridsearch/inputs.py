@@ -79,7 +79,7 @@ def market_files(folder: Path) -> tuple[list[tuple[Path, str]], list[Path]]:
         raise InputDataError(str(folder), "folder not found", expected="a folder of Raw_Market_data_MM-DD-YYYY.csv files")
     found, other = [], []
     for path in sorted(folder.iterdir()):
-        m = MARKET_FILE.match(path.name)
+        m = MARKET_FILE.fullmatch(path.name)
         if m:
             iso = f"{m.group(3)}-{m.group(1)}-{m.group(2)}"
             try:

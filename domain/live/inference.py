@@ -187,7 +187,7 @@ def _code_fingerprint() -> str:
 def _symbol_folder(symbol: str) -> str:
     """`symbol=<S>` (the persisted state's folder) for a valid symbol name (never a path:
     `../x` is refused)."""
-    if not isinstance(symbol, str) or not SYMBOL_PATTERN.match(symbol):
+    if not isinstance(symbol, str) or not SYMBOL_PATTERN.fullmatch(symbol):
         raise ValueError(f"symbol {symbol!r} is not a valid symbol name: expected [A-Z0-9._-]{{1,16}}")
     return f"symbol={symbol}"
 

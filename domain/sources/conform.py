@@ -39,7 +39,7 @@ EXPECTED_COLUMNS = "date (or datetime/timestamp), open, high, low, close and opt
 
 
 def validate_symbol(name: object, origin: str) -> str:
-    if not isinstance(name, str) or not SYMBOL_PATTERN.match(name):
+    if not isinstance(name, str) or not SYMBOL_PATTERN.fullmatch(name):
         raise InputDataError(origin, f"symbol {name!r} is not allowed", expected="a name matching [A-Z0-9._-]{1,16}")
     return name
 

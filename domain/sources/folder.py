@@ -39,6 +39,29 @@ def normalise_symbol(name: str) -> str:
     return name.strip().upper()
 
 
+def _separator(path: Path) -> str | None:
+    """The name of the separator of a CSV whose header has no comma but a ';' or a tab
+    (a European spreadsheet's export), else None."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.readline()
+    except OSError:
+        return None
+    return next((name for sep, name in ((";", "';'"), ("\t", "a tab")) if sep in head and "," not in head), None)
+
+
+def unreadable(path: Path, err: Exception) -> InputDataError:
+    """The one-line error of a file the parser refused: the parser's message with its hints
+    folded into the line; a CSV separated by ';' or tabs is named as such (the parser's
+    hint, about its own options, is left out then)."""
+    sep = _separator(path) if path.suffix.lower() == ".csv" else None
+    if sep is None:
+        return InputDataError(str(path), f"cannot be read: {err}", expected="a CSV or Parquet file")
+    first = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+    return InputDataError(str(path), f"cannot be read: {first}",
+                          expected=f"a comma-separated CSV with '.' decimals (this file's header is separated by {sep})")
+
+
 def read_table(path: Path) -> pl.DataFrame:
     """One file as a frame (CSV cells as strings); an empty or unreadable file is an error."""
     origin = str(path)
@@ -49,7 +72,7 @@ def read_table(path: Path) -> pl.DataFrame:
             return pl.read_csv(path, infer_schema=False)
         return pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as err:
-        raise InputDataError(origin, f"cannot be read: {err}", expected="a CSV or Parquet file") from None
+        raise unreadable(path, err) from None
 
 
 def _header(path: Path) -> list[str]:
@@ -60,7 +83,7 @@ def _header(path: Path) -> list[str]:
             return pl.read_csv(path, n_rows=0, infer_schema=False).columns
         return list(pl.read_parquet_schema(path))
     except (pl.exceptions.PolarsError, OSError) as err:
-        raise InputDataError(str(path), f"cannot be read: {err}", expected="a CSV or Parquet file") from None
+        raise unreadable(path, err) from None
 
 
 def _symbol_column(columns: list[str]) -> str | None:
@@ -82,7 +105,7 @@ def _collect(lf: pl.LazyFrame, path: Path) -> pl.DataFrame:
     try:
         return lf.collect(engine="streaming")
     except (pl.exceptions.PolarsError, OSError) as err:
-        raise InputDataError(str(path), f"cannot be read: {err}", expected="a CSV or Parquet file") from None
+        raise unreadable(path, err) from None
 
 
 def _check_names(found: pl.DataFrame, path: Path, col: str) -> None:
@@ -92,7 +115,7 @@ def _check_names(found: pl.DataFrame, path: Path, col: str) -> None:
     if bad.height:
         raise InputDataError(str(path), "empty symbol", column=col, row=int(bad[ROW][0]), expected=SYMBOL_NAME)
     for row in found.sort(ROW).iter_rows(named=True):
-        if not SYMBOL_PATTERN.match(row["sym"]):
+        if not SYMBOL_PATTERN.fullmatch(row["sym"]):
             raise InputDataError(str(path), f"symbol {row['raw']!r} is not allowed", column=col, row=int(row[ROW]),
                                  expected=SYMBOL_NAME)
 
@@ -184,11 +207,33 @@ class FolderSource:
         return out
 
     def symbols(self) -> list[str]:
-        """Every symbol a readable file holds; unreadable files are warnings, not errors."""
+        """Every symbol a readable file holds; unreadable files are warnings (`skipped: ...`),
+        not errors, as long as one file is usable. A folder with no usable file is an
+        InputDataError of one line naming each file skipped and why (no_usable_file)."""
         errors: list[InputDataError] = []
         names = sorted(self._tokens(errors))
+        if not names:
+            raise self.no_usable_file(errors)
         _warn(errors)
         return names
+
+    def no_usable_file(self, errors: list[InputDataError], limit: int = 10) -> InputDataError:
+        """The error of a folder none of whose files holds a symbol: each file skipped and
+        why (`errors`, then the files that are not CSV or Parquet), the first `limit` of them."""
+        def why(err: InputDataError) -> str:
+            text = str(err).removesuffix(f"; expected {err.expected}" if err.expected else "")
+            return text.removeprefix(f"{self.path}/")
+
+        reasons = [why(e) for e in errors] + [
+            f"{p.name}: not a {', '.join(SUFFIXES[:-1])} or {SUFFIXES[-1]} file" for p in sorted(self.path.iterdir())
+            if p.is_file() and p.suffix.lower() not in SUFFIXES and not p.name.startswith(".")]
+        if not reasons:
+            problem = "no usable file: the folder has no file"
+        else:
+            more = f"; ... and {len(reasons) - limit} more" if len(reasons) > limit else ""
+            problem = f"no usable file: {len(reasons)} skipped ({'; '.join(reasons[:limit])}{more})"
+        return InputDataError(str(self.path), problem, expected="one CSV or Parquet file per symbol (named by its "
+                              "symbol, e.g. AAPL.csv) or a table with a symbol column (universe.folder.path)")
 
     def fingerprints(self, errors: list[InputDataError] | None = None) -> dict[str, str]:
         """Symbol -> a token that changes when its rows change: a one-symbol file's name,
@@ -201,7 +246,8 @@ class FolderSource:
 
         A long table is scanned with a filter on the wanted symbols (and on empty or
         malformed ones, an error naming the row, as in `symbols`): the rows of other symbols
-        are never held."""
+        are never held. Files that cannot be read and hold none of `symbols` are passed over
+        in silence here (`symbols` names them)."""
         wanted = sorted(set(symbols))
         errors: list[InputDataError] = []
         single, long = self._classify(errors)
@@ -228,7 +274,8 @@ class FolderSource:
             raise InputDataError(str(self.path), f"no file holds symbol(s) {unknown}{hint}",
                                  expected="one file per symbol or a symbol column; a symbol whose file was deleted "
                                           "is removed with `python -m pipeline.cli symbols remove NAME`")
-        _warn(errors)  # files of other symbols that cannot be read do not stop these
+        # files of other symbols that cannot be read do not stop these; listing the folder
+        # (`symbols`, run by every command before a run) reported them once
         if not frames:
             return RAW_BARS.empty()
         out = pl.concat(frames)

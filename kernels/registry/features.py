@@ -120,6 +120,78 @@ FEATURE_NAMES = [f.name for f in FEATURES]
 MAX_WARMUP = max(f.warmup for f in FEATURES)
 
 
+class ResultShapeError(ValueError):
+    """A formula's result of the wrong shape: what came back (the message) and what was
+    expected (EntryError wraps it with the entry and column)."""
+
+    def __init__(self, what: str, expected: str = "one value per row of the symbol"):
+        self.what, self.expected = what, expected
+        super().__init__(what, expected)
+
+    def __str__(self) -> str:
+        return self.what
+
+
+class EntryError(ValueError):
+    """A feature entry whose formula raised or returned a result of the wrong shape: the
+    entry's name, the column, what happened and what was expected. Kernels know no modules:
+    the domain names the plugin module (domain.features)."""
+
+    def __init__(self, entry: str, column: str, what: str, expected: str):
+        self.entry, self.column, self.what, self.expected = entry, column, what, expected
+        super().__init__(entry, column, what, expected)
+
+    def __str__(self) -> str:
+        return f"entry {self.entry!r} (column {self.column}): {self.what}; expected {self.expected}"
+
+
+def describe_result(result) -> str:
+    """What a formula returned, in words: `None`, `a single float`, `5 values`, `an array of
+    shape (3, 2)`, `a str`."""
+    if result is None:
+        return "None"
+    try:
+        shape = np.shape(result)
+    except Exception:  # ragged nested sequences
+        return f"a {type(result).__name__}"
+    if shape == ():
+        return f"a single {type(result).__name__}"
+    if len(shape) == 1:
+        return f"{shape[0]} value" + ("" if shape[0] == 1 else "s")
+    return f"an array of shape {shape}"
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """`text` on one line (runs of whitespace, newlines included, become one space), cut at
+    `limit` characters with an ellipsis."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _columns_text(columns: tuple[str, ...]) -> str:
+    return ", ".join(columns[:3]) + (f", ... ({len(columns)} columns)" if len(columns) > 3 else "")
+
+
+def run_entry(entry, k: "_KernelCalls", rows: int) -> dict[str, np.ndarray]:
+    """entry.compute(k), checked: each of the entry's columns one 1-D array of `rows` values.
+    EntryError (one line) when the formula raises or returns anything else."""
+    try:
+        got = entry.compute(k)
+    except ResultShapeError as exc:
+        raise EntryError(entry.name, _columns_text(entry.columns), exc.what, exc.expected) from exc
+    except MemoryError:  # the machine's, not the formula's
+        raise
+    except Exception as exc:
+        raise EntryError(entry.name, _columns_text(entry.columns), f"raised {type(exc).__name__}: {one_line(exc)}",
+                         "a formula that runs on the bars and returns one value per row") from exc
+    for c in entry.columns:
+        value = got.get(c) if isinstance(got, dict) else None
+        if value is None or np.shape(value) != (rows,):
+            raise EntryError(entry.name, c, f"returned {describe_result(value)} for {rows} rows",
+                             f"one value per row (an array of length {rows})")
+    return got
+
+
 class _KernelCalls:
     """The `k` handed to formulas: memoised ragged kernel runs over one set of arrays."""
 
@@ -136,7 +208,10 @@ class _KernelCalls:
         cols = [self.column(c) for c in inputs]
         out = np.empty(len(cols[0]) if cols else 0, dtype=self.dtype)
         for a, b in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist()):
-            out[a:b] = fn(*[c[a:b] for c in cols])
+            got = fn(*[c[a:b] for c in cols])
+            if got is None or np.shape(got) != (b - a,):
+                raise ResultShapeError(f"returned {describe_result(got)} for a symbol of {b - a} rows")
+            out[a:b] = got
         return out
 
     def __call__(self, core: str, inputs: tuple[str, ...], output: int = 0, **params) -> np.ndarray:
@@ -153,12 +228,13 @@ def compute_features(arrays: dict[str, np.ndarray], offsets: np.ndarray | None =
                      dtype=np.float32, entries=None, threads: int = 1) -> dict[str, np.ndarray]:
     """Every registered feature (or every column of `entries`, feature entries of
     kernels.registry.packs: Feature, Formula, Batch) over `arrays` (name -> 1-D array;
-    series back to back); each kernel call splits the series over `threads` threads."""
+    series back to back); each kernel call splits the series over `threads` threads.
+    EntryError for an entry that raises or returns other than one value per row."""
     total = len(next(iter(arrays.values())))
     offsets = np.array([0, total], dtype=np.int64) if offsets is None else np.asarray(offsets, dtype=np.int64)
     k = _KernelCalls(arrays, offsets, backend, dtype, threads)
     out: dict[str, np.ndarray] = {}
     with np.errstate(invalid="ignore", divide="ignore"):  # NaN / NaN during warm-up
         for f in FEATURES if entries is None else entries:
-            out.update(f.compute(k))
+            out.update(run_entry(f, k, total))
     return out

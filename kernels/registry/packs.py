@@ -53,7 +53,7 @@ import numpy as np
 
 from kernels.registry import features as _features
 from kernels.registry import specialists as _specialists
-from kernels.registry.features import Feature
+from kernels.registry.features import Feature, ResultShapeError, describe_result
 from kernels.registry.specialists import Specialist
 
 __all__ = ["Batch", "Feature", "Formula", "Pack", "Selection", "Specialist", "builtin_packs", "select",
@@ -114,9 +114,12 @@ class Batch:
     def compute(self, k) -> dict[str, np.ndarray]:
         arrays = {c: k.column(c) for c in self.inputs}
         out = self.fn(arrays, k.offsets, k.dtype)
+        if not isinstance(out, Mapping):
+            raise ResultShapeError(f"returned {describe_result(out)}", "a dict {column: array of one value per row}")
         missing = [c for c in self.columns if c not in out]
         if missing:
-            raise ValueError(f"feature batch {self.name!r} returned no column(s) {missing[:5]}")
+            raise ResultShapeError(f"returned no column {missing[0]!r} ({len(missing)} of {len(self.columns)} "
+                                   "columns missing)", "every column the entry declares")
         return {c: np.asarray(out[c], dtype=k.dtype) for c in self.columns}
 
 

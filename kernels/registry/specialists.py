@@ -30,6 +30,7 @@ import numpy as np
 
 from kernels.panel import Panel
 from kernels import indicators as K
+from kernels.registry.features import EntryError, describe_result, one_line
 from kernels.atc.stream import ATCUpdater
 from kernels.seller_exhaustion import PRESETS, SellerExhaustionUpdater, seller_exhaustion
 
@@ -131,6 +132,23 @@ PANEL_COLUMNS = ["open", "high", "low", "close", "volume"]
 
 def run_specialists(panel: Panel, specialists: tuple[Specialist, ...] | None = None) -> dict[str, np.ndarray]:
     """Every registered specialist's scores over one symbol's panel (or those of
-    `specialists`, e.g. the registry with `atc_specialist(**settings)` in place of `atc`)."""
+    `specialists`, e.g. the registry with `atc_specialist(**settings)` in place of `atc`).
+    EntryError for a specialist that raises or returns other than one value per row."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return {s.column: s.fn(panel) for s in (SPECIALISTS if specialists is None else specialists)}
+        return {s.column: _run_one(s, panel) for s in (SPECIALISTS if specialists is None else specialists)}
+
+
+def _run_one(s: Specialist, panel: Panel) -> np.ndarray:
+    """s.fn(panel), checked: one value per row of the panel; EntryError (one line) when the
+    function raises or returns anything else."""
+    try:
+        got = s.fn(panel)
+    except MemoryError:  # the machine's, not the function's
+        raise
+    except Exception as exc:
+        raise EntryError(s.name, s.column, f"raised {type(exc).__name__}: {one_line(exc)}",
+                         "a score function that runs on the symbol's panel and returns one value per row") from exc
+    if got is None or np.shape(got) != (len(panel),):
+        raise EntryError(s.name, s.column, f"returned {describe_result(got)} for a symbol of {len(panel)} rows",
+                         f"one value per row (an array of length {len(panel)})")
+    return got

@@ -12,14 +12,33 @@ Exit reason codes (int8) are the `REASONS` indices: 0 stop_gap, 1 stop, 2 tp, 3 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field, fields
 
+from kernels.deprecations import rename_keys, renamed
 from kernels.seller_exhaustion import PRESETS, SellerParams
 
 REASONS = ("stop_gap", "stop", "tp", "time", "end")
 STOP_GAP, STOP, TP, TIME, END = range(5)
 
 
+OLD_FIELDS = {"fee_bp": "fee_bps", "slippage_bp": "slippage_bps"}  # the seed's names (kernels.deprecations)
+
+
+def _accept_old_names(cls):
+    """`cls` whose __init__ also takes the old keyword names of OLD_FIELDS, each announced
+    once per process (kernels.deprecations.renamed)."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **rename_keys(kwargs, OLD_FIELDS, cls.__name__))
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_accept_old_names
 @dataclass(frozen=True)
 class BacktestParams:
     """Trade rules: stop = signal low - atr_stop_mult * ATR, target = entry + reward_r * risk,
@@ -40,6 +59,18 @@ class BacktestParams:
             raise ValueError(f"max_hold must be an integer >= 1, got {self.max_hold!r}")
         if not (self.fee_bps >= 0.0 and self.slippage_bps >= 0.0):
             raise ValueError(f"fee_bps and slippage_bps must be >= 0, got {self.fee_bps!r}, {self.slippage_bps!r}")
+
+    @property
+    def fee_bp(self) -> float:
+        """The old name of fee_bps (the seed's engine), kept for a deprecation period."""
+        renamed("fee_bp")
+        return self.fee_bps
+
+    @property
+    def slippage_bp(self) -> float:
+        """The old name of slippage_bps, kept for a deprecation period."""
+        renamed("slippage_bp")
+        return self.slippage_bps
 
     @property
     def cost_bps(self) -> float:
@@ -75,7 +106,9 @@ class Individual:
 
     @classmethod
     def from_dict(cls, d: dict) -> Individual:
-        """From flat fields; missing fields take the daily preset's / BacktestParams' defaults."""
+        """From flat fields; missing fields take the daily preset's / BacktestParams' defaults
+        (the old names fee_bp / slippage_bp are accepted, announced once: kernels.deprecations)."""
+        d = rename_keys(d, OLD_FIELDS, "Individual.from_dict")
         unknown = set(d) - set(SELLER_FIELDS) - set(BACKTEST_FIELDS)
         if unknown:
             raise ValueError(f"unknown individual fields {sorted(unknown)}")

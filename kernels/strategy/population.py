@@ -40,6 +40,7 @@ import numpy as np
 
 from kernels import backends
 from kernels import indicators as K
+from kernels.deprecations import renamed
 from kernels.seller_exhaustion import true_range, zscore_after_nan, ewm_adjust_false
 from kernels.strategy.params import BacktestParams, Individual, as_individuals
 from kernels.strategy.results import PopulationResult
@@ -216,17 +217,31 @@ def run_walks(inp: WalkInputs, backend: str = "cpu", fallback: bool = True) -> P
 
 
 def backtest_population(open_, high, low, close, volume, individuals, backend: str = "auto",
-                        fallback: bool = True) -> PopulationResult:
+                        fallback: bool = True, *, engine: str | None = None) -> PopulationResult:
     """Backtest every individual (Individual or flat dict) on one OHLCV series in one call.
 
     Returns ragged trades (offsets + flat arrays) and summary metrics per individual, in the
     order of `individuals`. The same trades as `cpu.backtest_one` run on each individual,
     on every backend: same indicator bits (shared bank), same walk code, and no
     FMA-contractible expression on the device (see `trade_walk`).
+
+    `engine=` is the old name of `backend=` (announced once per process,
+    kernels.deprecations).
     """
+    backend = backend if engine is None else _old_engine(engine, backend)
     _check(backend)
     inp = build_walk_inputs(open_, high, low, close, volume, individuals)
     return run_walks(inp, backend, fallback)
+
+
+def _old_engine(engine: str, backend: str) -> str:
+    """The value of the old keyword `engine`, announced once; TypeError when `backend` is
+    given too with another value."""
+    if backend not in ("auto", engine):
+        raise TypeError(f"backtest_population(): engine={engine!r} and backend={backend!r} are both given; "
+                        "expected backend= alone (engine= is its old name)")
+    renamed("backtest_population(engine=)", stacklevel=4)
+    return engine
 
 
 def backtest_signals(open_, high, low, close, signal, atr, params, backend: str = "cpu") -> PopulationResult:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kernels.deprecations import renamed
 from kernels.strategy.metrics import summarize
 
 TRADE_FIELDS = ("entry_idx", "exit_idx", "reason", "entry_px", "exit_px", "pnl", "r_mult")
@@ -36,6 +37,12 @@ class PopulationResult:
 
     def __len__(self) -> int:
         return self.offsets.shape[0] - 1
+
+    @property
+    def engine(self) -> str:
+        """The old name of `backend`, kept for a deprecation period (announced once)."""
+        renamed("PopulationResult.engine")
+        return self.backend
 
     @property
     def n_trades(self) -> np.ndarray:

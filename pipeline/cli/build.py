@@ -13,12 +13,11 @@ from pipeline.cli.common import command_settings, parse_years, print_results, re
 
 def cmd_build_features(args: argparse.Namespace) -> int:
     from config.experiments import experiment_tags
-    from domain.sources import make_source
     from pipeline.instance import get_instance
     from pipeline.jobs import historical_build_and_train
     from pipeline.progress import RunProgress
     from pipeline.runs import run_rectangle
-    from pipeline.symbols import sync_symbols
+    from pipeline.symbols import source_symbols, sync_symbols
 
     overrides = {"universe": {"source": "folder", "folder": {"path": str(Path(args.raw).resolve())}}} if args.raw else {}
     if args.workers:
@@ -29,7 +28,7 @@ def cmd_build_features(args: argparse.Namespace) -> int:
     settings = cs.settings
     instance = get_instance()
     sync_symbols(instance, settings)
-    symbols = args.symbols.split(",") if args.symbols else make_source(settings).symbols()
+    symbols = args.symbols.split(",") if args.symbols else source_symbols(settings)
     years = parse_years(args.years, settings)
     job = resolved_job(cs, historical_build_and_train)
     print(f"build-features: {len(symbols)} symbols x {years[0]}..{years[-1]} ({cs.path.name}"
@@ -45,17 +44,16 @@ def cmd_build_features(args: argparse.Namespace) -> int:
 
 
 def cmd_build_all(args: argparse.Namespace) -> int:
-    from domain.sources import make_source
     from pipeline.instance import get_instance
     from pipeline.progress import RunProgress
     from pipeline.runs import run_graph
-    from pipeline.symbols import sync_symbols
+    from pipeline.symbols import source_symbols, sync_symbols
 
     cs = command_settings({"ingest": {"strict": True}} if args.strict else {})
     settings = cs.settings
     instance = get_instance()
     sync_symbols(instance, settings)
-    symbols = args.symbols.split(",") if args.symbols else make_source(settings).symbols()
+    symbols = args.symbols.split(",") if args.symbols else source_symbols(settings)
     years = parse_years(args.years, settings)
     with RunProgress(instance) as progress:
         run_graph(instance, symbols, years, lstm=args.lstm, settings_path=str(cs.path), overrides=cs.overrides,

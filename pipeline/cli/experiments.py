@@ -79,7 +79,7 @@ def take_experiment_flag(argv: list[str]) -> tuple[list[str], str | None]:
                 next(it)
             else:
                 name = arg.split("=", 1)[1]
-            if not EXPERIMENT_PATTERN.match(name):
+            if not EXPERIMENT_PATTERN.fullmatch(name):
                 raise ValueError(f"--experiment {name!r}: not an experiment name; expected 1-64 letters, digits, "
                                  "'.', '_' or '-', starting with a letter or digit")
             if name in STAGE_DIRS or name in LEGACY_REPORT_DIRS:

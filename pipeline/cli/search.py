@@ -46,7 +46,23 @@ def _grid_overrides(args: argparse.Namespace) -> dict:
         gs["overfitting"] = True
     if args.params:  # merged over the settings' lists key by key
         gs["params"] = yaml.safe_load(Path(args.params).read_text()) or {}
-    return {"grid_search": gs, **({"device": args.device} if args.device else {})}
+    device = _device_flag(args)
+    return {"grid_search": gs, **({"device": device} if device else {})}
+
+
+def _device_flag(args: argparse.Namespace) -> str | None:
+    """--device, or the old --backend (announced once as a `warning:` line naming --device);
+    a ValueError when both are given with different values."""
+    old = getattr(args, "backend", None)
+    if old is None:
+        return args.device
+    if args.device is not None and args.device != old:
+        raise ValueError(f"--backend {old} and --device {args.device}: both given; expected --device alone "
+                         "(--backend is its old name)")
+    from kernels.deprecations import renamed
+
+    renamed("grid-search --backend", emit=lambda text: print(f"warning: {text}", file=sys.stderr))
+    return old
 
 
 def _flag_line(err, args: argparse.Namespace) -> str:
@@ -263,6 +279,7 @@ def add_commands(sub) -> None:
     gp.add_argument("--overfitting", action="store_true", help="add the in/out-of-sample sum of kept "
                     "trades' returns (roi_in, roi_out), PBO and deflated Sharpe")
     gp.add_argument("--device", choices=field_choices("device"), help="default: settings device")
+    gp.add_argument("--backend", choices=field_choices("device"), help=argparse.SUPPRESS)  # the old --device
     gp.add_argument("--top", type=int, help="default: settings grid_search.top")
     gp.add_argument("--min-trades", type=int, help="default: settings grid_search.min_trades")
     gp.add_argument("--params", help="YAML file with the parameter lists (keys as grid_search.params)")

@@ -183,3 +183,21 @@ def test_train_meta_on_a_universe_that_only_rose_warns_once_per_skipped_horizon_
     # a market that only rose has one regime: its check fails, and the command says so
     assert "warning: check regime/not_degenerate failed: shares: bull 1" in user_lines(out.stderr)
     assert [line.split(":")[0] for line in out.stdout.splitlines() if line.startswith("meta ")] == ["meta h3 2003"]
+
+
+def test_grid_search_backend_is_device_with_one_deprecation_line(tmp_path):
+    """The old `grid-search --backend` (now --device) still runs, with one `warning:` line
+    naming --device; given with a different --device it is one `error:` line, exit 2."""
+    settings(tmp_path)
+    gd = tmp_path / "gd"
+    assert cli(tmp_path, ["grid-data", "--out", str(gd), "--days", "2", "--trades-per-day", "30"]).returncode == 0
+    direct = ["grid-search", "--market-data", str(gd / "market_data"), "--trade-log", str(gd / "all_trade_logs.csv"),
+              "--engine", "brute", "--quiet", "--out", str(tmp_path / "top.json")]
+    out = cli(tmp_path, [*direct, "--backend", "cpu"])
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert [x for x in out.stderr.splitlines() if "deprecat" in x.lower() or x.startswith("warning:")] == [
+        "warning: grid-search --backend is deprecated since 2026-11-24; use grid-search --device"]
+    assert (tmp_path / "top.json").is_file()
+    both = cli(tmp_path, [*direct, "--backend", "cpu", "--device", "cuda"])
+    assert (both.returncode, user_lines(both.stderr)) == (2, [
+        "error: --backend cpu and --device cuda: both given; expected --device alone (--backend is its old name)"])

@@ -58,6 +58,21 @@ ROWS = [
     ("experiment_name_with_a_space", _nothing, ["experiments", "--experiment", "my run"],
      "error: --experiment 'my run': not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
      "starting with a letter or digit", 2),
+    ("experiment_name_with_a_trailing_newline", _nothing, ["evaluate", "--experiment=evil\n"],
+     "error: --experiment 'evil\\n': not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
+     "starting with a letter or digit", 2),
+    ("experiment_name_with_a_slash", _nothing, ["evaluate", "--experiment", "a/b"],
+     "error: --experiment 'a/b': not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
+     "starting with a letter or digit", 2),
+    ("experiment_name_dot_dot", _nothing, ["evaluate", "--experiment", ".."],
+     "error: --experiment '..': not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
+     "starting with a letter or digit", 2),
+    ("experiment_name_of_65_characters", _nothing, ["evaluate", "--experiment", "a" * 65],
+     f"error: --experiment '{'a' * 65}': not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
+     "starting with a letter or digit", 2),
+    ("experiment_name_in_unicode", _nothing, ["evaluate", "--experiment", "café"],
+     "error: --experiment 'café': not an experiment name; expected 1-64 letters, digits, '.', '_' or '-', "
+     "starting with a letter or digit", 2),
     ("experiment_flag_without_a_name", _nothing, ["evaluate", "--experiment"],
      "error: --experiment: a name is missing; expected e.g. --experiment baseline", 2),
     ("experiment_named_as_a_stage_folder", _nothing, ["--experiment", "evaluation", "evaluate"],
@@ -103,3 +118,43 @@ def test_bad_experiment_input_is_one_line_and_changes_nothing(tmp_path, setup, a
     lines = [x for x in out.stderr.strip().splitlines() if not x.startswith("tradelab: device ")]
     assert (lines, out.returncode) == ([line.format(tmp=tmp_path, **hashes)], code), out.stderr
     assert (manifest.read_text() if manifest.exists() else None) == before  # nothing stored changed
+
+
+BAD_NAMES = ["evil\n", "evil\x00", "a/b", "..", "a" * 65, "café", "ｅｘｐ", "evil\r", ""]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES, ids=["trailing_newline", "nul", "slash", "dot_dot", "65_characters",
+                                                 "unicode_letter", "fullwidth_letters", "carriage_return", "empty"])
+def test_a_bad_experiment_name_is_refused_whole_by_the_flag_and_the_settings(name):
+    """The name matches in full: a trailing newline (which `$` would let through), NUL, a path
+    separator, `..`, 65 characters and non-ASCII letters are refused by `--experiment` and by
+    the settings' `experiment`, each with a one-line message (the name as Python writes it)."""
+    from pydantic import ValidationError
+
+    from config.settings import Settings
+    from pipeline.cli.experiments import take_experiment_flag
+
+    with pytest.raises(ValueError) as flag:
+        take_experiment_flag(["evaluate", f"--experiment={name}"])
+    assert str(flag.value).startswith(f"--experiment {name!r}: ") and "\n" not in str(flag.value)
+    with pytest.raises(ValidationError) as model:
+        Settings(experiment=name)
+    assert f"{name!r} is not an experiment name" in str(model.value)
+
+
+@pytest.mark.parametrize("name", ["a", "A1.b_c-d", "2024", "x" * 64], ids=["one_letter", "every_kind_of_character",
+                                                                          "digits", "64_characters"])
+def test_a_good_experiment_name_is_taken_as_is(name):
+    from pipeline.cli.experiments import take_experiment_flag
+
+    assert take_experiment_flag(["evaluate", "--experiment", name]) == (["evaluate"], name)
+
+
+def test_a_refused_name_with_a_newline_makes_no_report_folder(tmp_path):
+    """`--experiment=$'evil\\n'` from a shell: exit 2, one line, and nothing under reports/."""
+    settings(tmp_path)
+    out = cli(tmp_path, ["evaluate", "--experiment=evil\n"])
+    lines = [x for x in out.stderr.strip().splitlines() if not x.startswith("tradelab: device ")]
+    assert (out.returncode, len(lines)) == (2, 1), out.stderr
+    reports = tmp_path / "reports"
+    assert not reports.exists() or list(reports.iterdir()) == []

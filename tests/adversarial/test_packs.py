@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from config.settings import SettingsError, parse_settings
@@ -112,3 +113,105 @@ def test_the_cli_exits_2_with_the_line_before_anything_is_stored(tmp_path):
         "error: features.plugins: module 'no_such_research.features' cannot be imported (ModuleNotFoundError: No module "
         "named 'no_such_research'); expected an importable module (on sys.path) that defines PACKS"])
     assert not (tmp_path / "data").exists()
+
+
+# (id, the plugin module's source after HEAD, the exact line the features/specialists stage raises)
+PLUGINS_FAILING = [
+    ("formula_that_raises", 'PACKS = [Pack("p", features=(Formula("x", lambda c: 1 / 0),))]\n',
+     "features plugin adv_run.x (column x): raised ZeroDivisionError: division by zero; expected a formula that "
+     "runs on the bars and returns one value per row"),
+    ("formula_that_raises_a_two_line_message",
+     'def f(c):\n    raise ValueError("first\\n  second")\nPACKS = [Pack("p", features=(Formula("x", f),))]\n',
+     "features plugin adv_run.x (column x): raised ValueError: first second; expected a formula that runs on the "
+     "bars and returns one value per row"),
+    ("formula_that_returns_a_short_array", 'PACKS = [Pack("p", features=(Formula("x", lambda c: c[:-1]),))]\n',
+     "features plugin adv_run.x (column x): returned 5 values for a symbol of 6 rows; expected one value per row "
+     "of the symbol"),
+    ("formula_that_returns_none", 'PACKS = [Pack("p", features=(Formula("x", lambda c: None),))]\n',
+     "features plugin adv_run.x (column x): returned None for a symbol of 6 rows; expected one value per row "
+     "of the symbol"),
+    ("formula_that_returns_a_scalar", 'PACKS = [Pack("p", features=(Formula("x", lambda c: 1.0),))]\n',
+     "features plugin adv_run.x (column x): returned a single float for a symbol of 6 rows; expected one value "
+     "per row of the symbol"),
+    ("formula_that_returns_a_2d_array", 'PACKS = [Pack("p", features=(Formula("x", lambda c: np.c_[c, c]),))]\n',
+     "features plugin adv_run.x (column x): returned an array of shape (6, 2) for a symbol of 6 rows; expected one "
+     "value per row of the symbol"),
+    ("batch_that_returns_a_column_too_long",
+     'PACKS = [Pack("p", features=(Batch("b", ("u", "v"), lambda a, o, d: {"u": a["close"], '
+     '"v": np.r_[a["close"], 1.0]}, ("close",)),))]\n',
+     "features plugin adv_run.b (column v): returned 13 values for 12 rows; expected one value per row (an array "
+     "of length 12)"),
+    ("batch_without_a_declared_column",
+     'PACKS = [Pack("p", features=(Batch("b", ("u", "v"), lambda a, o, d: {"u": a["close"]}, ("close",)),))]\n',
+     "features plugin adv_run.b (column u, v): returned no column 'v' (1 of 2 columns missing); expected every "
+     "column the entry declares"),
+    ("batch_that_returns_a_list", 'PACKS = [Pack("p", features=(Batch("b", ("u",), lambda a, o, d: [1], ("close",)),))]\n',
+     "features plugin adv_run.b (column u): returned 1 value; expected a dict {column: array of one value per row}"),
+    ("specialist_that_raises", 'def s(p):\n    raise KeyError("volume")\nPACKS = [Pack("p", specialists=(Specialist("s", s, ("close",), 0),))]\n',
+     "features plugin adv_run.s (column spec_s_score): raised KeyError: 'volume'; expected a score function that "
+     "runs on the symbol's panel and returns one value per row"),
+    ("specialist_that_returns_a_short_array",
+     'PACKS = [Pack("p", specialists=(Specialist("s", lambda p: p.col("close")[1:], ("close",), 0),))]\n',
+     "features plugin adv_run.s (column spec_s_score): returned 5 values for a symbol of 6 rows; expected one value "
+     "per row (an array of length 6)"),
+]
+
+
+def _two_symbols() -> tuple[dict[str, np.ndarray], np.ndarray]:
+    close = np.arange(1.0, 13.0, dtype=np.float32)
+    arrays = {"open": close, "high": close + 1, "low": close - 1, "close": close, "volume": close * 100}
+    return arrays, np.array([0, 6, 12], dtype=np.int64)
+
+
+@pytest.mark.parametrize("source, line", [r[1:] for r in PLUGINS_FAILING], ids=[r[0] for r in PLUGINS_FAILING])
+def test_a_plugin_entry_that_fails_while_computing_is_one_line_naming_module_entry_and_column(plugin_dir, source, line):
+    """Whatever the plugin's formula does (raise, return a short array, None, a scalar, 2-D),
+    the stage raises a SettingsError (exit 2 from the CLI) of one line naming the module,
+    the entry and the column, what happened and what was expected: no NumPy broadcast message."""
+    from domain.features import features_by_symbol
+    from domain.specialists import specialists_by_symbol
+
+    from kernels.registry.packs import select
+
+    select.cache_clear()  # each row's module is a new adv_run
+    (plugin_dir / "adv_run.py").write_text(HEAD + source)
+    arrays, offsets = _two_symbols()
+    with pytest.raises(SettingsError) as err:
+        if "specialists=" in source:
+            specialists_by_symbol(arrays, offsets, packs=((), ("adv_run",)))
+        else:
+            features_by_symbol(arrays, offsets, backend="cpu", dtype=np.float32, packs=((), ("adv_run",)))
+    assert str(err.value) == line
+
+
+def test_a_plugin_that_raises_exits_2_from_build_features_with_its_line(tmp_path):
+    """The same failure as the user meets it, a real `build-features` process: exit 2 and one
+    `error:` line naming the module, entry and column; nothing else on stderr."""
+    from tests.adversarial.test_cli_errors import settings, user_lines
+
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "plug").mkdir()
+    (tmp_path / "plug" / "adv_cli_raises.py").write_text(
+        HEAD + 'PACKS = [Pack("p", features=(Formula("boom", lambda c: c[:3]),))]\n')
+    settings(tmp_path, features={"plugins": ["adv_cli_raises"]})
+    env = {**os.environ, "PIPELINE_CONFIG": str(tmp_path / "conf" / "settings.yaml"), "DAGSTER_HOME": str(tmp_path / "home"),
+           "PYTHONPATH": os.pathsep.join([str(repo), str(tmp_path / "plug")])}
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "build-features"], env=env, cwd=repo,
+                         capture_output=True, text=True, timeout=300)
+    assert (out.returncode, user_lines(out.stderr)[:1]) == (2, [
+        "error: features plugin adv_cli_raises.boom (column boom): returned 3 values for a symbol of 248 rows; "
+        "expected one value per row of the symbol"]), out.stderr[-3000:]
+    assert not any("Traceback" in x or "broadcast" in x for x in user_lines(out.stderr)), out.stderr[-3000:]
+
+
+def test_a_built_in_entrys_failure_stays_the_projects_own_error_not_the_users():
+    """Only a plugin's failure is the user's (exit 2); a `core` entry that fails is a bug of
+    the project: its own exception goes on, unchanged."""
+    from domain.feature_packs import entry_failure
+    from kernels.registry.features import EntryError
+    from kernels.registry.packs import select
+
+    cause = ZeroDivisionError("a core formula's bug")
+    err = EntryError("f_ret1", "f_ret1", "raised ZeroDivisionError: a core formula's bug", "one value per row")
+    err.__cause__ = cause
+    assert entry_failure(select(), err) is cause

@@ -143,14 +143,16 @@ def test_a_fake_brute_force_backend_is_what_brute_force_runs(fake):
     assert got == {"total": 1, "k": 4, "min_trades": 2}
 
 
-def test_population_takes_backend_and_no_longer_engine():
+def test_population_takes_backend_and_engine_only_as_a_deprecated_alias():
+    """backend= is the name; engine= still works for the deprecation period
+    (tests/kernels/test_deprecations.py), and with another backend= it is refused."""
     from kernels.strategy import Individual, backtest_population
 
     close = 100 + np.cumsum(np.random.default_rng(1).normal(0, 1, 200))
     bars = (close, close + 1, close - 1, close, np.ones(200))
     assert backtest_population(*bars, [Individual()], backend="cpu").backend == "cpu"
-    with pytest.raises(TypeError, match="engine"):
-        backtest_population(*bars, [Individual()], engine="cpu")
+    with pytest.raises(TypeError, match="engine='cpu' and backend='cuda' are both given"):
+        backtest_population(*bars, [Individual()], backend="cuda", engine="cpu")
 
 
 def test_the_atc_scan_routes_a_large_chunk_to_a_registered_non_cpu_backend_and_an_unknown_one_to_cpu(fake):
