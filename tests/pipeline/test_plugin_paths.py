@@ -85,6 +85,8 @@ def test_a_plugin_in_plugin_paths_is_found_with_pythonpath_unset_by_the_cli_and_
     assert out.returncode == 0, out.stderr[-3000:]
     assert my_int_is_close_times(store, SymbolYear("AAA", 2002), 2)
     assert read_owners(store.asset_dir("features"))["my_int"]["owner"] == "lab_a:lab_a/my_int"
+    assert read_owners(store.asset_dir("specialists"))["spec_rsi_score"] == {
+        "owner": "kernels.registry.packs:core/rsi", "source_sha256": None}  # the specialists table's owners too
 
 
 def test_a_second_experiment_defining_my_int_differently_exits_2_naming_both_and_writes_nothing(tmp_path):

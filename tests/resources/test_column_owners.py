@@ -182,3 +182,20 @@ def test_processes_claiming_one_column_with_different_definitions_at_once_get_on
     winner = f"{outcomes.index('won'):064x}"
     assert json.loads((table / OWNERS_FILE).read_text())["columns"]["my_int"]["source_sha256"] == winner
     assert claim_columns(table, {"my_int": {"owner": "lab:p/my_int", "source_sha256": winner}}) == []
+
+
+def test_every_entry_type_of_a_plugin_has_an_owner_and_a_definition_hash_per_column(tmp_path):
+    source = ("from kernels.registry.packs import Batch, Feature, Formula, Pack, Specialist\n"
+              "def both(arrays, offsets, dtype):\n    return {'my_b1': arrays['close'], 'my_b2': arrays['close']}\n"
+              "PACKS = [Pack('lab', features=(Feature('my_f', lambda k: k.column('close'), warmup_rows=0),\n"
+              "                               Formula('my_x', lambda c: c),\n"
+              "                               Batch('my_batch', ('my_b1', 'my_b2'), both, ('close',))),\n"
+              "              specialists=(Specialist('my_s', lambda p: p.col('close'), ('close',), 0),))]\n")
+    plugin(tmp_path / "p", "lab_types", source)
+    owners = column_owners(selection(tmp_path, "lab_types", "p", packs=("lab",)))
+    assert {c: o["owner"] for c, o in owners.items()} == {
+        "my_f": "lab_types:lab/my_f", "my_x": "lab_types:lab/my_x", "my_b1": "lab_types:lab/my_batch",
+        "my_b2": "lab_types:lab/my_batch", "spec_my_s_score": "lab_types:lab/my_s"}
+    hashes = {c: o["source_sha256"] for c, o in owners.items()}
+    assert all(len(h) == 64 for h in hashes.values()) and hashes["my_b1"] == hashes["my_b2"]
+    assert len({hashes[c] for c in ("my_f", "my_x", "my_b1", "spec_my_s_score")}) == 4
