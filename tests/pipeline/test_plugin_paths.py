@@ -1,4 +1,5 @@
 """Plugins are found through `features.plugin_paths`, never PYTHONPATH, in every command:
+the code location as the UI loads it (`dagster definitions validate -w workspace.yaml`),
 `python -m pipeline.cli build-features` and `dagster asset materialize -m
 pipeline.definitions` run as real processes with PYTHONPATH unset, the plugin module a
 real file in a folder named relative to the settings file (its chunks computed in a
@@ -8,6 +9,7 @@ naming both owners, and the shared `features` table keeps the first's values."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,6 +77,12 @@ def my_int_is_close_times(store: DeltaStore, key: SymbolYear, k: int) -> bool:
 
 def test_a_plugin_in_plugin_paths_is_found_with_pythonpath_unset_by_the_cli_and_dagster_asset_materialize(tmp_path):
     cfg = experiment(tmp_path, "a", k=2, executor={"kind": "multiprocess", "max_concurrent": 2})
+    # the code location as the UI loads it (workspace.yaml): the code versions hold the plugin's entry
+    out = run(tmp_path, cfg, [DAGSTER, "definitions", "validate", "-w", str(REPO / "workspace.yaml")])
+    assert out.returncode == 0 and "Validation successful for code location tradelab" in out.stdout + out.stderr, out.stderr[-3000:]
+    cached = [json.loads(p.read_text()) for p in (tmp_path / "cache").rglob("*.json")]
+    assert cached and all(v["plugins"]["lab_a"]["entries"] == {"lab_a/my_int": "1"} for v in cached)
+
     out = build_features(tmp_path, cfg, "2001")
     assert out.returncode == 0, out.stderr[-3000:]
     store = DeltaStore(tmp_path / "data")
