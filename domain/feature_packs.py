@@ -30,7 +30,9 @@ BUILTIN_ORIGIN = Pack.origin  # the origin of the built-in packs (core, alpha158
 
 def feature_selection(settings: Settings | FeatureSettings | None = None) -> Selection:
     """The Selection of `settings.features` (None: the default, the `core` pack), its `atc`
-    specialist with the parameters of `settings.atc` (as the scanner's) when given Settings."""
+    specialist with the parameters of `settings.atc` (as the scanner's) when given Settings;
+    the plugins are found in `features.plugin_paths` (relative to the settings file's folder;
+    given FeatureSettings alone, to the project root)."""
     if settings is None:
         return select()
     features = settings.features if isinstance(settings, Settings) else settings
