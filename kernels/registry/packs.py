@@ -39,7 +39,8 @@ first on sys.path, once per process, before the import; they travel in `Selectio
 so a worker process selecting again finds them too), else on sys.path.
 `select(packs, plugins, atc, paths)` returns the `Selection`; it raises ValueError with one
 line naming the setting and what was expected for an unknown pack, a module that cannot be
-imported or defines no packs, an entry without a name or formula, a column name that is not
+imported or defines no packs, a pack name that is not letters, digits and underscores
+(PACK_PATTERN), an entry without a name or formula, a column name that is not
 letters, digits and underscores starting with a letter (COLUMN_PATTERN; a specialist's name
 likewise, its column being `spec_<name>_score`), and a column name that another selected
 pack already makes.
@@ -72,6 +73,7 @@ __all__ = ["Batch", "Feature", "Formula", "Pack", "Selection", "Specialist", "bu
 BAR_INPUTS = ("open", "high", "low", "close", "volume", "vwap")
 # a column of the shared tables: letters, digits and underscores, starting with a letter
 COLUMN_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+PACK_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a pack name (settings features.packs, meta.inputs)
 
 
 def typical_price(high: np.ndarray, low: np.ndarray, close: np.ndarray) -> np.ndarray:
@@ -317,6 +319,9 @@ def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = (), at
     for p in chosen:
         where = f"features.plugins: module {p.origin!r}, pack {p.name!r}" if p.origin != Pack.origin else \
             f"features.packs: pack {p.name!r}"
+        if not isinstance(p.name, str) or not PACK_PATTERN.fullmatch(p.name):
+            raise ValueError(f"{where}: {p.name!r} is not a pack name; expected letters, digits and _, starting with a "
+                             "letter or _ (as features.packs and meta.inputs name it)")
         if p.name in seen_packs:
             raise ValueError(f"{where}: the pack name is already used by {seen_packs[p.name]}; expected a new pack name")
         seen_packs[p.name] = repr(p.origin)

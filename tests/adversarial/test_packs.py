@@ -83,6 +83,10 @@ PACKS_REFUSED = [
      "features.plugins: module 'adv_elsewhere' cannot be imported (ModuleNotFoundError: No module named "
      "'adv_elsewhere'); expected an importable module in features.plugin_paths ['{root}'] or on sys.path that "
      "defines PACKS"),
+    ("plugin_pack_named_with_a_space", {"plugins": ["adv_pack_space"]},
+     {"adv_pack_space": HEAD + f"PACKS = [Pack('my pack', features=(Formula('my_x', {ID}),))]\n"},
+     "features.plugins: module 'adv_pack_space', pack 'my pack': 'my pack' is not a pack name; expected letters, "
+     "digits and _, starting with a letter or _ (as features.packs and meta.inputs name it)"),
     ("plugin_pack_named_core", {"plugins": ["adv_core"]},
      {"adv_core": HEAD + f"PACKS = [Pack('core', features=(Formula('my_x', {ID}),))]\n"},
      "features.plugins: module 'adv_core', pack 'core': the pack name is already used by 'kernels.registry.packs'; "
