@@ -32,7 +32,7 @@ import fcntl
 import json
 import os
 import re
-import tempfile
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -119,7 +119,10 @@ def _locked(table_dir: Path):
 
 
 def _write(table_dir: Path, columns: dict[str, dict]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix="_column_owners-", suffix=".tmp", dir=table_dir)
+    """Replace the record atomically: a complete temporary file (mode 0666 less the umask,
+    as delta-rs creates the table's files), fsync, rename."""
+    tmp = table_dir / f"_column_owners-{os.getpid()}-{uuid.uuid4().hex}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w") as fh:
             json.dump({"format": 1, "columns": columns}, fh, indent=1, sort_keys=True)

@@ -199,3 +199,17 @@ def test_every_entry_type_of_a_plugin_has_an_owner_and_a_definition_hash_per_col
     hashes = {c: o["source_sha256"] for c, o in owners.items()}
     assert all(len(h) == 64 for h in hashes.values()) and hashes["my_b1"] == hashes["my_b2"]
     assert len({hashes[c] for c in ("my_f", "my_x", "my_b1", "spec_my_s_score")}) == 4
+
+
+def test_the_record_is_readable_as_the_tables_files_are_mode_0666_less_the_umask(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        store = DeltaStore(tmp_path / "data")
+        store.claim_columns("features", {"my_int": {"owner": "lab:p/my_int", "source_sha256": "ab" * 32}})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((store.asset_dir("features") / OWNERS_FILE).stat().st_mode) == 0o644
+    assert [p.name for p in store.asset_dir("features").iterdir() if p.suffix == ".tmp"] == []
