@@ -110,7 +110,8 @@ def _short(owner: dict) -> str:
 
 @contextmanager
 def _locked(table_dir: Path):
-    fd = os.open(table_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+    # read-only is enough for flock: a reader of the table who may not write it can still check
+    fd = os.open(table_dir / LOCK_FILE, os.O_RDONLY | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
