@@ -6,7 +6,9 @@ A *pack* is a named list of entries declared in one place. The settings select p
 columns of every selected pack, the `specialists` table their specialists' scores.
 
 Entry types (all frozen dataclasses; `version` is part of the Dagster code version, bump
-it when the formula changes):
+it when the formula changes; a plugin entry's changed formula or version is a new definition,
+which the shared tables refuse under a column name they already hold: give it a new name,
+resources.column_owners):
 
     Feature(name, formula, lookback_of=None, stream=None, inputs=HLC, warmup_rows=None,
             window=None, version="1")
