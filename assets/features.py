@@ -33,7 +33,8 @@ def _code_version() -> str:
     importing the kernels here)."""
     from config.pack_versions import pack_code_versions
 
-    return pack_code_versions(load_settings().features)["features"]
+    settings = load_settings()
+    return pack_code_versions(settings.features, paths=settings.plugin_folders())["features"]
 
 
 @symbol_year_asset(
@@ -50,13 +51,14 @@ def _code_version() -> str:
 def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: ProjectResource, compute: ComputeResource):
     """Technical features of one symbol and year from the feature registry (TA-Lib-exact
     kernels), computed over the year and its halo, stored for the year only."""
-    from domain.feature_packs import feature_selection
+    from domain.feature_packs import claim_owners, feature_selection
     from domain.checks import no_nan_after_warmup
     from domain.features import build_features, dtypes_check, halo_spot_check
     from resources.observe import observe
 
     settings = project.settings()
     selection = feature_selection(settings)
+    claim_owners(DeltaStore(settings.data_dir), "features", selection)  # before computing: a clash costs nothing
     keys = run_keys(context)
     kw = {"backend": compute.backend, "precision": settings.precision, "workers": settings.build.worker_count(),
           "chunk_rows": settings.build.chunk_rows, "executor": settings.build.executor}

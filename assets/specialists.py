@@ -22,6 +22,7 @@ from resources.partitions import (
     year_halo_mapping,
 )
 from config.settings import load_settings
+from resources.delta_store import DeltaStore
 from resources.project import ProjectResource
 
 
@@ -32,7 +33,7 @@ def _code_version() -> str:
     from config.pack_versions import pack_code_versions
 
     settings = load_settings()
-    return pack_code_versions(settings.features, settings.atc.specialist_params())["specialists"]
+    return pack_code_versions(settings.features, settings.atc.specialist_params(), settings.plugin_folders())["specialists"]
 
 
 @symbol_year_asset(
@@ -47,11 +48,12 @@ def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project:
     """Rule-based specialist scores in [-1, 1]: mean reversion, RSI, Adaptive Trend
     Classification and seller exhaustion, from one zero-copy panel per symbol."""
     from resources.observe import observe
-    from domain.feature_packs import feature_selection
+    from domain.feature_packs import claim_owners, feature_selection
     from domain.specialists import build_specialists, score_range_report
 
     settings = project.settings()
     selection = feature_selection(settings)
+    claim_owners(DeltaStore(settings.data_dir), "specialists", selection)  # before computing: a clash costs nothing
     keys = run_keys(context)
     kw = {"workers": settings.build.worker_count(), "chunk_rows": settings.build.chunk_rows,
           "executor": settings.build.executor}

@@ -42,7 +42,9 @@ MODEL_KEYS = ("features", "labels", "meta", "lstm", "cv", "halo")
 # The settings that change a stored figure without reaching the models.
 FIGURE_KEYS = MODEL_KEYS + ("backtest", "evaluation")
 # Keys of FIGURE_KEYS sections that change no stored figure: left out of the hash.
-NO_FIGURE = {"meta": ("horizons", "min_coverage"), "backtest": ("chunk_days",), "evaluation": ("year_figures",)}
+# features.plugin_paths only says where the plugins are found: their entries' identity is `plugins`.
+NO_FIGURE = {"features": ("plugin_paths",), "meta": ("horizons", "min_coverage"), "backtest": ("chunk_days",),
+             "evaluation": ("year_figures",)}
 ALL = "*"  # ADDED_LATER: every key of the section
 
 
@@ -105,7 +107,7 @@ model_settings = figure_settings  # the name before the backtest and evaluation 
 def _code_versions(settings: Settings) -> dict:
     from config.pack_versions import code_versions
 
-    return code_versions(settings.features, settings.atc.specialist_params())
+    return code_versions(settings.features, settings.atc.specialist_params(), settings.plugin_folders())
 
 
 def _digest(data: dict) -> str:

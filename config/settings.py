@@ -346,8 +346,13 @@ class FeatureSettings(_Model):
         '3)'
     ))
     plugins: list[str] = Field(default_factory=list, description=(
-        'plugin modules (dotted names, imported from `sys.path`, e.g. via `PYTHONPATH`) whose `PACKS` are '
+        'plugin modules (dotted names, found in `plugin_paths`, else on `sys.path`) whose `PACKS` are '
         'added to the selection; see "Features: packs and plugins"'
+    ))
+    plugin_paths: list[Path] = Field(default_factory=list, description=(
+        'folders holding the plugin modules (relative to the settings file\'s folder), put first on '
+        '`sys.path` before a plugin is imported in every process (CLI, `dagster dev`, `dagster asset '
+        'materialize`, workers): no `PYTHONPATH` needed'
     ))
 
     @field_validator("packs", "plugins")
@@ -359,6 +364,17 @@ class FeatureSettings(_Model):
         if len(set(v)) != len(v):
             raise ValueError(f"a name is listed twice: {sorted(n for n in set(v) if v.count(n) > 1)}")
         return v
+
+    def plugin_folders(self, root: Path) -> tuple[str, ...]:
+        """`plugin_paths` as absolute folder names, relative ones against `root` (the settings
+        file's folder), in order and without repeats: what kernels.registry.packs.select
+        puts first on sys.path."""
+        out: list[str] = []
+        for p in self.plugin_paths:
+            text = str(p if p.is_absolute() else (root / p).resolve())
+            if text not in out:
+                out.append(text)
+        return tuple(out)
 
 
 class MetaSettings(_Model):
@@ -794,6 +810,10 @@ class Settings(_Model):
         if end is not None and end.year < self.years.start:
             raise ValueError(f"universe.synthetic.end_date ({end}) is before years.start ({self.years.start}): no bar "
                              "would be generated")
+        for folder in self.features.plugin_folders(self.root):
+            if not Path(folder).is_dir():
+                raise ValueError(f"features.plugin_paths: {folder} is not a folder; expected a folder holding the "
+                                 "plugin modules (relative paths start at the settings file's folder)")
         for key in ("data", "reports", "models"):
             folder = self.resolve(getattr(self.paths, key))
             existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
@@ -803,6 +823,11 @@ class Settings(_Model):
 
     def resolve(self, path: Path) -> Path:
         return path if path.is_absolute() else (self.root / path)
+
+    def plugin_folders(self) -> tuple[str, ...]:
+        """features.plugin_paths as absolute folder names (relative ones against the settings
+        file's folder): where the plugin modules are found."""
+        return self.features.plugin_folders(self.root)
 
     @property
     def data_dir(self) -> Path:

@@ -4,7 +4,8 @@ The contract (pipeline.cli main prints it):
 
 - A failed run ends in `RunFailed`: its first line is the root cause (`root_cause`), its exit
   code 2 when the user's input or settings caused it (an input error that domain.observe
-  turned into a `Failure`, an `InputDataError`/`SettingsError` anywhere in the error chain, or
+  turned into a `Failure`, an `InputDataError`/`SettingsError` (or a subclass named in
+  USER_ERRORS: a `ColumnOwnerError`) anywhere in the error chain, or
   a `ValueError` raised by the project's own code), 1 for the environment (disk full,
   read-only, no permission: the line names the path) and for defects.
 - Unless the command runs with `--verbose`, Dagster's console logger is silenced
@@ -24,7 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-USER_ERRORS = frozenset({"InputDataError", "SettingsError", "CoverageError", "ModelMismatch"})
+USER_ERRORS = frozenset({"InputDataError", "SettingsError", "CoverageError", "ModelMismatch", "ColumnOwnerError"})
 ENV_ERRNOS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
               errno.EACCES: "permission denied", errno.EPERM: "operation not permitted"}
 _ERRNO = re.compile(r"\[Errno (\d+)\]|\(os error (\d+)\)")

@@ -57,7 +57,10 @@ schema is merged (delta-rs `schema_mode="merge"` with the predicate, tested with
 rows of other keys read the new column as null until they are rebuilt. A frame WITHOUT some
 stored columns (a pack no longer selected) drops nothing: the stored values of those columns
 are carried over for the rewritten (symbol, date) rows (null for rows that were not there).
-Dtype changes are still refused. Other tables keep the rule above.
+Dtype changes are still refused. Other tables keep the rule above. A column of these tables
+has one owner: `claim_columns` records each column's defining entry and definition hash in
+the table folder (`_column_owners.json`, resources.column_owners) before a run writes, and
+refuses another definition under a recorded name.
 
 Vacuum commits. A vacuum that removes files adds two commits (VACUUM START, VACUUM END),
 so `version()` moves without a data change; one that removes nothing adds none.
@@ -262,6 +265,17 @@ class DeltaStore:
         if not self.root.is_dir():
             return []
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and (p / "_delta_log").is_dir())
+
+    def claim_columns(self, asset: str, owners: dict[str, dict]) -> list[str]:
+        """Record who defines each column of the shared (SCHEMA_EVOLVING) table `asset` before
+        a run writes them; a different definition under a recorded name is a ColumnOwnerError
+        of one line (resources.column_owners). Returns the columns newly recorded."""
+        from resources.column_owners import claim_columns
+
+        if asset not in SCHEMA_EVOLVING:
+            raise ValueError(f"{asset}: columns are claimed in the shared tables only; expected one of "
+                             f"{sorted(SCHEMA_EVOLVING)}")
+        return claim_columns(self.asset_dir(asset), owners)
 
     # writes ------------------------------------------------------------------------------
     def write(self, asset: str, key: SymbolYear, df: pl.DataFrame) -> Commit:

@@ -6,7 +6,9 @@ A *pack* is a named list of entries declared in one place. The settings select p
 columns of every selected pack, the `specialists` table their specialists' scores.
 
 Entry types (all frozen dataclasses; `version` is part of the Dagster code version, bump
-it when the formula changes):
+it when the formula changes; a plugin entry's changed formula or version is a new definition,
+which the shared tables refuse under a column name they already hold: give it a new name,
+resources.column_owners):
 
     Feature(name, formula, lookback_of=None, stream=None, inputs=HLC, warmup_rows=None,
             window=None, version="1")
@@ -33,11 +35,20 @@ warm-up + 1), which equals the batch value bit for bit when the formula only loo
 over that window (recursive formulas need a `stream` or a longer `window`).
 
 A plugin module defines `PACKS = [Pack(name, features=(...), specialists=(...)), ...]`
-(or one `PACK`); naming it in `features.plugins` imports it (importlib, from sys.path) and
-selects its packs. `select(packs, plugins, atc)` returns the `Selection`; it raises ValueError
-with one line naming the setting and what was expected for an unknown pack, a module that
-cannot be imported or defines no packs, an entry without a name or formula, and a column
-name that another selected pack already makes.
+(or one `PACK`); naming it in `features.plugins` imports it (importlib) and selects its
+packs. It is found in the folders `paths` (settings `features.plugin_paths`, absolute: put
+first on sys.path, once per process, before the import; they travel in `Selection.names`,
+so a worker process selecting again finds them too), else on sys.path.
+`select(packs, plugins, atc, paths)` returns the `Selection`; it raises ValueError with one
+line naming the setting and what was expected for an unknown pack, a module that cannot be
+imported or defines no packs, a pack name that is not letters, digits and underscores
+(PACK_PATTERN), an entry without a name or formula, a column name that is not
+letters, digits and underscores starting with a letter (COLUMN_PATTERN; a specialist's name
+likewise, its column being `spec_<name>_score`), and a column name that another selected
+pack already makes.
+
+Loading the user's module belongs to the domain (DESIGN.md); it stays here because a worker
+process and the live path (kernels.streaming) select again by name, below the domain.
 """
 
 from __future__ import annotations
@@ -46,6 +57,8 @@ import functools
 import hashlib
 import importlib
 import json
+import re
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -60,6 +73,9 @@ __all__ = ["Batch", "Feature", "Formula", "Pack", "Selection", "Specialist", "bu
            "BAR_INPUTS", "typical_price"]
 
 BAR_INPUTS = ("open", "high", "low", "close", "volume", "vwap")
+# a column of the shared tables: letters, digits and underscores, starting with a letter
+COLUMN_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+PACK_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a pack name (settings features.packs, meta.inputs)
 
 
 def typical_price(high: np.ndarray, low: np.ndarray, close: np.ndarray) -> np.ndarray:
@@ -170,7 +186,7 @@ class Selection:
     """The packs in force, in order: built-in packs as listed, then each plugin's packs."""
 
     packs: tuple[Pack, ...]
-    names: tuple = ()  # the settings' (packs, plugins[, atc]), for workers to select again: select(*names)
+    names: tuple = ()  # the settings' (packs, plugins[, atc[, paths]]), for workers to select again: select(*names)
     atc: tuple = ()  # the `atc` specialist's parameters, (name, value) pairs; () = the registry's
 
     @property
@@ -219,15 +235,27 @@ class Selection:
         return self._version("specialists")
 
 
-def _plugin_packs(module_name: str) -> list[Pack]:
+def add_plugin_paths(paths: tuple[str, ...]) -> None:
+    """Put the folders `paths` first on sys.path, in order; a folder already there is left
+    where it is (idempotent: calling again changes nothing)."""
+    missing = [p for p in paths if p not in sys.path]
+    if missing:
+        sys.path[:0] = missing
+        importlib.invalidate_caches()
+
+
+def _plugin_packs(module_name: str, paths: tuple[str, ...] = ()) -> list[Pack]:
     where = f"features.plugins: module {module_name!r}"
     if not isinstance(module_name, str) or not module_name.strip():
         raise ValueError(f"features.plugins: {module_name!r} is not a module name; expected a dotted module name")
+    add_plugin_paths(paths)
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # an ImportError, or anything the module raised while loading
+        found = f"in features.plugin_paths {list(paths)} or on sys.path" if paths else \
+            "on sys.path (name its folder in features.plugin_paths)"
         raise ValueError(f"{where} cannot be imported ({type(exc).__name__}: {exc}); expected an importable module "
-                         "(on sys.path) that defines PACKS") from None
+                         f"{found} that defines PACKS") from None
     packs = getattr(module, "PACKS", None)
     if packs is None and getattr(module, "PACK", None) is not None:
         packs = [module.PACK]
@@ -252,19 +280,34 @@ def _check_entries(pack: Pack, where: str) -> None:
                 raise ValueError(f"{where}, entry {name!r}: no formula; expected a callable {fn_field}")
             if isinstance(e, Batch) and (not e.columns or not all(isinstance(c, str) and c for c in e.columns)):
                 raise ValueError(f"{where}, entry {name!r}: no columns; expected a tuple of column names")
+            _check_column_names(e, where)
+
+
+def _check_column_names(entry, where: str) -> None:
+    """Every column `entry` makes fullmatches COLUMN_PATTERN (a specialist: its name)."""
+    names = (entry.name,) if isinstance(entry, Specialist) else tuple(entry.columns)
+    for c in names:
+        if not COLUMN_PATTERN.fullmatch(c):
+            what = "specialist name" if isinstance(entry, Specialist) else "column"
+            raise ValueError(f"{where}, entry {entry.name!r}: {what} {c!r} is not a column name; expected letters, "
+                             "digits and _, starting with a letter")
 
 
 @functools.lru_cache(maxsize=32)
-def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = (), atc: tuple = ()) -> Selection:
+def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = (), atc: tuple = (),
+           paths: tuple[str, ...] = ()) -> Selection:
     """The Selection of the built-in `packs` plus every pack of the `plugins` modules
     (ValueError naming the setting for anything unusable, see the module doc); `atc`: the
-    parameters of the `core` pack's `atc` specialist as (name, value) pairs (settings `atc`)."""
+    parameters of the `core` pack's `atc` specialist as (name, value) pairs (settings `atc`);
+    `paths`: the absolute folders the plugins are found in (settings `features.plugin_paths`),
+    put first on sys.path before they are imported."""
     # pairs equal to the registered entry's parameters select that entry itself: the same
     # scores, so the same Selection and versions as without them
     atc = tuple(sorted((str(k), v) for k, v in atc if _specialists.ATC_DEFAULTS.get(k, v) != v or k not in
                        _specialists.ATC_DEFAULTS))
     chosen: list[Pack] = []
-    plugin_packs = [p for m in plugins for p in _plugin_packs(m)]
+    paths = tuple(paths)
+    plugin_packs = [p for m in plugins for p in _plugin_packs(m, paths)]
     known = {p.name: p for p in plugin_packs}
     for name in packs:
         if name in _BUILTIN:
@@ -281,6 +324,9 @@ def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = (), at
     for p in chosen:
         where = f"features.plugins: module {p.origin!r}, pack {p.name!r}" if p.origin != Pack.origin else \
             f"features.packs: pack {p.name!r}"
+        if not isinstance(p.name, str) or not PACK_PATTERN.fullmatch(p.name):
+            raise ValueError(f"{where}: {p.name!r} is not a pack name; expected letters, digits and _, starting with a "
+                             "letter or _ (as features.packs and meta.inputs name it)")
         if p.name in seen_packs:
             raise ValueError(f"{where}: the pack name is already used by {seen_packs[p.name]}; expected a new pack name")
         seen_packs[p.name] = repr(p.origin)
@@ -291,4 +337,5 @@ def select(packs: tuple[str, ...] = ("core",), plugins: tuple[str, ...] = (), at
                 by = owner.get(c, "the table's key columns")
                 raise ValueError(f"{where}: column {c!r} is already made by {by}; expected a new column name")
             owner[c] = f"pack {p.name!r}"
-    return Selection(tuple(chosen), (tuple(packs), tuple(plugins)) + ((atc,) if atc else ()), atc)
+    names = (tuple(packs), tuple(plugins)) + ((atc, paths) if paths else (atc,) if atc else ())
+    return Selection(tuple(chosen), names, atc)

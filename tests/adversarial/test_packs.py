@@ -24,10 +24,10 @@ PACKS_REFUSED = [
      "features.packs: unknown pack 'alpha_159'; expected one of ['alpha158', 'core']"),
     ("plugin_module_that_does_not_exist", {"plugins": ["no_such_research.features"]}, {},
      "features.plugins: module 'no_such_research.features' cannot be imported (ModuleNotFoundError: No module named "
-     "'no_such_research'); expected an importable module (on sys.path) that defines PACKS"),
+     "'no_such_research'); expected an importable module on sys.path (name its folder in features.plugin_paths) that defines PACKS"),
     ("plugin_module_that_fails_while_importing", {"plugins": ["adv_raises"]}, {"adv_raises": "raise RuntimeError('half written')\n"},
      "features.plugins: module 'adv_raises' cannot be imported (RuntimeError: half written); expected an importable "
-     "module (on sys.path) that defines PACKS"),
+     "module on sys.path (name its folder in features.plugin_paths) that defines PACKS"),
     ("plugin_module_without_packs", {"plugins": ["adv_no_packs"]}, {"adv_no_packs": "FEATURES = []\n"},
      f"features.plugins: module 'adv_no_packs' defines no PACKS; {EXPECT_PACKS}"),
     ("plugin_packs_that_are_not_packs", {"plugins": ["adv_not_packs"]}, {"adv_not_packs": "PACKS = ['my_pack']\n"},
@@ -65,6 +65,29 @@ PACKS_REFUSED = [
       "adv_two": HEAD + f"PACKS = [Pack('two', features=(Formula('my_x', {ID}),))]\n"},
      "features.plugins: module 'adv_two', pack 'two': column 'my_x' is already made by pack 'one'; expected a new "
      "column name"),
+    ("feature_column_named_like_sql", {"plugins": ["adv_sql"]},
+     {"adv_sql": HEAD + f"PACKS = [Pack('p', features=(Formula('my col; DROP', {ID}),))]\n"},
+     "features.plugins: module 'adv_sql', pack 'p', entry 'my col; DROP': column 'my col; DROP' is not a column name; "
+     "expected letters, digits and _, starting with a letter"),
+    ("batch_column_starting_with_a_digit", {"plugins": ["adv_digit"]},
+     {"adv_digit": HEAD + "PACKS = [Pack('p', features=(Batch('b', ('my_ok', '1x'), lambda a, o, d: {}, ('close',)),))]\n"},
+     "features.plugins: module 'adv_digit', pack 'p', entry 'b': column '1x' is not a column name; expected letters, "
+     "digits and _, starting with a letter"),
+    ("specialist_named_with_a_dash", {"plugins": ["adv_dash"]},
+     {"adv_dash": HEAD + "PACKS = [Pack('p', specialists=(Specialist('mom-10', lambda p: p, ('close',), 10),))]\n"},
+     "features.plugins: module 'adv_dash', pack 'p', entry 'mom-10': specialist name 'mom-10' is not a column name; "
+     "expected letters, digits and _, starting with a letter"),
+    ("plugin_paths_folder_that_does_not_exist", {"plugins": ["adv_x"], "plugin_paths": ["no_such_folder"]}, {},
+     "(top level): Value error, features.plugin_paths: {root}/no_such_folder is not a folder; expected a folder "
+     "holding the plugin modules (relative paths start at the settings file's folder)"),
+    ("plugin_not_in_its_plugin_paths_folder", {"plugins": ["adv_elsewhere"], "plugin_paths": ["."]}, {},
+     "features.plugins: module 'adv_elsewhere' cannot be imported (ModuleNotFoundError: No module named "
+     "'adv_elsewhere'); expected an importable module in features.plugin_paths ['{root}'] or on sys.path that "
+     "defines PACKS"),
+    ("plugin_pack_named_with_a_space", {"plugins": ["adv_pack_space"]},
+     {"adv_pack_space": HEAD + f"PACKS = [Pack('my pack', features=(Formula('my_x', {ID}),))]\n"},
+     "features.plugins: module 'adv_pack_space', pack 'my pack': 'my pack' is not a pack name; expected letters, "
+     "digits and _, starting with a letter or _ (as features.packs and meta.inputs name it)"),
     ("plugin_pack_named_core", {"plugins": ["adv_core"]},
      {"adv_core": HEAD + f"PACKS = [Pack('core', features=(Formula('my_x', {ID}),))]\n"},
      "features.plugins: module 'adv_core', pack 'core': the pack name is already used by 'kernels.registry.packs'; "
@@ -96,7 +119,7 @@ def test_unusable_packs_and_plugins_are_one_line_naming_the_setting(plugin_dir, 
         (plugin_dir / f"{name}.py").write_text(source)
     with pytest.raises(SettingsError) as err:
         feature_selection(parse_settings({"features": features}, "f.yaml", root=plugin_dir))
-    assert str(err.value).splitlines()[-1].strip() == line
+    assert str(err.value).splitlines()[-1].strip() == line.format(root=plugin_dir)
 
 
 def test_the_cli_exits_2_with_the_line_before_anything_is_stored(tmp_path):
@@ -111,7 +134,7 @@ def test_the_cli_exits_2_with_the_line_before_anything_is_stored(tmp_path):
     lines = [x for x in out.stderr.strip().splitlines() if not x.startswith("tradelab: device ")]
     assert (out.returncode, lines) == (2, [
         "error: features.plugins: module 'no_such_research.features' cannot be imported (ModuleNotFoundError: No module "
-        "named 'no_such_research'); expected an importable module (on sys.path) that defines PACKS"])
+        "named 'no_such_research'); expected an importable module on sys.path (name its folder in features.plugin_paths) that defines PACKS"])
     assert not (tmp_path / "data").exists()
 
 

@@ -44,6 +44,9 @@ def test_the_settings_hash_follows_the_settings_that_change_a_stored_figure_only
     assert settings_hash(_settings(tmp_path, device="cpu", build={"workers": 1})) == base  # the same figures
     assert settings_hash(_settings(tmp_path, meta={"calibration": "sigmoid"})) != base
     assert settings_hash(_settings(tmp_path, features={"packs": ["core", "alpha158"]})) != base
+    # where the plugins are found changes no figure (their entries' identity is hashed): the hash of
+    # every experiment built before the setting is kept
+    assert settings_hash(_settings(tmp_path, features={"plugin_paths": ["."]})) == base
     assert settings_hash(_settings(tmp_path, labels={"horizons": [7], "thresholds": {7: 0.0}}, backtest={"horizon": 7},
                                    lstm={"horizon": 7})) != base
 

@@ -51,6 +51,6 @@ def test_an_unusable_plugin_is_the_childs_one_line_and_is_not_cached(cache):
         with pytest.raises(SettingsError) as err:
             pack_versions.pack_code_versions(settings)
         assert str(err.value) == ("features.plugins: module 'pv_research.missing' cannot be imported (ModuleNotFoundError: "
-                                  "No module named 'pv_research.missing'); expected an importable module (on sys.path) "
-                                  "that defines PACKS")
+                                  "No module named 'pv_research.missing'); expected an importable module on sys.path (name its "
+                                  "folder in features.plugin_paths) that defines PACKS")
     assert not list((cache / "cache").rglob("*.json"))

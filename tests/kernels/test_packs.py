@@ -195,3 +195,34 @@ def test_a_feature_appended_to_the_core_registry_is_a_new_core_column_and_code_v
     assert after.feature_columns == [*before.feature_columns, "f_sma50"]
     assert after.features_version != before.features_version
     assert after.specialists_version == before.specialists_version  # the specialists stay fresh
+
+
+def test_a_worker_selecting_again_by_name_finds_the_plugin_through_the_paths_in_the_names(tmp_path, fresh_select):
+    """Selection.names carries the plugin folders: a fresh process (a spawned or forkserver
+    worker, whose sys.path lacks them) selects the same packs again from the names alone."""
+    import json
+    import os
+    import subprocess
+
+    (tmp_path / "lab_worker.py").write_text("from kernels.registry.packs import Formula, Pack\n"
+                                            "PACKS = [Pack('lab', features=(Formula('my_w', lambda c: c * 2),))]\n")
+    chosen = select(("core",), ("lab_worker",), (), (str(tmp_path),))
+    assert chosen.names == (("core",), ("lab_worker",), (), (str(tmp_path),))
+    code = ("import json, sys; from kernels.registry.packs import select; "
+            "names = [tuple(tuple(x) if isinstance(x, list) else x for x in n) for n in json.loads(sys.argv[1])]; "
+            "print(select(*names).feature_columns[-1], sys.path.index(sys.argv[2]))")
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(chosen.names), str(tmp_path)], cwd=repo,
+                         env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["my_w", "0"]  # found, the plugin folder first on sys.path
+
+
+def test_plugin_paths_go_first_on_sys_path_once(tmp_path, monkeypatch):
+    from kernels.registry.packs import add_plugin_paths
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    add_plugin_paths((str(tmp_path / "a"), str(tmp_path / "b")))
+    add_plugin_paths((str(tmp_path / "a"), str(tmp_path / "b")))
+    assert sys.path[:2] == [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert sys.path.count(str(tmp_path / "a")) == 1

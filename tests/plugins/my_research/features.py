@@ -3,9 +3,10 @@ specialist, selected with
 
     features:
       plugins: [my_research.features]
+      plugin_paths: [/path/to/folder]   # the folder holding my_research/
 
-(the folder holding `my_research/` must be on sys.path, e.g. PYTHONPATH). This is the worked
-example of the README; tests/kernels/test_packs.py runs it.
+(relative to the settings file's folder; no PYTHONPATH needed). This is the worked example
+of the README; tests/kernels/test_packs.py runs it.
 """
 
 import numpy as np
