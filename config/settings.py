@@ -483,7 +483,7 @@ class BacktestSettings(_Model):
         'days per numba call between log flushes (results do not depend on it)'
     ))
     benchmark: str | None = Field(None, min_length=1, description=(
-        'what the backtest is measured against: `null` = the equal-weight buy-and-hold of the universe '
+        'what the backtest is measured against: `null` = the equal-weight portfolio of the universe '
         '(rebalanced to 1/n of the symbols with a close at every close, no costs); a symbol (e.g. `SP500`) = '
         "that symbol's buy-and-hold, read from `raw_bars` (a symbol not there fails, naming the ones there)"
     ))

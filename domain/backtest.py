@@ -21,7 +21,7 @@ a meta model has NaN predictions and sits in cash, so its days are left out and 
 counted too (`no_prediction_days_in_span`). `from`/`to` are the span's first and last days.
 
 Every period is measured against a benchmark (`backtest.benchmark`, `benchmark_of`): the
-equal-weight buy-and-hold of the panel's symbols by default, or one symbol's buy-and-hold
+equal-weight portfolio of the panel's symbols by default, or one symbol's buy-and-hold
 (kernels.backtest.benchmark states the arithmetic), over the same days; the headline's benchmark
 is bought at the close of the span's first day, as the book is. A report carries a `benchmark`
 object (name, Sharpe, CAGR, ...) and the relative figures `excess_return` (CAGR - benchmark CAGR),
@@ -149,11 +149,11 @@ def _named(symbols: list[str]) -> str:
 
 def benchmark_of(symbols: list[str], prices: np.ndarray, bt: BacktestSettings, raw_bars: pl.LazyFrame) -> Benchmark:
     """The benchmark of `backtest.benchmark` over the panel (`symbols`, `prices` [T, N]):
-    None -> the equal-weight buy-and-hold of the N symbols; a symbol -> its buy-and-hold (its
+    None -> the equal-weight portfolio of the N symbols; a symbol -> its buy-and-hold (its
     closes in the panel come from raw_bars). A symbol that raw_bars lacks, or has no bar in the
     panel's days, is a SettingsError of one line naming the setting, the symbol and the symbols there."""
     if bt.benchmark is None:
-        return Benchmark(f"equal-weight buy-and-hold of {len(symbols)} symbols", None, len(symbols),
+        return Benchmark(f"equal weight of {len(symbols)} symbols, rebalanced daily", None, len(symbols),
                          benchmark_returns(prices))
     sym = bt.benchmark
     if sym not in symbols:

@@ -14,7 +14,7 @@ AUC over every out-of-sample row of the years, from the evaluation), "AUC 2018" 
     h7                pooled AUC 0.531, PR-AUC 0.552, Brier 0.248, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23
     backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, turnover 45x/yr
     benchmark         Sharpe 0.75, CAGR 13.8%; excess return -7.6%/yr, information ratio -0.62, tracking error 9.8%,
-                      beta 0.62: the strategy lost to the benchmark (equal-weight buy-and-hold of 23 symbols) by 7.6%/yr
+                      beta 0.62: the strategy lost to the benchmark (equal weight of 23 symbols, rebalanced daily) by 7.6%/yr
     figures           reports/eval/{reliability,ic,long_short,deciles}_h*_overall.png, reports/backtest/equity.png
 
 A stage without a report says so on its line (`n/a`): nothing raises. `results_block`

@@ -4,7 +4,7 @@ no Dagster, no file I/O).
 - `portfolio`: the numba daily loop (`run_portfolio`, chunked with a carried state),
   `PortfolioConfig` (weight rule, costs), `stats` (CAGR, Sharpe, drawdown, turnover).
 - `reference`: the plain NumPy version of the same loop, for parity tests.
-- `benchmark`: the equal-weight buy-and-hold book's daily returns (`benchmark_returns`) and the
+- `benchmark`: the equal-weight book (rebalanced daily)'s daily returns (`benchmark_returns`) and the
   figures of a book against it (`relative_stats`: excess return, tracking error, information
   ratio, beta).
 """

@@ -53,7 +53,7 @@ def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equi
     assert "sharpe" in meta and "per_year" in meta
     overall = json.loads((s.stage_reports_dir("backtest") / "overall.json").read_text())
     bench = overall["benchmark"]
-    assert bench["name"] == "equal-weight buy-and-hold of 3 symbols" and bench["n_days"] == overall["n_days"]
+    assert bench["name"] == "equal weight of 3 symbols, rebalanced daily" and bench["n_days"] == overall["n_days"]
     assert overall["verdict"].split(" the benchmark (")[0] in ("beat", "lost to", "matched")
     assert meta["verdict"].value == overall["verdict"] and meta["in_cash_days"].value == overall["in_cash_days"]
     for name in ("benchmark_sharpe", "benchmark_cagr", "excess_return", "tracking_error", "beta"):

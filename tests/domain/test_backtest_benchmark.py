@@ -1,6 +1,6 @@
 """domain.backtest against its benchmark: the headline leaves out the days in cash before the
 first prediction (a year without a meta model) and after the last, every report carries the
-benchmark (equal-weight buy-and-hold of the universe, or `backtest.benchmark: SYMBOL`) and
+benchmark (equal-weight portfolio of the universe, or `backtest.benchmark: SYMBOL`) and
 says in words whether the book beat it.
 
 The market: AAA, BBB, CCC over six days, 2002-12-30 .. 2003-01-07; 2002 has no model (NaN
@@ -33,7 +33,7 @@ DAYS = [datetime(2002, 12, 30), datetime(2002, 12, 31), datetime(2003, 1, 2), da
 CLOSES = {"AAA": [100, 100, 100, 101, 101, 102.01], "BBB": [200, 200, 200, 200, 202, 202],
           "CCC": [400, 400, 400, 400, 400, 404]}
 BENCH_GROWTH = (301 / 300) ** 2 * (302 / 300)  # the equal-weight book over the four 2003 days
-NAME = "equal-weight buy-and-hold of 3 symbols"
+NAME = "equal weight of 3 symbols, rebalanced daily"
 FREE = {"fee_bps": 0.0, "slippage_bps": 0.0, "max_weight": 1.0}  # costless, one name may take the book
 
 
@@ -73,7 +73,7 @@ def test_buy_and_hold_beats_a_book_that_stays_in_cash_and_the_report_says_it_los
     assert o["beta"] == 0.0 and o["information_ratio"] == pytest.approx(-math.sqrt(378))
     assert o["tracking_error"] == pytest.approx(math.sqrt(2 / 3) / 300 * math.sqrt(252))
     assert o["verdict"] == f"lost to the benchmark ({NAME}) by {bench_cagr:.1%}/yr"
-    assert o["verdict"].startswith("lost to the benchmark (equal-weight buy-and-hold of 3 symbols) by ")
+    assert o["verdict"].startswith("lost to the benchmark (equal weight of 3 symbols, rebalanced daily) by ")
 
 
 def test_a_book_in_the_rising_name_beat_the_benchmark_by_the_cagr_difference(tmp_path):

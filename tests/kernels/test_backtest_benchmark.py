@@ -1,4 +1,4 @@
-"""kernels.backtest.benchmark: the equal-weight buy-and-hold book's daily returns and the
+"""kernels.backtest.benchmark: the equal-weight book (rebalanced daily)'s daily returns and the
 figures of a strategy against it, on cases small enough to compute by hand."""
 
 from __future__ import annotations

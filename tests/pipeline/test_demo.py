@@ -56,7 +56,7 @@ def test_demo_runs_the_whole_chain_and_prints_the_headline_figures(tmp_path):
     # 2000 has no meta model (no history before it): its days sit in cash, left out of the headline and counted
     assert bt["from"].startswith("2001") and bt["in_cash_days"] > 200
     assert bt["in_cash_reason"] == f"no prediction (no meta model) before {bt['from']}"
-    assert "benchmark         Sharpe " in headline and "the strategy " in headline and "buy-and-hold of 3 symbols" in headline
+    assert "benchmark         Sharpe " in headline and "the strategy " in headline and "(equal weight of 3 symbols, rebalanced daily)" in headline
     assert DeltaStore(tmp_path / "data").read("atc_scan").height > 0
 
 

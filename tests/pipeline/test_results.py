@@ -31,12 +31,12 @@ def test_results_lines_round_every_figure_and_a_one_class_horizon_reads_n_a(make
     _write(reports / "backtest" / "overall.json", {"horizon": 7, "from": "2014-01-02", "to": "2018-12-31", "symbols": 23,
                                                    "sharpe": 0.8412345, "cagr": 0.0623456, "max_drawdown": -0.1234567,
                                                    "annual_turnover": 45.4321, "in_cash_days": 0, "in_cash_reason": None,
-                                                   "benchmark": {"name": "equal-weight buy-and-hold of 23 symbols",
+                                                   "benchmark": {"name": "equal weight of 23 symbols, rebalanced daily",
                                                                  "sharpe": 0.7512345, "cagr": 0.1381234},
                                                    "excess_return": -0.0757778, "information_ratio": -0.6181234,
                                                    "tracking_error": 0.0981234, "beta": 0.6212345,
-                                                   "verdict": "lost to the benchmark (equal-weight buy-and-hold of 23 "
-                                                              "symbols) by 7.6%/yr"})
+                                                   "verdict": "lost to the benchmark (equal weight of 23 symbols, "
+                                                              "rebalanced daily) by 7.6%/yr"})
     (reports / "backtest" / "equity.png").write_bytes(b"\x89PNG")
     for y, auc in ((2017, 0.52), (2018, 0.54)):
         _write(reports / "meta_model" / f"h7_{y}.json", {"year": y, "horizon": 7, "auc": auc, "brier": 0.25, "symbols": 23})
@@ -52,7 +52,7 @@ def test_results_lines_round_every_figure_and_a_one_class_horizon_reads_n_a(make
         "  backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, "
         "turnover 45x/yr",
         "  benchmark         Sharpe 0.75, CAGR 13.8%; excess return -7.6%/yr, information ratio -0.62, tracking error 9.8%, "
-        "beta 0.62: the strategy lost to the benchmark (equal-weight buy-and-hold of 23 symbols) by 7.6%/yr",
+        "beta 0.62: the strategy lost to the benchmark (equal weight of 23 symbols, rebalanced daily) by 7.6%/yr",
         f"  figures           {reports / 'backtest' / 'equity.png'}",
     ]
 
@@ -79,7 +79,7 @@ def test_backtest_lines_of_a_market_where_buy_and_hold_beat_the_book_say_it_lost
     assert lines[0] == ("backtest          p_h7 2003-01-01..2003-01-06 (2 days in cash left out: no prediction (no meta "
                         "model) before 2003-01-01), 2 symbols: Sharpe n/a, CAGR 0.0%, max drawdown 0.0%, turnover 0x/yr")
     assert lines[1].startswith("benchmark         Sharpe ") and ", beta 0.00: the strategy lost to the benchmark " \
-        "(equal-weight buy-and-hold of 2 symbols) by " in lines[1]
+        "(equal weight of 2 symbols, rebalanced daily) by " in lines[1]
 
 
 def test_a_backtest_report_without_a_benchmark_says_so_on_the_benchmark_line(make_settings):
