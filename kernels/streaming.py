@@ -409,6 +409,49 @@ class SymbolStream:
             feats[t], scores[t] = update(*bar)
         return feats, scores
 
+    _PLAIN_FORMAT = "kernels.streaming.SymbolStream/plain-1"
+
+    def to_plain(self) -> dict:
+        """The stream's state as plain data (kernels.plain_state; JSON-ready, no pickle): the
+        precision, the packs, the bars fed, the last bar, each shared updater's state in the
+        pool's order (with its class name) and its last output, and the windows' rows."""
+        from kernels.plain_state import to_plain
+
+        return {"format": self._PLAIN_FORMAT, "precision": self.precision, "bars": self.bars,
+                "packs": to_plain(self.packs), "bar": to_plain(list(self._u.bar)),
+                "nodes": [{"class": type(n.updater).__name__, "state": to_plain(n.updater), "out": to_plain(n.out)}
+                          for n in self._u.nodes],
+                "windows": [{"columns": list(w.columns), "rows": [list(r) for r in w.rows]} for w in self._windows]}
+
+    @classmethod
+    def from_plain(cls, data: dict) -> SymbolStream:
+        """The stream of `to_plain`'s data: built anew from the registries for its packs, then
+        every updater's state set into it. ValueError (rebuild it from history) for another
+        format, or a state whose updaters or windows the registries no longer build."""
+        from kernels.plain_state import from_plain, restore
+
+        if not isinstance(data, dict) or data.get("format") != cls._PLAIN_FORMAT:
+            raise ValueError("not a plain SymbolStream state of this format: rebuild it from history")
+        if data.get("precision") not in ("float32", "float64"):
+            raise ValueError(f"bad precision {data.get('precision')!r} in a SymbolStream state")
+        packs = from_plain(data["packs"])
+        stream = cls(data["precision"], packs)
+        nodes, saved = stream._u.nodes, data["nodes"]
+        if [type(n.updater).__name__ for n in nodes] != [x["class"] for x in saved]:
+            raise ValueError("this SymbolStream state was built for other registries: rebuild it from history")
+        if [list(w.columns) for w in stream._windows] != [w["columns"] for w in data["windows"]]:
+            raise ValueError("this SymbolStream state was built for other packs: rebuild it from history")
+        for node, x in zip(nodes, saved):
+            restore(node.updater, x["state"])
+            node.out = from_plain(x["out"], node.out)
+        for w, x in zip(stream._windows, data["windows"]):
+            w.rows.extend(tuple(r) for r in x["rows"])
+        stream.bars = int(data["bars"])
+        stream._u.bar[:] = from_plain(data["bar"])
+        if stream.bars:
+            stream.features, stream.scores = stream._values()
+        return stream
+
     _STATE_FORMAT = "kernels.streaming.SymbolStream/2"  # 1: the hand-written per-name fields
 
     def __getstate__(self) -> dict:

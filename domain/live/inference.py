@@ -52,14 +52,16 @@ The state only moves forward: a `now` before a state's last bar is answered by a
 replay up to that bar (cold cost), leaving the cached state where it was.
 
 Persistence (optional): `InferenceSession(settings, state_dir=...)` (e.g.
-`<data>/live_state`) loads `<state_dir>/symbol=<S>/state.pkl` at a cold start and
+`<data>/live_state`) loads `<state_dir>/symbol=<S>/state.stream.json` at a cold start and
 `save_states()` writes every state there atomically. A stored state is used only if its
 format, the precision, the source of the streaming code (a hash of the kernel modules the
 stream is made of) and a blake2b digest of the bars it was fed all match the current ones;
-otherwise it is ignored and rebuilt from history, so a stale or foreign pickle can cost
-time but never change a value. Pickle executes code, so a state file is unpickled only when
+otherwise it is ignored and rebuilt from history, so a stale or foreign state can cost
+time but never change a value. The state is plain data (`state.stream.json`: numbers and
+containers set into updaters built anew, kernels.plain_state; a `state.pkl` of before is never
+read), and a state file is read only when
 it is this user's, not world-writable, and has the sha256 recorded in `state.json` beside it
-when it was written (resources.verified_files); any other is never unpickled: a warning line
+when it was written (resources.verified_files); any other is never read: a warning line
 names it, and it is rebuilt from history (counter `rejected_states`).
 The module-level functions do not persist.
 
@@ -91,7 +93,6 @@ import datetime as dt
 import hashlib
 import json
 import math
-import pickle
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,9 +116,9 @@ from resources.verified_files import UnverifiedFileError, load_verified, write_v
 if TYPE_CHECKING:  # torch loads with domain.learning.lstm: only when a meta model uses the LSTM score
     from domain.learning.lstm import SavedLSTM
 
-STATE_FORMAT = "tradelab.live_state/1"
-STATE_FILE = "state.pkl"
-STATE_SIDECAR = "state.json"  # {"sha256": ...} of state.pkl, written after it: a state is unpickled only if it matches
+STATE_FORMAT = "tradelab.live_state/2"  # 1: a pickle (state.pkl), never read since
+STATE_FILE = "state.stream.json"  # plain data (kernels.plain_state): nothing in it can run code
+STATE_SIDECAR = "state.json"  # {"sha256": ...} of the state file, written after it: read only if it matches
 BAR_COLUMNS = ("open", "high", "low", "close", "volume")
 STORED_LSTM_COLUMN = "spec_lstm_score"  # the lstm_model asset's column
 
@@ -230,6 +231,21 @@ def _arrays(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------------------------
 # the live state of one symbol
 # ---------------------------------------------------------------------------------------
+
+
+def _state_to_plain(st: LiveState) -> dict:
+    """A LiveState as plain data: its symbol, bars fed, last date and bar, and its stream's
+    state (SymbolStream.to_plain)."""
+    return {"symbol": st.symbol, "n_bars": int(st.n_bars),
+            "last_date": None if st.last_date is None else str(st.last_date),  # its unit kept by its digits
+            "bar": [float(x) for x in st.bar], "stream": st.stream.to_plain()}
+
+
+def _state_from_plain(d: dict) -> LiveState:
+    """The LiveState of `_state_to_plain`'s data (ValueError when its stream is of other code)."""
+    return LiveState(str(d["symbol"]), SymbolStream.from_plain(d["stream"]), int(d["n_bars"]),
+                     None if d["last_date"] is None else np.datetime64(d["last_date"]),
+                     np.asarray(d["bar"], dtype=np.float32))
 
 
 @dataclass
@@ -419,36 +435,40 @@ class InferenceSession:
         if not path.is_file():
             return None
         try:
-            payload = load_verified(path, path.with_name(STATE_SIDECAR), pickle.load,
+            payload = load_verified(path, path.with_name(STATE_SIDECAR), lambda fh: json.loads(fh.read()),
                                     rebuild="it is rebuilt from history and overwritten at the next save")
-        except UnverifiedFileError as err:  # never unpickled: planted, changed or foreign
+        except UnverifiedFileError as err:  # never read: planted, changed or foreign
             warnings.warn(str(err), UserWarning, stacklevel=2)
             self.counters["rejected_states"] += 1
             return None
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
-            # unreadable, or written by other code: rebuilt from history
+        except (OSError, ValueError):  # unreadable: rebuilt from history
             return None
         if not isinstance(payload, dict) or payload.get("format") != STATE_FORMAT:
             return None
-        st = payload.get("state")
         if (payload.get("code") != self._code_id() or payload.get("precision") != self.precision
-                or not isinstance(st, LiveState) or st.symbol != symbol or st.n_bars > len(bars)
-                or payload.get("digest") != bars.digest(st.n_bars)):
+                or not isinstance(payload.get("state"), dict)):
+            return None
+        try:
+            st = _state_from_plain(payload["state"])
+        except (KeyError, TypeError, ValueError):  # written by other code: rebuilt from history
+            return None
+        if st.symbol != symbol or st.n_bars > len(bars) or payload.get("digest") != bars.digest(st.n_bars):
             return None
         self.counters["persisted_loads"] += 1
         return st
 
     def save_states(self) -> list[Path]:
-        """Write every cached state to `state_dir` (atomically); returns the paths."""
+        """Write every cached state to `state_dir` (atomically, as plain data); returns the paths."""
         if self.state_dir is None:
             raise ValueError("this session has no state_dir: InferenceSession(settings, state_dir=...)")
         out = []
         for symbol, st in self._states.items():
             bars = self._bars[symbol]
             payload = {"format": STATE_FORMAT, "code": self._code_id(), "precision": self.precision,
-                       "digest": bars.digest(st.n_bars), "state": st}
+                       "digest": bars.digest(st.n_bars), "state": _state_to_plain(st)}
+            data = json.dumps(payload).encode()
             path = self._state_path(symbol)
-            sha256 = write_verified(path, lambda fh, p=payload: pickle.dump(p, fh, protocol=pickle.HIGHEST_PROTOCOL))
+            sha256 = write_verified(path, lambda fh, d=data: fh.write(d))
             write_verified(path.with_name(STATE_SIDECAR), lambda fh, h=sha256: fh.write(json.dumps({"sha256": h}).encode()))
             out.append(path)
         return out

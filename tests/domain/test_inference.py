@@ -9,6 +9,8 @@ and features as its snapshot. Tests that change the store write through DeltaSto
 
 from __future__ import annotations
 
+import json
+
 import datetime as dt
 import math
 import shutil
@@ -240,11 +242,12 @@ def test_persisted_states_are_used_only_when_they_match_the_stored_bars(store_co
     writer = InferenceSession(store_copy, state_dir=state_dir)
     want = writer.infer_one("CCC", day)
     (path,) = writer.save_states()
-    assert path == state_dir / "symbol=CCC" / "state.pkl"
+    assert path == state_dir / "symbol=CCC" / "state.stream.json"
+    assert json.loads(path.read_text())["format"] == "tradelab.live_state/2"  # plain data: no pickle
     reader = InferenceSession(store_copy, state_dir=state_dir)
     assert reader.infer_one("CCC", day) == want
     assert reader.counters["persisted_loads"] == 1 and reader.counters["bars_fed"] == 0
-    # the bars it was fed from changed: the pickle is ignored, the state rebuilt from history
+    # the bars it was fed from changed: the state is ignored, rebuilt from history
     store, raw = _store(store_copy), SymbolYear("CCC", 2000)
     store.write("raw_bars", raw, store.read("raw_bars", [raw]).with_columns(pl.col("volume") + 1.0))
     stale = InferenceSession(store_copy, state_dir=state_dir)

@@ -91,3 +91,23 @@ def test_a_pickle_planted_in_the_live_state_cache_is_never_run_and_the_state_is_
     reader.save_states()  # the rebuilt state replaces the planted file and is trusted again
     again = InferenceSession(learned_copy, state_dir=state_dir)
     assert again.infer_one("CCC", day) == want and again.counters["persisted_loads"] == 1
+
+
+def test_a_pickle_in_the_live_state_cache_with_its_sha_rewritten_is_never_run(learned_copy, tmp_path):
+    """A state folder copied in from a colleague, the hashes rewritten: every ownership and hash
+    check passes, and the file is still only parsed as JSON (plain data): nothing runs, the
+    state is rebuilt from history."""
+    import hashlib
+
+    from domain.live.inference import InferenceSession
+
+    state_dir, day, marker = tmp_path / "live_state", dt.date(2003, 8, 1), tmp_path / "executed"
+    writer = InferenceSession(learned_copy, state_dir=state_dir)
+    want = writer.infer_one("CCC", day)
+    (path,) = writer.save_states()
+    data = pickle.dumps(Planted(marker))
+    path.write_bytes(data)
+    path.with_name("state.json").write_text(json.dumps({"sha256": hashlib.sha256(data).hexdigest()}))
+    reader = InferenceSession(learned_copy, state_dir=state_dir)
+    assert reader.infer_one("CCC", day) == want
+    assert not marker.exists() and reader.counters["persisted_loads"] == 0
