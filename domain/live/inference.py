@@ -54,8 +54,9 @@ replay up to that bar (cold cost), leaving the cached state where it was.
 Persistence (optional): `InferenceSession(settings, state_dir=...)` (e.g.
 `<data>/live_state`) loads `<state_dir>/symbol=<S>/state.stream.json` at a cold start and
 `save_states()` writes every state there atomically. A stored state is used only if its
-format, the precision, the source of the streaming code (a hash of the kernel modules the
-stream is made of) and a blake2b digest of the bars it was fed all match the current ones;
+format, the precision, the provenance (the experiment and settings hash of the session that
+wrote it: domain.learning.provenance), the source of the streaming code (a hash of the kernel
+modules the stream is made of) and a blake2b digest of the bars it was fed all match the current ones;
 otherwise it is ignored and rebuilt from history, so a stale or foreign state can cost
 time but never change a value. The state is plain data (`state.stream.json`: numbers and
 containers set into updaters built anew, kernels.plain_state; a `state.pkl` of before is never
@@ -119,6 +120,7 @@ if TYPE_CHECKING:  # torch loads with domain.learning.lstm: only when a meta mod
 STATE_FORMAT = "tradelab.live_state/2"  # 1: a pickle (state.pkl), never read since
 STATE_FILE = "state.stream.json"  # plain data (kernels.plain_state): nothing in it can run code
 STATE_SIDECAR = "state.json"  # {"sha256": ...} of the state file, written after it: read only if it matches
+LIVE_STATE_KIND = "live_state"  # the kind its provenance records (the experiment and settings hash that wrote it)
 BAR_COLUMNS = ("open", "high", "low", "close", "volume")
 STORED_LSTM_COLUMN = "spec_lstm_score"  # the lstm_model asset's column
 
@@ -446,8 +448,9 @@ class InferenceSession:
         if not isinstance(payload, dict) or payload.get("format") != STATE_FORMAT:
             return None
         if (payload.get("code") != self._code_id() or payload.get("precision") != self.precision
+                or payload.get("provenance") != self._wanted(LIVE_STATE_KIND)
                 or not isinstance(payload.get("state"), dict)):
-            return None
+            return None  # another experiment's, settings', code's or precision's: rebuilt from history
         try:
             st = _state_from_plain(payload["state"])
         except (KeyError, TypeError, ValueError):  # written by other code: rebuilt from history
@@ -465,7 +468,8 @@ class InferenceSession:
         for symbol, st in self._states.items():
             bars = self._bars[symbol]
             payload = {"format": STATE_FORMAT, "code": self._code_id(), "precision": self.precision,
-                       "digest": bars.digest(st.n_bars), "state": _state_to_plain(st)}
+                       "provenance": self._wanted(LIVE_STATE_KIND), "digest": bars.digest(st.n_bars),
+                       "state": _state_to_plain(st)}
             data = json.dumps(payload).encode()
             path = self._state_path(symbol)
             sha256 = write_verified(path, lambda fh, d=data: fh.write(d))

@@ -255,6 +255,22 @@ def test_persisted_states_are_used_only_when_they_match_the_stored_bars(store_co
     assert stale.counters["persisted_loads"] == 0 and stale.counters["bars_fed"] > 0
 
 
+def test_a_persisted_state_of_another_experiment_is_not_used_and_is_rebuilt(store_copy):
+    """The live state records the experiment and settings hash that wrote it (its provenance):
+    a session of another experiment rebuilds its own from history."""
+    state_dir = read_settings(store_copy).data_dir / "live_state"
+    day = dt.date(2003, 8, 1)
+    writer = InferenceSession(store_copy, state_dir=state_dir)
+    writer.infer_one("CCC", day)
+    (path,) = writer.save_states()
+    assert json.loads(path.read_text())["provenance"]["experiment"] == "default"
+    other = store_copy.with_name("other.yaml")
+    other.write_text(yaml.safe_dump({**yaml.safe_load(store_copy.read_text()), "experiment": "other"}))
+    reader = InferenceSession(other, state_dir=state_dir)
+    reader.infer_one("CCC", day)
+    assert reader.counters["persisted_loads"] == 0 and reader.counters["bars_fed"] > 0
+
+
 def test_a_model_that_uses_the_lstm_score_gets_the_stored_one_of_that_day(store_copy, monkeypatch):
     """The meta model sees the stored out-of-sample LSTM score of (symbol, date) as the batch
     scoring frame would carry it."""
