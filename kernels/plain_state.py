@@ -13,9 +13,10 @@ Python objects. `to_plain(obj)` writes an object's attributes as nested plain va
 
 Functions, classes, modules, NumPy dtypes, frozen dataclasses and named tuples are
 configuration, not state: left out (the fresh object has them). `restore(fresh, plain)` sets the state into an object built anew the
-same way (same class, same parameters): nested objects are restored in place, a named tuple
-keeps its type, and a class name that differs is a ValueError (the state belongs to other
-code: rebuild it from history). Nothing here imports or calls anything a file names: the
+same way (same class, same parameters: the caller checks the parameters, e.g. SymbolStream's
+node keys): nested objects are restored in place, a named tuple keeps its type, and a class
+name that differs, an attribute the fresh object does not have or a non-numeric array is a
+ValueError (the state belongs to other code: rebuild it from history). Nothing here imports or calls anything a file names: the
 data can only set numbers and containers on objects the caller built.
 """
 
@@ -82,9 +83,15 @@ def _value(fresh, p):
     if p is None or isinstance(p, (bool, int, float, str)):
         return p
     if "np" in p:
-        return np.dtype(p["np"]).type(p["v"])
+        dtype = np.dtype(p["np"])
+        if dtype.kind not in "biuf":
+            raise ValueError(f"a scalar of dtype {dtype} is no updater state")
+        return dtype.type(p["v"])
     if "nd" in p:
-        return np.array(p["v"], dtype=np.dtype(p["nd"])).reshape(p["shape"])
+        dtype = np.dtype(p["nd"])
+        if dtype.kind not in "biuf":
+            raise ValueError(f"an array of dtype {dtype} is no updater state")
+        return np.array(p["v"], dtype=dtype).reshape(p["shape"])
     if "deque" in p:
         return deque((_value(None, x) for x in p["deque"]), maxlen=p["maxlen"])
     if "list" in p:
@@ -118,5 +125,9 @@ def restore(fresh, plain: dict) -> None:
     if type(fresh).__name__ != plain["obj"]:
         raise ValueError(f"a saved {plain['obj']} where the code now builds {type(fresh).__name__}: "
                          "rebuild it from history")
+    have = _attributes(fresh) or {}
     for name, p in plain["attrs"].items():
-        setattr(fresh, name, _value(getattr(fresh, name, None), p))
+        if name not in have or name.startswith("__"):  # only the state the fresh object has
+            raise ValueError(f"a saved {plain['obj']} with an attribute {name!r} the code does not build: "
+                             "rebuild it from history")
+        setattr(fresh, name, _value(have[name], p))

@@ -320,6 +320,16 @@ class WindowTap:
 # ---------------------------------------------------------------------------------------
 
 
+def _key_text(key) -> str:
+    """A node key (core or factory, inputs, parameters, dtype) as stable text: a function or
+    class by its module and qualified name (not its address), the rest by repr."""
+    if isinstance(key, tuple):
+        return "(" + ", ".join(_key_text(k) for k in key) + ")"
+    if callable(key) and hasattr(key, "__qualname__"):
+        return f"{getattr(key, '__module__', '?')}.{key.__qualname__}"
+    return repr(key)
+
+
 class SymbolStream:
     """Every registered feature and specialist score of one symbol, one bar at a time: one
     tap per registry entry (its `stream`), over updaters shared between entries.
@@ -419,8 +429,8 @@ class SymbolStream:
 
         return {"format": self._PLAIN_FORMAT, "precision": self.precision, "bars": self.bars,
                 "packs": to_plain(self.packs), "bar": to_plain(list(self._u.bar)),
-                "nodes": [{"class": type(n.updater).__name__, "state": to_plain(n.updater), "out": to_plain(n.out)}
-                          for n in self._u.nodes],
+                "nodes": [{"key": _key_text(n.key), "class": type(n.updater).__name__, "state": to_plain(n.updater),
+                           "out": to_plain(n.out)} for n in self._u.nodes],
                 "windows": [{"columns": list(w.columns), "rows": [list(r) for r in w.rows]} for w in self._windows]}
 
     @classmethod
@@ -437,8 +447,9 @@ class SymbolStream:
         packs = from_plain(data["packs"])
         stream = cls(data["precision"], packs)
         nodes, saved = stream._u.nodes, data["nodes"]
-        if [type(n.updater).__name__ for n in nodes] != [x["class"] for x in saved]:
-            raise ValueError("this SymbolStream state was built for other registries: rebuild it from history")
+        if [(_key_text(n.key), type(n.updater).__name__) for n in nodes] != [(x.get("key"), x["class"]) for x in saved]:
+            raise ValueError("this SymbolStream state was built for other registries (other updaters or "
+                             "parameters): rebuild it from history")
         if [list(w.columns) for w in stream._windows] != [w["columns"] for w in data["windows"]]:
             raise ValueError("this SymbolStream state was built for other packs: rebuild it from history")
         for node, x in zip(nodes, saved):

@@ -133,7 +133,10 @@ def _evaluation_coverage(m: dict, meta: dict | None) -> str:
             f"{cov['rows_used']:,} of {cov['rows_available']:,} rows")
     none = (cov.get("left_out") or {}).get("no prediction") or 0
     if none:
-        reason = left_out_reason(meta) or "no meta model of their year, or the specialists' warm-up"
+        # the meta models' own reason only where their rule left rows out (drop); under fill and
+        # native a row without a prediction is a warm-up or a year without a model
+        dropped = left_out_reason(meta) if meta and meta.get("missing") == "drop" else ""
+        reason = dropped or "a warm-up (no input value), or no meta model of their year"
         text += f"; {none:,} without a prediction: {reason}"
     return f" ({text})"
 

@@ -94,6 +94,13 @@ def load_meta(path, want: dict | None = None) -> MetaModel:
                                            "under this experiment)")
     arrays = load_verified(path, side_path, lambda fh: load_arrays(fh, path),
                            rebuild="rebuild it (materialize meta_model for that year)")
+    try:  # the sidecar read above is the one the verified arrays belong to: not replaced meanwhile
+        again = json.loads(side_path.read_text())
+    except (OSError, ValueError):
+        again = None
+    if again != side:
+        raise UnverifiedFileError(str(side_path), "replaced while the model was read (a rebuild writing it?); "
+                                  "not loaded", expected="the load again once the rebuild is done")
     return meta_from_arrays(arrays, side, path)
 
 

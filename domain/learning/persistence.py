@@ -97,7 +97,8 @@ def meta_from_arrays(arrays: dict, sidecar: dict, origin) -> MetaModel:
     if trained != sklearn.__version__:
         warnings.warn(f"meta model trained with scikit-learn {trained}, loaded with {sklearn.__version__}",
                       UserWarning, stacklevel=2)
-    estimator = PortableEnsemble.from_arrays(arrays, sidecar["kind"], list(sidecar["methods"]), str(origin))
+    estimator = PortableEnsemble.from_arrays(arrays, sidecar["kind"], list(sidecar["methods"]), str(origin),
+                                             n_features=len(sidecar["features"]))
     fill = arrays.get("fill_values")
     info = {k: v for k, v in sidecar.items() if k not in SIDECAR_KEYS}
     return MetaModel(estimator, list(sidecar["features"]), sidecar["kind"], sidecar["calibration"],

@@ -6,7 +6,9 @@ HistGradientBoosting decision) and a calibrator (isotonic: interp(clip(d, x_min,
 ys); sigmoid: expit(-(a d + b))). `to_arrays(estimator, kind)` writes each copy as arrays:
 
     logistic   c{i}_mean, c{i}_scale (absent: step skipped), c{i}_coef [k, 1], c{i}_intercept [1]
-    lightgbm   c{i}_lightgbm: the booster in LightGBM's text format, as uint8 bytes; c{i}_raw: 1 when
+    lightgbm   c{i}_lightgbm: the booster in LightGBM's text format, as uint8 bytes (its trees' split
+               features and children checked in range before LightGBM parses it; the parser itself
+               is C++ and no safer than the sha256 check in front of it); c{i}_raw: 1 when
                the calibrated response is its raw score (decision_function), 0 its probability
     hist_gbm   c{i}_skops: the HistGradientBoostingClassifier through skops (its trusted-types
                check), as uint8 bytes; loaded only after every tree's node indices are
@@ -116,26 +118,63 @@ def to_arrays(estimator, kind: str) -> tuple[dict[str, np.ndarray], list[str]]:
     return arrays, methods
 
 
-def _checked_hist_gbm(data: bytes, origin: str):
+def _checked_hist_gbm(data: bytes, origin: str, n_features: int):
     """The HistGradientBoostingClassifier of skops `data`, refused (ValueError naming
-    `origin`) when a type other than the trees' is untrusted or a tree's node indices fall
-    outside its nodes or the model's features."""
+    `origin`) unless every type but the trees' is trusted, the model takes `n_features`
+    columns with no categorical preprocessing, and every tree is safe to walk: sklearn's
+    records, no categorical split, and each inner node's feature in range and children after
+    it in the tree (the grower writes children after their parent: no index outside the tree,
+    no cycle). sklearn's predictor reads these without bounds checks."""
     import skops.io as sio
+    from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
 
     untrusted = [t for t in sio.get_untrusted_types(data=data) if t != TREE_NODE_TYPE]
     if untrusted:
         raise ValueError(f"{origin}: the hist_gbm model holds types skops does not trust: {untrusted}")
     model = sio.loads(data, trusted=[TREE_NODE_TYPE])
-    n_features = int(getattr(model, "n_features_in_", 0))
+    if int(getattr(model, "n_features_in_", -1)) != n_features or getattr(model, "_preprocessor", None) is not None \
+            or getattr(model, "is_categorical_", None) is not None:
+        raise ValueError(f"{origin}: the hist_gbm model is not one of {n_features} numeric columns")
     for trees in getattr(model, "_predictors", []):
         for tree in trees:
             nodes = tree.nodes
             n = len(nodes)
+            if n == 0 or nodes.dtype != PREDICTOR_RECORD_DTYPE:
+                raise ValueError(f"{origin}: a hist_gbm tree is not a tree of sklearn's records")
             inner = ~nodes["is_leaf"].astype(bool)
-            if n == 0 or (inner & ((nodes["left"] >= n) | (nodes["right"] >= n) | (nodes["feature_idx"] >= n_features)
-                                   | (nodes["left"] < 0) | (nodes["right"] < 0) | (nodes["feature_idx"] < 0))).any():
-                raise ValueError(f"{origin}: a hist_gbm tree's node indices fall outside the tree or the features")
+            idx = np.arange(n)
+            bad = inner & ((nodes["left"] <= idx) | (nodes["right"] <= idx) | (nodes["left"] >= n)
+                           | (nodes["right"] >= n) | (nodes["feature_idx"] >= n_features) | (nodes["feature_idx"] < 0))
+            if bad.any() or nodes["is_categorical"].any():
+                raise ValueError(f"{origin}: a hist_gbm tree's node indices fall outside the tree or the features, "
+                                 "or it splits on a category")
     return model
+
+
+def _checked_lightgbm_text(text: str, origin: str, n_features: int) -> None:
+    """ValueError (naming `origin`) unless LightGBM's text model is of `n_features` columns and
+    every tree's split features and children are in range (LightGBM's parser and predictor
+    do not check them: a crafted index reads out of memory). Leaves are ~k (k < num_leaves),
+    inner nodes 0..num_leaves-2, each child after its parent."""
+    head = text.split("\nTree=", 1)[0]
+    fields = dict(line.split("=", 1) for line in head.splitlines() if "=" in line)
+    if int(fields.get("max_feature_idx", -2)) != n_features - 1:
+        raise ValueError(f"{origin}: the LightGBM model is not one of {n_features} columns")
+    for block in text.split("\nTree=")[1:]:
+        tree = dict(line.split("=", 1) for line in block.split("\n\n", 1)[0].splitlines()[1:] if "=" in line)
+        leaves = int(tree.get("num_leaves", 0))
+        if leaves < 1:
+            raise ValueError(f"{origin}: a LightGBM tree without leaves")
+        if leaves == 1:
+            continue
+        split, left, right = (np.array(tree.get(k, "").split(), dtype=np.int64)
+                              for k in ("split_feature", "left_child", "right_child"))
+        inner = np.arange(leaves - 1)
+        shaped = split.shape == left.shape == right.shape == inner.shape
+        children_ok = shaped and all((((c > inner) & (c < leaves - 1)) | ((c < 0) & (~c < leaves))).all()
+                                     for c in (left, right))
+        if not (children_ok and (split >= 0).all() and (split < n_features).all()):
+            raise ValueError(f"{origin}: a LightGBM tree's split features or children fall outside the tree")
 
 
 class PortableEnsemble:
@@ -148,8 +187,10 @@ class PortableEnsemble:
         self.bases = bases if bases is not None else list(folds or [])  # each copy's base model (a booster, ...)
 
     @classmethod
-    def from_arrays(cls, arrays, kind: str, methods: list[str], origin: str = "model") -> "PortableEnsemble":
-        """The ensemble of `arrays` (to_arrays of a model of `kind`)."""
+    def from_arrays(cls, arrays, kind: str, methods: list[str], origin: str = "model",
+                    n_features: int | None = None) -> "PortableEnsemble":
+        """The ensemble of `arrays` (to_arrays of a model of `kind` over `n_features` columns:
+        the tree models are checked against it before use)."""
         cals = [_cal_from(arrays, i, m) for i, m in enumerate(methods)]
         if kind == "logistic":
             folds = [LogisticFold(arrays.get(f"c{i}_mean"), arrays.get(f"c{i}_scale"), arrays[f"c{i}_coef"],
@@ -161,12 +202,14 @@ class PortableEnsemble:
             if kind == "lightgbm":
                 import lightgbm
 
-                booster = lightgbm.Booster(model_str=arrays[f"c{i}_lightgbm"].tobytes().decode())
+                text = arrays[f"c{i}_lightgbm"].tobytes().decode()
+                _checked_lightgbm_text(text, origin, int(n_features))
+                booster = lightgbm.Booster(model_str=text)
                 raw = bool(arrays[f"c{i}_raw"][0])
                 scorers.append(lambda X, b=booster, raw=raw: b.predict(X, raw_score=raw))
                 bases.append(booster)
             elif kind == "hist_gbm":
-                bases.append(_checked_hist_gbm(arrays[f"c{i}_skops"].tobytes(), origin))
+                bases.append(_checked_hist_gbm(arrays[f"c{i}_skops"].tobytes(), origin, int(n_features)))
                 scorers.append(bases[-1].decision_function)
             else:
                 raise ValueError(f"{origin}: no portable form of model kind {kind!r}")

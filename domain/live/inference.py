@@ -443,7 +443,7 @@ class InferenceSession:
             warnings.warn(str(err), UserWarning, stacklevel=2)
             self.counters["rejected_states"] += 1
             return None
-        except (OSError, ValueError):  # unreadable: rebuilt from history
+        except (OSError, ValueError, RecursionError):  # unreadable: rebuilt from history
             return None
         if not isinstance(payload, dict) or payload.get("format") != STATE_FORMAT:
             return None
@@ -453,7 +453,7 @@ class InferenceSession:
             return None  # another experiment's, settings', code's or precision's: rebuilt from history
         try:
             st = _state_from_plain(payload["state"])
-        except (KeyError, TypeError, ValueError):  # written by other code: rebuilt from history
+        except (KeyError, TypeError, ValueError, OverflowError, RecursionError):  # other code's: rebuilt from history
             return None
         if st.symbol != symbol or st.n_bars > len(bars) or payload.get("digest") != bars.digest(st.n_bars):
             return None

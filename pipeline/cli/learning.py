@@ -96,22 +96,30 @@ def cmd_migrate_models(args: argparse.Namespace) -> int:
         print(f"no pickled meta model under {settings.models_dir}: nothing to migrate")
         return 0
     for path in pickles:
-        out = migrate_pickled(path, extra=lambda old, p=path: {"provenance": _migrated_provenance(settings, p, old)})
+        out = migrate_pickled(path, extra=lambda old, p=path: {"provenance": migrated_provenance(settings, p, old)})
         print(f"migrated {path.name} -> {out.name} (the pickle moved to {path.parent / '.pickled'})")
     print(f"{len(pickles)} meta model(s) migrated under {settings.models_dir}")
     return 0
 
 
-def _migrated_provenance(settings, path: Path, old: dict) -> dict:
-    """The provenance of a migrated model: its partition from the file name, its kind from the
-    payload's sidecar, the experiment and settings hash in force (the experiment's manifest
-    froze them). The look-ahead check still applies when the model is loaded."""
+def migrated_provenance(settings, path: Path, old: dict) -> dict:
+    """The provenance of a migrated model: its partition from the file name, checked against its
+    recorded training window (the horizon, trained through the year before: a renamed model is
+    refused), its kind from the sidecar, the experiment and settings hash in force (the
+    experiment's manifest froze them while the pickle was written), marked `migrated`."""
     import re
 
     from domain.learning.provenance import provenance
 
     h, y = map(int, re.fullmatch(r"meta_h(\d+)_(\d+)\.joblib", path.name).groups())
-    return old.get("provenance") or provenance(settings, year=y, horizon=h, kind=old.get("kind", settings.meta.model))
+    window = old.get("window") or {}
+    if window.get("horizon") != h or not str(window.get("train_to", ""))[:4] == str(y - 1):
+        raise ValueError(f"{path}: its training window (horizon {window.get('horizon')}, trained through "
+                         f"{window.get('train_to')}) is not that of meta_h{h}_{y} (horizon {h}, trained through {y - 1}); "
+                         "not migrated: a renamed or misplaced model; expected the file meta_model wrote for that "
+                         "partition, or materialize meta_model again")
+    return old.get("provenance") or {**provenance(settings, year=y, horizon=h, kind=old.get("kind", settings.meta.model)),
+                                     "migrated": True}
 
 
 def add_commands(sub) -> None:

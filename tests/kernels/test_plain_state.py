@@ -61,3 +61,22 @@ def test_plain_values_restore_into_a_fresh_object_and_a_class_name_cannot_be_swa
         restore({}, plain)
     with pytest.raises(TypeError, match="no updater state"):
         to_plain(np.array(["a"], dtype=object))
+
+
+def test_a_state_whose_updaters_had_other_parameters_is_refused_not_restored_into_new_ones():
+    """An EMA(10)'s state must not turn a fresh EMA(20) into an EMA(10): the node keys (core,
+    inputs, parameters) are compared before anything is set."""
+    state = SymbolStream("float32").to_plain()
+    node = state["nodes"][0]
+    changed = {**state, "nodes": [{**node, "key": node["key"].replace("('n', 1)", "('n', 2)")}, *state["nodes"][1:]]}
+    assert changed["nodes"][0]["key"] != node["key"]
+    with pytest.raises(ValueError, match="other updaters or parameters"):
+        SymbolStream.from_plain(changed)
+
+
+def test_restore_sets_only_the_attributes_the_fresh_object_has_and_only_numeric_arrays():
+    plain = to_plain(_Toy(3))
+    with pytest.raises(ValueError, match="an attribute '__dict__' the code does not build"):
+        restore(_Toy(3), {**plain, "attrs": {**plain["attrs"], "__dict__": {"dict": {}}}})
+    with pytest.raises(ValueError, match="an array of dtype object is no updater state"):
+        restore(_Toy(3), {**plain, "attrs": {**plain["attrs"], "total": {"nd": "|O", "shape": [1], "v": [1]}}})

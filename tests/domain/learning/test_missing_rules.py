@@ -151,3 +151,20 @@ def test_migrate_refuses_a_pickle_whose_recorded_sha256_differs_and_runs_nothing
     with pytest.raises(UnverifiedFileError, match="sha256 does not match"):
         migrate_pickled(old)
     assert old.exists() and not (tmp_path / "meta_h7_2011.npz").exists()
+
+
+def test_migrate_models_refuses_a_pickle_renamed_to_another_partition(tmp_path):
+    """The command stamps the partition from the file name only when the pickle's recorded
+    window is that partition's (the horizon, trained through the year before)."""
+    from config.settings import parse_settings
+    from pipeline.cli.learning import migrated_provenance
+
+    settings = parse_settings({})
+    own = {"kind": "logistic", "window": {"horizon": 7, "train_to": "2010-12-17 00:00:00"}}
+    prov = migrated_provenance(settings, tmp_path / "meta_h7_2011.joblib", own)
+    assert (prov["year"], prov["horizon"], prov["migrated"]) == (2011, 7, True)
+    with pytest.raises(ValueError, match=r"meta_h7_2012.joblib: its training window \(horizon 7, trained through "
+                                         r"2010-12-17 00:00:00\) is not that of meta_h7_2012"):
+        migrated_provenance(settings, tmp_path / "meta_h7_2012.joblib", own)
+    with pytest.raises(ValueError, match="is not that of meta_h14_2011"):
+        migrated_provenance(settings, tmp_path / "meta_h14_2011.joblib", own)
