@@ -377,6 +377,46 @@ class FeatureSettings(_Model):
         return tuple(out)
 
 
+class LightGBMParams(_Model):
+    """LightGBM's hyperparameters of `meta.model: lightgbm` (the defaults: the model before
+    they were settings)."""
+    n_estimators: int = Field(300, ge=1, le=100_000, description='boosting rounds (trees)')
+    learning_rate: float = Field(0.05, gt=0.0, le=1.0, description='shrinkage of each tree')
+    num_leaves: int = Field(15, ge=2, le=131_072, description='leaves per tree')
+    min_data_in_leaf: int = Field(100, ge=1, description="rows a leaf needs at least (LightGBM's min_child_samples)")
+    feature_fraction: float = Field(1.0, gt=0.0, le=1.0, description=(
+        "the share of columns each tree draws (LightGBM's colsample_bytree; seeded by meta.seed)"))
+    bagging_fraction: float = Field(1.0, gt=0.0, le=1.0, description=(
+        "the share of rows each tree draws (LightGBM's subsample, every tree); 1: GOSS sampling as before, "
+        "below 1: bagging instead (the two do not combine)"))
+    lambda_l2: float = Field(1.0, ge=0.0, description="L2 regularisation of the leaf values (LightGBM's reg_lambda)")
+    lambda_l1: float = Field(0.0, ge=0.0, description="L1 regularisation of the leaf values (LightGBM's reg_alpha)")
+
+    def estimator_params(self) -> dict:
+        """The LGBMClassifier keyword arguments these settings set."""
+        out = {"n_estimators": self.n_estimators, "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
+               "min_child_samples": self.min_data_in_leaf, "colsample_bytree": self.feature_fraction,
+               "reg_lambda": self.lambda_l2, "reg_alpha": self.lambda_l1}
+        if self.bagging_fraction < 1.0:
+            out |= {"data_sample_strategy": "bagging", "subsample": self.bagging_fraction, "subsample_freq": 1}
+        return out
+
+
+class HistGBMParams(_Model):
+    """scikit-learn HistGradientBoosting's hyperparameters of `meta.model: hist_gbm` (the
+    defaults: the model before they were settings)."""
+    max_iter: int = Field(200, ge=1, le=100_000, description='boosting iterations (trees)')
+    learning_rate: float = Field(0.05, gt=0.0, le=1.0, description='shrinkage of each tree')
+    max_leaf_nodes: int = Field(15, ge=2, le=131_072, description='leaves per tree')
+    min_samples_leaf: int = Field(100, ge=1, description='rows a leaf needs at least')
+    l2_regularization: float = Field(1.0, ge=0.0, description='L2 regularisation of the leaf values')
+    max_features: float = Field(1.0, gt=0.0, le=1.0, description='the share of columns each split considers')
+
+    def estimator_params(self) -> dict:
+        """The HistGradientBoostingClassifier keyword arguments these settings set."""
+        return self.model_dump()
+
+
 class MetaSettings(_Model):
     model: Literal["logistic", "hist_gbm", "lightgbm"] = Field("logistic", description=(
         "`logistic` (logistic regression), `hist_gbm` (scikit-learn's HistGradientBoosting trees: non-linear, "
@@ -406,6 +446,10 @@ class MetaSettings(_Model):
         "the model), `drop` leaves the rows out; `auto`: `native` for the tree models, `fill` for `logistic`. "
         "A row without any input value (the specialists' warm-up) is left out whatever the choice"
     ))
+    lightgbm: LightGBMParams = Field(LightGBMParams(), description=(
+        "LightGBM's hyperparameters (with `meta.model: lightgbm`)"))
+    hist_gbm: HistGBMParams = Field(HistGBMParams(), description=(
+        "HistGradientBoosting's hyperparameters (with `meta.model: hist_gbm`)"))
     min_coverage: float = Field(0.8, ge=0.0, le=1.0, description=(
         "the share of labelled rows (training and out-of-sample, per year and horizon) the model must use; below "
         "it the stage stops with one line naming the columns that emptied the rows, and stores nothing"

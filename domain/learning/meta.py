@@ -217,14 +217,17 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
              model: str = "logistic", calibration: str = "isotonic", seed: int = 0, features: list[str] | None = None,
              n_jobs: int | None = None, c_search: str = "once", solver: str = "newton-cholesky",
              search_rows: int | None = None, names: list[str] | None = None, groups: list[str] | None = None,
-             missing: str = "drop", min_coverage: float = 0.0, label: str | None = None):
+             missing: str = "drop", min_coverage: float = 0.0, label: str | None = None,
+             lgbm_params: dict | None = None, hist_gbm_params: dict | None = None):
     """(model, out-of-sample metrics, test probabilities, test labels) for one horizon.
     `names`: the model's columns (model_columns; default legacy_columns: every built-in group
     the frame has, then `features`), `groups` the input groups they come from (recorded);
     `missing`: the missing-value rule; the metrics carry `coverage` (domain.learning.coverage)
     of the training and the test rows, and a coverage under `min_coverage` raises
     CoverageError naming `label` (default `meta_model h{H}`); `n_jobs`: processes for the
-    calibration folds (the same model whatever the number)."""
+    calibration folds (the same model whatever the number); `lgbm_params`, `hist_gbm_params`:
+    the tree models' hyperparameters (settings meta.lightgbm / meta.hist_gbm). The metrics
+    carry `importance` (model_importance)."""
     label = label or f"meta_model h{horizon}"
     names = legacy_columns(frame_train.columns, features) if names is None else list(names)
     ybin = f"label_bin_h{horizon}"
@@ -250,7 +253,8 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
               (WITH_FEATURES if features else SPECIALISTS_ONLY),
               "input_columns": len(names), "missing": missing}
     model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window,
-                       fold_jobs=n_jobs, c_search=c_search, solver=solver, search_rows=search_rows, missing=missing)
+                       fold_jobs=n_jobs, c_search=c_search, solver=solver, search_rows=search_rows, missing=missing,
+                       lgbm_params=lgbm_params, hist_gbm_params=hist_gbm_params)
     Xt = frame_matrix(frame_test, names)
     labelled_t = frame_test[ybin].is_not_null().to_numpy()
     cov_test = row_coverage(Xt, names, labelled_t, _symbols(frame_test), missing)
@@ -261,8 +265,36 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     ret = frame_test[f"label_ret_h{horizon}"].to_numpy()[okt]
     ic = float(spearmanr(p, ret).statistic) if len(p) > 2 and np.ptp(p) > 0 else None
     metrics = {**fold_metrics(yt, p), "ic": ic, "train_rows": int(len(y)),
-               "coverage": {"train": cov_train, "test": cov_test}}
+               "coverage": {"train": cov_train, "test": cov_test}, "importance": model_importance(model)}
     return model, metrics, p, yt
+
+
+def model_importance(model: MetaModel) -> dict | None:
+    """{"kind": what was measured, "values": {column: share}} (largest first, shares summing
+    to 1): LightGBM's total split gain per column, averaged over the calibrated copies; the
+    logistic model's mean |coefficient| of the standardised columns over the copies; None for
+    hist_gbm (it has no built-in importance; permutation importance was left out: it costs
+    several predictions per column)."""
+    names = list(model.feature_names)
+    if model.kind == "lightgbm":
+        bases = getattr(model.estimator, "bases", None) or [cc.estimator.booster_
+                                                             for cc in model.estimator.calibrated_classifiers_]
+        raw = np.mean([np.asarray(b.feature_importance("gain"), np.float64) for b in bases], axis=0)
+        kind = "lightgbm split gain"
+    elif model.kind == "logistic":
+        from domain.learning.metamodel import logistic_folds
+
+        try:
+            raw = np.mean([np.abs(f.coef_t.reshape(-1)) for f in logistic_folds(model.estimator)], axis=0)
+        except NotImplementedError:  # a structure the extraction does not know
+            return None
+        kind = "mean |coefficient| (standardised columns)"
+    else:
+        return None
+    total = float(raw.sum())
+    shares = raw / total if total > 0 else raw
+    order = np.argsort(-shares, kind="stable")
+    return {"kind": kind, "values": {names[j]: round(float(shares[j]), 6) for j in order}}
 
 
 def _symbols(frame: pl.DataFrame) -> np.ndarray:
@@ -381,7 +413,9 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
     fit = {"n_splits": settings.cv.n_splits, "embargo_days": settings.cv.embargo_days, "model": settings.meta.model,
            "calibration": settings.meta.calibration, "seed": settings.meta.seed, "features": columns,
            "c_search": c_search, "solver": solver, "search_rows": settings.meta.search_rows,
-           "missing": settings.meta.missing_rule(), "min_coverage": settings.meta.min_coverage}
+           "missing": settings.meta.missing_rule(), "min_coverage": settings.meta.min_coverage,
+           "lgbm_params": settings.meta.lightgbm.estimator_params(),
+           "hist_gbm_params": settings.meta.hist_gbm.estimator_params()}
     workers = min(settings.build.worker_count(), len(years) * len(horizons))
     task_args = (specialists, labels, regime, lstm_model, horizons, years, log, features, columns, groups)
     keys = []
@@ -420,7 +454,9 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
                            **({"notes": notes} if notes else {}), **metrics})
         # the table keeps its columns (a stored table's schema); coverage is in the reports and metadata
         rows.append({"year": year, "horizon": h, **{k: metrics[k] for k in ("auc", "brier", "log_loss", "ic", "n", "train_rows")}})
-        previews[f"{year}/h{h}"] = {k: v for k, v in metrics.items() if k != "coverage"} | {
+        top = dict(list(((metrics.get("importance") or {}).get("values") or {}).items())[:10])
+        previews[f"{year}/h{h}"] = {k: v for k, v in metrics.items() if k not in ("coverage", "importance")} | {
+            "importance_top10": top} | {
             "coverage": {split: {k: c[k] for k in ("rows_used", "rows_available", "symbols_used", "symbols_available")}
                          for split, c in metrics["coverage"].items()}}
     for y in years:

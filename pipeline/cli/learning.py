@@ -46,7 +46,10 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         for h in hs:
             path = settings.stage_reports_dir("meta_model") / f"h{h}_{y}.json"
             if path.exists():
-                print(meta_year_line(json.loads(path.read_text()), h, y))
+                report = json.loads(path.read_text())
+                print(meta_year_line(report, h, y))
+                if line := importance_line(report):
+                    print(f"  {line}")
     print_results(settings, years, ("meta_model",))
     print(f"models: {settings.models_dir}/meta_h*_*.npz")
     return 0
@@ -64,6 +67,16 @@ def meta_year_line(m: dict, h: int, year: int) -> str:
     inputs = f"; inputs {'+'.join(m['inputs'])} ({m['input_columns']} columns, missing {m['missing']})" \
         if m.get("inputs") else ""
     return f"meta h{h} {year}: AUC {year} {fmt(m.get('auc'))}, Brier {fmt(m.get('brier'))} ({stands}){inputs}"
+
+
+def importance_line(m: dict, top: int = 10) -> str | None:
+    """`importance (<kind>): c1 0.231, c2 0.118, ...` of a meta model report's top `top`
+    columns; None when the model kind has none."""
+    imp = m.get("importance")
+    if not isinstance(imp, dict) or not imp.get("values"):
+        return None
+    items = list(imp["values"].items())[:top]
+    return f"importance ({imp['kind']}): " + ", ".join(f"{c} {v:.3f}" for c, v in items)
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:

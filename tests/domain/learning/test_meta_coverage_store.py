@@ -63,8 +63,12 @@ def test_native_trees_use_every_symbol_and_the_printout_gives_the_true_counts(la
     assert rep["missing"] == "native" and rep["inputs"] == ["specialists", "regime", "core"]
     assert (test["symbols_used"], test["symbols_available"], test["symbols_lacking"]) == (3, 3, 1)
     assert test["rows_used"] == test["rows_available"] and sorted(test["empty_columns"]) == sorted(EMPTY)
-    line = next(x for x in out.splitlines() if x.startswith(f"meta h7 {YEAR}"))
-    assert f"3 of 3 symbols, {test['rows_used']:,} of {test['rows_available']:,} rows; 1 symbol lacking" in line
+    lines = out.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith(f"meta h7 {YEAR}"))
+    assert f"3 of 3 symbols, {test['rows_used']:,} of {test['rows_available']:,} rows; 1 symbol lacking" in lines[at]
+    # the model's top 10 columns by LightGBM's split gain, under its line
+    assert lines[at + 1].startswith("  importance (lightgbm split gain): ") and lines[at + 1].count(",") == 9
+    assert list(_report(lacking_store, "trees")["importance"]["values"])[:1] == [lines[at + 1].split(": ")[1].split()[0]]
 
 
 def test_drop_shrinks_the_counts_and_prints_them_as_such(lacking_store, monkeypatch, capsys):
