@@ -85,7 +85,7 @@ def alive(procs: set[tuple[int, int]]) -> set[tuple[int, int]]:
     return out
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """Whether process group `pgid` has a member (zombies count: the fallback without /proc)."""
     try:
         os.killpg(pgid, 0)
@@ -132,7 +132,7 @@ def stop(proc: subprocess.Popen, signum: int, received: list[int], grace_s: floa
             seen = alive(seen)
         else:
             seen |= tree(proc.pid)
-        if not (alive(seen) if have_proc else _group_alive(proc.pid)) and proc.returncode is not None:
+        if not (alive(seen) if have_proc else group_alive(proc.pid)) and proc.returncode is not None:
             return []
         time.sleep(POLL_S)
     left = alive(seen | (tree(proc.pid) if proc.returncode is None else set()))

@@ -331,6 +331,7 @@ class InferenceSession:
         self._regime_computed: dict[int, int | None] = {}
         self._lstm: dict[int, tuple] = {}  # year -> (version, {(symbol, date int64): score})
         self._lstm_models: dict[int, tuple] = {}  # year -> (file stats, SavedLSTM or None)
+        self._requests: dict[str, dict] = {}  # kind -> the provenance a stored model must have (_wanted)
         self._lstm_live: dict[tuple, tuple] = {}  # (symbol, date int64) -> ((version, stats), score)
         self._code: str | None = None
         self.counters = {"bars_fed": 0, "cold_starts": 0, "rebuilds": 0, "replays": 0, "persisted_loads": 0,
@@ -489,10 +490,13 @@ class InferenceSession:
 
     def _wanted(self, kind: str) -> dict:
         """What a stored model must have been trained for to serve this session: its
-        experiment, settings hash and `kind` (domain.learning.provenance.request)."""
+        experiment, settings hash and `kind` (domain.learning.provenance.request; the hash is
+        computed once per session and kind, not per model or state file)."""
         from domain.learning.provenance import request
 
-        return request(self.settings, kind=kind)
+        if kind not in self._requests:
+            self._requests[kind] = request(self.settings, kind=kind)
+        return self._requests[kind]
 
     def _year_table(self, cache: dict, asset: str, year: int, build) -> dict:
         """`build(frame)` of the stored rows of `year` of `asset`, cached until the table's

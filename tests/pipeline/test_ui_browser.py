@@ -41,6 +41,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.ui import group_alive  # the launcher's own check of a process group
+
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 CHROMIUM = "/usr/bin/chromium"
@@ -123,16 +125,6 @@ def _wait_for_server(base: str, proc: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"dagster dev did not answer {base}/server_info within {SERVER_START_S} s ({last}):\n{_log_tail(log)}")
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _stop_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
     """SIGTERM to the process group of `dagster dev` (webserver, daemon, code server, run
     workers), wait for it to empty, SIGKILL what is left."""
@@ -141,7 +133,7 @@ def _stop_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
         os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        if proc.poll() is not None and not _group_alive(pgid):
+        if proc.poll() is not None and not group_alive(pgid):
             return
         time.sleep(0.2)
     with contextlib.suppress(ProcessLookupError):
