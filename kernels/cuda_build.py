@@ -72,24 +72,28 @@ def install() -> bool:
         return True
     import numba.cuda.dispatcher as dispatcher
 
+    wrap(dispatcher)
+    _installed = True
+    return True
+
+
+def wrap(dispatcher) -> None:
+    """Replace `dispatcher.compile_cuda` by one adding `fma=False` to a marked function's nvvm_options
+    (idempotent); `FmaHookMissing` when it takes no `nvvm_options`."""
     original = getattr(dispatcher, "compile_cuda", None)
     try:
-        takes_options = original is not None and "nvvm_options" in inspect.signature(original).parameters
+        signature = inspect.signature(original) if original is not None else None
     except (TypeError, ValueError):
-        takes_options = False
-    if not takes_options:
+        signature = None
+    if signature is None or "nvvm_options" not in signature.parameters:
         import numba
 
-        version = getattr(dispatcher, "__file__", "?")
         raise FmaHookMissing(
-            f"numba.cuda.dispatcher.compile_cuda takes no nvvm_options (numba {numba.__version__}, {version}): "
-            "the project's kernels cannot be compiled with -fma=0 and would not be bit for bit with the CPU; "
-            "install a numba-cuda whose dispatcher passes nvvm_options (0.30.x does)")
+            f"numba.cuda.dispatcher.compile_cuda takes no nvvm_options (numba {numba.__version__}, "
+            f"{getattr(dispatcher, '__file__', '?')}): the project's kernels cannot be compiled with -fma=0 and would "
+            "not be bit for bit with the CPU; install a numba-cuda whose dispatcher passes nvvm_options (0.30.x does)")
     if getattr(original, "_tradelab_no_fma", False):
-        _installed = True
-        return True
-
-    signature = inspect.signature(original)
+        return
 
     @functools.wraps(original)
     def compile_cuda(*args, **kwargs):
@@ -101,8 +105,6 @@ def install() -> bool:
 
     compile_cuda._tradelab_no_fma = True
     dispatcher.compile_cuda = compile_cuda
-    _installed = True
-    return True
 
 
 def no_fma(module: str) -> bool:

@@ -175,7 +175,8 @@ COVERS = {
 
 
 def kernels_in_source(root: Path = REPO / "kernels") -> set[str]:
-    """Qualified names of the functions decorated `@cuda.jit` (kernels, not device functions)."""
+    """Qualified names of the functions decorated `@cuda.jit` or `@jit` / `@cuda_build.jit` (kernels.cuda_build's
+    wrapper): kernels, not device functions."""
     import ast
 
     found = set()
@@ -183,7 +184,7 @@ def kernels_in_source(root: Path = REPO / "kernels") -> set[str]:
     def visit(node, scope):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef):
-                if any(ast.unparse(d) == "cuda.jit" for d in child.decorator_list):
+                if any(ast.unparse(d) in ("cuda.jit", "jit", "cuda_build.jit") for d in child.decorator_list):
                     found.add(".".join([*scope, child.name]))
                 visit(child, [*scope, child.name, "<locals>"])
             elif isinstance(child, ast.ClassDef):
