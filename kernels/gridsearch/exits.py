@@ -9,11 +9,17 @@ One pass per trade records the first row at which each level is crossed (targets
 ascending, stops descending: each crossing comes no earlier than the previous level's), in
 `cores.crossings_core`, compiled here for the CPU (numba, parallel over trades) and in
 `kernels.gridsearch.cuda` as a CUDA device function (one thread per trade), which
-`resolve_exits(backend="cuda")` imports on demand. Pairs are then resolved with array code
-(NumPy, CuPy or torch). A torch version of the crossings (`crossings_torch`) serves ROCm.
+`resolve_exits(backend="cuda")` imports on demand. Pairs are then resolved by
+`cores.pair_core`, compiled here (`_resolve_pairs_kernel`, parallel over pairs) and in
+`kernels.gridsearch.cuda` (`pairs_kernel`, one thread per (pair, trade)); torch runs the
+array version (`resolve_pairs`, the reference). A torch version of the crossings
+(`crossings_torch`) serves ROCm.
 
 `resolve_exits` is the entry point: (results int32 [pairs, trades], exit rows int64
-[pairs, trades]) on NumPy arrays, equal bit for bit on every backend.
+[pairs, trades]) on NumPy arrays, equal bit for bit on every backend. `exit_rows=False`
+skips the exit rows (None in their place; the callers that only rank ask for none);
+`on_device=True` leaves the arrays on the backend's device (CuPy, torch) for the dominance
+sums to follow without a host round trip (`cube.grid_top`).
 
 CPU specialization (`crossings_cpu`, `resolve_pairs_cpu`; tests/test_grid_engines.py
 checks them against `cores.crossings_core` and `resolve_pairs`). r(p) = (p / entry - 1) * 100
