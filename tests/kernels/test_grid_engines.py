@@ -424,3 +424,20 @@ def _has_torch() -> bool:
     except ImportError:
         return False
     return True
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kth_largest_through_block_maxima_equals_the_partition(seed):
+    """ranking.kth_largest's bounded path (the device's) gives the partition's k-th largest,
+    with many ties, a key of lowest values (min_trades left too few) and a short last block."""
+    from kernels.gridsearch.ranking import kth_largest
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 5000))
+    key = rng.integers(-20, 20, n).astype(np.int64)
+    if seed % 2:
+        key[rng.random(n) < 0.9] = np.iinfo(np.int64).min
+    for k in (1, 3, 10):
+        want = np.partition(key, n - k)[n - k]
+        for block, most in ((7, 1 << 20), (16, 5), (1, 1 << 20)):
+            assert kth_largest(key, k, np, min_size=1, block=block, most=most) == want
