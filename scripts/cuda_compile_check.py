@@ -170,6 +170,8 @@ COVERS = {
     "_atc_kernel": "atc scan",
     "crossings_kernel": "grid search exits + brute force",
     "combos_kernel": "grid search exits + brute force",
+    "pairs_kernel": "grid search exits + brute force",
+    "hist_kernel": "grid search exits + brute force",
     "walk_kernel": "population backtest",
 }
 
@@ -226,6 +228,7 @@ def _grid():
     import numpy as np
 
     from kernels.gridsearch.brute import brute_force
+    from kernels.gridsearch.cube import cube_top
     from kernels.gridsearch.exits import resolve_exits
     from kernels.gridsearch.grid import Grid
 
@@ -239,7 +242,9 @@ def _grid():
     grid = Grid.from_mapping(dict(volatility=[0.0, 0.5], ratio=[0.0, 0.7], adx28=[0, 20], adx14=[0, 30], adx7=[0, 25],
                                   target=[0.1, 0.3], stop_loss=[-0.3, -0.1]))
     results, _ = resolve_exits(start, end, entry, prices, pct, grid.target, grid.stop_loss, backend="cuda")
+    resolve_exits(start, end, entry, prices, pct, grid.target, grid.stop_loss, backend="cuda", exit_rows=False)
     brute_force(features, results, grid, backend="cuda")
+    cube_top(features, results, grid, k=10, min_trades=1, backend="cuda")
 
 
 def _population():
