@@ -21,9 +21,10 @@ device-to-device copy, bytes read + written; else 3.35e12 B/s, the H100 SXM's da
 figure), its stated operations over its time against the issue rate
   SMs x 4 schedulers x 1 warp instruction/clock x 32 lanes x SM clock
 (CuPy's MultiProcessorCount and ClockRate; else an H100 SXM's 132 SMs at 1.98 GHz), and its
-blocks against the SMs. When torch sees CUDA the recorded calls also run under torch.profiler
-(CUPTI sees every kernel of the process, numba's and CuPy's too): the top 20 by device time
-go to <out>/gpu_profile_trace.txt. nsys, if on the PATH, is named (not required).
+blocks against the SMs. When torch sees CUDA one more call per path runs under torch.profiler
+(CUPTI sees every kernel of the process, numba's and CuPy's too; a call of its own, so that
+tracing's per-launch overhead stays out of the phase figures): the top 20 by device time go
+to <out>/gpu_profile_trace.txt. nsys, if on the PATH, is named (not required).
 
 --quick: tiny sizes under numba's CUDA simulator (TRADELAB_GPU=0), for CI; times mean nothing.
 Writes <out>/gpu_profile.json and <out>/gpu_profile.txt (the final table, also printed last).
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import importlib.util
 import json
 import os
@@ -77,6 +79,7 @@ class Spec:
     note: str = ""
 
 
+@functools.cache
 def has_cupy() -> bool:
     """CuPy imports and sees a device (never under the simulator, where numba has none)."""
     if simulated() or importlib.util.find_spec("cupy") is None:
@@ -274,8 +277,8 @@ def device_info() -> dict:
 
 
 class Trace:
-    """torch.profiler around the recorded calls when torch sees CUDA (and the simulator is off);
-    otherwise nothing. `tables` collects each path's key_averages table."""
+    """torch.profiler around one extra call per path when torch sees CUDA (and the simulator is
+    off); otherwise nothing runs. `tables` collects each path's key_averages table."""
 
     def __init__(self):
         self.on = False
@@ -287,7 +290,6 @@ class Trace:
 
     def around(self, name: str, fn: Callable[[], object]) -> None:
         if not self.on:
-            fn()
             return
         from torch.profiler import ProfilerActivity, profile
 
@@ -317,8 +319,9 @@ def profile_path(name: str, s: dict, ctx: dict, limits: dict, trace: Trace) -> d
         wall["s"] = time.perf_counter() - t0
 
     with recording() as rec:
-        trace.around(name, measured)
+        measured()
     phases = rec.resolve()
+    trace.around(name, lambda: (spec.gpu(), sync()))
     spec.cpu_warm()
     t0 = time.perf_counter()
     spec.cpu()
