@@ -234,9 +234,13 @@ def device_limits() -> dict:
         import cupy
 
         attrs = cupy.cuda.Device().attributes
-        out.update(sms=int(attrs["MultiProcessorCount"]), sm_clock_hz=float(attrs["ClockRate"]) * 1e3,
-                   limits_source="CuPy device attributes")
+        out.update(sms=int(attrs["MultiProcessorCount"]), limits_source="CuPy device attributes")
+        if attrs.get("ClockRate"):  # kHz; an attribute CUDA has deprecated, so it may be missing
+            out["sm_clock_hz"] = float(attrs["ClockRate"]) * 1e3
+        else:
+            out["limits_source"] += " (SM clock assumed: 1.98 GHz)"
         out["hbm_bytes_per_s"], out["hbm_source"] = measured_bandwidth(), "measured: CuPy device-to-device copy"
+        cupy.get_default_memory_pool().free_all_blocks()  # the copy's 2 GiB back before the paths run
     out["issue_ops_per_s"] = out["sms"] * 4 * 32 * out["sm_clock_hz"]
     return out
 
