@@ -94,7 +94,9 @@ def walks(n: int, t: int, seed: int) -> np.ndarray:
 # ------------------------------------------------------------------------------- sections
 
 
-def section_indicators(s: dict) -> dict:
+def indicator_data(s: dict):
+    """((high, low, close) float64 [ind_series, ind_bars], {name: call(backend, (h, l, c))}):
+    the indicators section's inputs and its five calls (also scripts/gpu_profile.py's)."""
     from kernels import indicators as K
 
     close = walks(s["ind_series"], s["ind_bars"], 0)
@@ -105,7 +107,13 @@ def section_indicators(s: dict) -> dict:
              "kama(10)": lambda b, a: K.kama(a[2], 10, backend=b, dtype=np.float64),
              "atr(14)": lambda b, a: K.atr(*a, 14, backend=b, dtype=np.float64),
              "adx(14)": lambda b, a: K.adx(*a, 14, backend=b, dtype=np.float64)}
-    full, small = (high, low, close), (high[:2, :64], low[:2, :64], close[:2, :64])
+    return (high, low, close), calls
+
+
+def section_indicators(s: dict) -> dict:
+    full, calls = indicator_data(s)
+    high, low, close = full
+    small = (high[:2, :64], low[:2, :64], close[:2, :64])
     out = {"rows": int(close.size), "cpu_s": 0.0, "cuda_s": 0.0, "torch_s": 0.0, "mismatches": []}
     for name, f in calls.items():
         for b in ("cpu", "cuda", "torch"):
@@ -164,19 +172,31 @@ def grid_data(rows: int, n_trades: int, seed: int):
     return prices, start, end, entry, pct, features
 
 
-def section_grid(s: dict, quick: bool) -> dict:
+def grids(quick: bool):
+    """(big, default) Grids: bench_grid's BIG (10M combinations) and DEFAULT, one tiny grid for both when quick."""
     from benchmarks.bench_grid import BIG, DEFAULT
+    from kernels.gridsearch.grid import Grid
+
+    small = dict(volatility=[0.0, 0.5], ratio=[0.0, 0.7], adx28=[0, 20], adx14=[0, 30], adx7=[0, 25], target=[0.1, 0.3],
+                 stop_loss=[-0.3, -0.1])
+    return Grid.from_mapping(small if quick else BIG), Grid.from_mapping(small if quick else DEFAULT)
+
+
+def pair_rows(big, default) -> list[int]:
+    """Rows of `big`'s exit results ([target x stop pairs, trades]) that are `default`'s pairs, in its order."""
+    return [big.target.index(t) * len(big.stop_loss) + big.stop_loss.index(sl)
+            for t in default.target for sl in default.stop_loss]
+
+
+def section_grid(s: dict, quick: bool) -> dict:
     from kernels.gpu_phases import recording
     from kernels.gridsearch.brute import brute_force
     from kernels.gridsearch.cube import cube_roi, cube_top, grid_top
     from kernels.gridsearch.cuda import array_module
     from kernels.gridsearch.exits import resolve_exits
-    from kernels.gridsearch.grid import Grid
     from kernels.gridsearch.ranking import top_k_full
 
-    small = dict(volatility=[0.0, 0.5], ratio=[0.0, 0.7], adx28=[0, 20], adx14=[0, 30], adx7=[0, 25], target=[0.1, 0.3],
-                 stop_loss=[-0.3, -0.1])
-    big, default = Grid.from_mapping(small if quick else BIG), Grid.from_mapping(small if quick else DEFAULT)
+    big, default = grids(quick)
     prices, start, end, entry, pct, feats = grid_data(s["grid_rows"], s["grid_trades"], 3)
     xp, to_device = array_module()
     sync = (lambda: xp.cuda.runtime.deviceSynchronize()) if xp is not np else (lambda: None)
@@ -211,8 +231,7 @@ def section_grid(s: dict, quick: bool) -> dict:
     res_dev = None  # the device copy of the results is not needed past here
     rows = lambda top: list(zip(top.index.tolist(), top.roi_units.tolist(), top.trades.tolist()))  # noqa: E731
     # brute force: the default grid on both engines (the same size), the big grid on cuda alone
-    d_res = res_cpu[[big.target.index(t) * len(big.stop_loss) + big.stop_loss.index(sl)
-                     for t in default.target for sl in default.stop_loss]] if not quick else res_cpu
+    d_res = res_cpu[pair_rows(big, default)] if not quick else res_cpu
     t_br_cpu, br_cpu = best(lambda: brute_force(feats, d_res, default), 1)
     t_br_gpu, br_gpu = best(lambda: brute_force(feats, d_res, default, backend="cuda"), s["repeat"])
     # the big grid by brute force on cuda: 1e13 checks, ~10 s at the goal's rate; a probe on 1%
@@ -257,8 +276,9 @@ def assert_equal_lists(a, b):
     assert a == b, f"{a[:3]} != {b[:3]}"
 
 
-def section_population(s: dict) -> dict:
-    from kernels.strategy import Individual, backtest_population
+def population_data(s: dict):
+    """((open, high, low, close, volume) [pop_bars], [pop Individuals]): the population section's inputs."""
+    from kernels.strategy import Individual
 
     rng = np.random.default_rng(5)
     close = walks(1, s["pop_bars"], 4)[0]
@@ -273,7 +293,14 @@ def section_population(s: dict) -> dict:
         "cloc_min": pick([0.2, 0.4, 0.6]), "atr_stop_mult": pick([0.5, 1.0, 1.5]), "reward_r": pick([1.0, 1.5, 2.5]),
         "max_hold": pick([3, 8, 20]), "fee_bps": pick([0.0, 2.5, 5.0]), "slippage_bps": pick([0.0, 1.0, 3.0])})
         for _ in range(s["pop"])]
-    data = (open_, high, low, close, volume)
+    return (open_, high, low, close, volume), pop
+
+
+def section_population(s: dict) -> dict:
+    from kernels.strategy import backtest_population
+
+    data, pop = population_data(s)
+    close = data[3]
     for engine in ("cpu", "cuda"):  # compile
         backtest_population(*(a[:120] for a in data), pop[:2], backend=engine, fallback=False)
     t_cpu, cpu = best(lambda: backtest_population(*data, pop, backend="cpu"), s["repeat"])

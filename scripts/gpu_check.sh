@@ -3,15 +3,21 @@
 #
 # Real (on the lent GPU machine: Python 3.12 with torch, CuPy, numba, numba-cuda; no network):
 #   1. install the carried wheels (.whl/, made by `make gpu-wheels`) into a folder on PYTHONPATH
+#   1b. scripts/gpu_preflight.py (seconds): numba.cuda, a tiny kernel, CuPy, torch.cuda, the kernels'
+#      CUDA modules; its first failure aborts the whole check at once (exit 3)
 #   2. print the device as nvidia-smi, torch, CuPy and numba.cuda see it
+#   2b. scripts/gpu_profile.py: each GPU path timed by phase, a roofline line per kernel
 #   3. run every test marked `gpu` with the CUDA simulator OFF (TRADELAB_GPU=1, tests/gpu.py)
 #   4. run benchmarks/bench_gpu.py: each GPU engine against its CPU engine, full sizes
 #   Results go to $OUT (the device machine's return folder), else benchmarks/out:
-#   gpu_check.json (tests + benchmarks, one object), gpu_check.txt (the table), two logs.
+#   gpu_check.json (tests + benchmarks, one object), gpu_check.txt (the table), two logs,
+#   gpu_profile.json / .txt (+ gpu_profile_trace.txt where torch sees CUDA), gpu_profile.log.
 # Dry (GPU_CHECK_DRY=1, any machine): the same steps with numba's CUDA simulator, torch on
 #   the CPU and tiny sizes (--quick); no install. tests/pipeline/test_gpu_check.py runs it in CI.
 # In both, Dagster, polars, pyarrow and cuDF are made unimportable (TRADELAB_FORBID_IMPORTS):
 # the GPU machine has none of them and the kernels need none.
+# GPU_CHECK_PART=profile runs only the preflight and the profile (GPU_CHECK_PROFILE_TIMEOUT, 240 s;
+# GPU_CHECK_PROFILE_PATHS picks gpu_profile.py --paths); =tests and =bench skip the profile.
 # GPU_CHECK_PART=tests or =bench runs one half (two device calls when one does not fit 10 min);
 # GPU_CHECK_TEST_TIMEOUT / GPU_CHECK_BENCH_TIMEOUT (300 / 360 s) bound the halves (H100, 2026-11-27:
 # the tests took 52 s with -n 12, the benchmark sections 255 s, 137 s of it the torch ATC's three
@@ -49,6 +55,9 @@ else
     echo "no .whl/ folder: run 'make gpu-wheels' here and name .whl in the device call's carry"
 fi
 
+echo "== 1b. preflight"
+$PY scripts/gpu_preflight.py || { echo "gpu-check: preflight failed: aborted (exit 3)"; exit 3; }
+
 echo "== 2. device"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
 $PY - <<'EOF'
@@ -69,7 +78,18 @@ if real_cuda():
     cuda.detect()
 EOF
 
-tests_rc=0 bench_rc=0 junit=()
+tests_rc=0 bench_rc=0 profile_rc=0 junit=()
+if [ "$PART" = all ] || [ "$PART" = profile ]; then
+    echo "== 2b. profile (phases per GPU path)"
+    # shellcheck disable=SC2086 - QUICK is one word or none
+    timeout "${GPU_CHECK_PROFILE_TIMEOUT:-240}" $PY scripts/gpu_profile.py $QUICK --out "$OUT_DIR" \
+        ${GPU_CHECK_PROFILE_PATHS:+--paths "$GPU_CHECK_PROFILE_PATHS"} 2>&1 | tee "$OUT_DIR/gpu_profile.log" | tail -20
+    profile_rc=${PIPESTATUS[0]}
+fi
+if [ "$PART" = profile ]; then
+    echo "== gpu-check: profile rc $profile_rc"
+    exit "$profile_rc"
+fi
 if [ "$PART" != bench ]; then
     echo "== 3. tests marked gpu"
     # shellcheck disable=SC2086 - the extra arguments are words
@@ -86,5 +106,5 @@ if [ "$PART" != tests ]; then
     bench_rc=${PIPESTATUS[0]}
 fi
 
-echo "== gpu-check: tests rc $tests_rc, benchmarks rc $bench_rc"
-[ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]
+echo "== gpu-check: profile rc $profile_rc, tests rc $tests_rc, benchmarks rc $bench_rc"
+[ "$profile_rc" = 0 ] && [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

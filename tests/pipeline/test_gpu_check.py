@@ -1,7 +1,9 @@
 """The GPU proof's script runs end to end here, before any GPU minute is spent:
 `GPU_CHECK_DRY=1 scripts/gpu_check.sh` (numba's CUDA simulator, torch on the CPU, tiny
 sizes, Dagster/polars/cuDF unimportable as on the GPU machine) runs the tests marked gpu and
-benchmarks/bench_gpu.py --quick, and writes one JSON + a table where every engine agrees."""
+benchmarks/bench_gpu.py --quick, and writes one JSON + a table where every engine agrees.
+Its first step, scripts/gpu_preflight.py, passes on the simulator and stops a broken machine
+with one line (exit 3); scripts/gpu_profile.py --quick times every GPU path by phase."""
 
 from __future__ import annotations
 
@@ -35,7 +37,10 @@ def test_dry_gpu_check_runs_every_section_and_every_engine_agrees(tmp_path):
     assert tests["rc"] == 0 and tests["failed"] == tests["errors"] == 0 and tests["passed"] > 100
     table = (tmp_path / "gpu_check.txt").read_text()
     assert all(name in table for name in SECTIONS) and "Dry run" in table
-    assert run.stdout.rstrip().endswith("tests rc 0, benchmarks rc 0")
+    assert run.stdout.rstrip().endswith("profile rc 0, tests rc 0, benchmarks rc 0")
+    assert "gpu-preflight: all checks passed on the simulator" in run.stdout
+    profile = json.loads((tmp_path / "gpu_profile.json").read_text())
+    assert profile["simulated"] is True and not any("error" in p for p in profile["paths"].values())
 
 
 def _compile_check():
@@ -127,3 +132,74 @@ def test_the_compile_check_fails_a_kernel_with_contracted_fma_only():
     assert verdict(3, 0, contracted_f64=21, explicit=0).startswith("FAILED")
     assert verdict(0, 2, contracted_f64=0, explicit=0).startswith("FAILED")
     assert verdict(50, 0, contracted_f64=42, explicit=1).startswith("FAILED")
+
+
+def _dry_env(tmp_path) -> dict:
+    env = {**os.environ, "TRADELAB_GPU": "0", "TRADELAB_FORBID_IMPORTS": "dagster,polars,pyarrow,cudf",
+           "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", "/tmp/tradelab-numba")}
+    env.pop("PYTHONPATH", None)  # the scripts put the repository on sys.path
+    return env
+
+
+def _script(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_preflight_passes_on_the_simulator_and_says_so(tmp_path):
+    run = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_preflight.py")], env=_dry_env(tmp_path),
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert [line.split()[1] for line in lines[:-1]] == ["numpy", "numba", "numba.cuda", "tiny", "cupy", "torch",
+                                                          "kernels"]
+    assert "SIMULATOR" in lines[2] and "tiny kernel ok" in lines[3]
+    assert lines[-1].startswith("gpu-preflight: all checks passed on the simulator (dry run)")
+
+
+def test_the_preflight_stops_at_the_first_failure_with_one_line_and_exit_3():
+    preflight = _script("gpu_preflight")
+    printed, ran = [], []
+
+    def broken():
+        raise ImportError("numpy 2.5 is not supported\nsecond line")
+
+    checks = (("numpy", lambda: "numpy x"), ("numba.cuda", broken), ("kernels", lambda: ran.append(1) or "k"))
+    assert preflight.run(checks, out=printed.append) == 3
+    assert printed == ["gpu-preflight: numpy       ok: numpy x",
+                       "gpu-preflight: FAILED numba.cuda: ImportError: numpy 2.5 is not supported"]
+    assert ran == []
+
+
+def test_the_dry_profile_times_every_path_by_phase_and_reports_a_broken_path(tmp_path):
+    """--quick on the simulator: every path has a wall time, phase totals summing with the
+    unattributed rest to it, and the population's kernel a roofline entry; an unknown path is
+    an error entry while the paths after it still run; nothing forbidden got imported."""
+    paths = ["indicators", "atc", "exits", "nosuch", "sums", "brute", "population"]
+    run = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_profile.py"), "--quick", "--out", str(tmp_path),
+                          "--paths", ",".join(paths)], env=_dry_env(tmp_path), capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads((tmp_path / "gpu_profile.json").read_text())
+    assert report["simulated"] is True and report["forbidden_imported"] == []
+    assert list(report["paths"]) == paths
+    assert report["paths"].pop("nosuch")["error"].startswith("KeyError")
+    for name, r in report["paths"].items():
+        assert "error" not in r, (name, r.get("error"))
+        assert r["wall_s"] > 0 and r["cpu_s"] > 0, name
+        assert set(r["totals"]) == {"host_prep", "h2d", "alloc", "kernel", "d2h", "host_post", "unattributed"}, name
+        assert abs(sum(r["totals"].values()) - r["wall_s"]) < 1e-9, name
+    population = report["paths"]["population"]
+    assert {p["kind"] for p in population["phases"]} == {"host_prep", "h2d", "alloc", "kernel", "d2h", "host_post"}
+    (walk,) = population["kernels"]
+    assert walk["name"] == "walk_kernel" and walk["bytes"] > 0 and walk["ops"] > 0 and walk["blocks"] == 1
+    assert walk["hbm_pct"] > 0 and walk["issue_pct"] > 0
+    summary = run.stdout.rstrip().splitlines()[-(len(paths) + 2):]
+    assert summary[0].split()[:4] == ["path", "gpu", "s", "cpu"] and summary[-1].startswith("Dry run")
+    assert [line.split()[0] for line in summary[1:-1]] == paths
+    assert "nosuch           ERROR KeyError" in run.stdout
+    assert (tmp_path / "gpu_profile.txt").read_text().rstrip().endswith(summary[-1])
