@@ -28,9 +28,12 @@ import numpy as np
 from numba import config, cuda
 
 from kernels import gpu_phases
+from kernels.cuda_build import no_fma
 from kernels.gpu_phases import phase
 from kernels.gridsearch.cores import combo_core, crossings_core, pair_core
 from kernels.gridsearch.ranking import TopK, merge_top, top_k
+
+no_fma(__name__)  # -fma=0: bit for bit with the CPU (kernels.cuda_build)
 
 crossings_dev = cuda.jit(device=True)(crossings_core)
 combo_dev = cuda.jit(device=True)(combo_core)

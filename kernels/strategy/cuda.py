@@ -20,9 +20,12 @@ import math
 import numpy as np
 from numba import cuda
 
+from kernels.cuda_build import no_fma
 from kernels.gpu_phases import phase
 from kernels.strategy.results import TRADE_DTYPES, TRADE_FIELDS, PopulationResult
 from kernels.strategy.trade_walk import capacity, walk_core
+
+no_fma(__name__)  # -fma=0: bit for bit with the CPU (kernels.cuda_build)
 
 THREADS_PER_BLOCK = 32  # small blocks: a population of a few hundred threads spreads over more SMs
 # The roofline's operation count for one individual's bar: an estimate (walk_core's compares,
