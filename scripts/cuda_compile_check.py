@@ -84,6 +84,7 @@ COVERS = {
     "_atc_kernel": "atc scan",
     "crossings_kernel": "grid search exits + brute force",
     "combos_kernel": "grid search exits + brute force",
+    "_kernel.<locals>.tile_kernel": "grid search exits + brute force",
     "walk_kernel": "population backtest",
 }
 
@@ -152,7 +153,10 @@ def _grid():
     grid = Grid.from_mapping(dict(volatility=[0.0, 0.5], ratio=[0.0, 0.7], adx28=[0, 20], adx14=[0, 30], adx7=[0, 25],
                                   target=[0.1, 0.3], stop_loss=[-0.3, -0.1]))
     results, _ = resolve_exits(start, end, entry, prices, pct, grid.target, grid.stop_loss, backend="cuda")
-    brute_force(features, results, grid, backend="cuda")
+    brute_force(features, results, grid, backend="cuda")  # brute_cuda's tile_kernel
+    wide = Grid.from_mapping(dict(volatility=list(np.linspace(0, 1, 128)), ratio=[0.0], adx28=[0], adx14=[0], adx7=[0],
+                                  target=[0.1, 0.3], stop_loss=[-0.3, -0.1]))
+    brute_force(features, results, wide, backend="cuda")  # > 127 thresholds: the fallback, cuda's combos_kernel
 
 
 def _population():

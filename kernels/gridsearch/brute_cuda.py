@@ -41,7 +41,7 @@ import numpy as np
 from numba import cuda
 
 from kernels.gpu_phases import phase
-from kernels.gridsearch.cube import _bins
+from kernels.gridsearch import cube
 from kernels.gridsearch.grid import FILTERS
 from kernels.gridsearch.ranking import TopK, merge_top, top_k
 
@@ -151,7 +151,9 @@ def pack_bins(features, sizes, table, xp):
     on the grid's thresholds as the features' dtype; NaN -> bin 0) one byte each, and each
     threshold's position among its dimension's sorted thresholds."""
     thresholds = SimpleNamespace(**{name: table[d, : int(sizes[d])] for d, name in enumerate(FILTERS)})
-    bins, orders, _ = _bins(features, thresholds, xp)
+    # cube's binning, reached through the module: `_bins` is private to cube.py (another
+    # helper's file in this change); renaming it public there makes this a plain import.
+    bins, orders, _ = cube._bins(features, thresholds, xp)
     packed = xp.zeros(features.shape[1], dtype=xp.uint64)
     for d in range(5):
         b = xp.where(xp.isnan(features[d]), 0, bins[d]).astype(xp.uint64)
