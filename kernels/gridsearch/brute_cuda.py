@@ -49,6 +49,7 @@ TILE = 256  # trades per shared-memory tile
 MAX_BIN = 127  # bins and ranks + 1 must stay <= 127 / 128 for the byte-wise compare
 MAX_STOPS = 5  # stop losses per block (a target's stops split into equal chunks of at most this)
 ACCUMULATORS = 30  # C * S per thread (int32 partials + int64 totals live in registers)
+MAX_COMBOS = 8  # C at most: NVVM unrolls the per-thread loops fully (no local memory) up to here
 HIGH = np.uint64(sum(0x80 << (8 * d) for d in range(5)))
 INT32_MAX = 2**31 - 1
 
@@ -71,7 +72,7 @@ def _kernel(S: int, C: int):
         sw = cuda.shared.array(TILE, np.uint64)
         sr = cuda.shared.array((S, TILE), np.int32)
         words = cuda.local.array(C, np.uint64)
-        cnt = cuda.local.array(C, np.int64)
+        cnt = cuda.local.array(C, np.int32)  # kept trades (< 2^31: the host checks)
         part = cuda.local.array(SC, np.int32)
         tot = cuda.local.array(SC, np.int64)
         r = cuda.local.array(S, np.int32)
@@ -137,7 +138,7 @@ def shape_for(n_stops: int) -> tuple[int, int, int]:
     """(S stops per block, stop chunks per target, C combinations per thread)."""
     chunks = math.ceil(n_stops / MAX_STOPS)
     S = math.ceil(n_stops / chunks)
-    return S, chunks, max(1, ACCUMULATORS // S)
+    return S, chunks, max(1, min(MAX_COMBOS, ACCUMULATORS // S))
 
 
 def flush_every(lo: int, hi: int) -> int:
@@ -183,6 +184,8 @@ def brute_force_cuda(features, results, sizes, table, total: int, k: int, min_tr
         d_features = dev(np.ascontiguousarray(features))
         d_results = dev(np.ascontiguousarray(results, dtype=np.int32))
     n_trades = d_features.shape[1]
+    if n_trades > INT32_MAX:  # the kernel counts kept trades in int32
+        return grid_cuda.brute_force_cuda(features, results, sizes, table, total, k, min_trades, launch, progress)
     with phase("host_prep", "brute pre-binning"):
         packed, rank = pack_bins(d_features, sizes, np.asarray(table), xp)
         flush = flush_every(d_results.min(), d_results.max()) if n_trades else 1

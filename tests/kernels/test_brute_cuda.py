@@ -55,7 +55,7 @@ def test_flush_keeps_int32_partial_sums_exact():
 
 
 def test_shape_splits_stops_evenly():
-    assert brute_cuda.shape_for(2) == (2, 1, 15)
+    assert brute_cuda.shape_for(2) == (2, 1, 8)
     assert brute_cuda.shape_for(10) == (5, 2, 6)
     assert brute_cuda.shape_for(7) == (4, 2, 7)
 
