@@ -181,8 +181,8 @@ def brute_force_cuda(features, results, sizes, table, total: int, k: int, min_tr
     n_pairs = n_targets * n_stops
     n_filters = total // n_pairs
     with phase("h2d", "brute features, results"):
-        d_features = dev(np.ascontiguousarray(features))
-        d_results = dev(np.ascontiguousarray(results, dtype=np.int32))
+        d_features = xp.ascontiguousarray(dev(features))  # host or device arrays in
+        d_results = xp.ascontiguousarray(dev(results), dtype=xp.int32)
     n_trades = d_features.shape[1]
     if n_trades > INT32_MAX:  # the kernel counts kept trades in int32
         return grid_cuda.brute_force_cuda(features, results, sizes, table, total, k, min_trades, launch, progress)

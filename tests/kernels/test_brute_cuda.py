@@ -113,3 +113,10 @@ def test_many_thresholds_fall_back_to_the_one_thread_kernel():
     cpu = brute_force(features, results, grid, k=10)
     dev = brute_force(features, results, grid, k=10, backend="cuda")
     assert rows(dev) == rows(cpu)
+
+
+@gpu
+def test_tile_kernel_without_trades_ranks_nothing():
+    features, results = results_for(GRID)
+    top = brute_force(features[:, :0], results[:, :0], GRID, k=10, backend="cuda")
+    assert rows(top) == rows(brute_force(features[:, :0], results[:, :0], GRID, k=10)) == []
