@@ -172,6 +172,7 @@ COVERS = {
     "combos_kernel": "grid search exits + brute force",
     "pairs_kernel": "grid search exits + brute force",
     "hist_kernel": "grid search exits + brute force",
+    "_kernel.<locals>.tile_kernel": "grid search exits + brute force",
     "walk_kernel": "population backtest",
 }
 
@@ -243,7 +244,10 @@ def _grid():
                                   target=[0.1, 0.3], stop_loss=[-0.3, -0.1]))
     results, _ = resolve_exits(start, end, entry, prices, pct, grid.target, grid.stop_loss, backend="cuda")
     resolve_exits(start, end, entry, prices, pct, grid.target, grid.stop_loss, backend="cuda", exit_rows=False)
-    brute_force(features, results, grid, backend="cuda")
+    brute_force(features, results, grid, backend="cuda")  # brute_cuda's tile_kernel
+    wide = Grid.from_mapping(dict(volatility=list(np.linspace(0, 1, 128)), ratio=[0.0], adx28=[0], adx14=[0], adx7=[0],
+                                  target=[0.1, 0.3], stop_loss=[-0.3, -0.1]))
+    brute_force(features, results, wide, backend="cuda")  # > 127 thresholds: the fallback, cuda's combos_kernel
     cube_top(features, results, grid, k=10, min_trades=1, backend="cuda")
 
 

@@ -12,6 +12,9 @@
   sums on one backend with the results left on the device.
 - `cuda`: the CUDA kernels and launches (exit crossings, pair resolution, the pairs'
   histograms, brute force), loaded on demand.
+- `brute_cuda`: the brute force shaped for the device (pre-binned features, trade tiles in
+  shared memory, int32 partial sums); the `gridsearch.brute` cuda backend, falling back to
+  `cuda`'s one-thread-per-combination kernel for a dimension of more than 127 thresholds.
 - Backends: the families `gridsearch.exits`, `gridsearch.brute` and `gridsearch.cube` of `kernels.backends`,
   registered below (one line per backend; a new backend registers its entry here).
 - `ranking`: the exact top-k (ties to the earlier combination in grid order).
@@ -43,4 +46,4 @@ for _name in _backends.BACKENDS:
     _backends.register(EXITS, _name, f"kernels.gridsearch.exits:exits_{_name}")
     _backends.register(CUBE, _name, f"kernels.gridsearch.cube:cube_top_{_name}")
 _backends.register(BRUTE, "cpu", "kernels.gridsearch.brute:brute_cpu")
-_backends.register(BRUTE, "cuda", "kernels.gridsearch.cuda:brute_force_cuda")
+_backends.register(BRUTE, "cuda", "kernels.gridsearch.brute_cuda:brute_force_cuda")

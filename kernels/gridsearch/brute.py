@@ -4,8 +4,10 @@
 decodes the seven parameter indices, then sums the results of the trades that pass the
 five thresholds (`cores.passes`), branch-free so the CPU loop vectorises. It is compiled
 here for the CPU (numba, parallel over combinations) and in `kernels.gridsearch.cuda` as a
-CUDA device function (one thread per combination), which `brute_force(backend="cuda")`
-imports on demand. Launches cover at most `MAX_LAUNCH` (50M) combinations, consecutive
+CUDA device function (one thread per combination). `brute_force(backend="cuda")` runs
+`kernels.gridsearch.brute_cuda` (imported on demand): features pre-binned to bytes, trade
+tiles in shared memory, int32 partial sums, falling back to that kernel for grids with
+more than 127 thresholds in a dimension. Launches cover at most `MAX_LAUNCH` (50M) combinations, consecutive
 in grid order (so the combinations of one launch share most filter values); each launch
 keeps its top-k (exact, see ranking) and the launches are merged.
 """

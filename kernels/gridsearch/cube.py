@@ -33,14 +33,16 @@ from kernels.gridsearch.grid import FILTERS, Grid
 from kernels.gridsearch.ranking import top_k_full
 
 
-def _bins(features, grid: Grid, xp):
-    """Per dimension: the sorted thresholds' order and each trade's bin (0..len)."""
+def trade_bins(features, grid: Grid, xp):
+    """Per dimension: the sorted thresholds' order and each trade's bin (0..len): the number
+    of thresholds <= its feature, i.e. of thresholds it passes (`cores.passes`); a NaN
+    feature passes none (bin 0), where `searchsorted` alone would sort it past them all."""
     bins, orders, shape = [], [], []
     for d, name in enumerate(FILTERS):
         values = np.asarray(getattr(grid, name), dtype=features.dtype)
         order = np.argsort(values, kind="stable")
         sorted_vals = xp.asarray(values[order])
-        bins.append(xp.searchsorted(sorted_vals, features[d], side="right"))
+        bins.append(xp.where(xp.isnan(features[d]), 0, xp.searchsorted(sorted_vals, features[d], side="right")))
         orders.append(order)
         shape.append(len(values) + 1)
     return bins, orders, tuple(shape)
@@ -98,7 +100,7 @@ def cube_roi(features, results, grid: Grid, xp=np, kernel: bool | None = None) -
     kernel = (xp is not np) if kernel is None else kernel
     with phase("host_prep", "cube bins"):
         features = xp.asarray(features)
-        bins, orders, shape = _bins(features, grid, xp)
+        bins, orders, shape = trade_bins(features, grid, xp)
         flat = xp.ravel_multi_index(tuple(bins), shape).astype(xp.int64)
     cells = int(np.prod(shape))
     n_t, n_s = len(grid.target), len(grid.stop_loss)
@@ -138,7 +140,8 @@ def cube_roi_torch(features, results, grid: Grid, device: str = "cpu", chunk: in
     for d, name in enumerate(FILTERS):
         values = np.asarray(getattr(grid, name), dtype=np.asarray(features).dtype)
         order = np.argsort(values, kind="stable")
-        bins.append(torch.searchsorted(torch.as_tensor(values[order], device=device), feats[d].contiguous(), right=True))
+        found = torch.searchsorted(torch.as_tensor(values[order], device=device), feats[d].contiguous(), right=True)
+        bins.append(torch.where(feats[d].isnan(), 0, found))  # NaN passes no threshold (trade_bins)
         orders.append(order)
         shape.append(len(values) + 1)
     shape = tuple(shape)

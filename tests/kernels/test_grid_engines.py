@@ -288,9 +288,9 @@ def test_a_block_whose_max_is_exactly_the_level_price_is_walked_not_skipped(dtyp
 def _per_pair_cube(features, results, grid):
     """The dominance sums as they were computed before the batched pass: one float64
     bincount and suffix sums per pair (the oracle of the batched version)."""
-    from kernels.gridsearch.cube import _bins, _suffix_sums
+    from kernels.gridsearch.cube import _suffix_sums, trade_bins
 
-    bins, orders, shape = _bins(np.asarray(features), grid, np)
+    bins, orders, shape = trade_bins(np.asarray(features), grid, np)
     flat = np.ravel_multi_index(tuple(bins), shape)
     cells = int(np.prod(shape))
 
@@ -441,3 +441,19 @@ def test_kth_largest_through_block_maxima_equals_the_partition(seed):
         want = np.partition(key, n - k)[n - k]
         for block, most in ((7, 1 << 20), (16, 5), (1, 1 << 20)):
             assert kth_largest(key, k, np, min_size=1, block=block, most=most) == want
+
+
+@pytest.mark.parametrize("engine", ["cpu", "torch"])
+def test_a_nan_feature_passes_no_threshold_in_the_dominance_sums_as_in_the_brute_force(engine):
+    """cores.passes: NaN >= t is false, so a trade with a NaN feature is kept by no combination;
+    searchsorted alone would put it past every threshold (kept by all): trade_bins sets bin 0."""
+    from kernels.gridsearch.cube import cube_top
+
+    if engine == "torch" and not _has_torch():
+        pytest.skip("torch absent")
+    prices, start, end, entry, pct, features = make_data(11, n_trades=40)
+    features[0, ::3] = np.nan
+    features[4, 5] = np.nan
+    results, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, exit_rows=False)
+    want = as_rows(brute_force(features, results, GRID, k=10, min_trades=1), GRID)
+    assert as_rows(cube_top(features, results, GRID, k=10, min_trades=1, backend=engine), GRID) == want
