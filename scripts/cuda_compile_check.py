@@ -81,6 +81,7 @@ def _patch(cc: tuple[int, int], compiled: list[str]) -> None:
 COVERS = {
     **{f"_kernel_{arity}.<locals>.kernel": "indicator" for arity in
        ("1in_1p_1out", "1in_1p_2out", "1in_2p_1out", "3in_1p_1out", "3in_2p_3out")},
+    "_transpose_kernel.<locals>.kernel": "indicator",  # kernels.backends.device_io, also run by the atc scan
     "_atc_kernel": "atc scan",
     "crossings_kernel": "grid search exits + brute force",
     "combos_kernel": "grid search exits + brute force",
