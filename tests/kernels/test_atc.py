@@ -420,7 +420,7 @@ def test_cuda_tail_on_the_device_equals_cpu(tail):
     """The cuda scan keeps only the last `tail` bars of each family on the device; the values
     are the cpu backend's (tail past the bars: every bar)."""
     x = np.stack([goog_close()[:60], walks(1, 60, seed=6)[0]])
-    kw = {"length": 7, "cutout": 3, "dtype": np.float64, "tail": tail}
+    kw = {"robustness": "Narrow", "length": 7, "cutout": 3, "dtype": np.float64, "tail": tail}
     c_fams, c_final = atc.compute(x, **kw)
     g_fams, g_final = atc.compute(x, backend="cuda", **kw)
     assert g_final.shape == c_final.shape == (2, 60 if tail in (None, 500) else tail)
