@@ -29,8 +29,9 @@ import math
 import numpy as np
 from numba import config, cuda
 
-TILE = 32
-ROWS = 8  # threads per tile column: a 32 x 8 block moves a 32 x 32 tile, 4 elements a thread
+# a (TILE, ROWS) block moves a TILE x TILE tile, TILE / ROWS elements a thread: 32 x 8 on a
+# device; 8 x 2 under the simulator, which runs every thread as a Python thread (same code)
+TILE, ROWS = (8, 2) if config.ENABLE_CUDASIM else (32, 8)
 
 
 def cupy_or_none():
