@@ -8,9 +8,10 @@ changes on the device, device arrays kept on the device.
   shared memory (reads and writes coalesced); `dst` may be a strided view (a slice of a 3-D
   array). Exact (a copy), runs under the simulator.
 - `to_device_time_major(a)`: [series, time] host or device array -> [time, series] numba
-  device array. A host array is copied into pooled pinned staging (CuPy's pinned pool when
-  CuPy sees a device, else numba's pinned allocation, else pageable), sent to the device as
-  it is, and transposed there: no host transpose.
+  device array. A host array goes to the device as it is and is transposed there (no host
+  transpose): with CuPy and a device, in 8 MB chunks through two pooled pinned buffers on a
+  side stream (host copy and DMA overlap); else (simulator, no CuPy) through one pinned
+  staging array (numba's pinned allocation, or pageable where there is no driver).
 - `to_host(d)`: a device array -> NumPy through pooled pinned memory (the caller keeps the
   pinned buffer; it returns to CuPy's pool when freed).
 - `to_caller(d, like)`: results for the caller: CuPy when `like` is CuPy (zero copy on the
@@ -123,17 +124,56 @@ def pinned_empty(shape, dtype) -> np.ndarray:
         return np.empty(shape, dtype=dtype)
 
 
+H2D_CHUNK_BYTES = 8 << 20  # pinned staging chunk of the pipelined host-to-device copy (two in flight)
+
+
+def _h2d_pipelined(cp, a):
+    """Host C-order `a` -> CuPy device copy: chunks copied into two pooled pinned buffers in
+    turn, each sent on a side stream while the host fills the other (the host copy and the
+    DMA overlap). Returns once every chunk has landed."""
+    import cupyx
+
+    out = cp.empty(a.shape, dtype=a.dtype)
+    src, dst = a.reshape(-1), out.reshape(-1)
+    n = src.size
+    chunk = max(1, H2D_CHUNK_BYTES // a.itemsize)
+    bufs = [cupyx.empty_pinned(min(chunk, n), dtype=a.dtype) for _ in range(2)]
+    done = [None, None]
+    stream = cp.cuda.Stream(non_blocking=True)
+    for i, lo in enumerate(range(0, n, chunk)):
+        hi = min(n, lo + chunk)
+        buf = bufs[i % 2][: hi - lo]
+        if done[i % 2] is not None:
+            done[i % 2].synchronize()  # the DMA that last read this buffer has finished
+        np.copyto(buf, src[lo:hi])
+        dst[lo:hi].set(buf, stream=stream)
+        done[i % 2] = stream.record()
+    stream.synchronize()
+    return out
+
+
 def to_device_time_major(a, name: str = "input"):
     """[series, time] host or device array -> [time, series] numba device array (C order)."""
     from kernels.gpu_phases import phase
 
     if is_device_array(a):
         return transpose(as_numba(a), name=f"transpose {name}")
-    with phase("host_prep", f"pinned staging {name}"):
-        staged = pinned_empty(a.shape, a.dtype)
-        np.copyto(staged, a)
-    with phase("h2d", name):
-        d = cuda.to_device(staged)
+    a = np.ascontiguousarray(a)
+    cp = cupy_or_none()
+    if cp is not None and a.size:
+        try:
+            cp.cuda.runtime.getDeviceCount()
+        except Exception:  # noqa: BLE001 - CuPy without a device
+            cp = None
+    if cp is not None and a.size:
+        with phase("h2d", f"{name} (pinned, pipelined)"):
+            d = cuda.as_cuda_array(_h2d_pipelined(cp, a))
+    else:
+        with phase("host_prep", f"pinned staging {name}"):
+            staged = pinned_empty(a.shape, a.dtype)
+            np.copyto(staged, a)
+        with phase("h2d", name):
+            d = cuda.to_device(staged)
     return transpose(d, name=f"transpose {name}")
 
 
