@@ -765,7 +765,8 @@ class StrategySearchSettings(_Model):
         'sampler seed: same bars and seed, same front'
     ))
     backend: Literal["auto", "cpu", "cuda"] = Field("auto", description=(
-        'population backtest backend: `cpu`, `cuda`, or `auto` (cuda on a real GPU, else cpu)'
+        'population backtest backend: `cpu`, `cuda`, or `auto` (cuda on a real GPU from the measured break-even of '
+        '`kernels/backends/routing.py`, else cpu)'
     ))
     fee_bps: float = Field(5.0, ge=0.0, description=(
         'fee per side, basis points (a market fact, not searched)'

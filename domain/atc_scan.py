@@ -4,9 +4,9 @@ symbol, and the `atc_scan` asset (latest date, all symbols).
 Each symbol's last `bars` closes are scanned in chunks of `chunk_symbols` symbols (memory
 bounded by the chunk, whatever the universe), symbols of equal length batched as
 [symbols, bars]. A cost model routes each chunk: the GPU backend (cuda, or torch on ROCm)
-only when the chunk has at least GPU_MIN_WORK symbol-bars (set from a measurement: on an
-H100 the CPU path won at every chunk size tried, so by default no chunk gets there);
-otherwise, or when the GPU call fails, the CPU path, whose numba kernel runs the symbols of
+only when the chunk reaches the `atc` break-even of `kernels.backends.routing` (a
+measurement: on an H100 the CPU path won at every chunk size tried, so no chunk gets there
+until a new measurement says otherwise); otherwise, or when the GPU call fails, the CPU path, whose numba kernel runs the symbols of
 a chunk in parallel threads (no pickling, unlike a process pool). MA results can be cached by (series hash, MA type, length)
 (kernels.atc.MACache: hits and misses are reported).
 
@@ -24,15 +24,8 @@ import polars as pl
 
 from domain.symbol_chunks import symbol_offsets
 from kernels import atc, backends
+from kernels.backends import routing
 
-# Symbol-bars per chunk from which the GPU backend is used. Measured on an H100 (2026-11-27,
-# benchmarks/atc_gpu_break_even.py, LOG "GPU proof on an H100"): the cuda kernel lost to the
-# machine's 16-core CPU at every size from 16k to 65.5M symbol-bars (0.03-0.35x the CPU's speed;
-# 0.25 s against 0.045 s for the default 512 x 2,000 chunk), and even a 2-core CPU scans that
-# chunk in ~0.09 s. So there is no break-even to set: the GPU is used only for chunks past 1e9
-# symbol-bars (500,000 symbols x 2,000 bars), i.e. never with the default chunk, unless this is
-# lowered. The cuda kernel runs one thread per symbol, each walking its bars serially.
-GPU_MIN_WORK = 1_000_000_000
 STATES = {1: "long", -1: "short", 0: "neutral"}
 # Symbols per read of `scan_store`. Measured on a 5,000 x 2,000 Delta table partitioned by
 # year (benchmarks/bench_atc.py): a 512-symbol read grows RSS by ~100 MB (the reader decodes
@@ -43,10 +36,11 @@ READ_SYMBOLS = 128
 
 def route(n_symbols: int, n_bars: int, device_backend: str) -> str:
     """The backend for a chunk of n_symbols x n_bars on a machine whose device runs `device_backend`:
-    a non-cpu backend of the `atc` family for a chunk of at least GPU_MIN_WORK symbol-bars, else cpu."""
-    if device_backend != "cpu" and device_backend in backends.backends("atc") and n_symbols * n_bars >= GPU_MIN_WORK:
-        return device_backend
-    return "cpu"
+    a non-cpu backend of the `atc` family when the chunk's symbol-bars reach the `atc`
+    break-even (`kernels.backends.routing`), else cpu."""
+    if device_backend not in backends.backends("atc"):
+        return "cpu"
+    return routing.route("atc", n_symbols * n_bars, device_backend)
 
 
 @dataclass

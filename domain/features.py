@@ -24,6 +24,7 @@ from domain.partition_frames import keep_partitions
 from domain.schema import features_schema
 from domain.symbol_chunks import ChunkStats, map_symbol_chunks
 from domain.symbol_runs import is_sorted_by_symbol_date, keeps_every_row, run_starts
+from kernels.backends import routing
 from kernels.registry.features import EntryError, Feature, compute_features
 from kernels.registry.packs import Selection, select, typical_price
 from resources.delta_store import DeltaStore
@@ -99,6 +100,8 @@ def build_features(
         offsets = run_starts(bars["symbol"])
     bars = with_inputs(bars, inputs)
     packs = selection.names or (("core",), ())
+    # a GPU only from its measured break-even, for the work of one call (a chunk of rows)
+    backend = routing.route("indicators", min(bars.height, chunk_rows), backend)
     if executor == "thread" and backend == "cpu" and all(type(f) is Feature for f in selection.features):
         feats, stats = _one_pass(bars, inputs, offsets, workers, dtype, packs)
     else:

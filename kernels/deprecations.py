@@ -20,6 +20,7 @@ RENAMED = {
     "fee_bp": ("fee_bps", "2026-11-21"),
     "slippage_bp": ("slippage_bps", "2026-11-21"),
     "PopulationResult.engine": ("PopulationResult.backend", "2026-11-24"),
+    "benchmarks/atc_gpu_break_even.py": ("benchmarks/gpu_break_even.py --families atc", "2026-11-27"),
 }
 
 WARNED: set[str] = set()  # old names announced in this process

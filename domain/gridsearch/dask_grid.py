@@ -354,7 +354,7 @@ def run_grid_search_dask(prices: np.ndarray, trades: TradeArrays, grid: Grid, *,
         t0 = time.perf_counter()
         exit_backend = family_backend(EXITS, backend)
         results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, grid.target,
-                                   grid.stop_loss, backend=exit_backend)
+                                   grid.stop_loss, backend=exit_backend, exit_rows=False)
         t1 = time.perf_counter()
         bounds = shard_bounds(grid, shards or worker_threads(cl))
         plan = [pair_rectangles(a, b, len(grid.stop_loss)) for a, b in bounds]
@@ -459,7 +459,7 @@ def run_smart_search_dask(trades: TradeArrays, prices: np.ndarray, *, client: Cl
                   [float(v) for v in (target_levels if target_levels is not None else default_t)],
                   [float(v) for v in (stop_levels if stop_levels is not None else default_s)])
     results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, space.targets,
-                               space.stops)
+                               space.stops, exit_rows=False)
     features = np.ascontiguousarray(trades.features)
     name = study_name or f"smart-dask-{sampler}-seed{seed}"
     with quiet_optuna():

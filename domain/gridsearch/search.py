@@ -88,7 +88,7 @@ def run_grid_search(prices: np.ndarray, trades: TradeArrays, grid: Grid, *, engi
     t0 = time.perf_counter()
     exit_backend = family_backend(EXITS, backend)
     results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, grid.target,
-                               grid.stop_loss, backend=exit_backend)
+                               grid.stop_loss, backend=exit_backend, exit_rows=False)
     t1 = time.perf_counter()
     best = engine_top(trades.features, results, grid, engine, backend, top, min_trades, progress=progress)
     if progress and engine != "brute":

@@ -371,7 +371,7 @@ def smart_search(trades: TradeArrays, prices: np.ndarray, *, sampler: str = "tpe
                   [float(v) for v in (stop_levels if stop_levels is not None else default_s)])
     if results is None:
         results, _ = resolve_exits(trades.start, trades.end, trades.entry, prices, trades.pct_change, space.targets,
-                                   space.stops)
+                                   space.stops, exit_rows=False)
     elif results.shape != (len(space.targets) * len(space.stops), len(trades.start)):
         expected = (len(space.targets) * len(space.stops), len(trades.start))
         raise ValueError(f"results must be [{expected[0]}, {expected[1]}] (level pairs, trades), got {results.shape}")

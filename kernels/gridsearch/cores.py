@@ -137,3 +137,26 @@ def crossings_core(j, start, end, entry, prices, targets, stops, first_t, first_
         first_t[k, j] = NO_CROSS
     for k in range(ks, n_s):
         first_s[k, j] = NO_CROSS
+
+
+def pair_core(p, j0, j1, first_t, first_s, order_t, order_s, t_units, s_units, pct_units, results, exit_rows, rows):
+    """Pair p = target_i * n_stops + stop_i, trades j0..j1-1: the exit that comes first.
+    results[p, j] (int32 units of 1e-6 %): the stop's units where the stop is crossed before
+    the target, else the target's where the target is crossed at all (first_t < NO_CROSS),
+    else the trade's own pct_units[j]; and, when `rows`, exit_rows[p, j] = min(first_t,
+    first_s) (NO_CROSS where the trade ran to its end). `order_t[i]` is grid target i's row
+    in first_t (sorted levels), likewise order_s. The CPU runs it over every trade of a pair
+    (`exits._resolve_pairs_kernel`), CUDA over one trade per thread (`cuda.pairs_kernel`)."""
+    n_s = s_units.shape[0]
+    ti = p // n_s
+    si = p - ti * n_s
+    rt = order_t[ti]
+    rs = order_s[si]
+    tu = t_units[ti]
+    su = s_units[si]
+    for j in range(j0, j1):
+        ft = first_t[rt, j]
+        fs = first_s[rs, j]
+        results[p, j] = su if fs < ft else (tu if ft < NO_CROSS else pct_units[j])
+        if rows:
+            exit_rows[p, j] = min(ft, fs)

@@ -9,11 +9,17 @@ One pass per trade records the first row at which each level is crossed (targets
 ascending, stops descending: each crossing comes no earlier than the previous level's), in
 `cores.crossings_core`, compiled here for the CPU (numba, parallel over trades) and in
 `kernels.gridsearch.cuda` as a CUDA device function (one thread per trade), which
-`resolve_exits(backend="cuda")` imports on demand. Pairs are then resolved with array code
-(NumPy, CuPy or torch). A torch version of the crossings (`crossings_torch`) serves ROCm.
+`resolve_exits(backend="cuda")` imports on demand. Pairs are then resolved by
+`cores.pair_core`, compiled here (`_resolve_pairs_kernel`, parallel over pairs) and in
+`kernels.gridsearch.cuda` (`pairs_kernel`, one thread per (pair, trade)); torch runs the
+array version (`resolve_pairs`, the reference). A torch version of the crossings
+(`crossings_torch`) serves ROCm.
 
 `resolve_exits` is the entry point: (results int32 [pairs, trades], exit rows int64
-[pairs, trades]) on NumPy arrays, equal bit for bit on every backend.
+[pairs, trades]) on NumPy arrays, equal bit for bit on every backend. `exit_rows=False`
+skips the exit rows (None in their place; the callers that only rank ask for none);
+`on_device=True` leaves the arrays on the backend's device (CuPy, torch) for the dominance
+sums to follow without a host round trip (`cube.grid_top`).
 
 CPU specialization (`crossings_cpu`, `resolve_pairs_cpu`; tests/test_grid_engines.py
 checks them against `cores.crossings_core` and `resolve_pairs`). r(p) = (p / entry - 1) * 100
@@ -40,8 +46,9 @@ import numpy as np
 from numba import njit, prange
 
 from kernels import backends
+from kernels.gpu_phases import phase
 from kernels.gridsearch import EXITS, NO_CROSS, RESULT_SCALE
-from kernels.gridsearch.cores import crossings_core
+from kernels.gridsearch.cores import crossings_core, pair_core
 
 _crossings_cpu_core = njit(cache=True, nogil=True)(crossings_core)
 
@@ -221,36 +228,34 @@ def crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s, b
                           block)
 
 
+_pair_cpu_core = njit(cache=True, nogil=True)(pair_core)
+
+
 @njit(cache=True, parallel=True)
-def _resolve_pairs_kernel(first_t, first_s, order_t, order_s, t_units, s_units, pct_units, results, exit_rows):
-    n_s = s_units.shape[0]
+def _resolve_pairs_kernel(first_t, first_s, order_t, order_s, t_units, s_units, pct_units, results, exit_rows, rows):
+    """`cores.pair_core` over every trade of each pair, parallel over pairs."""
     n = pct_units.shape[0]
     for p in prange(results.shape[0]):
-        ti = p // n_s
-        si = p - ti * n_s
-        ft_row = first_t[order_t[ti]]
-        fs_row = first_s[order_s[si]]
-        tu = np.int32(t_units[ti])
-        su = np.int32(s_units[si])
-        res = results[p]
-        rows = exit_rows[p]
-        for j in range(n):
-            ft = ft_row[j]
-            fs = fs_row[j]
-            res[j] = su if fs < ft else (tu if ft < NO_CROSS else pct_units[j])
-            rows[j] = min(ft, fs)
+        _pair_cpu_core(p, 0, n, first_t, first_s, order_t, order_s, t_units, s_units, pct_units, results, exit_rows,
+                       rows)
 
 
-def resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_units):
-    """`resolve_pairs` on NumPy arrays in one compiled pass (parallel over pairs)."""
-    t_units = np.array([int(round(t * RESULT_SCALE)) for t in targets], dtype=np.int32)
-    s_units = np.array([int(round(s * RESULT_SCALE)) for s in stops], dtype=np.int32)
+def level_units(levels) -> np.ndarray:
+    """Exit levels (percent) as int32 units of 1e-6 percent, as `resolve_pairs` rounds them."""
+    return np.array([int(round(v * RESULT_SCALE)) for v in levels], dtype=np.int32)
+
+
+def resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_units, rows: bool = True):
+    """`resolve_pairs` on NumPy arrays in one compiled pass (parallel over pairs); exit rows
+    None unless `rows`."""
+    t_units, s_units = level_units(targets), level_units(stops)
     n_pairs, n = len(targets) * len(stops), pct_units.shape[0]
     results = np.empty((n_pairs, n), dtype=np.int32)
-    exit_rows = np.empty((n_pairs, n), dtype=np.int64)
+    exit_rows = np.empty((n_pairs, n) if rows else (1, 1), dtype=np.int64)
     _resolve_pairs_kernel(first_t, first_s, np.asarray(order_t, dtype=np.int64), np.asarray(order_s, dtype=np.int64),
-                          t_units, s_units, np.ascontiguousarray(pct_units, dtype=np.int32), results, exit_rows)
-    return results, exit_rows
+                          t_units, s_units, np.ascontiguousarray(pct_units, dtype=np.int32), results, exit_rows,
+                          bool(rows))
+    return results, (exit_rows if rows else None)
 
 
 def crossings_torch(start, end, entry, prices, targets, stops, chunk_rows: int = 1 << 24):
@@ -285,18 +290,19 @@ def crossings_torch(start, end, entry, prices, targets, stops, chunk_rows: int =
     return first_t, first_s
 
 
-def resolve_pairs(first_t, first_s, order_t, order_s, targets, stops, pct_units, xp=np):
+def resolve_pairs(first_t, first_s, order_t, order_s, targets, stops, pct_units, xp=np, rows: bool = True):
     """results[p, j] in units of 1e-6 percent for pair p = target_i * n_stops + stop_i.
 
     `order_t[i]` is the row of grid target i in `first_t` (which is sorted), likewise for
     stops; `pct_units` the trades' own results. Also returns the exit rows (NO_CROSS where
-    the trade ran to its end).
+    the trade ran to its end), None unless `rows`. Array code (NumPy, torch): the
+    reference that `cores.pair_core` equals.
     """
     t_units = [int(round(t * RESULT_SCALE)) for t in targets]
     s_units = [int(round(s * RESULT_SCALE)) for s in stops]
     n_pairs, n = len(targets) * len(stops), pct_units.shape[0]
     results = xp.empty((n_pairs, n), dtype=xp.int32)
-    exit_rows = xp.empty((n_pairs, n), dtype=xp.int64)
+    exit_rows = xp.empty((n_pairs, n), dtype=xp.int64) if rows else None
     for ti in range(len(targets)):
         ft = first_t[order_t[ti]]
         for si in range(len(stops)):
@@ -304,7 +310,8 @@ def resolve_pairs(first_t, first_s, order_t, order_s, targets, stops, pct_units,
             p = ti * len(stops) + si
             stop_first = fs < ft
             results[p] = xp.where(stop_first, s_units[si], xp.where(ft < NO_CROSS, t_units[ti], pct_units))
-            exit_rows[p] = xp.minimum(ft, fs)
+            if rows:
+                exit_rows[p] = xp.minimum(ft, fs)
     return results, exit_rows
 
 
@@ -322,48 +329,69 @@ def to_units(percent) -> np.ndarray:
     return np.rint(np.asarray(percent, dtype=np.float64) * RESULT_SCALE).astype(np.int32)
 
 
-def resolve_exits(start, end, entry, prices, pct_change, targets, stops, backend: str = "cpu"):
-    """(results int32 [pairs, trades], exit_rows int64 [pairs, trades]) on NumPy arrays."""
-    t_sorted, s_sorted, order_t, order_s = level_orders(targets, stops)
-    pct_units = to_units(pct_change)
-    start = np.ascontiguousarray(start, dtype=np.int64)
-    end = np.ascontiguousarray(end, dtype=np.int64)
-    bad = np.flatnonzero((start < 0) | (end < start) | (end >= len(prices)))
-    if bad.size:
-        j = int(bad[0])
-        raise ValueError(f"trade {j}: path rows {start[j]}..{end[j]} outside the {len(prices)} market rows "
-                         f"({bad.size} such trades)")
-    entry = np.ascontiguousarray(entry, dtype=np.float64)
+def resolve_exits(start, end, entry, prices, pct_change, targets, stops, backend: str = "cpu", *,
+                  exit_rows: bool = True, on_device: bool = False):
+    """(results int32 [pairs, trades], exit_rows int64 [pairs, trades]) on NumPy arrays.
+
+    `exit_rows=False`: the exit rows are neither computed nor returned (None in their
+    place), for the callers that only rank (the results are the same). `on_device=True`:
+    the arrays stay where the backend computed them (CuPy for cuda, NumPy under the
+    simulator and on the cpu, torch tensors for torch), so the dominance sums can follow
+    without a host round trip (`cube.grid_top`)."""
+    with phase("host_prep", "exits inputs"):
+        t_sorted, s_sorted, order_t, order_s = level_orders(targets, stops)
+        pct_units = to_units(pct_change)
+        start = np.ascontiguousarray(start, dtype=np.int64)
+        end = np.ascontiguousarray(end, dtype=np.int64)
+        bad = np.flatnonzero((start < 0) | (end < start) | (end >= len(prices)))
+        if bad.size:
+            j = int(bad[0])
+            raise ValueError(f"trade {j}: path rows {start[j]}..{end[j]} outside the {len(prices)} market rows "
+                             f"({bad.size} such trades)")
+        entry = np.ascontiguousarray(entry, dtype=np.float64)
     run = backends.load(EXITS, backends.check(EXITS, backend, "backend must be"))
-    return run(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units)
+    # the backends take `rows` and `on_device` keywords; passed only when not their defaults
+    # (True, False), so that a backend entry of the plain 11-argument form still serves
+    extra = {**({} if exit_rows else {"rows": False}), **({"on_device": True} if on_device else {})}
+    return run(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units, **extra)
 
 
 # The `gridsearch.exits` backends (registered in `kernels.gridsearch`): the crossings and the
-# pair resolution from the sorted levels, as (results int32, exit_rows int64) NumPy arrays.
-def exits_cpu(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units):
+# pair resolution from the sorted levels, as (results int32, exit_rows int64 or None) arrays:
+# NumPy, or the backend's own arrays with on_device=True.
+def exits_cpu(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units, *,
+              rows: bool = True, on_device: bool = False):
     first_t = np.empty((len(t_sorted), len(start)), dtype=np.int64)
     first_s = np.empty((len(s_sorted), len(start)), dtype=np.int64)
     crossings_cpu(start, end, entry, prices, t_sorted, s_sorted, first_t, first_s)
-    return resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_units)
+    return resolve_pairs_cpu(first_t, first_s, order_t, order_s, targets, stops, pct_units, rows=rows)
 
 
-def exits_cuda(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units):
-    from kernels.gridsearch.cuda import array_module, crossings
+def exits_cuda(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units, *,
+               rows: bool = True, on_device: bool = False):
+    from kernels.gridsearch.cuda import array_module, crossings, resolve_pairs_device
 
-    xp, dev = array_module()  # CuPy on a GPU, NumPy under numba's CUDA simulator (CI)
+    xp, _ = array_module()  # CuPy on a GPU, NumPy under numba's CUDA simulator (CI)
     ft, fs = crossings(start, end, entry, prices, t_sorted, s_sorted)
-    res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, dev(pct_units), xp=xp)
-    return (res, rows) if xp is np else (xp.asnumpy(res), xp.asnumpy(rows))
+    res, ex = resolve_pairs_device(ft, fs, order_t, order_s, level_units(targets), level_units(stops), pct_units,
+                                   rows=rows)
+    if on_device or xp is np:
+        return res, ex
+    with phase("d2h", "exits results", bytes=res.nbytes + (ex.nbytes if rows else 0)):
+        return xp.asnumpy(res), (xp.asnumpy(ex) if rows else None)
 
 
-def exits_torch(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units):
+def exits_torch(start, end, entry, prices, t_sorted, s_sorted, order_t, order_s, targets, stops, pct_units, *,
+                rows: bool = True, on_device: bool = False):
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tt = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=device)  # noqa: E731
     ft, fs = crossings_torch(tt(start), tt(end), tt(entry), tt(prices), tt(t_sorted), tt(s_sorted))
-    res, rows = resolve_pairs(ft, fs, order_t, order_s, targets, stops, tt(pct_units), xp=_TorchXP(device))
-    return res.cpu().numpy(), rows.cpu().numpy()
+    res, ex = resolve_pairs(ft, fs, order_t, order_s, targets, stops, tt(pct_units), xp=_TorchXP(device), rows=rows)
+    if on_device:
+        return res, ex
+    return res.cpu().numpy(), (ex.cpu().numpy() if rows else None)
 
 
 class _TorchXP:

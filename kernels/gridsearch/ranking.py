@@ -3,8 +3,9 @@
 Rank by ROI descending (ROIs are exact integers of 1e-6 percent, so "rounded to 9
 decimals" changes nothing), ties to the combination that comes first in grid order; only
 combinations keeping at least `min_trades` trades are ranked. Per launch, the k-th best ROI
-is found with a partition (not a full sort); every candidate at least that good is kept
-and ordered by (ROI desc, index asc), so ties at the boundary resolve exactly.
+is found with a partition (not a full sort; on a device, of the values above a bound from
+block maxima: `kth_largest`); every candidate at least that good is kept and ordered by
+(ROI desc, index asc), so ties at the boundary resolve exactly.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def top_k(roi_units, trades, base: int, k: int, min_trades: int, xp=np) -> TopK:
     lowest = np.iinfo(np.int64).min
     key = xp.where(ok, roi_units, lowest)
     if n_ok > k:
-        kth = xp.partition(key, key.shape[0] - k)[key.shape[0] - k]  # k-th largest
+        kth = kth_largest(key, k, xp, min_size=0 if xp is np else 1 << 16)
         candidates = xp.flatnonzero((key >= kth) & ok)
     else:
         candidates = xp.flatnonzero(ok)
@@ -49,6 +50,24 @@ def top_k(roi_units, trades, base: int, k: int, min_trades: int, xp=np) -> TopK:
     n = to_np(trades[candidates]).astype(np.int64)
     order = _order(roi, cand)[:k]
     return TopK(cand[order] + base, roi[order], n[order])
+
+
+def kth_largest(key, k: int, xp=np, min_size: int = 1 << 16, block: int = 1024, most: int = 1 << 20):
+    """The k-th largest value of the 1-D `key` (1 <= k <= key.size), exactly as a partition
+    gives it. For a key of at least `min_size` values (not 0), first a lower bound: the k-th
+    largest of the maxima of blocks of `block` values (k blocks hold a value at least that
+    large, so the k-th largest value is no smaller); then the partition runs on the values
+    at least that bound only (at most `most` of them; else on the whole key). On a device
+    this spares the partition of the whole key (CuPy sorts it), one pass over it instead."""
+    n = key.shape[0]
+    if min_size and n >= min_size and n // block >= k:
+        m = n // block * block
+        maxima = xp.concatenate([key[:m].reshape(-1, block).max(axis=1), key[m:]])
+        lower = xp.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]
+        sub = key[key >= lower]
+        if sub.shape[0] <= most:
+            return xp.partition(sub, sub.shape[0] - k)[sub.shape[0] - k]
+    return xp.partition(key, n - k)[n - k]
 
 
 def merge_top(a: TopK, b: TopK, k: int) -> TopK:

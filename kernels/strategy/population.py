@@ -25,7 +25,8 @@ and its own thresholds. `n_series` counts the unique series computed.
 `backtest_population(open, high, low, close, volume, individuals, backend)`:
 backend "cpu" (numba, parallel over individuals), "cuda" (one GPU thread per individual;
 runs under the CUDA simulator too), "auto" (cuda when a real GPU is present, i.e.
-numba.cuda is available and the simulator is off, else cpu); the backends are the
+numba.cuda is available and the simulator is off, and the walks reach the measured
+`strategy` break-even of `kernels.backends.routing`, else cpu); the backends are the
 `strategy` family of `kernels.backends`. When a non-cpu backend raises, the call warns
 (RuntimeWarning) and runs the cpu backend (`fallback=False` re-raises); `result.backend`
 says which backend produced the result and `result.fallback` why.
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels import backends
+from kernels.backends import routing
 from kernels import indicators as K
 from kernels.deprecations import renamed
 from kernels.seller_exhaustion import true_range, zscore_after_nan, ewm_adjust_false
@@ -197,10 +199,12 @@ def _check(backend: str) -> None:
 def run_walks(inp: WalkInputs, backend: str = "cpu", fallback: bool = True) -> PopulationResult:
     """Walk every individual of `inp` on `backend` ("auto" or a registered `strategy` backend:
     "cpu", "cuda"), falling back to the cpu backend when another one raises (unless
-    fallback=False). "auto" is cuda on a real GPU, else cpu."""
+    fallback=False). "auto" is cuda on a real GPU when the walks' individual-bars reach the
+    `strategy` break-even (`kernels.backends.routing`), else cpu."""
     _check(backend)
     if backend == "auto":
-        backend = "cuda" if real_gpu() else "cpu"
+        work = inp.k_fast.shape[0] * inp.close.shape[0]
+        backend = routing.route(FAMILY, work, "cuda") if real_gpu() else "cpu"
     reason = None
     if backend != "cpu":
         try:

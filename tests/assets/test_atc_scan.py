@@ -11,10 +11,11 @@ from dagster import materialize
 
 from domain import atc_scan as scanner
 from assets.atc_scan import atc_scan
-from domain.atc_scan import GPU_MIN_WORK, route, scan_universe
+from domain.atc_scan import route, scan_universe
 from assets.raw_bars import raw_bars
 from domain.sources.synthetic import SyntheticMarket
 from kernels import atc
+from kernels.backends import routing
 from pipeline.definitions import build_resources
 from tests.conftest import run_assets
 
@@ -82,13 +83,19 @@ def test_chunk_size_does_not_change_the_result(bars):
     assert one.equals(many)
 
 
-def test_cost_model_sends_only_chunks_past_the_measured_break_even_to_a_gpu():
+def test_cost_model_sends_no_chunk_to_a_gpu_while_the_measured_break_even_is_none():
+    assert routing.min_work("atc") is None  # on an H100 the CPU won at every size (kernels/backends/routing.py)
     assert route(10, 2000, "cuda") == "cpu"
-    assert route(512, 2000, "cuda") == "cpu"  # the default chunk: the CPU won on an H100 (domain/atc_scan.py)
-    assert route(GPU_MIN_WORK // 2000 - 1, 2000, "cuda") == "cpu"
-    assert route(GPU_MIN_WORK // 2000, 2000, "cuda") == "cuda"
-    assert route(GPU_MIN_WORK // 2000, 2000, "torch") == "torch"
-    assert route(GPU_MIN_WORK // 2000, 2000, "cpu") == "cpu"
+    assert route(512, 2000, "cuda") == "cpu"
+    assert route(10**7, 2000, "cuda") == "cpu"
+
+
+def test_cost_model_sends_only_chunks_past_a_break_even_to_a_gpu(monkeypatch):
+    monkeypatch.setitem(routing.BREAK_EVEN, "atc", routing.BreakEven("symbol-bars", 1_000_000, "test"))
+    assert route(1_000_000 // 2000 - 1, 2000, "cuda") == "cpu"
+    assert route(1_000_000 // 2000, 2000, "cuda") == "cuda"
+    assert route(1_000_000 // 2000, 2000, "torch") == "torch"
+    assert route(1_000_000 // 2000, 2000, "cpu") == "cpu"
 
 
 def test_a_failing_gpu_call_falls_back_to_the_cpu(bars, monkeypatch):
@@ -100,7 +107,7 @@ def test_a_failing_gpu_call_falls_back_to_the_cpu(bars, monkeypatch):
         return real(closes, backend=backend, **kw)
 
     monkeypatch.setattr(scanner.atc, "compute", flaky)
-    monkeypatch.setattr(scanner, "GPU_MIN_WORK", 1)
+    monkeypatch.setitem(routing.BREAK_EVEN, "atc", routing.BreakEven("symbol-bars", 1, "test"))
     table, stats = scan_universe(bars, n_bars=200, device_backend="cuda")
     assert stats.fallbacks == stats.chunks > 0 and table.height == 5
 

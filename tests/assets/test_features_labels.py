@@ -86,14 +86,39 @@ def test_pool_over_symbol_chunks_equals_one_process(bars, executor):
     assert pooled.equals(one)
 
 
+def _backends_called(monkeypatch) -> list[str]:
+    """The backends the feature stage hands its chunks to (a spy on map_symbol_chunks)."""
+    import domain.features as stage
+
+    seen, real = [], stage.map_symbol_chunks
+    monkeypatch.setattr(stage, "map_symbol_chunks", lambda *a, **kw: seen.append(kw["backend"]) or real(*a, **kw))
+    return seen
+
+
 @pytest.mark.parametrize("backend", ["torch", "cuda"])
-def test_gpu_backends_give_the_cpu_features(bars, backend):
+def test_gpu_backends_give_the_cpu_features(bars, backend, monkeypatch):
     pytest.importorskip("kernels.backends.torch_backend") if backend == "torch" else None
+    from kernels.backends import routing
+
+    monkeypatch.setitem(routing.BREAK_EVEN, "indicators", routing.BreakEven("symbol-bars", 1, "test"))
+    called = _backends_called(monkeypatch)
     small = bars.filter(pl.col("date").dt.year() <= 2000)
     cpu, _, _ = build_features(small, keys([2000]))
     gpu, _, _ = build_features(small, keys([2000]), backend=backend)
+    assert called == [backend]  # the GPU backend ran (the cpu call took the one-pass path)
     for name in FEATURE_NAMES:
         np.testing.assert_allclose(gpu[name].to_numpy(), cpu[name].to_numpy(), rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def test_a_gpu_backend_below_its_measured_break_even_runs_the_cpu_one_pass(bars, monkeypatch):
+    from kernels.backends import routing
+
+    called = _backends_called(monkeypatch)
+    small = bars.filter(pl.col("date").dt.year() <= 2000)
+    assert routing.min_work("indicators") is None  # the H100 lost to the CPU (kernels/backends/routing.py)
+    cpu, _, _ = build_features(small, keys([2000]))
+    routed, _, stats = build_features(small, keys([2000]), backend="cuda")
+    assert called == [] and stats.chunks == 1 and routed.equals(cpu)
 
 
 # ---------------------------------------------------------------------------------- labels

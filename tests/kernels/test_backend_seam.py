@@ -155,13 +155,15 @@ def test_population_takes_backend_and_engine_only_as_a_deprecated_alias():
         backtest_population(*bars, [Individual()], backend="cuda", engine="cpu")
 
 
-def test_the_atc_scan_routes_a_large_chunk_to_a_registered_non_cpu_backend_and_an_unknown_one_to_cpu(fake):
-    from domain.atc_scan import GPU_MIN_WORK, route
+def test_the_atc_scan_routes_a_large_chunk_to_a_registered_non_cpu_backend_and_an_unknown_one_to_cpu(fake, monkeypatch):
+    from domain.atc_scan import route
+    from kernels.backends import routing
 
-    assert route(GPU_MIN_WORK, 1, "fake") == "cpu"  # not registered for atc
+    monkeypatch.setitem(routing.BREAK_EVEN, "atc", routing.BreakEven("symbol-bars", 1000, "test"))
+    assert route(1000, 1, "fake") == "cpu"  # not registered for atc
     fake("atc", "compute", compute=None)
-    assert route(GPU_MIN_WORK, 1, "fake") == "fake"
-    assert route(GPU_MIN_WORK - 1, 1, "fake") == "cpu"
+    assert route(1000, 1, "fake") == "fake"
+    assert route(999, 1, "fake") == "cpu"
 
 
 def test_cube_top_gives_the_same_top10_on_cpu_torch_and_cuda_and_names_its_backends(monkeypatch):

@@ -283,3 +283,161 @@ def test_a_block_whose_max_is_exactly_the_level_price_is_walked_not_skipped(dtyp
         first_t, first_s = np.empty((2, 1), np.int64), np.empty((1, 1), np.int64)
         E.crossings_cpu(start, end, entry, prices, targets, stops, first_t, first_s, block=block)
         assert first_t[:, 0].tolist() == [77, NO_CROSS] and first_s[:, 0].tolist() == [140]
+
+
+def _per_pair_cube(features, results, grid):
+    """The dominance sums as they were computed before the batched pass: one float64
+    bincount and suffix sums per pair (the oracle of the batched version)."""
+    from kernels.gridsearch.cube import _bins, _suffix_sums
+
+    bins, orders, shape = _bins(np.asarray(features), grid, np)
+    flat = np.ravel_multi_index(tuple(bins), shape)
+    cells = int(np.prod(shape))
+
+    def grid_order(cube):
+        cube = cube[(slice(1, None),) * 5]
+        for axis, order in enumerate(orders):
+            cube = np.take(cube, order, axis=axis)
+        return cube
+
+    counts = grid_order(_suffix_sums(np.bincount(flat, minlength=cells).reshape(shape), np))
+    n_pairs = len(grid.target) * len(grid.stop_loss)
+    roi = np.empty(tuple(grid.sizes[:5]) + (n_pairs,), dtype=np.int64)
+    for p in range(n_pairs):
+        hist = np.bincount(flat, weights=np.asarray(results[p], dtype=np.float64), minlength=cells).reshape(shape)
+        roi[..., p] = np.rint(grid_order(_suffix_sums(hist, np))).astype(np.int64)
+    return roi.reshape(tuple(grid.sizes)), np.broadcast_to(counts.astype(np.int64)[..., None, None], tuple(grid.sizes))
+
+
+def _crossings_with_no_cross(seed: int, n: int):
+    """first_t / first_s of the shared core on a short random walk: levels far enough that
+    some trades cross none (NO_CROSS), targets and stops that tie with each other's rows."""
+    from kernels.gridsearch import exits as E
+
+    rng = np.random.default_rng(seed)
+    prices = (100.0 * np.exp(np.cumsum(rng.normal(0, 0.003, 400)))).astype(np.float32)
+    start = rng.integers(0, 350, n).astype(np.int64)
+    end = np.minimum(start + rng.integers(0, 40, n), 399).astype(np.int64)
+    entry = prices[start].astype(np.float64)
+    targets, stops = np.array([0.1, 0.5, 3.0]), np.array([-0.1, -0.4, -5.0])
+    ft = np.empty((3, n), np.int64)
+    fs = np.empty((3, n), np.int64)
+    E.crossings_cpu_reference(start, end, entry, prices, targets, stops, ft, fs)
+    assert (ft == NO_CROSS).any() and (fs == NO_CROSS).any() and (ft < NO_CROSS).any()
+    return ft, fs, to_units(rng.normal(0, 1, n)), targets, stops
+
+
+@gpu
+@pytest.mark.parametrize("rows", [True, False])
+def test_cuda_pairs_kernel_equals_the_cpu_pair_resolution_bit_for_bit(rows):
+    """cuda.pairs_kernel (a thread per (pair, trade), under the simulator here) and the CPU
+    kernel over the same cores.pair_core equal the NumPy resolve_pairs, NO_CROSS included;
+    exit rows only when asked (None otherwise, the results unchanged)."""
+    from kernels.gridsearch import exits as E
+    from kernels.gridsearch.cuda import array_module, resolve_pairs_device
+
+    xp, dev = array_module()
+    ft, fs, pct, targets, stops = _crossings_with_no_cross(4, 37)
+    order_t, order_s = np.array([2, 0, 1]), np.array([1, 2, 0])  # grid levels in another order than the sorted rows
+    grid_t, grid_s = targets[order_t], stops[order_s]
+    want_res, want_rows = E.resolve_pairs(ft, fs, order_t, order_s, grid_t, grid_s, pct)
+    cpu_res, cpu_rows = E.resolve_pairs_cpu(ft, fs, order_t, order_s, grid_t, grid_s, pct, rows=rows)
+    res, ex = resolve_pairs_device(dev(ft), dev(fs), order_t, order_s, E.level_units(grid_t), E.level_units(grid_s),
+                                   pct, rows=rows)
+    as_numpy = getattr(xp, "asnumpy", np.asarray)
+    for got in (cpu_res, as_numpy(res)):
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want_res)
+    if rows:
+        for got in (cpu_rows, as_numpy(ex)):
+            assert got.dtype == np.int64
+            np.testing.assert_array_equal(got, want_rows)
+        assert (want_rows == NO_CROSS).any()
+    else:
+        assert cpu_rows is None and ex is None
+
+
+@gpu
+@pytest.mark.parametrize("backend", ["cpu", "cuda", "torch"])
+def test_exit_rows_only_on_request_and_on_device_results_equal_the_host_path(backend):
+    if backend == "torch":
+        pytest.importorskip("torch")
+    prices, start, end, entry, pct, _ = make_data(5, n_trades=12)
+    want, want_rows = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
+    res, rows = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, backend=backend)
+    np.testing.assert_array_equal(res, want)
+    np.testing.assert_array_equal(rows, want_rows)
+    res, rows = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, backend=backend,
+                              exit_rows=False)
+    assert rows is None and isinstance(res, np.ndarray)
+    np.testing.assert_array_equal(res, want)
+    dres, rows = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, backend=backend,
+                               exit_rows=False, on_device=True)
+    to_host = (lambda a: a.cpu().numpy()) if backend == "torch" else getattr(dres, "get", lambda: np.asarray(dres))
+    assert rows is None
+    np.testing.assert_array_equal(to_host(dres) if backend == "torch" else to_host(), want)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), min_trades=st.integers(1, 5))
+def test_property_batched_dominance_sums_equal_the_per_pair_cube_and_the_brute_force(seed, n, min_trades):
+    """The batched cube (numba histogram and in-place suffix sums) equals the per-pair cube
+    cell for cell, and its top-10 the brute force's (coarse features: ties; min_trades)."""
+    prices, start, end, entry, pct, features = make_data(seed, n_trades=n)
+    results, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss, exit_rows=False)
+    roi, trades = cube_roi(features, results, GRID)
+    want_roi, want_trades = _per_pair_cube(features, results, GRID)
+    np.testing.assert_array_equal(roi, want_roi)
+    np.testing.assert_array_equal(trades, want_trades)
+    brute = brute_force(features, results, GRID, k=10, min_trades=min_trades)
+    assert as_rows(top_k_full(roi, trades, 10, min_trades), GRID) == as_rows(brute, GRID)
+
+
+@gpu
+@pytest.mark.parametrize("min_trades", [1, 3])
+def test_cuda_histogram_kernel_cube_equals_the_per_pair_cube_and_grid_top_the_brute_force(min_trades):
+    """cuda.hist_kernel (int64 atomics; the simulator here) gives the per-pair cube's sums,
+    and grid_top (exits -> sums with the results left on the device) the brute force's top-10
+    on every backend, ties included."""
+    from kernels.gridsearch.cube import cube_top, grid_top
+    from kernels.gridsearch.cuda import array_module
+
+    xp, dev = array_module()
+    prices, start, end, entry, pct, features = make_data(6, n_trades=24)
+    results, _ = resolve_exits(start, end, entry, prices, pct, GRID.target, GRID.stop_loss)
+    roi, trades = cube_roi(dev(features), dev(results), GRID, xp=xp, kernel=True)
+    want_roi, want_trades = _per_pair_cube(features, results, GRID)
+    as_numpy = getattr(xp, "asnumpy", np.asarray)
+    np.testing.assert_array_equal(as_numpy(roi), want_roi)
+    np.testing.assert_array_equal(as_numpy(trades), want_trades)
+    want = as_rows(brute_force(features, results, GRID, k=10, min_trades=min_trades), GRID)
+    assert as_rows(cube_top(features, results, GRID, k=10, min_trades=min_trades, backend="cuda"), GRID) == want
+    backends = ["cpu", "cuda"] + (["torch"] if _has_torch() else [])
+    for b in backends:
+        got = grid_top(start, end, entry, prices, pct, features, GRID, k=10, min_trades=min_trades, backend=b)
+        assert as_rows(got, GRID) == want, b
+
+
+def _has_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kth_largest_through_block_maxima_equals_the_partition(seed):
+    """ranking.kth_largest's bounded path (the device's) gives the partition's k-th largest,
+    with many ties, a key of lowest values (min_trades left too few) and a short last block."""
+    from kernels.gridsearch.ranking import kth_largest
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 5000))
+    key = rng.integers(-20, 20, n).astype(np.int64)
+    if seed % 2:
+        key[rng.random(n) < 0.9] = np.iinfo(np.int64).min
+    for k in (1, 3, 10):
+        want = np.partition(key, n - k)[n - k]
+        for block, most in ((7, 1 << 20), (16, 5), (1, 1 << 20)):
+            assert kth_largest(key, k, np, min_size=1, block=block, most=most) == want

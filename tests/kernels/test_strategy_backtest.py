@@ -368,6 +368,19 @@ def test_auto_engine_uses_cpu_without_a_real_gpu(goog_slice, pop32, monkeypatch)
     assert backtest_population(*goog_slice, pop32[:3], backend="auto").backend == "cpu"
 
 
+def test_auto_engine_on_a_gpu_runs_the_cpu_below_the_measured_break_even_and_cuda_from_it(goog_slice, pop32,
+                                                                                          monkeypatch):
+    from kernels.backends import routing
+
+    monkeypatch.setattr(population_mod, "real_gpu", lambda: True)
+    assert routing.min_work("strategy") is None  # the H100 lost to the CPU at 512 x 21,480
+    assert backtest_population(*goog_slice, pop32[:3], backend="auto").backend == "cpu"
+    work = 3 * len(goog_slice[0])
+    monkeypatch.setitem(routing.BREAK_EVEN, "strategy", routing.BreakEven("individual-bars", work, "test"))
+    assert backtest_population(*goog_slice, pop32[:2], backend="auto").backend == "cpu"  # 2 x bars: below
+    assert backtest_population(*goog_slice, pop32[:3], backend="auto").backend == "cuda"  # the simulator runs it
+
+
 def test_inputs_are_validated(goog_slice):
     o, h, l, c, v = goog_slice
     with pytest.raises(ValueError, match=r"backend must be one of \(.auto., .cpu., .cuda.\), got .gpu."):

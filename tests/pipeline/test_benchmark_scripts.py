@@ -140,3 +140,28 @@ def test_the_chain_probe_sets_each_core_beside_the_latency_of_its_chain(tmp_path
     assert {"sma(20)", "wma(20)", "ema(20)", "tema(20)", "kama(10)", "atr(14)"} <= set(figures)
     assert "| indicator | our chain | its ns/row | core, reused output ns/row |" in run.stdout
     assert set(figures["atr_dtypes_ns"]) == {f"{i} in, {o} out" for i in ("float64", "float32") for o in ("float64", "float32")}
+
+
+def test_the_gpu_break_even_sweep_checks_each_size_equal_and_prints_the_routing_entry(tmp_path):
+    """Under the CUDA simulator (TRADELAB_GPU=0) the times mean nothing; the sweep, the
+    equality check and the break-even line are what is tested."""
+    run = subprocess.run(
+        [sys.executable, "benchmarks/gpu_break_even.py", "--quick", "--families", "strategy", "--out", str(tmp_path)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "TRADELAB_GPU": "0"}, capture_output=True, text=True,
+        timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads((tmp_path / "gpu_break_even.json").read_text())
+    assert [(r["count"], r["equal"]) for r in report["rows"]] == [(2, True), (3, True)]
+    assert "break-even strategy: " in run.stdout and "BreakEven('individual-bars', " in run.stdout
+
+
+def test_the_old_atc_break_even_script_warns_once_and_runs_the_atc_sweep(tmp_path):
+    run = subprocess.run([sys.executable, "benchmarks/atc_gpu_break_even.py", "--symbols", "2", "--bars", "60",
+                          "--repeat", "1", "--out", str(tmp_path)], cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO), "TRADELAB_GPU": "0"}, capture_output=True,
+                         text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stderr.count("atc_gpu_break_even.py is deprecated since 2026-11-27; use benchmarks/gpu_break_even.py "
+                            "--families atc") == 1
+    rows = json.loads((tmp_path / "gpu_break_even.json").read_text())["rows"]
+    assert [(r["family"], r["count"], r["bars"]) for r in rows] == [("atc", 2, 60)]

@@ -67,3 +67,63 @@ def test_kernels_in_source_finds_nested_and_top_level_kernels_only(tmp_path):
         "def template(d):\n    @cuda.jit\n    def kernel(x):\n        d(x)\n    return kernel\n"
         "@cuda.jit(device=True)\ndef device_fn(x):\n    return x\n")
     assert _compile_check().kernels_in_source(tmp_path) == {"top", "template.<locals>.kernel"}
+
+
+PTXAS_SAMPLE = """\
+ptxas info    : 32 bytes gmem
+ptxas info    : Compiling entry function '_ZN7kernels4atc4cuda11_atc_kernelB2v1E' for 'sm_90a'
+ptxas info    : Function properties for _ZN7kernels4atc4cuda11_atc_kernelB2v1E
+    24 bytes stack frame, 16 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 84 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]
+ptxas info    : Function properties for _ZN5numba4cuda8helperE
+    8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function '_ZN7kernels10gridsearch4cuda13combos_kernelE' for 'sm_90a'
+ptxas info    : Function properties for _ZN7kernels10gridsearch4cuda13combos_kernelE
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers
+ptxas info    : Compile time = 80.877 ms
+"""
+
+PTX_SAMPLE = """\
+.visible .entry _ZN7kernels10gridsearch4cuda13combos_kernelE(
+\t.param .u64 p0
+)
+{
+\tmul.rn.f64 \t%fd3, %fd1, %fd2;
+\tadd.rn.f64 \t%fd4, %fd3, %fd1;
+\tfma.rn.f64 \t%fd5, %fd1, %fd2, %fd4;
+\t@%p1 fma.rn.f64 \t%fd6, %fd1, %fd2, %fd5;
+\tfma.rn.ftz.f32 \t%f3, %f1, %f2, %f1;
+\t// fma.rn.f64 in a comment is not an instruction
+}
+"""
+
+
+def test_the_compile_check_parses_ptxas_verbose_output_per_function():
+    check = _compile_check()
+    stats = check.parse_ptxas(PTXAS_SAMPLE)
+    assert stats["_ZN7kernels4atc4cuda11_atc_kernelB2v1E"] == {
+        "registers": 84, "spill_stores": 16, "spill_loads": 8, "smem": 2048, "stack": 24}
+    assert stats["_ZN7kernels10gridsearch4cuda13combos_kernelE"] == {
+        "registers": 40, "spill_stores": 0, "spill_loads": 0, "smem": 0, "stack": 0}
+    assert stats["_ZN5numba4cuda8helperE"]["stack"] == 8
+    assert check.entry_stats(PTXAS_SAMPLE, PTX_SAMPLE)["registers"] == 40  # the PTX's .entry, not the first
+
+
+def test_the_compile_check_counts_fma_instructions_and_explicit_fma_calls():
+    check = _compile_check()
+    assert check.fma_counts(PTX_SAMPLE) == {"f64": 2, "f32": 1}
+    ir = ('declare double @"llvm.fma.f64"(double %".1", double %".2", double %".3")\n'
+          '  %".6" = call double @"llvm.fma.f64"(double %"a", double %"b", double %"c")\n'
+          '  %r = call fast double @llvm.fma.f64(double %a, double %b, double %c)\n')
+    assert check.explicit_fma_calls(ir) == 2
+    assert check.explicit_fma_calls("declare double @llvm.fma.f64(double, double, double)") == 0
+
+
+def test_the_compile_check_fails_a_kernel_with_contracted_fma_only():
+    verdict = _compile_check().fma_verdict
+    assert verdict(0, 0, contracted_f64=21, explicit=0) == "ok"  # -fma=0 removed 21 contractions
+    assert verdict(42, 0, contracted_f64=42, explicit=1) == "ok"  # kama: its explicit fma calls, inlined
+    assert verdict(3, 0, contracted_f64=21, explicit=0).startswith("FAILED")
+    assert verdict(0, 2, contracted_f64=0, explicit=0).startswith("FAILED")
+    assert verdict(50, 0, contracted_f64=42, explicit=1).startswith("FAILED")

@@ -1,0 +1,171 @@
+"""Benchmark: the GPU break-even of every routed family (kernels/backends/routing.py), on a GPU machine.
+
+For each family, batches of growing work are timed on the cpu backend (numba threads = cores)
+and on the GPU backend as the routed stage calls it (NumPy in, NumPy out, transfers included),
+best of --repeat after a warm-up, and the results are checked equal (tests/gpu.py
+`assert_engine_equal`). A family's break-even is the smallest work from which the GPU wins at
+that size and every larger one measured; `routing.BREAK_EVEN` is set from it.
+
+  atc          the ATC scanner's chunks: S symbols x B bars, float32 closes, float64 results,
+               tail=1, default parameters (`atc.compute`); work = symbol-bars
+  indicators   the feature stage's kernel calls: the `core` pack's entries over S symbols of
+               B bars back to back, float32 (`kernels.registry.features.compute_features`, as
+               `domain.features` calls it per chunk); work = symbol-bars
+  strategy     the population backtest: N individuals on one series of B bars
+               (`backtest_population`); work = individual-bars
+
+Usage: python benchmarks/gpu_break_even.py [--families atc,indicators,strategy] [--repeat 3] [--quick] [--out DIR]
+Prints one row per size, then one line per family with its break-even (or "never") and the
+`BreakEven(...)` to put in routing.py; writes <out>/gpu_break_even.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_gpu import agree, best, walks  # noqa: E402 - it chooses the simulator first
+from tests.gpu import assert_engine_equal  # noqa: E402
+
+# (name, sizes) per family: sizes as (count, bars); `--quick` keeps the first two of each
+SIZES = {
+    "atc": [(32, 500), (128, 500), (512, 500), (2048, 500), (8192, 500), (32, 2000), (128, 2000), (512, 2000),
+            (2048, 2000), (8192, 2000), (32768, 2000)],
+    "indicators": [(8, 2000), (32, 2000), (128, 2000), (512, 2000), (2048, 2000), (8192, 2000)],
+    "strategy": [(32, 21_480), (128, 21_480), (512, 21_480), (2048, 21_480), (8192, 21_480)],
+}
+QUICK = {"atc": [(2, 60), (3, 60)], "indicators": [(2, 80), (3, 80)], "strategy": [(2, 200), (3, 200)]}
+UNITS = {"atc": "symbol-bars", "indicators": "symbol-bars", "strategy": "individual-bars"}
+
+
+def break_even(rows: list[dict]) -> int | None:
+    """The smallest work from which the GPU is faster at that size and every larger one."""
+    win = None
+    for r in sorted(rows, key=lambda r: r["work"], reverse=True):
+        if r["gpu_s"] >= r["cpu_s"]:
+            break
+        win = r["work"]
+    return win
+
+
+def atc_case(count: int, bars: int):
+    from kernels import atc
+
+    x = np.ascontiguousarray(walks(count, bars, 7).astype(np.float32))
+    run = lambda b: atc.compute(x, backend=b, dtype=np.float64, tail=1)[1]  # noqa: E731
+    return run, lambda got, want: assert_engine_equal(got, want)
+
+
+def indicator_case(count: int, bars: int):
+    from kernels.registry.features import compute_features
+    from kernels.registry.packs import select
+
+    close = walks(count, bars, 3)
+    spread = np.abs(np.random.default_rng(4).normal(0, 0.3, (2,) + close.shape))
+    arrays = {"high": (close + spread[0]).ravel().astype(np.float32), "low": (close - spread[1]).ravel().astype(np.float32),
+              "close": close.ravel().astype(np.float32)}
+    offsets = np.arange(0, count * bars + 1, bars, dtype=np.int64)
+    entries = select().features
+    threads = os.cpu_count() or 1
+
+    def run(b):
+        return compute_features(arrays, offsets, backend=b, dtype=np.float32, entries=entries,
+                                threads=threads if b == "cpu" else 1)
+
+    def same(got, want):
+        for name in want:
+            assert_engine_equal(got[name], want[name], err_msg=name)
+
+    return run, same
+
+
+def population(count: int, bars: int, seed: int = 5):
+    """(open, high, low, close, volume) of one synthetic series and `count` random individuals."""
+    from kernels.strategy import Individual
+
+    rng = np.random.default_rng(seed)
+    close = walks(1, bars, 4)[0]
+    open_ = close * (1 + rng.normal(0, 0.003, close.size))
+    high = np.maximum(open_, close) * (1 + np.abs(rng.normal(0, 0.006, close.size)))
+    low = np.minimum(open_, close) * (1 - np.abs(rng.normal(0, 0.006, close.size)))
+    volume = rng.lognormal(13, 0.5, close.size)
+    pick = lambda xs: rng.choice(xs).item()  # noqa: E731
+    pop = [Individual.from_dict({
+        "ema_fast": pick([5, 8, 10, 15]), "ema_slow": pick([20, 30, 50]), "z_window": pick([15, 20, 30]),
+        "atr_window": pick([5, 10, 14]), "vol_z_min": pick([0.0, 0.5, 1.0]), "tr_z_min": pick([-0.5, 0.0, 0.5]),
+        "cloc_min": pick([0.2, 0.4, 0.6]), "atr_stop_mult": pick([0.5, 1.0, 1.5]), "reward_r": pick([1.0, 1.5, 2.5]),
+        "max_hold": pick([3, 8, 20]), "fee_bps": pick([0.0, 2.5, 5.0]), "slippage_bps": pick([0.0, 1.0, 3.0])})
+        for _ in range(count)]
+    return (open_, high, low, close, volume), pop
+
+
+def strategy_case(count: int, bars: int):
+    from kernels.strategy import backtest_population
+
+    data, pop = population(count, bars)
+    run = lambda b: backtest_population(*data, pop, backend=b, fallback=False)  # noqa: E731
+
+    def same(got, want):
+        for f in ("offsets", "entry_idx", "exit_idx", "reason", "pnl"):
+            assert_engine_equal(getattr(got, f), getattr(want, f), err_msg=f)
+
+    return run, same
+
+
+CASES = {"atc": atc_case, "indicators": indicator_case, "strategy": strategy_case}
+
+
+def sweep(family: str, sizes, repeat: int) -> list[dict]:
+    """Time cpu against cuda at each size (after a compile on the smallest) and check them equal."""
+    case = CASES[family]
+    warm, _ = case(*sizes[0])
+    warm("cpu"), warm("cuda")  # compile both
+    rows = []
+    for count, bars in sizes:
+        run, same = case(count, bars)
+        t_cpu, want = best(lambda: run("cpu"), repeat)  # noqa: B023
+        t_gpu, got = best(lambda: run("cuda"), repeat)  # noqa: B023
+        equal, why = agree(lambda: same(got, want))  # noqa: B023
+        rows.append(dict(family=family, count=count, bars=bars, work=count * bars, cpu_s=t_cpu, gpu_s=t_gpu,
+                         equal=equal, why=why))
+        print(f"{family:>10} {count:>7,} x {bars:>6,} {count * bars:>13,} {t_cpu:>9.4f} {t_gpu:>9.4f} "
+              f"{t_cpu / t_gpu:>8.2f}x  {equal}", flush=True)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--families", default=",".join(CASES))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="two tiny sizes per family (the simulator: times mean nothing)")
+    ap.add_argument("--out", default=os.environ.get("OUT") or str(REPO / "benchmarks" / "out"))
+    args = ap.parse_args()
+    families = [f for f in args.families.split(",") if f]
+    unknown = sorted(set(families) - set(CASES))
+    if unknown:
+        ap.error(f"--families: unknown {', '.join(unknown)}; expected some of {', '.join(CASES)}")
+    print(f"{'family':>10} {'size':>17} {'work':>13} {'cpu s':>9} {'cuda s':>9} {'cpu/cuda':>9}  equal", flush=True)
+    rows, evens = [], {}
+    for family in families:
+        got = sweep(family, (QUICK if args.quick else SIZES)[family], 1 if args.quick else args.repeat)
+        rows += got
+        evens[family] = break_even(got)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu_break_even.json").write_text(json.dumps({"rows": rows, "break_even": evens}, indent=2))
+    for family, work in evens.items():
+        where = f"{work:,} {UNITS[family]}" if work else "cuda never faster in this range"
+        print(f"break-even {family}: {where}  ->  BreakEven({UNITS[family]!r}, {work}, ...)")
+    return 0 if all(r["equal"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
