@@ -41,7 +41,7 @@ WHEELS = ["numba-cuda", "cuda-bindings==12.*", "cuda-core", "nvidia-cuda-nvrtc-c
 CHILD = "TRADELAB_CUDA_COMPILE_CHILD"
 OUT = "TRADELAB_CUDA_COMPILE_OUT"
 # the modules defining @cuda.jit kernels: marked for -fma=0 (kernels.cuda_build.no_fma)
-CUDA_MODULES = ("kernels.backends.cuda_backend", "kernels.atc.cuda", "kernels.gridsearch.cuda", "kernels.strategy.cuda")
+CUDA_MODULES = ("kernels.backends.cuda_backend", "kernels.backends.device_io", "kernels.atc.cuda", "kernels.gridsearch.cuda", "kernels.strategy.cuda")
 
 
 def fma_counts(ptx: str) -> dict[str, int]:
@@ -167,7 +167,11 @@ def _patch(cc: tuple[int, int], compiled: list[str], launched: list) -> None:
 COVERS = {
     **{f"_kernel_{arity}.<locals>.kernel": "indicator" for arity in
        ("1in_1p_1out", "1in_1p_2out", "1in_2p_1out", "3in_1p_1out", "3in_2p_3out")},
+    "_transpose_kernel.<locals>.kernel": "indicator",  # kernels.backends.device_io, also run by the atc scan
     "_atc_kernel": "atc scan",
+    "_atc_returns_kernel": "atc scan split",
+    "_atc_family_kernel": "atc scan split",
+    "_atc_combine_kernel": "atc scan split",
     "crossings_kernel": "grid search exits + brute force",
     "combos_kernel": "grid search exits + brute force",
     "pairs_kernel": "grid search exits + brute force",
@@ -221,8 +225,18 @@ def _entry_points():
                 yield f"indicator {name} {tag}", lambda name=name, h=h, lo=lo, c=c, o=out_dt: getattr(K, name)(
                     h, lo, c, 14, backend="cuda", dtype=o)
     yield "atc scan", lambda: atc.compute(close[:2], backend="cuda", dtype=np.float64, length=28)
+    yield "atc scan split", lambda: _atc_split(close[:2])
     yield "grid search exits + brute force", _grid
     yield "population backtest", _population
+
+
+def _atc_split(close):
+    from kernels.atc import cuda as atc_cuda
+    from kernels.atc.params import AtcParams
+
+    p = AtcParams("Medium", 28, 0.02, 0.03, 0, None)
+    for split in (False, True):
+        atc_cuda.run(close, p.lens, p.weights, p.growth(close.shape[1]), p.d, p.cutout, 1, split=split)
 
 
 def _grid():

@@ -104,8 +104,10 @@ Backends
   (500 symbols x 2,000 bars on 2 cores: 0.20 s without, 0.7-0.95 s cold, 0.26 s warm).
   It is for callers whose MAs would be dearer than a copy (much longer MAs, other code
   reading `moving_averages(..., cache=True)`).
-* cuda (`kernels.atc.cuda`): the same cores compiled as CUDA device functions, one thread
-  per symbol, time-major arrays, one MA at a time in per-thread scratch. NumPy in and out.
+* cuda (`kernels.atc.cuda`): the same cores compiled as CUDA device functions, time-major
+  arrays (transposed on the device), one MA at a time in per-thread scratch: a thread per
+  (family, symbol) for layer 1 while the device has room, else one per symbol; the tail is
+  applied on the device and only it comes back. NumPy in and out.
   Equal to cpu bit for bit under the CUDA simulator (tested); on hardware the compiler may
   contract multiply-adds into FMAs (last-bit differences, visible only at a tie).
 * torch (`kernels.atc.torch`): batched [symbols, bars] tensor ops (ROCm, CUDA or CPU), in

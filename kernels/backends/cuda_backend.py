@@ -1,11 +1,15 @@
 """cuda backend: the cores compiled as numba.cuda device functions, one thread per series.
 
-Arrays go to the device time-major ([time, series], C order) and each thread walks the
+The kernels read time-major arrays ([time, series], C order) and each thread walks the
 column of its series, so at every time step neighbouring threads read neighbouring
-addresses (coalesced loads). Device memory comes from numba's memory manager, which is
-RMM's pool when the compute resource set it up. Inputs may be NumPy arrays (copied to the
-device and back) or CuPy/any `__cuda_array_interface__` arrays (kept on the device; the
-results are CuPy arrays). Index arithmetic is int64 throughout (Python ints in numba).
+addresses (coalesced loads). The caller's [series, time] layout is changed on the device
+(`kernels.backends.device_io`: tiled transposes through shared memory), never on the host.
+Device memory comes from numba's memory manager, which is RMM's pool when the compute
+resource set it up (CuPy's allocator is the same pool then). Inputs may be NumPy arrays
+(through pinned staging to the device, results back through pinned memory), CuPy/any
+`__cuda_array_interface__` arrays (kept on the device; the results are CuPy arrays) or
+numba device arrays (results are numba device arrays; the simulator's path). Each step is
+timed by `kernels.gpu_phases.phase` inside a recording. Index arithmetic is int64 throughout (Python ints in numba).
 Runs under the numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1) on tiny inputs in CI.
 """
 
@@ -18,8 +22,11 @@ import numpy as np
 from numba import cuda
 
 from kernels import cores
+from kernels.backends import device_io
+from kernels.gpu_phases import phase
 
 THREADS_PER_BLOCK = 128
+OPS_PER_ELEMENT = 10  # a rough count of float64 operations per bar of a core (roofline figure only)
 
 
 @functools.cache
@@ -91,28 +98,24 @@ def kernel_for(core_name: str, arity: tuple[int, int, int]):
     return TEMPLATES[arity](device_function(core_name))
 
 
-def _is_device_array(a) -> bool:
-    return hasattr(a, "__cuda_array_interface__")
-
-
-def _to_device_time_major(a):
-    if _is_device_array(a):
-        import cupy
-
-        return cupy.ascontiguousarray(cupy.asarray(a).T)
-    return cuda.to_device(np.ascontiguousarray(a.T))
-
-
 def run(spec, inputs, params: tuple[int, ...], dtype) -> list:
-    on_device = _is_device_array(inputs[0])
-    n_series, t_len = inputs[0].shape
-    d_in = [_to_device_time_major(a) for a in inputs]
-    d_out = [cuda.device_array((t_len, n_series), dtype=dtype) for _ in range(spec.n_outputs)]
+    """inputs [series, time] (NumPy, CuPy or numba device arrays) -> outputs [series, time]
+    of the same kind. Layout changes happen on the device (`device_io.transpose`): NumPy
+    goes in and out through pinned memory, device arrays never leave the device."""
+    like = inputs[0]
+    n_series, t_len = like.shape
+    d_in = [device_io.to_device_time_major(a, name=f"{spec.core} in{i}") for i, a in enumerate(inputs)]
+    with phase("alloc", f"{spec.core} outputs"):
+        d_out = [cuda.device_array((t_len, n_series), dtype=dtype) for _ in range(spec.n_outputs)]
     kernel = kernel_for(spec.core, (spec.n_inputs, len(params), spec.n_outputs))
     blocks = max(1, math.ceil(n_series / THREADS_PER_BLOCK))
-    kernel[blocks, THREADS_PER_BLOCK](*d_in, *params, *d_out)
-    if on_device:
-        import cupy
-
-        return [cupy.ascontiguousarray(cupy.asarray(o).T) for o in d_out]
-    return [np.ascontiguousarray(o.copy_to_host().T) for o in d_out]
+    in_bytes = sum(np.dtype(a.dtype).itemsize for a in d_in) * n_series * t_len
+    out_bytes = spec.n_outputs * np.dtype(dtype).itemsize * n_series * t_len
+    with phase("kernel", spec.core, bytes=in_bytes + out_bytes, ops=OPS_PER_ELEMENT * n_series * t_len,
+               blocks=blocks, threads=THREADS_PER_BLOCK):
+        kernel[blocks, THREADS_PER_BLOCK](*d_in, *params, *d_out)
+    outs = []
+    for i, o in enumerate(d_out):
+        series_major = device_io.transpose(o, name=f"transpose {spec.core} out{i}")
+        outs.append(device_io.to_caller(series_major, like, name=f"{spec.core} out{i}"))
+    return outs

@@ -412,3 +412,24 @@ def test_chunking_does_not_change_results(monkeypatch):
         np.testing.assert_array_equal(c2_fams[name], c_fams[name])
         np.testing.assert_array_equal(t2_fams[name], t_fams[name])
     atc.ma_cache.clear()
+
+
+@gpu
+@pytest.mark.parametrize("split", (False, True))
+@pytest.mark.parametrize("tail", (1, 7, None, 500))
+def test_cuda_tail_on_the_device_equals_cpu(tail, split, monkeypatch):
+    """The cuda scan applies the tail on the device (the fused kernel keeps only the last
+    `tail` bars of each family; the split one, a thread per family and symbol, keeps them all);
+    the values are the cpu backend's (tail past the bars: every bar)."""
+    from kernels.atc import cuda as atc_cuda
+
+    monkeypatch.setattr(atc_cuda, "use_split", lambda n_series, t_len: split)
+    x = np.stack([goog_close()[:60], walks(1, 60, seed=6)[0]])
+    kw = {"robustness": "Narrow", "length": 7, "cutout": 3, "dtype": np.float64, "tail": tail}
+    c_fams, c_final = atc.compute(x, **kw)
+    g_fams, g_final = atc.compute(x, backend="cuda", **kw)
+    assert g_final.shape == c_final.shape == (2, 60 if tail in (None, 500) else tail)
+    assert_engine_equal(g_final, c_final)
+    for name in atc.FAMILIES:
+        assert g_fams[name].shape == c_fams[name].shape
+        assert_engine_equal(g_fams[name], c_fams[name], err_msg=name)
