@@ -29,7 +29,10 @@ from numba import cuda
 
 from kernels.atc import cores
 from kernels.backends import device_io
+from kernels.cuda_build import no_fma
 from kernels.gpu_phases import phase
+
+no_fma(__name__)  # -fma=0: bit for bit with the CPU (kernels.cuda_build)
 
 THREADS_PER_BLOCK = 128
 

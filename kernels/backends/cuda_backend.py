@@ -23,7 +23,10 @@ from numba import cuda
 
 from kernels import cores
 from kernels.backends import device_io
+from kernels.cuda_build import no_fma
 from kernels.gpu_phases import phase
+
+no_fma(__name__)  # -fma=0: bit for bit with the CPU (kernels.cuda_build)
 
 THREADS_PER_BLOCK = 128
 OPS_PER_ELEMENT = 10  # a rough count of float64 operations per bar of a core (roofline figure only)
