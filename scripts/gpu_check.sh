@@ -22,7 +22,10 @@
 # GPU_CHECK_TEST_TIMEOUT / GPU_CHECK_BENCH_TIMEOUT (300 / 360 s) bound the halves (H100, 2026-11-27:
 # the tests took 52 s with -n 12, the benchmark sections 255 s, 137 s of it the torch ATC's three
 # timed calls of 45.7 s or more; it is now timed once).
-# GPU_CHECK_SECTIONS picks benchmark sections (bench_gpu.py --sections; default all).
+# GPU_CHECK_SECTIONS picks benchmark sections (bench_gpu.py --sections; default all);
+# GPU_CHECK_BENCH_ARGS adds bench_gpu.py arguments (--skip-torch: no torch engine timed).
+# GPU_CHECK_BREAK_EVEN=atc,indicators,strategy adds step 5 (with PART=all): the break-even sweep
+# of those routed families (benchmarks/gpu_break_even.py), which kernels/backends/routing.py is set from.
 # GPU_CHECK_PYTEST_ARGS adds pytest arguments (the device call uses "-n 12": pytest-xdist is on
 # the GPU machine, and each worker's CUDA compiles then run side by side).
 set -uo pipefail
@@ -101,10 +104,21 @@ if [ "$PART" != bench ]; then
 fi
 if [ "$PART" != tests ]; then
     echo "== 4. benchmarks (GPU engine vs CPU engine)"
-    timeout "${GPU_CHECK_BENCH_TIMEOUT:-360}" $PY benchmarks/bench_gpu.py $QUICK ${GPU_CHECK_SECTIONS:+--sections "$GPU_CHECK_SECTIONS"} --out "$OUT_DIR" "${junit[@]}" 2>&1 \
+    # shellcheck disable=SC2086 - GPU_CHECK_BENCH_ARGS are words (e.g. --skip-torch)
+    timeout "${GPU_CHECK_BENCH_TIMEOUT:-360}" $PY benchmarks/bench_gpu.py $QUICK ${GPU_CHECK_SECTIONS:+--sections "$GPU_CHECK_SECTIONS"} \
+        ${GPU_CHECK_BENCH_ARGS:-} --out "$OUT_DIR" "${junit[@]}" 2>&1 \
         | tee "$OUT_DIR/gpu_bench.log" | tail -60
     bench_rc=${PIPESTATUS[0]}
 fi
 
-echo "== gpu-check: profile rc $profile_rc, tests rc $tests_rc, benchmarks rc $bench_rc"
-[ "$profile_rc" = 0 ] && [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]
+even_rc=0
+if [ -n "${GPU_CHECK_BREAK_EVEN:-}" ] && [ "$PART" = all ]; then
+    echo "== 5. break-evens of the routed families (benchmarks/gpu_break_even.py)"
+    # shellcheck disable=SC2086 - QUICK is one word or none
+    timeout "${GPU_CHECK_BREAK_EVEN_TIMEOUT:-180}" $PY benchmarks/gpu_break_even.py $QUICK --families "$GPU_CHECK_BREAK_EVEN" \
+        --repeat 2 --out "$OUT_DIR" 2>&1 | tee "$OUT_DIR/gpu_break_even.log" | tail -25
+    even_rc=${PIPESTATUS[0]}
+fi
+
+echo "== gpu-check: profile rc $profile_rc, tests rc $tests_rc, benchmarks rc $bench_rc, break-evens rc $even_rc"
+[ "$profile_rc" = 0 ] && [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$even_rc" = 0 ]

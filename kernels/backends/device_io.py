@@ -33,6 +33,7 @@ from numba import config, cuda
 # a (TILE, ROWS) block moves a TILE x TILE tile, TILE / ROWS elements a thread: 32 x 8 on a
 # device; 8 x 2 under the simulator, which runs every thread as a Python thread (same code)
 TILE, ROWS = (8, 2) if config.ENABLE_CUDASIM else (32, 8)
+TILE_ROW = TILE + 1  # a padded tile row: no bank conflicts; a global, since a shared array's shape must be constants
 
 
 def cupy_or_none():
@@ -70,7 +71,7 @@ def _transpose_kernel(dtype_str: str):
     @cuda.jit
     def kernel(src, dst):
         """dst [C, R] = src [R, C]^T; block (TILE, ROWS) moves one TILE x TILE tile."""
-        tile = cuda.shared.array((TILE, TILE + 1), nb_type)
+        tile = cuda.shared.array((TILE, TILE_ROW), nb_type)
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
         c0 = cuda.blockIdx.x * TILE
