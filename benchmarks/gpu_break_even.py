@@ -8,9 +8,9 @@ that size and every larger one measured; `routing.BREAK_EVEN` is set from it.
 
   atc          the ATC scanner's chunks: S symbols x B bars, float32 closes, float64 results,
                tail=1, default parameters (`atc.compute`); work = symbol-bars
-  indicators   the feature stage's kernel calls: the `core` pack's entries over S symbols of
-               B bars back to back, float32 (`kernels.registry.features.compute_features`, as
-               `domain.features` calls it per chunk); work = symbol-bars
+  indicators   the indicator kernels the feature stage calls, as bench_gpu's indicators section
+               mixes them (ema, rsi, kama, atr, adx; float64, NumPy in and out) over S series of
+               B bars; work = symbol-bars
   strategy     the population backtest: N individuals on one series of B bars
                (`backtest_population`); work = individual-bars
 
@@ -39,8 +39,8 @@ from tests.gpu import assert_engine_equal  # noqa: E402
 SIZES = {
     "atc": [(32, 500), (128, 500), (512, 500), (2048, 500), (8192, 500), (32, 2000), (128, 2000), (512, 2000),
             (2048, 2000), (8192, 2000), (32768, 2000)],
-    "indicators": [(8, 2000), (32, 2000), (128, 2000), (512, 2000), (2048, 2000), (8192, 2000)],
-    "strategy": [(32, 21_480), (128, 21_480), (512, 21_480), (2048, 21_480), (8192, 21_480)],
+    "indicators": [(16, 2000), (64, 2000), (256, 2000), (1024, 2000), (1024, 10_000)],
+    "strategy": [(128, 21_480), (512, 21_480), (2048, 21_480), (8192, 21_480)],
 }
 QUICK = {"atc": [(2, 60), (3, 60)], "indicators": [(2, 80), (3, 80)], "strategy": [(2, 200), (3, 200)]}
 UNITS = {"atc": "symbol-bars", "indicators": "symbol-bars", "strategy": "individual-bars"}
@@ -65,20 +65,14 @@ def atc_case(count: int, bars: int):
 
 
 def indicator_case(count: int, bars: int):
-    from kernels.registry.features import compute_features
-    from kernels.registry.packs import select
+    """The five indicators of bench_gpu's indicators section (ema 20, rsi 14, kama 10, atr 14,
+    adx 14; float64, NumPy in and out) over `count` series of `bars` bars, one call each."""
+    from benchmarks.bench_gpu import indicator_data
 
-    close = walks(count, bars, 3)
-    spread = np.abs(np.random.default_rng(4).normal(0, 0.3, (2,) + close.shape))
-    arrays = {"high": (close + spread[0]).ravel().astype(np.float32), "low": (close - spread[1]).ravel().astype(np.float32),
-              "close": close.ravel().astype(np.float32)}
-    offsets = np.arange(0, count * bars + 1, bars, dtype=np.int64)
-    entries = select().features
-    threads = os.cpu_count() or 1
+    full, calls = indicator_data({"ind_series": count, "ind_bars": bars})
 
     def run(b):
-        return compute_features(arrays, offsets, backend=b, dtype=np.float32, entries=entries,
-                                threads=threads if b == "cpu" else 1)
+        return {name: f(b, full) for name, f in calls.items()}
 
     def same(got, want):
         for name in want:

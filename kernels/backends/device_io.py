@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import config, cuda
@@ -125,32 +127,55 @@ def pinned_empty(shape, dtype) -> np.ndarray:
         return np.empty(shape, dtype=dtype)
 
 
-H2D_CHUNK_BYTES = 8 << 20  # pinned staging chunk of the pipelined host-to-device copy (two in flight)
+H2D_CHUNK_BYTES = 16 << 20  # a chunk of the staged host-to-device copy
+H2D_THREADS = min(8, os.cpu_count() or 1)  # host threads filling the pinned staging buffer
+_staging_pool: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _staging_pool
+    if _staging_pool is None:
+        _staging_pool = ThreadPoolExecutor(H2D_THREADS, thread_name_prefix="h2d-staging")
+    return _staging_pool
 
 
 def _h2d_pipelined(cp, a):
-    """Host C-order `a` -> CuPy device copy: chunks copied into two pooled pinned buffers in
-    turn, each sent on a side stream while the host fills the other (the host copy and the
-    DMA overlap). Returns once every chunk has landed."""
+    """Host C-order `a` -> CuPy device copy through pinned staging: H2D_THREADS host threads
+    copy chunks of H2D_CHUNK_BYTES into one pinned buffer (CuPy's pinned pool: reused across
+    calls) and each thread queues its chunk's DMA on a side stream as soon as the chunk is
+    staged, so the host copies (NumPy releases the GIL) run side by side and overlap the
+    transfers. One host thread copies ~8 GB/s (first H100 run, 2026-11-27: 720 MB in 96 ms),
+    below what the link carries. Returns once every chunk has landed."""
     import cupyx
 
     out = cp.empty(a.shape, dtype=a.dtype)
     src, dst = a.reshape(-1), out.reshape(-1)
     n = src.size
+    staged = cupyx.empty_pinned(n, dtype=a.dtype)
     chunk = max(1, H2D_CHUNK_BYTES // a.itemsize)
-    bufs = [cupyx.empty_pinned(min(chunk, n), dtype=a.dtype) for _ in range(2)]
-    done = [None, None]
     stream = cp.cuda.Stream(non_blocking=True)
-    for i, lo in enumerate(range(0, n, chunk)):
+    device = cp.cuda.Device()
+
+    def stage(lo: int) -> None:
         hi = min(n, lo + chunk)
-        buf = bufs[i % 2][: hi - lo]
-        if done[i % 2] is not None:
-            done[i % 2].synchronize()  # the DMA that last read this buffer has finished
-        np.copyto(buf, src[lo:hi])
-        dst[lo:hi].set(buf, stream=stream)
-        done[i % 2] = stream.record()
+        np.copyto(staged[lo:hi], src[lo:hi])
+        with device:
+            dst[lo:hi].set(staged[lo:hi], stream=stream)
+
+    list(_pool().map(stage, range(0, n, chunk)))
     stream.synchronize()
     return out
+
+
+def upload(a):
+    """NumPy -> CuPy through the threaded pinned staging (`_h2d_pipelined`) for arrays of at
+    least a chunk, `cupy.asarray` for smaller ones; device arrays are returned as they are."""
+    import cupy as cp
+
+    if is_device_array(a):
+        return cp.asarray(a)
+    a = np.ascontiguousarray(a)
+    return _h2d_pipelined(cp, a) if a.nbytes >= H2D_CHUNK_BYTES else cp.asarray(a)
 
 
 def to_device_time_major(a, name: str = "input"):

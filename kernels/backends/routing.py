@@ -28,9 +28,11 @@ class BreakEven:
 
 BREAK_EVEN: dict[str, BreakEven] = {
     # the ATC scanner's chunks (domain.atc_scan)
-    "atc": BreakEven("symbol-bars", None, (
-        "one H100 against a 16-core Xeon, 2026-11-27, benchmarks/atc_gpu_break_even.py: the cuda scan lost at every "
-        "size from 16,000 to 65.5M symbol-bars (0.03x-0.35x), transfers included")),
+    "atc": BreakEven("symbol-bars", 1_024_000, (
+        "one H100 against a 16-core Xeon, 2026-11-27 (the device-resident scan: tail applied on the device, a thread per "
+        "family and symbol), benchmarks/gpu_break_even.py --families atc: cuda 1.06x the CPU at 512 x 2,000 and "
+        "1.22x at 2,048 x 500, 3.3-3.7x from 4.1M symbol-bars; 0.12-0.65x below 256,000 (the kernel before it "
+        "lost at every size)")),
     # the feature stage's indicator kernels over a frame (domain.features)
     "indicators": BreakEven("symbol-bars", None, (
         "one H100 against a 16-core Xeon, 2026-11-27, benchmarks/bench_gpu.py indicators: 1,000 x 10,000 float64, "

@@ -83,11 +83,11 @@ def test_chunk_size_does_not_change_the_result(bars):
     assert one.equals(many)
 
 
-def test_cost_model_sends_no_chunk_to_a_gpu_while_the_measured_break_even_is_none():
-    assert routing.min_work("atc") is None  # on an H100 the CPU won at every size (kernels/backends/routing.py)
+def test_cost_model_sends_chunks_from_the_measured_break_even_to_a_gpu():
+    assert routing.min_work("atc") == 1_024_000  # an H100 against 16 cores (kernels/backends/routing.py)
     assert route(10, 2000, "cuda") == "cpu"
-    assert route(512, 2000, "cuda") == "cpu"
-    assert route(10**7, 2000, "cuda") == "cpu"
+    assert route(511, 2000, "cuda") == "cpu"
+    assert route(512, 2000, "cuda") == "cuda"  # the default chunk
 
 
 def test_cost_model_sends_only_chunks_past_a_break_even_to_a_gpu(monkeypatch):

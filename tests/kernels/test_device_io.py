@@ -54,13 +54,16 @@ def test_numpy_in_numpy_out_equals_cpu_and_is_timed_by_phase():
         gpu_out = K.ema(CLOSE, 5, backend="cuda", dtype=np.float64)
     assert_engine_equal(gpu_out, cpu)
     kinds = {ph.kind for ph in rec.resolve()}
-    assert {"host_prep", "h2d", "alloc", "kernel", "d2h"} <= kinds
+    # host staging is its own phase without CuPy; with it (a device) it overlaps the copies inside h2d
+    staged = {"host_prep"} if device_io.cupy_or_none() is None else set()
+    assert {"h2d", "alloc", "kernel", "d2h"} | staged <= kinds
     assert not any(ph.kind == "host_post" for ph in rec.phases)  # no host transposes
 
 
 def test_pipelined_host_to_device_copy_moves_every_chunk(monkeypatch):
     """The CuPy path's chunking (run here with stand-ins for CuPy: NumPy arrays, a stream
-    whose events are always done): every element lands once, in place, whatever the chunk."""
+    whose events are always done): every element lands once, in place, whatever the chunk,
+    with the chunks staged by several host threads."""
     import sys
     import types
 
@@ -78,8 +81,15 @@ def test_pipelined_host_to_device_copy_moves_every_chunk(monkeypatch):
         def synchronize(self):
             pass
 
+    class Device:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
     cp = types.SimpleNamespace(empty=lambda shape, dtype: np.full(shape, np.nan, dtype).view(Dev),
-                               cuda=types.SimpleNamespace(Stream=Stream))
+                               cuda=types.SimpleNamespace(Stream=Stream, Device=Device))
     monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=lambda n, dtype: np.empty(n, dtype)))
     a = np.arange(3 * 37, dtype=np.float64).reshape(3, 37)
     for chunk_bytes in (8, 8 * 5, 8 * 37, 8 * 111, 1 << 20):
