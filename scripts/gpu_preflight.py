@@ -137,9 +137,43 @@ def check_kernels() -> str:
     return "imported " + ", ".join(KERNEL_MODULES)
 
 
+def _mul_add(a, b, c, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = a[i] * b[i] + c[i]
+
+
+def check_fma() -> str:
+    """Does `-fma=0` (kernels/cuda_build.py) reach the device build? A kernel marked like the
+    project's computes a*b+c on random float64: equal to NumPy's two roundings bit for bit and
+    no `fma.rn.f64` in its PTX when it does. A finding, not a failure (tests/gpu.py keeps an
+    FMA allowance until a device run shows the kernels bit for bit)."""
+    if simulated():
+        raise Skip("nothing is compiled on the simulator")
+    import inspect
+
+    import numpy as np
+    import numba.cuda.dispatcher as dispatcher
+
+    from kernels import cuda_build
+
+    kernel = cuda_build.jit(_mul_add)
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.normal(0, 1, 4096) for _ in range(3))
+    out = cuda.device_array(4096, dtype=np.float64)
+    kernel[16, 256](*(cuda.to_device(v) for v in (a, b, c)), out)
+    differ = int(np.sum(out.copy_to_host() != a * b + c))
+    ptx = "\n".join(kernel.inspect_asm().values())
+    fmas = ptx.count("fma.rn.f64")
+    seen = getattr(inspect.unwrap(dispatcher._Kernel.__init__).__globals__.get("compile_cuda"), "_tradelab_no_fma", False)
+    verdict = "bit for bit" if differ == 0 and fmas == 0 else "CONTRACTED"
+    return (f"a*b+c {verdict}: {differ} of 4096 differ from NumPy, {fmas} fma.rn.f64 in its PTX; hook seen by the "
+            f"kernel compile: {seen} ({dispatcher.__file__})")
+
+
 CHECKS = (("numpy", check_numpy), ("numba", check_numba), ("numba.cuda", check_device),
           ("tiny kernel", check_tiny_kernel), ("cupy", check_cupy), ("torch", check_torch),
-          ("kernels", check_kernels))
+          ("kernels", check_kernels), ("fma", check_fma))
 
 
 def run(checks=CHECKS, out=print) -> int:

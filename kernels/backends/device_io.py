@@ -144,7 +144,7 @@ def _h2d_pipelined(cp, a):
     copy chunks of H2D_CHUNK_BYTES into one pinned buffer (CuPy's pinned pool: reused across
     calls) and each thread queues its chunk's DMA on a side stream as soon as the chunk is
     staged, so the host copies (NumPy releases the GIL) run side by side and overlap the
-    transfers. One host thread copies ~8 GB/s (first H100 run, 2026-11-27: 720 MB in 96 ms),
+    transfers; the side stream first waits for the work queued on the current stream. One host thread copies ~8 GB/s (first H100 run, 2026-11-27: 720 MB in 96 ms),
     below what the link carries. Returns once every chunk has landed."""
     import cupyx
 
@@ -154,6 +154,12 @@ def _h2d_pipelined(cp, a):
     staged = cupyx.empty_pinned(n, dtype=a.dtype)
     chunk = max(1, H2D_CHUNK_BYTES // a.itemsize)
     stream = cp.cuda.Stream(non_blocking=True)
+    # `out` comes from CuPy's pool in the order of the current stream: its memory may still be
+    # read by work queued there before it was freed. The side stream waits for that work, so
+    # no chunk lands under a kernel still reading the block (second H100 run, 2026-11-27:
+    # without this wait the grid search's next kernels read overwritten indices: an illegal
+    # address).
+    stream.wait_event(cp.cuda.get_current_stream().record())
     device = cp.cuda.Device()
 
     def stage(lo: int) -> None:

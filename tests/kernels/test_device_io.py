@@ -69,7 +69,10 @@ def test_pipelined_host_to_device_copy_moves_every_chunk(monkeypatch):
 
     class Dev(np.ndarray):
         def set(self, arr, stream=None):
+            order.append("copy")
             self[...] = arr
+
+    order = []  # what the side stream was asked to do, in order
 
     class Stream:
         def __init__(self, non_blocking=False):
@@ -77,6 +80,9 @@ def test_pipelined_host_to_device_copy_moves_every_chunk(monkeypatch):
 
         def record(self):
             return types.SimpleNamespace(synchronize=lambda: None)
+
+        def wait_event(self, event):
+            order.append("wait")
 
         def synchronize(self):
             pass
@@ -89,9 +95,12 @@ def test_pipelined_host_to_device_copy_moves_every_chunk(monkeypatch):
             return False
 
     cp = types.SimpleNamespace(empty=lambda shape, dtype: np.full(shape, np.nan, dtype).view(Dev),
-                               cuda=types.SimpleNamespace(Stream=Stream, Device=Device))
+                               cuda=types.SimpleNamespace(Stream=Stream, Device=Device,
+                                                          get_current_stream=lambda: Stream()))
     monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=lambda n, dtype: np.empty(n, dtype)))
     a = np.arange(3 * 37, dtype=np.float64).reshape(3, 37)
     for chunk_bytes in (8, 8 * 5, 8 * 37, 8 * 111, 1 << 20):
         monkeypatch.setattr(device_io, "H2D_CHUNK_BYTES", chunk_bytes)
+        order.clear()
         np.testing.assert_array_equal(np.asarray(device_io._h2d_pipelined(cp, a)), a)
+        assert order[0] == "wait" and order.count("wait") == 1  # after the current stream's work, before any chunk

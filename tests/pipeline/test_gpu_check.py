@@ -156,7 +156,7 @@ def test_the_preflight_passes_on_the_simulator_and_says_so(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     assert [line.split()[1] for line in lines[:-1]] == ["numpy", "numba", "numba.cuda", "tiny", "cupy", "torch",
-                                                          "kernels"]
+                                                          "kernels", "fma"]
     assert "SIMULATOR" in lines[2] and "tiny kernel ok" in lines[3]
     assert lines[-1].startswith("gpu-preflight: all checks passed on the simulator (dry run)")
 
