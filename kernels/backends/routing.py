@@ -35,12 +35,13 @@ BREAK_EVEN: dict[str, BreakEven] = {
         "lost at every size)")),
     # the feature stage's indicator kernels over a frame (domain.features)
     "indicators": BreakEven("symbol-bars", None, (
-        "one H100 against a 16-core Xeon, 2026-11-27, benchmarks/bench_gpu.py indicators: 1,000 x 10,000 float64, "
-        "ema/rsi/kama/atr/adx, 0.958 s cuda against 0.662 s cpu (0.69x), NumPy in and out")),
+        "one H100 against a 16-core Xeon, 2026-11-27, benchmarks/gpu_break_even.py --families indicators: "
+        "ema/rsi/kama/atr/adx in float64, NumPy in and out, 16 x 2,000 to 1,024 x 10,000: cuda 0.09-0.87x the CPU "
+        "(warm pinned buffers: 3.68x at 1,024 x 10,000, far above the stage's 131,072-row chunks)")),
     # the population backtest (kernels.strategy, backend "auto")
     "strategy": BreakEven("individual-bars", None, (
-        "one H100 against a 16-core Xeon, 2026-11-27, benchmarks/bench_gpu.py population: 512 individuals x "
-        "21,480 bars, 0.082 s cuda against 0.029 s cpu (0.36x)")),
+        "one H100 against a 16-core Xeon, 2026-11-27, benchmarks/gpu_break_even.py --families strategy: 128 to "
+        "8,192 individuals x 21,480 bars, cuda 0.27-0.73x the CPU (one thread per individual walks every bar)")),
 }
 
 
