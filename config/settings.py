@@ -157,15 +157,44 @@ class PackagedSource(_Model):
     ))
 
 
+MARKET_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class QlibSource(_Model):
+    """`universe.qlib`: a Qlib data folder read as it is (domain.sources.qlib)."""
+    provider_uri: Path = Field(Path("qlib_data"), description=(
+        "Qlib's data folder (what `qlib.init(provider_uri=...)` is given): `calendars/day.txt`, "
+        '`instruments/<market>.txt`, `features/<symbol>/<field>.day.bin` (see "Bring your own data")'
+    ))
+    market: str = Field("all", description=(
+        'the instruments file `instruments/<market>.txt` (`all`, `csi300`, `sp500`, ...): its symbols, and each '
+        "symbol's bars only inside that file's date ranges"
+    ))
+    adjusted: bool = Field(True, description=(
+        "`true`: Qlib's `$open $high $low $close $volume` as stored (Qlib's adjusted prices and volume; `$factor` "
+        'is not read); `false`: the traded prices, each of `$open $high $low $close` divided by `$factor` and '
+        '`$volume` multiplied by it (Qlib stores adjusted = traded x `$factor`)'
+    ))
+
+    @field_validator("market")
+    @classmethod
+    def _market(cls, v: str) -> str:
+        if not MARKET_PATTERN.fullmatch(v):
+            raise ValueError(f"{v!r} is not an instruments file name; expected the name of instruments/<market>.txt "
+                             "without .txt (1-64 letters, digits, '.', '_' or '-'), e.g. all or csi300")
+        return v
+
+
 class Universe(_Model):
-    source: Literal["synthetic", "folder", "packaged"] = Field("synthetic", description=(
-        '`synthetic`, `folder` or `packaged`'
+    source: Literal["synthetic", "folder", "packaged", "qlib"] = Field("synthetic", description=(
+        '`synthetic`, `folder`, `packaged` or `qlib`'
     ))
     synthetic: SyntheticSource = Field(SyntheticSource(), description='the built-in synthetic market')
     folder: FolderSource = Field(FolderSource(), description="the user's own files")
     packaged: PackagedSource = Field(PackagedSource(), description=(
         'real daily prices shipped inside installed packages'
     ))
+    qlib: QlibSource = Field(QlibSource(), description="a Qlib data folder (Qlib's bin layout)")
 
 
 class Ingest(_Model):

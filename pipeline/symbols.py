@@ -69,8 +69,11 @@ class SyncResult:
 
 
 def source_identity(settings: Settings) -> str:
-    """`synthetic`, `packaged` or `folder:<absolute path>`: a change of it is a change of source."""
+    """`synthetic`, `packaged`, `folder:<absolute path>` or `qlib:<absolute path>:<market>`: a
+    change of it is a change of source."""
     uni = settings.universe
+    if uni.source == "qlib":
+        return f"qlib:{settings.resolve(uni.qlib.provider_uri)}:{uni.qlib.market}"
     return f"folder:{settings.resolve(uni.folder.path)}" if uni.source == "folder" else uni.source
 
 

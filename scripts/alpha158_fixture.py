@@ -58,8 +58,12 @@ def qlib_python(env_dir: Path = ENV_DIR) -> Path:
     return py
 
 
-def write_qlib_bins(root: Path, calendar: list[str], symbols: dict[str, tuple[int, dict[str, np.ndarray]]]) -> None:
-    """Qlib's bin layout under root: symbols maps name -> (start index in calendar, arrays)."""
+def write_qlib_bins(root: Path, calendar: list[str], symbols: dict[str, tuple[int, dict[str, np.ndarray]]],
+                    market: str = "all") -> None:
+    """Qlib's bin layout under root: symbols maps name -> (start index in calendar, arrays),
+    one `<field>.day.bin` per array (e.g. FIELDS, or a `factor`); `instruments/<market>.txt`
+    gives each name the span of its arrays. Also the fixture of the `qlib` source's tests
+    (tests/domain/sources/test_qlib.py)."""
     (root / "calendars").mkdir(parents=True, exist_ok=True)
     (root / "instruments").mkdir(parents=True, exist_ok=True)
     (root / "calendars" / "day.txt").write_text("\n".join(calendar) + "\n")
@@ -69,10 +73,10 @@ def write_qlib_bins(root: Path, calendar: list[str], symbols: dict[str, tuple[in
         lines.append(f"{name}\t{calendar[start]}\t{calendar[start + n - 1]}")
         folder = root / "features" / name.lower()
         folder.mkdir(parents=True, exist_ok=True)
-        for field in FIELDS:
-            values = np.asarray(arrays[field], dtype=np.float32)
+        for field, values in arrays.items():
+            values = np.asarray(values, dtype=np.float32)
             np.hstack([[start], values]).astype("<f").tofile(folder / f"{field}.day.bin")
-    (root / "instruments" / "all.txt").write_text("\n".join(lines) + "\n")
+    (root / "instruments" / f"{market}.txt").write_text("\n".join(lines) + "\n")
 
 
 def qlib_worker(root: str, out: str, kernels: int = 1) -> None:

@@ -66,6 +66,12 @@ def make_source(settings: Settings) -> BarSource:
         strict = settings.ingest.calendar if settings.ingest.strict else None
         return FolderSource(settings.resolve(uni.folder.path), sessions=strict,
                             resample=settings.ingest.resample == "daily")
+    if uni.source == "qlib":
+        from domain.sources.qlib import QlibSource
+
+        strict = settings.ingest.calendar if settings.ingest.strict else None
+        return QlibSource(settings.resolve(uni.qlib.provider_uri), uni.qlib.market, adjusted=uni.qlib.adjusted,
+                          sessions=strict)
     from domain.sources.packaged import PackagedSource
 
     return PackagedSource(list(uni.packaged.symbols))
