@@ -164,7 +164,8 @@ class QlibSource(_Model):
     """`universe.qlib`: a Qlib data folder read as it is (domain.sources.qlib)."""
     provider_uri: Path = Field(Path("qlib_data"), description=(
         "Qlib's data folder (what `qlib.init(provider_uri=...)` is given): `calendars/day.txt`, "
-        '`instruments/<market>.txt`, `features/<symbol>/<field>.day.bin` (see "Bring your own data")'
+        '`instruments/<market>.txt`, `features/<symbol>/<field>.day.bin` (see "Bring your own data"); a leading `~` '
+        "is the user's home, as in Qlib"
     ))
     market: str = Field("all", description=(
         'the instruments file `instruments/<market>.txt` (`all`, `csi300`, `sp500`, ...): its symbols, and each '
@@ -173,8 +174,14 @@ class QlibSource(_Model):
     adjusted: bool = Field(True, description=(
         "`true`: Qlib's `$open $high $low $close $volume` as stored (Qlib's adjusted prices and volume; `$factor` "
         'is not read); `false`: the traded prices, each of `$open $high $low $close` divided by `$factor` and '
-        '`$volume` multiplied by it (Qlib stores adjusted = traded x `$factor`)'
+        '`$volume` multiplied by it (Qlib stores adjusted price = traded price x `$factor`, adjusted volume = '
+        'traded volume / `$factor`)'
     ))
+
+    @field_validator("provider_uri")
+    @classmethod
+    def _home(cls, v: Path) -> Path:
+        return v.expanduser()
 
     @field_validator("market")
     @classmethod
