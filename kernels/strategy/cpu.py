@@ -14,6 +14,12 @@ its exit bar and that bar's signal may open the next trade at the next open.
 Cache note: numba keys the on-disk cache of `_walk_i` / `_walk_serial` / `_walk_parallel` on
 this file alone, yet they hold a compiled copy of `walk_core`; a change to `trade_walk.py`
 is therefore paired with a change to this file (or a cleared cache), or a stale walk runs.
+(Last paired change: `walk_core` calls `signal_core` / `position_core`, the predicate and
+the trade written once for it and the cuda engine's bitmask walk.)
+
+The CPU keeps the per-bar walk (`walk_core`) rather than the cuda engine's bitmask driver
+(`walk_bits_core`): one core already streams an individual's series from cache, and the
+bitmask pass would read the same series once more before the walk.
 """
 
 from __future__ import annotations
