@@ -128,19 +128,19 @@ def ctz32_core(v):
     if v == 0:
         return 32
     c = 0
-    if v & 0xFFFF == 0:
+    if (v & 0xFFFF) == 0:
         c += 16
         v >>= 16
-    if v & 0xFF == 0:
+    if (v & 0xFF) == 0:
         c += 8
         v >>= 8
-    if v & 0xF == 0:
+    if (v & 0xF) == 0:
         c += 4
         v >>= 4
-    if v & 0x3 == 0:
+    if (v & 0x3) == 0:
         c += 2
         v >>= 2
-    if v & 0x1 == 0:
+    if (v & 0x1) == 0:
         c += 1
     return c
 
