@@ -1,6 +1,18 @@
 """The per-individual trade walk, written once and compiled twice (numba njit and
 numba.cuda device function), plus the host-side per-bar price lines it reads.
 
+Cores (plain Python over scalars and 1-D arrays; the ones other cores call are numba
+`register_jitable`, so njit and cuda compile the call in and the simulator runs them as
+they are):
+  signal_core        the entry signal of one bar: the one place the predicate is written
+  position_core      one trade from its signal bar: entry, risk <= 0 skip, exit, the record
+  walk_core          the per-bar walk (signal_core on every flat bar): the cpu engines
+  signal_word_core   32 bars of signal_core packed into a word (bit b = bar 32 w + b)
+  ctz32_core, next_signal_core   the first set bit at or after bar t (mask, count trailing
+                     zeros as five halving steps: no intrinsics)
+  walk_bits_core     the same walk driven by the bitmask: flat stretches are skipped a word
+                     at a time; the cuda engine (`kernels.strategy.cuda`)
+
 Rules (long only, one position at a time; t is a bar index, n the number of bars):
 
     signal[t]  ema_f[t] < ema_s[t] and vol_z[t] > vol_z_min and tr_z[t] > tr_z_min
