@@ -177,6 +177,7 @@ COVERS = {
     "pairs_kernel": "grid search exits + brute force",
     "hist_kernel": "grid search exits + brute force",
     "_kernel.<locals>.tile_kernel": "grid search exits + brute force",
+    "signal_kernel": "population backtest",
     "walk_kernel": "population backtest",
 }
 

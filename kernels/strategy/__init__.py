@@ -5,7 +5,8 @@ seller-exhaustion signal bar; stop, target and time exits).
 - `trade_walk`: the rules and the per-individual walk, one Python function compiled with
   numba.njit (cpu) and numba.cuda.jit(device=True) (cuda); host-side stop/target lines.
 - `cpu`: `backtest_one` (the reference, one individual) and the batched CPU engine.
-- `cuda`: the batched CUDA engine, one thread per individual (imported on demand).
+- `cuda`: the batched CUDA engine: the signal bitmask (a thread per individual x 32-bar
+  word), then the walk over it, one thread per individual (imported on demand).
 - `population`: unique indicator series shared across individuals, `backtest_population`
   (backend dispatch and CPU fallback), `backtest_signals` (rules on an external signal).
 - Backends: the `strategy` family of `kernels.backends`, registered below: each module's

@@ -195,7 +195,8 @@ def test_the_dry_profile_times_every_path_by_phase_and_reports_a_broken_path(tmp
         assert abs(sum(r["totals"].values()) - r["wall_s"]) < 1e-9, name
     population = report["paths"]["population"]
     assert {p["kind"] for p in population["phases"]} == {"host_prep", "h2d", "alloc", "kernel", "d2h", "host_post"}
-    (walk,) = population["kernels"]
+    signal, walk = population["kernels"]  # the bitmask of (individual, word), then the walk over it
+    assert signal["name"] == "signal_kernel" and signal["bytes"] > 0 and signal["ops"] > 0
     assert walk["name"] == "walk_kernel" and walk["bytes"] > 0 and walk["ops"] > 0 and walk["blocks"] == 1
     assert walk["hbm_pct"] > 0 and walk["issue_pct"] > 0
     summary = run.stdout.rstrip().splitlines()[-(len(paths) + 2):]
