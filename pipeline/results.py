@@ -180,11 +180,15 @@ def _backtest_lines(settings: Settings) -> list[str]:
     lines = [f"{'backtest':<18}p_h{b.get('horizon', '?')} {b.get('from', '?')}..{b.get('to', '?')}{left_out}, "
              f"{b.get('symbols', 'n/a')} symbols: Sharpe {_fmt(b.get('sharpe'), '.2f')}, CAGR {_fmt(b.get('cagr'), '.1%')}, "
              f"max drawdown {_fmt(b.get('max_drawdown'), '.1%')}, turnover {_fmt(b.get('annual_turnover'), '.0f')}x/yr"]
-    return lines + [_stats_line(b), _benchmark_line(b)]
+    return lines + ([_stats_line(b)] if any(k in b for k in STATS_KEYS) else []) + [_benchmark_line(b)]
+
+
+STATS_KEYS = ("sortino", "calmar", "max_drawdown_days", "exposure", "trades", "win_rate", "total_costs")
 
 
 def _stats_line(b: dict) -> str:
-    """The rest of the stats table (kernels.backtest.stats states each figure)."""
+    """The rest of the stats table (kernels.backtest.stats states each figure); a report
+    written before the table had it (none of STATS_KEYS) has no such line."""
     rec = b.get("drawdown_recovered")
     share = _num(b.get("cost_share"))
     return (f"{'backtest stats':<18}{_fmt(b.get('n_days'), '.0f')} days, total return {_fmt(b.get('total_return'), '.1%')}, "
