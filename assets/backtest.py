@@ -27,8 +27,10 @@ from resources.project import ProjectResource
 def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars: pl.LazyFrame,
              project: ProjectResource):
     """The daily portfolio of the out-of-sample predictions: per year and over the whole span,
-    CAGR, Sharpe, max drawdown and turnover; the equity curve as a PNG. The overall figures
-    are top-level float metadata (`sharpe`, `cagr`, `max_drawdown`, `turnover`, and against the
+    the stats table (kernels.backtest.stats); the equity curve as a PNG. The overall figures
+    are top-level numeric metadata (`sharpe`, `cagr`, `max_drawdown`, `turnover`, `sortino`,
+    `calmar`, `ann_vol`, `max_drawdown_days`, `exposure`, `trades`, `win_rate`, `total_costs`,
+    `cost_share`, and against the
     benchmark `benchmark_sharpe`, `benchmark_cagr`, `excess_return`, `information_ratio`,
     `tracking_error`, `beta`: domain.figures) that the Plots tab charts; `verdict` says in words
     whether the book beat its benchmark, `in_cash_days` how many days the headline left out."""
@@ -49,7 +51,8 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
     from domain.figures import backtest_figures, rounded_tree
 
     yield Output(report.table, metadata={
-        **{k: MetadataValue.float(v) for k, v in backtest_figures(headline).items()},
+        **{k: MetadataValue.int(v) if isinstance(v, int) else MetadataValue.float(v)
+           for k, v in backtest_figures(headline).items()},
         "experiment": MetadataValue.text(settings.experiment),  # which experiment each plotted point is
         "n_days": MetadataValue.int(int(headline.get("n_days") or 0)),
         "in_cash_days": MetadataValue.int(int(report.overall["in_cash_days"])),

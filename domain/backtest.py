@@ -8,9 +8,13 @@ bps on the turnover -> PnL), driven by `p_h{backtest.horizon}`.
 One run computes the whole stored span once (the weights carry from one year into the next),
 then stores the daily rows of each requested year Y: date, net_return, gross_return,
 turnover, cost, equity (equity of the whole span, 1.0 before its first day), positions,
-gross_exposure (sum of |w| held) and max_abs_weight (largest |w| among the symbols traded that day).
-Reports (reports/<experiment>/backtest/): `year_<Y>.json` (the year's statistics: CAGR, Sharpe, max drawdown,
-turnover, ...), `overall.json` (the headline span), `equity.png` (the book and its benchmark over
+trades (positions opened that day), gross_exposure (sum of |w| held) and max_abs_weight
+(largest |w| among the symbols traded that day).
+Reports (reports/<experiment>/backtest/): `year_<Y>.json` (the year's stats table, `period_stats`:
+from, to, days, total return, CAGR, annual volatility, Sharpe, Sortino, Calmar, max drawdown and
+its duration, exposure, turnover, trades, win rate, total costs and their share of the gross
+profit, as kernels.backtest.stats states them; and the benchmark figures below),
+`overall.json` (the headline span), `equity.png` (the book and its benchmark over
 the headline span), and `daily.jsonl`, the day log written by an asynchronous batched writer
 between numba chunks (never inside the loop).
 
@@ -40,9 +44,12 @@ from config.settings import BacktestSettings, SettingsError
 from domain.async_writer import AsyncWriter
 from domain.observe import write_bytes_atomic, write_json_atomic
 from kernels.backtest.benchmark import benchmark_returns, relative_stats
-from kernels.backtest.portfolio import PortfolioConfig, run_portfolio, stats
+from kernels.backtest.portfolio import PortfolioConfig, run_portfolio
+from kernels.backtest.stats import backtest_stats, stats, trades_opened
 
-HEADLINE = ("cagr", "sharpe", "max_drawdown", "annual_turnover", "total_return", "n_days")
+# the stats table (kernels.backtest.stats states each formula) that the metadata and the results block carry
+HEADLINE = ("cagr", "sharpe", "sortino", "calmar", "ann_vol", "max_drawdown", "max_drawdown_days", "annual_turnover",
+            "exposure", "trades", "win_rate", "total_costs", "cost_share", "total_return", "n_days")
 RELATIVE = ("excess_return", "information_ratio", "tracking_error", "beta")
 BENCHMARK_STATS = ("sharpe", "cagr", "total_return", "max_drawdown", "ann_vol", "n_days")
 SHOWN_SYMBOLS = 20  # symbols an error names before it says how many there are
@@ -110,6 +117,7 @@ def run_backtest(dates, symbols, prices, probs, bt: BacktestSettings, log_path: 
         "turnover": res.turnover.astype(np.float32), "cost": res.cost.astype(np.float32),
         "equity": res.equity.astype(np.float32),
         "positions": np.count_nonzero(res.weights, axis=1).astype(np.int32),
+        "trades": trades_opened(res.weights).astype(np.int32),
         **exposure_columns(prices, res.weights),
     })
 
@@ -129,7 +137,14 @@ def exposure_columns(prices: np.ndarray, weights: np.ndarray) -> dict[str, np.nd
 
 
 def period_stats(daily: pl.DataFrame) -> dict:
-    return stats(daily["net_return"].cast(pl.Float64).to_numpy(), daily["turnover"].cast(pl.Float64).to_numpy())
+    """The stats table of the daily rows of one period (kernels.backtest.stats.backtest_stats,
+    where each formula is stated), with `from` and `to`, its first and last days (None without one)."""
+    def col(name):
+        return daily[name].cast(pl.Float64).to_numpy()
+    span = {"from": str(daily["date"].min())[:10] if daily.height else None,
+            "to": str(daily["date"].max())[:10] if daily.height else None}
+    return {**span, **backtest_stats(col("net_return"), col("gross_return"), col("cost"), col("turnover"),
+                                     col("gross_exposure"), col("trades"))}
 
 
 @dataclass(frozen=True)

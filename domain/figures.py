@@ -21,6 +21,9 @@ EVALUATION_FIGURES = {"auc": "auc", "pr_auc": "pr_auc", "brier": "brier", "ic": 
 # backtest report key -> metadata name
 BACKTEST_FIGURES = {"sharpe": "sharpe", "cagr": "cagr", "max_drawdown": "max_drawdown",
                     "annual_turnover": "turnover", "total_return": "total_return",
+                    "sortino": "sortino", "calmar": "calmar", "ann_vol": "ann_vol",
+                    "max_drawdown_days": "max_drawdown_days", "exposure": "exposure", "trades": "trades",
+                    "win_rate": "win_rate", "total_costs": "total_costs", "cost_share": "cost_share",
                     "benchmark_sharpe": "benchmark_sharpe", "benchmark_cagr": "benchmark_cagr",
                     "excess_return": "excess_return", "information_ratio": "information_ratio",
                     "tracking_error": "tracking_error", "beta": "beta"}
@@ -84,12 +87,21 @@ def coverage_figures(scope: dict, horizons: list[int]) -> dict[str, int]:
     return out
 
 
-def backtest_figures(headline: dict) -> dict[str, float]:
-    """`sharpe`, `cagr`, `max_drawdown`, `turnover` (a year's traded fraction of the book),
-    `total_return`, and against the benchmark `benchmark_sharpe`, `benchmark_cagr`,
-    `excess_return`, `information_ratio`, `tracking_error`, `beta` of the backtest's overall
-    headline (domain.backtest.headline_figures), rounded."""
-    return {name: v for key, name in BACKTEST_FIGURES.items() if (v := rounded(headline.get(key))) is not None}
+def backtest_figures(headline: dict) -> dict[str, float | int]:
+    """The stats table of the backtest's overall headline (domain.backtest.headline_figures;
+    kernels.backtest.stats states each formula): `sharpe`, `cagr`, `max_drawdown`, `turnover`
+    (a year's traded fraction of the book), `total_return`, `sortino`, `calmar`, `ann_vol`,
+    `max_drawdown_days`, `exposure`, `trades`, `win_rate`, `total_costs`, `cost_share`, and
+    against the benchmark `benchmark_sharpe`, `benchmark_cagr`, `excess_return`,
+    `information_ratio`, `tracking_error`, `beta`; floats rounded, counts (`trades`,
+    `max_drawdown_days`) kept as ints."""
+    out: dict[str, float | int] = {}
+    for key, name in BACKTEST_FIGURES.items():
+        v = headline.get(key)
+        v = v if isinstance(v, int) and not isinstance(v, bool) else rounded(v)
+        if v is not None:
+            out[name] = v
+    return out
 
 
 def cv_figures(summary: dict, horizons: list[int]) -> dict[str, float]:

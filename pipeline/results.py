@@ -13,6 +13,8 @@ AUC over every out-of-sample row of the years, from the evaluation), "AUC 2018" 
     meta pooled AUC   out of sample 2014-2018, 23 symbols: h7 0.531  h14 0.522
     h7                pooled AUC 0.531, PR-AUC 0.552, Brier 0.248, rank IC 0.0312, ICIR 0.235, long-short Sharpe 1.23
     backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, turnover 45x/yr
+    backtest stats    1258 days, total return 35.1%, volatility 7.4%, Sortino 1.21, Calmar 0.50, drawdown 212 days
+                      (recovered), exposure 0.93, 1840 trades, win rate 52.3% (days), costs 4.1% (18.7% of gross profit)
     benchmark         Sharpe 0.75, CAGR 13.8%; excess return -7.6%/yr, information ratio -0.62, tracking error 9.8%,
                       beta 0.62: the strategy lost to the benchmark (equal weight of 23 symbols, rebalanced daily) by 7.6%/yr
     figures           reports/eval/{reliability,ic,long_short,deciles}_h*_overall.png, reports/backtest/equity.png
@@ -178,7 +180,24 @@ def _backtest_lines(settings: Settings) -> list[str]:
     lines = [f"{'backtest':<18}p_h{b.get('horizon', '?')} {b.get('from', '?')}..{b.get('to', '?')}{left_out}, "
              f"{b.get('symbols', 'n/a')} symbols: Sharpe {_fmt(b.get('sharpe'), '.2f')}, CAGR {_fmt(b.get('cagr'), '.1%')}, "
              f"max drawdown {_fmt(b.get('max_drawdown'), '.1%')}, turnover {_fmt(b.get('annual_turnover'), '.0f')}x/yr"]
-    return lines + [_benchmark_line(b)]
+    return lines + ([_stats_line(b)] if any(k in b for k in STATS_KEYS) else []) + [_benchmark_line(b)]
+
+
+STATS_KEYS = ("sortino", "calmar", "max_drawdown_days", "exposure", "trades", "win_rate", "total_costs")
+
+
+def _stats_line(b: dict) -> str:
+    """The rest of the stats table (kernels.backtest.stats states each figure); a report
+    written before the table had it (none of STATS_KEYS) has no such line."""
+    rec = b.get("drawdown_recovered")
+    share = _num(b.get("cost_share"))
+    return (f"{'backtest stats':<18}{_fmt(b.get('n_days'), '.0f')} days, total return {_fmt(b.get('total_return'), '.1%')}, "
+            f"volatility {_fmt(b.get('ann_vol'), '.1%')}, Sortino {_fmt(b.get('sortino'), '.2f')}, "
+            f"Calmar {_fmt(b.get('calmar'), '.2f')}, drawdown {_fmt(b.get('max_drawdown_days'), '.0f')} days"
+            f"{'' if rec is None else ' (recovered)' if rec else ' (not recovered)'}, "
+            f"exposure {_fmt(b.get('exposure'), '.2f')}, {_fmt(b.get('trades'), '.0f')} trades, "
+            f"win rate {_fmt(b.get('win_rate'), '.1%')} (days), costs {_fmt(b.get('total_costs'), '.1%')}"
+            f"{'' if share is None else f' ({share:.1%} of gross profit)'}")
 
 
 def _benchmark_line(b: dict) -> str:

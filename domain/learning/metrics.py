@@ -48,6 +48,7 @@ import numpy as np
 from sklearn.metrics import average_precision_score
 
 from domain.learning.calibration import average_ranks, binary_labels, fold_metrics  # noqa: F401 (average_ranks: re-exported)
+from kernels.backtest.stats import sharpe
 
 DECILE_COLUMNS = ("bin", "count", "p_mean", "p_min", "p_max", "ret_mean", "hit_rate")
 CROSS_SECTION_COLUMNS = ("n", "ic", "long", "short", "long_short", "top_turnover", "bottom_turnover")
@@ -231,13 +232,9 @@ def annualization(horizon: int) -> float:
 
 def sharpe_ratio(returns, periods_per_year: float = TRADING_DAYS) -> float | None:
     """mean / std (ddof=1) * sqrt(periods_per_year) of the finite returns; None with fewer
-    than 2 of them or a zero std."""
+    than 2 of them or constant ones (kernels.backtest.stats.sharpe, the one Sharpe)."""
     x = as_vector(returns, "returns")
-    x = x[np.isfinite(x)]
-    if x.shape[0] < 2:
-        return None
-    std = x.std(ddof=1)
-    return float(x.mean() / std * np.sqrt(periods_per_year)) if std > 0 else None
+    return sharpe(x[np.isfinite(x)], periods_per_year)  # the backtest's Sharpe (kernels.backtest.stats)
 
 
 def turnover_mean(turnover) -> float | None:

@@ -2,7 +2,10 @@
 no Dagster, no file I/O).
 
 - `portfolio`: the numba daily loop (`run_portfolio`, chunked with a carried state),
-  `PortfolioConfig` (weight rule, costs), `stats` (CAGR, Sharpe, drawdown, turnover).
+  `PortfolioConfig` (weight rule, costs).
+- `stats`: the stats table, every figure's formula in one place (`stats`: CAGR, Sharpe, Sortino,
+  Calmar, drawdown and its duration, win rate, turnover; `backtest_stats`: with exposure, trades,
+  costs; `trades_opened`; `sharpe`).
 - `reference`: the plain NumPy version of the same loop, for parity tests.
 - `benchmark`: the equal-weight book (rebalanced daily)'s daily returns (`benchmark_returns`) and the
   figures of a book against it (`relative_stats`: excess return, tracking error, information
@@ -10,6 +13,8 @@ no Dagster, no file I/O).
 """
 
 from kernels.backtest.benchmark import benchmark_returns, relative_stats
-from kernels.backtest.portfolio import PortfolioConfig, PortfolioResult, run_portfolio, stats
+from kernels.backtest.portfolio import PortfolioConfig, PortfolioResult, run_portfolio
+from kernels.backtest.stats import backtest_stats, stats, trades_opened
 
-__all__ = ["PortfolioConfig", "PortfolioResult", "benchmark_returns", "relative_stats", "run_portfolio", "stats"]
+__all__ = ["PortfolioConfig", "PortfolioResult", "backtest_stats", "benchmark_returns", "relative_stats", "run_portfolio",
+           "stats", "trades_opened"]

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from kernels.backtest.portfolio import PERIODS_PER_YEAR, stats
+from kernels.backtest.stats import PERIODS_PER_YEAR, stats
 
 
 def benchmark_returns(prices) -> np.ndarray:

@@ -43,7 +43,8 @@ last valid close, equity) and calls `on_chunk(a, b, arrays)` between chunks: the
 without a DataFrame in the loop. The state never leaves float64, so results do not depend on
 `chunk_days`.
 
-`stats(daily_returns, turnover)`: CAGR, annualised Sharpe, max drawdown, turnover, hit rate.
+`stats(daily_returns, turnover)` (re-exported from kernels.backtest.stats, where every figure's
+formula is stated): CAGR, annualised Sharpe, Sortino, Calmar, max drawdown, turnover, win rate.
 The plain NumPy reference of the loop is `kernels.backtest.reference.run_portfolio_reference`.
 """
 
@@ -56,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-PERIODS_PER_YEAR = 252
+from kernels.backtest.stats import PERIODS_PER_YEAR, stats  # noqa: F401 (re-exported: the figures live there)
 
 
 @dataclass(frozen=True)
@@ -227,63 +228,3 @@ def run_portfolio(prices, probs, config: PortfolioConfig | None = None, *, chunk
             on_chunk(a, b, {"net": net[a:b], "gross": gross[a:b], "turnover": turnover[a:b], "cost": cost[a:b],
                             "equity": equity_out[a:b], "weights": weights[a:b]})
     return PortfolioResult(net, gross, turnover, cost, equity_out, weights)
-
-
-def stats(daily_returns, turnover=None, periods_per_year: int = PERIODS_PER_YEAR) -> dict:
-    """Summary of daily net returns r_1..r_n (Python scalars, JSON-ready).
-
-    n_days            n
-    total_return      prod(1 + r) - 1
-    cagr              (prod(1 + r)) ** (periods_per_year / n) - 1; -1.0 once the equity hits 0;
-                      None when n == 0
-    ann_vol           std(r, ddof=1) * sqrt(periods_per_year); None when n < 2
-    sharpe            mean(r) / std(r, ddof=1) * sqrt(periods_per_year) (risk-free rate 0);
-                      None when n < 2 or the returns are constant (std == 0)
-    max_drawdown      min over t of equity_t / max(1, equity_0..t) - 1 (<= 0; the peak includes
-                      the starting capital 1.0); 0.0 when n == 0
-    hit_rate          #(r > 0) / #(r != 0): days flat (r == 0, e.g. no position) are not counted;
-                      None when every day is flat
-    avg_daily_turnover, annual_turnover (= avg * periods_per_year): None without `turnover`
-    Non-finite returns are refused.
-    """
-    r = np.asarray(daily_returns, dtype=np.float64)
-    if r.ndim != 1:
-        raise ValueError(f"daily_returns must be 1-D, got shape {r.shape}")
-    if not np.isfinite(r).all():
-        raise ValueError("daily_returns has non-finite values")
-    n = int(r.shape[0])
-    out: dict = {"n_days": n}
-    equity = np.cumprod(1.0 + r)
-    end = float(equity[-1]) if n else 1.0
-    out["total_return"] = end - 1.0
-    if n == 0:
-        out["cagr"] = None
-    elif end <= 0.0:
-        out["cagr"] = -1.0
-    else:
-        out["cagr"] = float(end ** (periods_per_year / n) - 1.0)
-    if n >= 2:
-        sd = float(np.std(r, ddof=1))
-        out["ann_vol"] = sd * math.sqrt(periods_per_year)
-        out["sharpe"] = None if np.ptp(r) == 0.0 or sd == 0.0 else float(np.mean(r) / sd * math.sqrt(periods_per_year))
-    else:
-        out["ann_vol"] = None
-        out["sharpe"] = None
-    if n:
-        peak = np.maximum(np.maximum.accumulate(equity), 1.0)
-        out["max_drawdown"] = float(min(np.min(equity / peak - 1.0), 0.0))
-    else:
-        out["max_drawdown"] = 0.0
-    active = int(np.count_nonzero(r))
-    out["hit_rate"] = float(np.count_nonzero(r > 0.0) / active) if active else None
-    if turnover is None:
-        out["avg_daily_turnover"] = None
-        out["annual_turnover"] = None
-    else:
-        tv = np.asarray(turnover, dtype=np.float64)
-        if tv.shape != r.shape:
-            raise ValueError(f"turnover must have shape {r.shape}, got {tv.shape}")
-        avg = float(np.mean(tv)) if n else None
-        out["avg_daily_turnover"] = avg
-        out["annual_turnover"] = None if avg is None else avg * periods_per_year
-    return out

@@ -59,7 +59,18 @@ def test_backtest_stores_the_daily_book_of_the_year_with_statistics_log_and_equi
     for name in ("benchmark_sharpe", "benchmark_cagr", "excess_return", "tracking_error", "beta"):
         assert type(meta[name].value) is float, name
     assert meta["benchmark_cagr"].value == pytest.approx(bench["cagr"], rel=1e-3)
-    assert set(meta["per_year"].value[str(LEARNED_YEAR)]) >= {"sharpe", "benchmark_sharpe", "excess_return", "beta"}
+    assert set(meta["per_year"].value[str(LEARNED_YEAR)]) >= {"sharpe", "benchmark_sharpe", "excess_return", "beta",
+                                                              "sortino", "exposure", "trades", "cost_share"}
+    # the stats table (kernels.backtest.stats) in the report JSON and as numeric metadata
+    table = {"from", "to", "n_days", "total_return", "cagr", "ann_vol", "sharpe", "sortino", "calmar", "max_drawdown",
+             "max_drawdown_days", "exposure", "annual_turnover", "trades", "win_rate", "total_costs", "cost_share",
+             "excess_return", "information_ratio"}
+    assert table <= set(overall) and table <= set(report)
+    for name in ("exposure", "total_costs", "ann_vol", "win_rate"):
+        assert type(meta[name].value) is float, name
+    assert meta["trades"].value == overall["trades"] == int(daily["trades"].sum()) >= 1  # one year: the span's trades
+    assert type(meta["max_drawdown_days"].value) is int
+    assert meta["exposure"].value == pytest.approx(overall["exposure"], rel=1e-3)
 
 
 def test_backtest_equals_the_kernel_on_the_pivoted_panel(learned_copy, instance):

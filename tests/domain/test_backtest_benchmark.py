@@ -173,3 +173,32 @@ def test_a_named_benchmark_over_no_stored_prediction_is_no_error_and_no_verdict(
     report = build_backtest(empty, _bars(), [2003], BacktestSettings(benchmark="CCC"), tmp_path)
     assert report.overall["n_days"] == 0 and report.overall["benchmark"]["name"] == "CCC buy-and-hold"
     assert report.overall["verdict"] == "no verdict against the benchmark (CCC buy-and-hold): no day to compare"
+
+
+def test_every_report_carries_the_stats_table_worked_out_by_hand(tmp_path):
+    # all in AAA from the close of 2003-01-02 at 10 bps a unit of turnover: net -0.001 (the buy),
+    # +1%, 0, +1%; equity 0.999, 1.00899, 1.00899, 1.0190799
+    report = _build(tmp_path, AAA_ONLY, fee_bps=10.0, slippage_bps=0.0, max_weight=1.0)
+    o = json.loads((tmp_path / "overall.json").read_text())
+    approx = {"rel": 1e-5}  # the daily rows are float32
+    assert (o["from"], o["to"], o["n_days"]) == ("2003-01-02", "2003-01-07", 4)
+    assert o["total_return"] == pytest.approx(0.0190799, **approx)
+    assert o["cagr"] == pytest.approx(1.0190799 ** 63 - 1, **approx)
+    assert o["max_drawdown"] == pytest.approx(-0.001, **approx)
+    assert o["max_drawdown_days"] == 2 and o["drawdown_recovered"] is True  # day 0 (capital) -> back above on day 2
+    assert o["calmar"] == pytest.approx((1.0190799 ** 63 - 1) / 0.001, **approx)
+    assert o["exposure"] == pytest.approx(1.0, **approx) and o["trades"] == 1
+    assert o["win_rate"] == pytest.approx(2 / 3)  # 2 of the 3 days that moved
+    assert o["total_costs"] == pytest.approx(0.001, **approx) and o["gross_profit"] == pytest.approx(0.02, **approx)
+    assert o["cost_share"] == pytest.approx(0.05, **approx)  # 0.001 / 0.02
+    assert o["avg_daily_turnover"] == pytest.approx(0.25, **approx)  # one unit bought over four days
+    y2002 = json.loads((tmp_path / "year_2002.json").read_text())
+    assert (y2002["from"], y2002["to"], y2002["n_days"], y2002["trades"]) == ("2002-12-30", "2002-12-31", 2, 0)
+    assert y2002["exposure"] == 0.0 and y2002["cost_share"] is None and y2002["win_rate"] is None
+    assert report.table["trades"].to_list() == [0, 0, 1, 0, 0, 0]
+    from domain.figures import backtest_figures
+
+    figures = backtest_figures(report.headline())
+    assert figures["trades"] == 1 and figures["max_drawdown_days"] == 2  # counts stay ints
+    assert figures["cost_share"] == pytest.approx(0.05, rel=1e-3) and figures["exposure"] == pytest.approx(1.0)
+    assert {"sortino", "calmar", "ann_vol", "win_rate", "total_costs"} <= set(figures)

@@ -251,7 +251,7 @@ def test_stats_by_hand():
     assert s["sharpe"] == pytest.approx(r.mean() / r.std(ddof=1) * math.sqrt(252))
     assert s["ann_vol"] == pytest.approx(r.std(ddof=1) * math.sqrt(252))
     assert s["max_drawdown"] == pytest.approx(eq[1] / eq[0] - 1)  # the peak after day 0
-    assert s["hit_rate"] == pytest.approx(2 / 3)  # the flat day is not counted
+    assert s["win_rate"] == pytest.approx(2 / 3)  # the flat day is not counted
     assert s["avg_daily_turnover"] == pytest.approx(0.5)
     assert s["annual_turnover"] == pytest.approx(126.0)
 
@@ -265,7 +265,7 @@ def test_stats_sharpe_is_none_for_constant_returns_or_fewer_than_two_days():
     assert stats(np.full(10, 0.001))["sharpe"] is None
     assert stats(np.array([0.01]))["sharpe"] is None
     assert stats(np.array([]))["cagr"] is None
-    assert stats(np.zeros(5))["hit_rate"] is None
+    assert stats(np.zeros(5))["win_rate"] is None
     assert stats(np.zeros(5))["max_drawdown"] == 0.0
 
 

@@ -31,6 +31,10 @@ def test_results_lines_round_every_figure_and_a_one_class_horizon_reads_n_a(make
     _write(reports / "backtest" / "overall.json", {"horizon": 7, "from": "2014-01-02", "to": "2018-12-31", "symbols": 23,
                                                    "sharpe": 0.8412345, "cagr": 0.0623456, "max_drawdown": -0.1234567,
                                                    "annual_turnover": 45.4321, "in_cash_days": 0, "in_cash_reason": None,
+                                                   "n_days": 1258, "total_return": 0.3512, "ann_vol": 0.0741,
+                                                   "sortino": 1.2067, "calmar": 0.5049, "max_drawdown_days": 212,
+                                                   "drawdown_recovered": True, "exposure": 0.9312, "trades": 1840,
+                                                   "win_rate": 0.52345, "total_costs": 0.04123, "cost_share": 0.18712,
                                                    "benchmark": {"name": "equal weight of 23 symbols, rebalanced daily",
                                                                  "sharpe": 0.7512345, "cagr": 0.1381234},
                                                    "excess_return": -0.0757778, "information_ratio": -0.6181234,
@@ -51,6 +55,8 @@ def test_results_lines_round_every_figure_and_a_one_class_horizon_reads_n_a(make
         "  h14               pooled AUC n/a, PR-AUC n/a, Brier n/a, rank IC n/a, ICIR n/a, long-short Sharpe n/a",
         "  backtest          p_h7 2014-01-02..2018-12-31, 23 symbols: Sharpe 0.84, CAGR 6.2%, max drawdown -12.3%, "
         "turnover 45x/yr",
+        "  backtest stats    1258 days, total return 35.1%, volatility 7.4%, Sortino 1.21, Calmar 0.50, drawdown 212 days "
+        "(recovered), exposure 0.93, 1840 trades, win rate 52.3% (days), costs 4.1% (18.7% of gross profit)",
         "  benchmark         Sharpe 0.75, CAGR 13.8%; excess return -7.6%/yr, information ratio -0.62, tracking error 9.8%, "
         "beta 0.62: the strategy lost to the benchmark (equal weight of 23 symbols, rebalanced daily) by 7.6%/yr",
         f"  figures           {reports / 'backtest' / 'equity.png'}",
@@ -78,8 +84,11 @@ def test_backtest_lines_of_a_market_where_buy_and_hold_beat_the_book_say_it_lost
     lines = results_lines(settings, [2003], ("backtest",))
     assert lines[0] == ("backtest          p_h7 2003-01-01..2003-01-06 (2 days in cash left out: no prediction (no meta "
                         "model) before 2003-01-01), 2 symbols: Sharpe n/a, CAGR 0.0%, max drawdown 0.0%, turnover 0x/yr")
-    assert lines[1].startswith("benchmark         Sharpe ") and ", beta 0.00: the strategy lost to the benchmark " \
-        "(equal weight of 2 symbols, rebalanced daily) by " in lines[1]
+    # the stats table (kernels.backtest.stats): a book in cash has no ratio, no drawdown, no trade, no cost
+    assert lines[1] == ("backtest stats    6 days, total return 0.0%, volatility 0.0%, Sortino n/a, Calmar n/a, "
+                        "drawdown 0 days, exposure 0.00, 0 trades, win rate n/a (days), costs 0.0%")
+    assert lines[2].startswith("benchmark         Sharpe ") and ", beta 0.00: the strategy lost to the benchmark " \
+        "(equal weight of 2 symbols, rebalanced daily) by " in lines[2]
 
 
 def test_a_backtest_report_without_a_benchmark_says_so_on_the_benchmark_line(make_settings):
