@@ -51,8 +51,9 @@ stored schema (the key is recorded, nothing else changes), and a table that hold
 at all takes the schema of the first frame with rows (one full overwrite; the empty keys
 recorded before stay materialized). Unpartitioned tables are overwritten with their schema.
 
-Schema evolution (SCHEMA_EVOLVING, the `features` and `specialists` tables, whose columns
-are those of the selected feature packs). A partial overwrite may ADD columns: the table's
+Schema evolution (SCHEMA_EVOLVING: the `features` and `specialists` tables, whose columns
+are those of the selected feature packs, and the `backtest` table, whose columns grow with the
+code: a store written before a figure was added takes it on the next run). A partial overwrite may ADD columns: the table's
 schema is merged (delta-rs `schema_mode="merge"` with the predicate, tested with 1.6.6), and
 rows of other keys read the new column as null until they are rebuilt. A frame WITHOUT some
 stored columns (a pack no longer selected) drops nothing: the stored values of those columns
@@ -107,7 +108,10 @@ KEYS_METADATA = "pipeline.keys"
 TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
 MIN_RETENTION_HOURS = 168
 MAX_ATTEMPTS = 10
-SCHEMA_EVOLVING = frozenset({"features", "specialists"})  # tables whose columns may grow (see above)
+SHARED_COLUMNS = frozenset({"features", "specialists"})  # tables whose columns come from the selected packs
+# tables whose columns may grow (see above): the shared ones, and `backtest`, whose columns grow
+# with the code (a figure added later, such as `trades`, reads null in years not yet rebuilt)
+SCHEMA_EVOLVING = SHARED_COLUMNS | {"backtest"}
 _DERIVED = "derived"  # table description flag: `year` was added by the store (dropped on read)
 
 Key = SymbolYear | int
@@ -267,14 +271,14 @@ class DeltaStore:
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and (p / "_delta_log").is_dir())
 
     def claim_columns(self, asset: str, owners: dict[str, dict]) -> list[str]:
-        """Record who defines each column of the shared (SCHEMA_EVOLVING) table `asset` before
+        """Record who defines each column of the shared (SHARED_COLUMNS) table `asset` before
         a run writes them; a different definition under a recorded name is a ColumnOwnerError
         of one line (resources.column_owners). Returns the columns newly recorded."""
         from resources.column_owners import claim_columns
 
-        if asset not in SCHEMA_EVOLVING:
+        if asset not in SHARED_COLUMNS:
             raise ValueError(f"{asset}: columns are claimed in the shared tables only; expected one of "
-                             f"{sorted(SCHEMA_EVOLVING)}")
+                             f"{sorted(SHARED_COLUMNS)}")
         return claim_columns(self.asset_dir(asset), owners)
 
     # writes ------------------------------------------------------------------------------

@@ -106,3 +106,15 @@ def test_an_old_schema_writer_and_a_new_schema_writer_at_once_both_land(store, t
         for p in procs:
             p.stdin.close()
             assert p.wait(timeout=60) == 0
+
+
+def test_the_backtest_table_takes_a_column_added_by_newer_code_and_older_years_read_null(tmp_path):
+    """A store written before the backtest gained a figure (its `trades` column) is not refused
+    on the next run: the year rebuilt first merges the column, years not rebuilt read null."""
+    store = DeltaStore(tmp_path / "data")
+    day = lambda y: pl.DataFrame({"date": [dt.datetime(y, 1, 4)], "ret": [0.01]})  # noqa: E731
+    store.write_year("backtest", 2010, day(2010))
+    store.write_year("backtest", 2011, day(2011))
+    store.write_year("backtest", 2011, day(2011).with_columns(pl.lit(3, pl.Int32).alias("trades")))
+    got = store.read("backtest").sort("date")
+    assert got["trades"].to_list() == [None, 3]
