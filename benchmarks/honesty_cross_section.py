@@ -58,6 +58,7 @@ planted signal (`universe.synthetic.planted`, README "Planted signal": `--plante
 Usage: python benchmarks/honesty_cross_section.py [--market sp500|planted] [--symbols 30]
     [--first-test-year 2000] [--last-year 2022] [--horizons 7]
     [--configs specialists:logistic,features+specialists:logistic] [--seeds 0,1,2] [--record] [--json PATH]
+    [--meta-variants '[{}, {"calibration_copies": 1}]']   # each configuration also with these meta settings
        python benchmarks/honesty_cross_section.py --self-test   # the data path and --configs parsing, in seconds
 """
 

@@ -54,7 +54,9 @@ Model (`train_meta`)
     cv: an int (StratifiedKFold, NOT shuffled: folds are blocks of rows in the order given)
         or any splitter / list of (train, test) index pairs, e.g. domain.learning.purged_cv.
         PurgedKFold for time-ordered rows whose labels overlap. With ensemble calibration
-        (sklearn's default) the model averages the cv calibrated copies.
+        (sklearn's default) the model averages the cv calibrated copies. copies=k (settings
+        meta.calibration_copies) fits only the copies of the last k folds: k of the cv fits,
+        each the same copy the full model has (the logistic C search still sees every fold).
 """
 
 from __future__ import annotations
