@@ -453,9 +453,10 @@ class MetaSettings(_Model):
     calibration_copies: int | None = Field(None, ge=1, le=50, description=(
         "the calibrated copies each yearly model averages: `null` (default) one per purged fold (`cv.n_splits`, "
         "each copy's trees fitted on the other folds, its calibrator on its own fold); k below that: only the "
-        "copies of the last k folds (the latest held-out blocks), k/n_splits of the fits. With `lightgbm` most of "
-        "the stage's time is these fits: 2 of 5 cut it ~2.5x (benchmarks/LOG.md, \"Issue 43 item 5\"); "
-        "at most `cv.n_splits`"
+        "copies of the last k folds (the latest held-out blocks), k/n_splits of the fits. With `lightgbm` these fits "
+        "are most of the stage's time: 2 of 5 copies took 2.9x less, 1 copy 6x less, but the rank IC fell "
+        "(0.071 to 0.057 and 0.053 on a 12-symbol planted market: benchmarks/LOG.md, \"Issue 43 item 5\"), "
+        "since averaging the copies is itself worth IC; at most `cv.n_splits`"
     ))
     min_coverage: float = Field(0.8, ge=0.0, le=1.0, description=(
         "the share of labelled rows (training and out-of-sample, per year and horizon) the model must use; below "
