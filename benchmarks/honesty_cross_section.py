@@ -58,6 +58,7 @@ planted signal (`universe.synthetic.planted`, README "Planted signal": `--plante
 Usage: python benchmarks/honesty_cross_section.py [--market sp500|planted] [--symbols 30]
     [--first-test-year 2000] [--last-year 2022] [--horizons 7]
     [--configs specialists:logistic,features+specialists:logistic] [--seeds 0,1,2] [--record] [--json PATH]
+    [--meta-variants '[{}, {"calibration_copies": 1}]']   # each configuration also with these meta settings
        python benchmarks/honesty_cross_section.py --self-test   # the data path and --configs parsing, in seconds
 """
 
@@ -230,6 +231,9 @@ def main() -> int:
     ap.add_argument("--seeds", default="0,1,2", help="meta.seed values for lightgbm / hist_gbm")
     ap.add_argument("--horizons", default="7", help="labels.horizons (thresholds 0); 7 = backtest.horizon")
     ap.add_argument("--volume", type=float, default=1e6, help="the constant volume of every bar")
+    ap.add_argument("--meta-variants", default="[{}]", help=(
+        'a JSON list of `meta` settings each configuration also runs with, on the same store, e.g. '
+        '\'[{}, {"calibration_copies": 2}]\' ({} = the configuration as it is); the meta_model stage is timed alone too'))
     args = ap.parse_args()
     if args.self_test:
         return self_test(args.volume)
@@ -293,19 +297,26 @@ def main() -> int:
         timings["build (raw_bars, features, labels, specialists, regime)"] = time.perf_counter() - t
         degenerate = degeneracy(DeltaStore(settings.data_dir), symbols, years)
 
-        for label, inputs, model, _, _ in configs:
-            results[label] = {}
-            for seed in (seeds if model in SEEDED_MODELS else [None]):
-                t = time.perf_counter()
-                run_cfg = {**base, "meta": {"inputs": inputs, "model": model, "seed": seed or 0}}
-                cfg.write_text(json.dumps(run_cfg))  # a rewritten file is read again (load_settings)
-                for d in (settings.models_dir, settings.reports_dir):  # the experiment anew: its settings change
-                    shutil.rmtree(d, ignore_errors=True)
-                run_years(["meta_model", "predictions", "evaluation"], args.first_test_year, args.last_year)
-                results[label][seed] = eval_figures(settings.reports_dir, test_years, horizons)
-                timings[f"{label}{'' if seed is None else f', seed {seed}'}"] = time.perf_counter() - t
-                print(f"{label} seed={seed}: {time.perf_counter() - t:.0f} s; overall h{head} "
-                      f"{results[label][seed].get('overall', {}).get(head)}", flush=True)
+        variants = json.loads(args.meta_variants)
+        for config_label, inputs, model, _, _ in configs:
+            for variant in variants:
+                label = config_label + (f" {json.dumps(variant, sort_keys=True)}" if variant else "")
+                results[label] = {}
+                for seed in (seeds if model in SEEDED_MODELS else [None]):
+                    t = time.perf_counter()
+                    run_cfg = {**base, "meta": {"inputs": inputs, "model": model, "seed": seed or 0, **variant}}
+                    cfg.write_text(json.dumps(run_cfg))  # a rewritten file is read again (load_settings)
+                    for d in (settings.models_dir, settings.reports_dir):  # the experiment anew: its settings change
+                        shutil.rmtree(d, ignore_errors=True)
+                    run_years(["meta_model"], args.first_test_year, args.last_year)
+                    t_meta = time.perf_counter() - t
+                    run_years(["predictions", "evaluation"], args.first_test_year, args.last_year)
+                    results[label][seed] = eval_figures(settings.reports_dir, test_years, horizons)
+                    key = f"{label}{'' if seed is None else f', seed {seed}'}"
+                    timings[key] = time.perf_counter() - t
+                    timings[f"{key}: meta_model"] = t_meta
+                    print(f"{label} seed={seed}: {time.perf_counter() - t:.0f} s (meta_model {t_meta:.1f} s); overall "
+                          f"h{head} {results[label][seed].get('overall', {}).get(head)}", flush=True)
     total, cpu = time.perf_counter() - t_start, time.process_time() - cpu_start
     if args.json:
         Path(args.json).write_text(json.dumps({"results": {k: {str(s): v for s, v in r.items()} for k, r in results.items()},
@@ -318,7 +329,8 @@ def main() -> int:
                                                        else "")
         + f" --first-test-year {args.first_test_year} --last-year {args.last_year} --configs {args.configs}"
         + (f" --seeds {args.seeds}" if any(c[2] in SEEDED_MODELS for c in configs) else "")
-        + (f" --horizons {args.horizons}" if horizons != [7] else ""))
+        + (f" --horizons {args.horizons}" if horizons != [7] else "")
+        + (f" --meta-variants '{args.meta_variants}'" if args.meta_variants != "[{}]" else ""))
     title = (f"Planted market: {len(symbols)} synthetic symbols, {args.planted_kind} signal of strength "
              f"{args.planted_strength}" if planted else "Honesty on real data, cross-sectional: 20 S&P 500 stocks "
              "from skfolio")

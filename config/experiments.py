@@ -58,7 +58,8 @@ class ExperimentFrozen(SettingsError):
 # not because they changed nothing). At the defaults cv.max_rows and meta.search_rows change no
 # model of a store below the caps (the samples start above them). Any other value is in the
 # hash like every other setting; a section left empty is left out whole.
-ADDED_LATER = {"cv": ("max_rows",), "meta": ("search_rows", "lightgbm", "hist_gbm"), "backtest": ALL, "evaluation": ALL}
+ADDED_LATER = {"cv": ("max_rows",), "meta": ("search_rows", "lightgbm", "hist_gbm", "calibration_copies"),
+               "backtest": ALL, "evaluation": ALL}
 
 
 def figure_settings(settings: Settings) -> dict:

@@ -486,6 +486,14 @@ class MetaSettings(_Model):
         "LightGBM's hyperparameters (with `meta.model: lightgbm`)"))
     hist_gbm: HistGBMParams = Field(HistGBMParams(), description=(
         "HistGradientBoosting's hyperparameters (with `meta.model: hist_gbm`)"))
+    calibration_copies: int | None = Field(None, ge=1, le=50, description=(
+        "the calibrated copies each yearly model averages: `null` (default) one per purged fold (`cv.n_splits`, "
+        "each copy's trees fitted on the other folds, its calibrator on its own fold); k below that: only the "
+        "copies of the last k folds (the latest held-out blocks), k/n_splits of the fits. With `lightgbm` these fits "
+        "are most of the stage's time: 2 of 5 copies took 2.9x less, 1 copy 6x less, but the rank IC fell "
+        "(0.071 to 0.057 and 0.053 on a 12-symbol planted market: benchmarks/LOG.md, \"Issue 43 item 5\"), "
+        "since averaging the copies is itself worth IC; at most `cv.n_splits`"
+    ))
     min_coverage: float = Field(0.8, ge=0.0, le=1.0, description=(
         "the share of labelled rows (training and out-of-sample, per year and horizon) the model must use; below "
         "it the stage stops with one line naming the columns that emptied the rows, and stores nothing"
@@ -884,6 +892,10 @@ class Settings(_Model):
     def _consistent(self) -> "Settings":
         pairs = [("backtest.horizon", self.backtest.horizon), ("lstm.horizon", self.lstm.horizon)]
         pairs += [("meta.horizons", h) for h in self.meta.horizons or []]
+        copies = self.meta.calibration_copies
+        if copies is not None and copies > self.cv.n_splits:
+            raise ValueError(f"meta.calibration_copies is {copies}, more than cv.n_splits ({self.cv.n_splits}): one copy "
+                             "per purged fold at most; expected a number up to cv.n_splits, or null for all of them")
         for key, h in pairs:
             if h not in self.labels.horizons:
                 raise ValueError(f"{key} is {h}, which is not one of labels.horizons {self.labels.horizons}")

@@ -218,7 +218,8 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
              n_jobs: int | None = None, c_search: str = "once", solver: str = "newton-cholesky",
              search_rows: int | None = None, names: list[str] | None = None, groups: list[str] | None = None,
              missing: str = "drop", min_coverage: float = 0.0, label: str | None = None,
-             lgbm_params: dict | None = None, hist_gbm_params: dict | None = None):
+             lgbm_params: dict | None = None, hist_gbm_params: dict | None = None,
+             calibration_copies: int | None = None):
     """(model, out-of-sample metrics, test probabilities, test labels) for one horizon.
     `names`: the model's columns (model_columns; default legacy_columns: every built-in group
     the frame has, then `features`), `groups` the input groups they come from (recorded);
@@ -226,8 +227,9 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     of the training and the test rows, and a coverage under `min_coverage` raises
     CoverageError naming `label` (default `meta_model h{H}`); `n_jobs`: processes for the
     calibration folds (the same model whatever the number); `lgbm_params`, `hist_gbm_params`:
-    the tree models' hyperparameters (settings meta.lightgbm / meta.hist_gbm). The metrics
-    carry `importance` (model_importance)."""
+    the tree models' hyperparameters (settings meta.lightgbm / meta.hist_gbm);
+    `calibration_copies` (settings meta.calibration_copies): k calibrated copies, those of the
+    last k purged folds (None: one per fold). The metrics carry `importance` (model_importance)."""
     label = label or f"meta_model h{horizon}"
     names = legacy_columns(frame_train.columns, features) if names is None else list(names)
     ybin = f"label_bin_h{horizon}"
@@ -254,7 +256,7 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
               "input_columns": len(names), "missing": missing}
     model = train_meta(X, y, model=model, calibration=calibration, cv=folds, seed=seed, feature_names=names, window=window,
                        fold_jobs=n_jobs, c_search=c_search, solver=solver, search_rows=search_rows, missing=missing,
-                       lgbm_params=lgbm_params, hist_gbm_params=hist_gbm_params)
+                       lgbm_params=lgbm_params, hist_gbm_params=hist_gbm_params, copies=calibration_copies)
     Xt = frame_matrix(frame_test, names)
     labelled_t = frame_test[ybin].is_not_null().to_numpy()
     cov_test = row_coverage(Xt, names, labelled_t, _symbols(frame_test), missing)
@@ -415,7 +417,8 @@ def build_meta_models(specialists: pl.LazyFrame, labels: pl.LazyFrame, regime: p
            "c_search": c_search, "solver": solver, "search_rows": settings.meta.search_rows,
            "missing": settings.meta.missing_rule(), "min_coverage": settings.meta.min_coverage,
            "lgbm_params": settings.meta.lightgbm.estimator_params(),
-           "hist_gbm_params": settings.meta.hist_gbm.estimator_params()}
+           "hist_gbm_params": settings.meta.hist_gbm.estimator_params(),
+           "calibration_copies": settings.meta.calibration_copies}
     workers = min(settings.build.worker_count(), len(years) * len(horizons))
     task_args = (specialists, labels, regime, lstm_model, horizons, years, log, features, columns, groups)
     keys = []

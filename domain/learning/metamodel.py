@@ -54,7 +54,9 @@ Model (`train_meta`)
     cv: an int (StratifiedKFold, NOT shuffled: folds are blocks of rows in the order given)
         or any splitter / list of (train, test) index pairs, e.g. domain.learning.purged_cv.
         PurgedKFold for time-ordered rows whose labels overlap. With ensemble calibration
-        (sklearn's default) the model averages the cv calibrated copies.
+        (sklearn's default) the model averages the cv calibrated copies. copies=k (settings
+        meta.calibration_copies) fits only the copies of the last k folds: k of the cv fits,
+        each the same copy the full model has (the logistic C search still sees every fold).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ import sklearn
 from scipy.special import expit
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.model_selection import check_cv
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
@@ -411,10 +414,12 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
                blas_threads: int | None = 1, lgbm_params: dict | None = None,
                hist_gbm_params: dict | None = None, fold_jobs: int | None = None,
                c_search: str = "once", solver: str = "newton-cholesky", search_rows: int | None = None,
-               missing: str = "drop") -> MetaModel:
+               missing: str = "drop", copies: int | None = None) -> MetaModel:
     """Fit the calibrated meta model on the rows its missing-value rule `missing` uses (drop:
     complete rows; fill: each missing value replaced by its column's training median; native:
-    NaN as they are, tree models only): see the module docstring."""
+    NaN as they are, tree models only): see the module docstring. `copies`: fit only the
+    calibrated copies of the last `copies` folds of `cv` (None: one per fold); the logistic
+    C search still runs over every fold, so the copies are those of the full model."""
     if c_search not in C_SEARCHES:
         raise ValueError(f"c_search must be one of {C_SEARCHES}, got {c_search!r}")
     if solver not in SOLVERS:
@@ -452,6 +457,14 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
     elif not hasattr(cv, "split"):
         cv = [(np.asarray(tr), np.asarray(te)) for tr, te in cv]  # materialise a generator once
 
+    calibration_cv = cv
+    if copies is not None:
+        if isinstance(copies, bool) or not isinstance(copies, numbers.Integral) or copies < 1:
+            raise ValueError(f"copies must be a positive int or None, got {copies!r}")
+        folds = list(check_cv(cv, y, classifier=True).split(X, y))
+        if copies > len(folds):
+            raise ValueError(f"copies is {copies}, more than the {len(folds)} folds of cv")
+        calibration_cv = folds[-copies:]  # the latest held-out blocks' copies (the same copies as with all)
     omp_threads = None
     chosen_C = None
     searched_on = None
@@ -475,7 +488,7 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
         extra = ("lightgbm",)
     # fold_jobs: the calibration folds in that many joblib processes, each fitting as above
     # (the same fitted copies, in the same order, as in process)
-    est = CalibratedClassifierCV(base, method=calibration, cv=cv, n_jobs=fold_jobs or n_jobs)
+    est = CalibratedClassifierCV(base, method=calibration, cv=calibration_cv, n_jobs=fold_jobs or n_jobs)
     with (warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"),
           threadpool_limits(omp_threads, user_api="openmp")):
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
@@ -485,6 +498,7 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
         "positives": int(y.sum()),
         "seed": seed,
         "cv": _cv_description(cv, X, y),
+        **({"calibration_copies": int(copies)} if copies is not None else {}),
         "base": ("LogisticRegressionCV" if Cs is not None and c_search == "per_fold" else "LogisticRegression")
         if model == "logistic"
         else "HistGradientBoostingClassifier" if model == "hist_gbm" else "LGBMClassifier",
