@@ -98,14 +98,22 @@ def warm(processes: int | None = None, manifest: Path = MANIFEST) -> int:
     compiled = cached = 0
     errors: list[str] = []
     # fork: the workers start with nothing imported (this process has imported no kernel yet)
-    with ProcessPoolExecutor(max_workers=processes, mp_context=mp.get_context("fork")) as pool:
-        for kernel, n_compiled, n_cached, err in pool.map(warm_group, *zip(*todo)):
-            compiled, cached = compiled + n_compiled, cached + n_cached
-            if err:
-                errors.append(f"{kernel} ({err})")
+    try:
+        with ProcessPoolExecutor(max_workers=processes, mp_context=mp.get_context("fork")) as pool:
+            for kernel, n_compiled, n_cached, err in pool.map(warm_group, *zip(*todo)):
+                compiled, cached = compiled + n_compiled, cached + n_cached
+                if err:
+                    errors.append(f"{kernel} ({err})")
+    except Exception as exc:  # noqa: BLE001 - a worker died (memory?): the check pass below compiles in this process
+        errors.append(f"the worker processes ({type(exc).__name__}: {exc})")
     t_pool = time.perf_counter() - t0
     # the check pass: every signature loads from the cache now; a lost index entry compiles again
-    recompiled = sum(warm_group(k, s)[1] for k, s in todo)
+    recompiled = 0
+    for kernel, sigs in todo:
+        _, n_compiled, _, err = warm_group(kernel, sigs)
+        recompiled += n_compiled
+        if err and not any(e.startswith(f"{kernel} (") for e in errors):
+            errors.append(f"{kernel} ({err})")
     seconds = time.perf_counter() - t0
     cache = os.environ.get("NUMBA_CACHE_DIR") or "__pycache__ beside the sources"
     print(f"[install] numba kernels ready in {seconds:.1f} s: {n_sigs} signatures of {len(todo)} kernels, "
