@@ -29,6 +29,8 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PY) -m pip install --quiet --upgrade pip
 	@echo "[install] installing tradelab and its dependencies (pinned by constraints.txt; minutes the first time)"
 	@$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@echo "[install] compiling the numba kernels the demo calls into $(NUMBA_CACHE_DIR), one process per CPU (a minute or two the first time)"
+	@$(PY) -m pipeline.warm_kernels
 	@touch $(STAMP)
 	@echo "[install] done: $(VENV) is ready"
 

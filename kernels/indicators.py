@@ -115,7 +115,21 @@ def _prepare(arrays, backend: str):
     arrays = [a.reshape(1, -1) if was_1d else a for a in arrays]
     if kind == "numpy":
         arrays = [np.ascontiguousarray(a) for a in arrays]
+        if backend == "cpu":
+            arrays = [_read_only(a) for a in arrays]
     return arrays, was_1d, kind
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of `a` (no copy). The cores only read their inputs, and numba compiles
+    one specialisation per input writability: a Delta/Arrow column (the features stage's
+    inputs) is read-only, a computed array is not, so passing every input read-only lets the
+    stages share one compiled core per dtype (fewer compiles on the first run)."""
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def _run(name: str, arrays, params: tuple[int, ...], backend: str, dtype) -> list:
@@ -148,6 +162,8 @@ def ragged(name: str, inputs, offsets, params: tuple[int, ...], *, backend: str 
         raise ValueError(f"{name}: period must be an integer >= {spec.min_n}, got {params[0]!r}")
     dtype = np.dtype(dtype)
     inputs = [a if a.dtype in (np.float32, np.float64) else a.astype(np.float64) for a in map(np.asarray, inputs)]
+    if backend == "cpu":
+        inputs = [_read_only(a) for a in inputs]  # one compiled core per dtype (see _read_only)
     offsets = np.asarray(offsets, dtype=np.int64)
     backend_mod = get_backend(backend)
     if hasattr(backend_mod, "run_ragged"):

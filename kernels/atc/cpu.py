@@ -183,14 +183,18 @@ def run(x, p, dtype, cache: bool, tail: int | None = None):
     n_series, t_len = x.shape
     n_ma = p.lens.size
     t0 = 0 if tail is None else max(0, t_len - int(tail))
-    fam_out = np.empty((n_series, len(FAMILIES), t_len - t0), dtype=dtype)
-    final_out = np.empty((n_series, t_len - t0), dtype=dtype)
+    # The outputs are float64 whatever `dtype`, narrowed on return: `_cpu_batch` computes in
+    # float64 and only rounds at the store, so float64 then astype(float32) is the same
+    # value bit for bit, and the demo compiles one `_cpu_batch` (its slowest kernel to
+    # compile), not one per output dtype (the specialists' float32, the scan's float64).
+    fam_out = np.empty((n_series, len(FAMILIES), t_len - t0), dtype=np.float64)
+    final_out = np.empty((n_series, t_len - t0), dtype=np.float64)
     growth = p.growth(t_len)
     if not cache:  # no bank: one parallel call, memory [S, 6, K] out plus scratch per symbol
         no_bank = np.empty((0, n_ma, t_len), dtype=np.float64)
         no_need = np.empty((0, n_ma), dtype=np.bool_)
         _cpu_batch(x, p.lens, p.weights, no_need, no_bank, growth, p.d, p.cutout, t0, fam_out, final_out)
-        return fam_out, final_out
+        return _narrow(fam_out, dtype), _narrow(final_out, dtype)
     chunk = max(1, min(n_series, BANK_CHUNK_BYTES // max(1, n_ma * t_len * 8)))
     names = _names(p.lens)
     for c0 in range(0, n_series, chunk):
@@ -201,7 +205,12 @@ def run(x, p, dtype, cache: bool, tail: int | None = None):
         _cpu_batch(xs, p.lens, p.weights, need, bank, growth, p.d, p.cutout, t0, fam_out[c0 : c0 + chunk],
                    final_out[c0 : c0 + chunk])
         _to_cache(keys, names, bank, need)
-    return fam_out, final_out
+    return _narrow(fam_out, dtype), _narrow(final_out, dtype)
+
+
+def _narrow(a: np.ndarray, dtype) -> np.ndarray:
+    """`a` (float64) in `dtype`: itself for float64, else a rounded copy (C order, as the kernel's own output was)."""
+    return a if np.dtype(dtype) == a.dtype else a.astype(dtype)
 
 
 def moving_average_bank(x, lens, cache: bool) -> tuple[np.ndarray, list[tuple[str, int]]]:

@@ -1,5 +1,6 @@
 """`make install` (the first step of `make demo` and `make test`) says what each step does
-before the quiet pip runs, on a fake Python: no network, nothing installed."""
+before the quiet pip runs and the numba kernels' warm-up (pipeline.warm_kernels), on a fake
+Python: no network, nothing installed."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def test_make_install_announces_the_virtualenv_pip_and_the_project_steps(tmp_pat
     venv, calls = tmp_path / "venv", tmp_path / "calls"
     env = {**os.environ, "CALLS": str(calls)}
     env.pop("MAKEFLAGS", None)
+    numba_cache = env.get("NUMBA_CACHE_DIR", f"{REPO}/.numba_cache")  # the Makefile's `?=` default
     out = subprocess.run(["make", "-s", "-C", str(REPO), "install", f"VENV={venv}", f"PYTHON={python}"],
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -30,8 +32,11 @@ def test_make_install_announces_the_virtualenv_pip_and_the_project_steps(tmp_pat
         f"[install] creating the virtualenv {venv} with {python}",
         f"[install] upgrading pip in {venv}",
         "[install] installing tradelab and its dependencies (pinned by constraints.txt; minutes the first time)",
+        f"[install] compiling the numba kernels the demo calls into {numba_cache}, one process per CPU "
+        "(a minute or two the first time)",
         f"[install] done: {venv} is ready",
     ]
     assert calls.read_text().splitlines() == [f"-m venv {venv}", "-m pip install --quiet --upgrade pip",
-                                              "-m pip install --quiet -c constraints.txt -e .[dev]"]
+                                              "-m pip install --quiet -c constraints.txt -e .[dev]",
+                                              "-m pipeline.warm_kernels"]
     assert (venv / ".installed-stamp").exists()
