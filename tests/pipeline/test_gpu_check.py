@@ -37,7 +37,7 @@ def test_dry_gpu_check_runs_every_section_and_every_engine_agrees(tmp_path):
     assert tests["rc"] == 0 and tests["failed"] == tests["errors"] == 0 and tests["passed"] > 100
     table = (tmp_path / "gpu_check.txt").read_text()
     assert all(name in table for name in SECTIONS) and "Dry run" in table
-    assert run.stdout.rstrip().endswith("profile rc 0, tests rc 0, benchmarks rc 0")
+    assert run.stdout.rstrip().endswith("profile rc 0, tests rc 0, benchmarks rc 0, break-evens rc 0")
     assert "gpu-preflight: all checks passed on the simulator" in run.stdout
     profile = json.loads((tmp_path / "gpu_profile.json").read_text())
     assert profile["simulated"] is True and not any("error" in p for p in profile["paths"].values())
