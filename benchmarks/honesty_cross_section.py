@@ -49,7 +49,7 @@ labels do not depend on them), so `specialists:logistic,specialists+alpha158:lig
 compares the default model with LightGBM on Alpha158 on the same rows.
 
 Markets (`--market`): `sp500` (the file above) or `planted`: the synthetic market with a
-planted signal (`universe.synthetic.planted`, README "Planted signal": `--planted-strength`,
+planted signal (`universe.synthetic.planted`, docs/learning.md "Planted signal": `--planted-strength`,
 `--planted-kind`, horizon 7), `--symbols` synthetic symbols (seed 7) from --train-from to
 --last-year, through the same chain. On `sp500` the full `alpha158` pack has no usable row
 (its 10 volume correlations are NaN with a constant volume): use the plugin pack

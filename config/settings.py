@@ -973,7 +973,7 @@ def _format_error(origin: str, err: ValidationError) -> str:
         key = re.sub(r"\.(int|list\[str\]|constrained-int)\b", "", key) or "(top level)"
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
-            msg = "unknown key (see README.md 'Settings' for the allowed keys)"
+            msg = "unknown key (see docs/settings.md for the allowed keys)"
         got = e.get("input")
         got_txt = "" if isinstance(got, dict) else f" (got {got!r})"
         lines.append(f"  {key}: {msg}{got_txt}")
@@ -987,7 +987,7 @@ def parse_settings(data: object, origin: str = "<settings>", root: Path = PROJEC
     if not isinstance(data, dict):
         raise SettingsError(f"{origin}: expected a mapping of settings at the top level, got {type(data).__name__}")
     if "root" in data:
-        raise SettingsError(f"{origin}: root: unknown key (see README.md 'Settings' for the allowed keys)")
+        raise SettingsError(f"{origin}: root: unknown key (see docs/settings.md for the allowed keys)")
     try:
         return Settings(**data, root=root)
     except ValidationError as err:

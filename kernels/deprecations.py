@@ -1,5 +1,5 @@
 """Old names kept for a deprecation period: each use of an old name says, once per process
-and per old name, which name replaced it (README, "Deprecations").
+and per old name, which name replaced it (docs/settings.md, "Deprecations").
 
 `renamed(old, new)` warns with one DeprecationWarning (`<old> is deprecated since
 <date>; use <new>`) the first time `old` is used in the process and never again; the CLI

@@ -108,7 +108,7 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
         connection with `synchronous=NORMAL`: in WAL mode
         (Dagster's) a commit then appends to the log without an fsync, so a crash of the process
         or the machine never corrupts the file and never loses a transaction half-way; a power
-        loss may roll back the last commits (the Delta tables do not fsync either: README)."""
+        loss may roll back the last commits (the Delta tables do not fsync either: docs/storage.md)."""
         engine = create_engine(
             self.conn_string_for_shard(shard),
             poolclass=QueuePool,

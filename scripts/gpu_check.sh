@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU proof in one call (`make gpu-check`, README "GPU proof").
+# The GPU proof in one call (`make gpu-check`, docs/gpu.md "GPU proof").
 #
 # Real (on the lent GPU machine: Python 3.12 with torch, CuPy, numba, numba-cuda; no network):
 #   1. install the carried wheels (.whl/, made by `make gpu-wheels`) into a folder on PYTHONPATH

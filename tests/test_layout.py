@@ -22,12 +22,15 @@ REPO = TESTS.parent
 PACKAGES = ("kernels", "config", "resources", "domain", "assets", "pipeline")
 
 
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+
+
 def _readme_layout_entries() -> dict[str, list[str]]:
-    """README.md's "Layout (every module)" block as {package: [entry text]}: an entry is a
+    """docs/architecture.md's "Layout (every module)" block as {package: [entry text]}: an entry is a
     line at the package's indentation (0) or an item's (2) with its deeper continuation lines."""
     import re
 
-    text = (REPO / "README.md").read_text()
+    text = ARCHITECTURE.read_text()
     block = text.split("## Layout (every module)", 1)[1].split("```", 2)[1]
     entries: dict[str, list[str]] = {}
     package = None
@@ -63,7 +66,7 @@ def test_readme_layout_names_every_module_of_the_tree():
             scope = [e for e in entries.get(package, []) if not folder or f"{folder}/" in e]
             if not any(_names(path.stem, e) for e in scope):
                 missing.append(f"{package}/{rel}")
-    assert not missing, f"README.md 'Layout (every module)' does not name: {missing}"
+    assert not missing, f"docs/architecture.md 'Layout (every module)' does not name: {missing}"
 
 
 def test_readme_layout_names_no_module_that_does_not_exist():
@@ -78,7 +81,7 @@ def test_readme_layout_names_no_module_that_does_not_exist():
             for name in re.findall(r"(?<![\w/])([a-z_0-9]+\.py)\b", entry):
                 if not (base / name).is_file() and not (REPO / package / name).is_file():
                     gone.append(f"{package}: {name}")
-    assert not gone, f"README.md 'Layout (every module)' names modules that do not exist: {gone}"
+    assert not gone, f"docs/architecture.md 'Layout (every module)' names modules that do not exist: {gone}"
 
 
 def test_no_test_imports_the_benchmarks():
@@ -91,19 +94,25 @@ def test_no_test_imports_the_benchmarks():
     assert not importing, f"these tests import from benchmarks/: {importing}"
 
 
+def _doc_files() -> list[Path]:
+    """The README and the reference it links to: every file of docs/."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
 def test_every_repository_path_the_readme_names_exists():
+    """Every repository path that README.md or a file of docs/ names exists."""
     import re
 
-    text = (REPO / "README.md").read_text()
+    text = "\n".join(p.read_text() for p in _doc_files())
     named = set(re.findall(r"(?<![\w./<-])((?:kernels|config|resources|domain|assets|pipeline|tests|scripts|benchmarks|"
                            r"deploy|configs|\.ci)/[\w./-]*[\w/])", text))
     written_by_runs = {"benchmarks/out/"}  # created by `make gpu-check`, not in the repository
     gone = sorted(p for p in named - written_by_runs if not (REPO / p).exists())
-    assert len(named) > 50 and not gone, f"README.md names paths that do not exist: {gone}"
+    assert len(named) > 50 and not gone, f"README.md or docs/ name paths that do not exist: {gone}"
 
 
 def _where_bullets() -> list[str]:
-    text = (REPO / "README.md").read_text()
+    text = ARCHITECTURE.read_text()
     section = text.split("### Where does X go", 1)[1].split("\n## ", 1)[0]
     bullets, current = [], None
     for line in section.splitlines():
@@ -116,7 +125,7 @@ def _where_bullets() -> list[str]:
 
 
 def test_where_does_x_go_names_files_and_names_that_exist():
-    """README "Where does X go": each bullet's code names (SPECS, STREAM_CORES, ALL_ASSETS,
+    """docs/architecture.md "Where does X go": each bullet's code names (SPECS, STREAM_CORES, ALL_ASSETS,
     make_source, ...) are defined or used in a file that bullet names, so the newcomer's list
     fails here when a restructuring moves them."""
     import re
@@ -146,4 +155,36 @@ def test_where_does_x_go_names_files_and_names_that_exist():
             is_code_name = re.fullmatch(r"[A-Za-z_]\w*", name) and (re.search(r"[A-Z]", name) or "_" in name)
             if is_code_name and not re.search(rf"\b{re.escape(name)}\b", source):
                 missing.append(f"{name} (bullet {bullet[4:30]!r})")
-    assert not missing, f"README 'Where does X go' names what its files do not hold: {missing}"
+    assert not missing, f"docs/architecture.md 'Where does X go' names what its files do not hold: {missing}"
+
+
+def test_the_readme_is_a_front_page_that_links_every_reference_file():
+    """README.md stays a front page (at most 300 lines) and links each file of docs/; every
+    relative link of the README and of docs/ points at a file that exists (and at a heading
+    of it, where the link names one)."""
+    import re
+
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300, "README.md is a front page: move reference text to docs/"
+    docs = sorted((REPO / "docs").glob("*.md"))
+    assert len(docs) >= 10
+    unlinked = [d.name for d in docs if f"](docs/{d.name})" not in readme]
+    assert not unlinked, f"README.md does not link: {unlinked}"
+
+    def anchors(text: str) -> set[str]:
+        return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+
+    broken = []
+    for doc in _doc_files():
+        text = doc.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (doc.parent / path).resolve() if path else doc
+            if not dest.exists():
+                broken.append(f"{doc.name}: {target}")
+            elif anchor and dest.is_file() and anchor not in anchors(dest.read_text()):
+                broken.append(f"{doc.name}: {target} (no such heading)")
+    assert not broken, f"broken links: {broken}"

@@ -103,7 +103,7 @@ def read_market_file(path: Path, iso_date: str, tickers: list[str]) -> pl.DataFr
     origin = str(path)
     try:
         header = pl.read_csv(path, n_rows=0).columns
-        _require(header, MARKET_COLUMNS, origin, "the market-data header (README 'Trade-log grid search')")
+        _require(header, MARKET_COLUMNS, origin, "the market-data header (docs/strategies.md 'Trade-log grid search')")
         df = pl.read_csv(path, columns=list(MARKET_COLUMNS), infer_schema=False).rename(MARKET_COLUMNS)
     except (pl.exceptions.PolarsError, OSError) as err:
         raise InputDataError(origin, f"cannot be read: {str(err).splitlines()[0]}",
@@ -203,7 +203,7 @@ def read_trade_log(path: Path, tickers: list[str], market: pl.DataFrame) -> tupl
         raise InputDataError(origin, "the file is empty", expected="a header with the trade-log columns and rows")
     try:
         header = pl.read_csv(path, n_rows=0).columns
-        _require(header, TRADE_COLUMNS, origin, "the trade-log columns (README 'Trade-log grid search')")
+        _require(header, TRADE_COLUMNS, origin, "the trade-log columns (docs/strategies.md 'Trade-log grid search')")
         df = pl.read_csv(path, columns=list(TRADE_COLUMNS), infer_schema=False).rename(TRADE_COLUMNS)
     except (pl.exceptions.PolarsError, OSError) as err:
         raise InputDataError(origin, f"cannot be read: {str(err).splitlines()[0]}",

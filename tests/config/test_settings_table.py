@@ -1,4 +1,4 @@
-"""README.md's settings table is generated from the settings model (scripts/settings_table.py):
+"""docs/settings.md's settings table is generated from the settings model (scripts/settings_table.py):
 keys, types with bounds, defaults and descriptions come from config/settings.py only, and a
 table that no longer matches the model fails here."""
 
@@ -13,28 +13,28 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "settings_table.py"
 
 
-def _check(readme: Path) -> subprocess.CompletedProcess:
+def _check(doc: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, str(SCRIPT), "--check", "--readme", str(readme)],
+    return subprocess.run([sys.executable, str(SCRIPT), "--check", "--doc", str(doc)],
                           capture_output=True, text=True, env=env, cwd=REPO, check=False)
 
 
-def test_readme_settings_table_is_the_one_the_model_renders():
-    run = _check(REPO / "README.md")
+def test_the_settings_table_is_the_one_the_model_renders():
+    run = _check(REPO / "docs" / "settings.md")
     assert run.returncode == 0, run.stderr
 
 
 def test_a_hand_edited_default_in_the_table_is_stale(tmp_path):
     # the class of error the generated table removes: the README said multiprocess while the
     # model (and the shipped file) default to in_process
-    readme = tmp_path / "README.md"
-    text = (REPO / "README.md").read_text()
+    doc = tmp_path / "settings.md"
+    text = (REPO / "docs" / "settings.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| `executor.kind` |"))
     assert "| `in_process` |" in row
-    readme.write_text(text.replace(row, row.replace("| `in_process` |", "| `multiprocess` |")))
-    run = _check(readme)
+    doc.write_text(text.replace(row, row.replace("| `in_process` |", "| `multiprocess` |")))
+    run = _check(doc)
     assert (run.returncode, run.stderr.strip()) == (
-        1, f"{readme}: the settings table is stale; run python scripts/settings_table.py")
+        1, f"{doc}: the settings table is stale; run python scripts/settings_table.py")
 
 
 def test_every_field_of_the_model_has_a_row_with_its_description():

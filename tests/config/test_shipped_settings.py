@@ -1,6 +1,6 @@
 """The shipped settings file (dagster_project.yaml) is one of the three places a setting
 could be documented; it documents none: its keys are the settings model's, its values are
-the demo's, and the model's descriptions (README "Settings", generated) are the only text."""
+the demo's, and the model's descriptions (docs/settings.md, generated) are the only text."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_the_shipped_file_restates_no_description_only_its_header_points_to_the_
     header = 0
     while header < len(lines) and lines[header].startswith("#"):
         header += 1
-    assert 'README.md "Settings"' in " ".join(lines[:header])
+    assert "docs/settings.md" in " ".join(lines[:header])
     assert [line for line in lines[header:] if "#" in line] == []
 
 

@@ -1,4 +1,4 @@
-"""The renamed interfaces keep their old names for a deprecation period (README,
+"""The renamed interfaces keep their old names for a deprecation period (docs/settings.md,
 "Deprecations"): each old name works, gives the new name's result, and says so with one
 DeprecationWarning naming the new name, once per process (kernels.deprecations.WARNED)."""
 

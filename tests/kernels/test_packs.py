@@ -175,10 +175,10 @@ def test_changing_the_packs_changes_the_code_versions_and_the_same_packs_keep_th
 
 
 def test_the_documented_worked_example_is_the_module_the_tests_run():
-    """The README's section "Features: packs and plugins" shows the plugin module these tests
+    """docs/features.md's section "Features: packs and plugins" shows the plugin module these tests
     import, verbatim."""
     repo = Path(__file__).resolve().parents[2]
-    doc = (repo / "README.md").read_text()
+    doc = (repo / "docs" / "features.md").read_text()
     module = (PLUGINS / "my_research" / "features.py").read_text()
     assert f"```python\n{module}```" in doc
 

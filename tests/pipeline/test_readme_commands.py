@@ -1,4 +1,4 @@
-"""Every command README.md shows is one the project has: each `python -m pipeline.cli ...`
+"""Every command README.md and the reference in docs/ show is one the project has: each `python -m pipeline.cli ...`
 (or `tradelab ...`) line of a code block or an inline code span parses with the CLI's real
 argument parser (nothing runs), every `make TARGET` shown is a target of the Makefile, and every
 `dagster asset|job` line names assets and jobs of the code location."""
@@ -58,7 +58,10 @@ def readme_make_targets(text: str) -> set[str]:
 
 PLACEHOLDERS = {"N": "3"}  # a number the reader chooses (`prune-runs --older-than-days N`)
 README_TEXT = (REPO / "README.md").read_text()
-COMMANDS = readme_cli_commands(README_TEXT)
+DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS_TEXT = "\n".join(p.read_text() for p in DOC_FILES)  # the README and every file of docs/
+COMMANDS = readme_cli_commands(DOCS_TEXT)
+JOBS_DOC = REPO / "docs" / "commands.md"
 
 
 def _parse(args: str):
@@ -81,7 +84,7 @@ def test_readme_cli_command_parses(args):
     try:
         parsed = _parse(args)
     except SystemExit as stop:
-        pytest.fail(f"README.md shows `python -m pipeline.cli {args}`, which the CLI refuses (exit {stop.code})")
+        pytest.fail(f"README.md or docs/ show `python -m pipeline.cli {args}`, which the CLI refuses (exit {stop.code})")
     assert callable(parsed.func)
 
 
@@ -95,10 +98,11 @@ def test_a_command_the_cli_does_not_have_is_caught():
 
 
 def test_every_make_target_the_readme_shows_exists():
-    shown = readme_make_targets(README_TEXT)
+    assert {"demo", "test", "ui"} <= readme_make_targets(README_TEXT)  # the front page's commands
+    shown = readme_make_targets(DOCS_TEXT)
     assert {"demo", "test", "ui", "gpu-check"} <= shown
     defined = set(re.findall(r"^([a-z][\w-]*):", (REPO / "Makefile").read_text(), flags=re.M))
-    assert shown <= defined, f"README.md shows make targets the Makefile lacks: {sorted(shown - defined)}"
+    assert shown <= defined, f"README.md or docs/ show make targets the Makefile lacks: {sorted(shown - defined)}"
 
 
 def test_every_dagster_command_the_readme_shows_names_assets_and_jobs_of_the_code_location():
@@ -106,7 +110,7 @@ def test_every_dagster_command_the_readme_shows_names_assets_and_jobs_of_the_cod
     -j JOB` lines: the assets and jobs exist in pipeline.definitions (nothing runs)."""
     from pipeline.definitions import defs
 
-    lines = [line for line in _code_lines(README_TEXT) if re.search(r"\bdagster (asset|job) ", line)
+    lines = [line for line in _code_lines(DOCS_TEXT) if re.search(r"\bdagster (asset|job) ", line)
              and "-m pipeline.definitions" in line]
     assert len(lines) >= 3
     assets = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
@@ -114,15 +118,15 @@ def test_every_dagster_command_the_readme_shows_names_assets_and_jobs_of_the_cod
         words = shlex.split(line.split("#", 1)[0])
         if "--select" in words:
             selected = set(words[words.index("--select") + 1].split(","))
-            assert selected <= assets, f"README.md: {line.strip()!r} selects unknown assets {sorted(selected - assets)}"
+            assert selected <= assets, f"README.md or docs/: {line.strip()!r} selects unknown assets {sorted(selected - assets)}"
         if "-j" in words:
             defs.resolve_job_def(words[words.index("-j") + 1])  # raises for an unknown job
 
 
-def test_the_readme_jobs_table_lists_the_jobs_of_the_code_location():
+def test_the_jobs_table_lists_the_jobs_of_the_code_location():
     from pipeline.definitions import defs
 
-    section = README_TEXT.split("## Jobs: the whole graph as a chain", 1)[1].split("\n## ", 1)[0]
+    section = JOBS_DOC.read_text().split("## Jobs: the whole graph as a chain", 1)[1].split("\n## ", 1)[0]
     shown = re.findall(r"^\| `(\w+)`", section, flags=re.M)
     assert len(shown) >= 8
     for job in shown:

@@ -6,7 +6,7 @@ specialist, selected with
       plugin_paths: [/path/to/folder]   # the folder holding my_research/
 
 (relative to the settings file's folder; no PYTHONPATH needed). This is the worked example
-of the README; tests/kernels/test_packs.py runs it.
+of docs/features.md; tests/kernels/test_packs.py runs it.
 """
 
 import numpy as np
