@@ -81,30 +81,11 @@ def indicator_case(count: int, bars: int):
     return run, same
 
 
-def population(count: int, bars: int, seed: int = 5):
-    """(open, high, low, close, volume) of one synthetic series and `count` random individuals."""
-    from kernels.strategy import Individual
-
-    rng = np.random.default_rng(seed)
-    close = walks(1, bars, 4)[0]
-    open_ = close * (1 + rng.normal(0, 0.003, close.size))
-    high = np.maximum(open_, close) * (1 + np.abs(rng.normal(0, 0.006, close.size)))
-    low = np.minimum(open_, close) * (1 - np.abs(rng.normal(0, 0.006, close.size)))
-    volume = rng.lognormal(13, 0.5, close.size)
-    pick = lambda xs: rng.choice(xs).item()  # noqa: E731
-    pop = [Individual.from_dict({
-        "ema_fast": pick([5, 8, 10, 15]), "ema_slow": pick([20, 30, 50]), "z_window": pick([15, 20, 30]),
-        "atr_window": pick([5, 10, 14]), "vol_z_min": pick([0.0, 0.5, 1.0]), "tr_z_min": pick([-0.5, 0.0, 0.5]),
-        "cloc_min": pick([0.2, 0.4, 0.6]), "atr_stop_mult": pick([0.5, 1.0, 1.5]), "reward_r": pick([1.0, 1.5, 2.5]),
-        "max_hold": pick([3, 8, 20]), "fee_bps": pick([0.0, 2.5, 5.0]), "slippage_bps": pick([0.0, 1.0, 3.0])})
-        for _ in range(count)]
-    return (open_, high, low, close, volume), pop
-
-
 def strategy_case(count: int, bars: int):
+    from benchmarks.bench_gpu import population_data
     from kernels.strategy import backtest_population
 
-    data, pop = population(count, bars)
+    data, pop = population_data({"pop": count, "pop_bars": bars})
     run = lambda b: backtest_population(*data, pop, backend=b, fallback=False)  # noqa: E731
 
     def same(got, want):

@@ -49,6 +49,20 @@ _layer2 = _device(cores.layer2_core)
 _final = _device(cores.final_core)
 
 
+@cuda.jit(device=True)
+def _family_curve(f, xs, rs, lens, d, cutout, ms, dn, nm):
+    """Family f's curve of one symbol into nm: layer 1 summed over its nine MAs (each into the
+    scratch ms, denominators in dn), then the finish; the one statement of it that the fused
+    and the split kernels both run."""
+    for t in range(xs.shape[0]):
+        nm[t] = 0.0
+        dn[t] = 0.0
+    for j in range(lens.shape[1]):
+        _ma(f, xs, lens[f, j], ms)
+        _layer1(xs, ms, rs, d, cutout, nm, dn)
+    _finish(nm, dn, nm)
+
+
 @cuda.jit
 def _atc_kernel(x, growth, lens, weights, d, cutout, r, ma, den, nom, fnom, fden, fam_tail, final):
     """x [T, S]; lens [6, 9]; weights [6]; scratch r, ma, den, nom (layer 1's numerator, then
@@ -70,13 +84,7 @@ def _atc_kernel(x, growth, lens, weights, d, cutout, r, ma, den, nom, fnom, fden
             fn[t] = 0.0
             fd[t] = 0.0
         for f in range(lens.shape[0]):
-            for t in range(t_len):
-                nm[t] = 0.0
-                dn[t] = 0.0
-            for i in range(lens.shape[1]):
-                _ma(f, xs, lens[f, i], ms)
-                _layer1(xs, ms, rs, d, cutout, nm, dn)
-            _finish(nm, dn, nm)
+            _family_curve(f, xs, rs, lens, d, cutout, ms, dn, nm)
             for j in range(k):
                 fam_tail[f, j, s] = nm[t_len - k + j]
             _layer2(nm, rs, d, cutout, weights[f], fn, fd)
@@ -101,19 +109,11 @@ def _atc_family_kernel(x, r, lens, d, cutout, ma, den, fam):
     if i < n_series * lens.shape[0]:
         f = i // n_series
         s = i - f * n_series
-        t_len = x.shape[0]
         xs = x[:, s]
         rs = r[:, s]
         ms = ma[f, :, s]
         dn = den[f, :, s]
-        nm = fam[f, :, s]
-        for t in range(t_len):
-            nm[t] = 0.0
-            dn[t] = 0.0
-        for j in range(lens.shape[1]):
-            _ma(f, xs, lens[f, j], ms)
-            _layer1(xs, ms, rs, d, cutout, nm, dn)
-        _finish(nm, dn, nm)
+        _family_curve(f, xs, rs, lens, d, cutout, ms, dn, fam[f, :, s])
 
 
 @cuda.jit
