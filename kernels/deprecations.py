@@ -20,6 +20,7 @@ RENAMED = {
     "fee_bp": ("fee_bps", "2026-11-21"),
     "slippage_bp": ("slippage_bps", "2026-11-21"),
     "PopulationResult.engine": ("PopulationResult.backend", "2026-11-24"),
+    "backtest report field hit_rate": ("win_rate (both written while the old name is kept)", "2026-11-27"),
     "benchmarks/atc_gpu_break_even.py": ("benchmarks/gpu_break_even.py --families atc", "2026-11-27"),
 }
 

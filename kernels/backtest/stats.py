@@ -120,6 +120,7 @@ def stats(daily_returns, turnover=None, periods_per_year: int = PERIODS_PER_YEAR
     out["drawdown_recovered"] = recovered
     active = int(np.count_nonzero(r))
     out["win_rate"] = float(np.count_nonzero(r > 0.0) / active) if active else None
+    out["hit_rate"] = out["win_rate"]  # its old name in reports (kernels.deprecations.RENAMED), kept for their readers
     if turnover is None:
         out["avg_daily_turnover"] = None
         out["annual_turnover"] = None

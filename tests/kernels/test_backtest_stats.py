@@ -130,3 +130,8 @@ def test_bad_inputs_are_clear_errors():
         stats(np.array([0.1, np.nan]))
     with pytest.raises(ValueError, match="gross must have shape"):
         backtest_stats(np.zeros(3), np.zeros(2), np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3))
+
+
+def test_the_old_report_field_hit_rate_is_still_written_with_the_win_rate():
+    s = stats(np.array([0.01, -0.02, 0.0, 0.03]))
+    assert s["hit_rate"] == s["win_rate"] == pytest.approx(2 / 3)
