@@ -97,14 +97,18 @@ from pathlib import Path
 
 import polars as pl
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError, DeltaError, SchemaMismatchError, TableNotFoundError
 
 from config.partitions import SymbolYear
 from config.settings import SYMBOL_PATTERN
+from resources.commit_lock import commit_lock
+from resources.delta_files import DataFile, Replacement, linked_copy, plan_replacement, remove_action, snapshot_files, stage_frame
 from resources.delta_repair import DamagedTableError, raise_if_damaged
 
 YEAR = "year"
 KEYS_METADATA = "pipeline.keys"
+PREDICATE_METADATA = "pipeline.replaces"  # the rows a commit replaced, as the predicate of its keys
 TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
 MIN_RETENTION_HOURS = 168
 MAX_ATTEMPTS = 10
@@ -115,6 +119,10 @@ SCHEMA_EVOLVING = SHARED_COLUMNS | {"backtest"}
 _DERIVED = "derived"  # table description flag: `year` was added by the store (dropped on read)
 
 Key = SymbolYear | int
+
+
+class _StaleSnapshot(RuntimeError):
+    """Another commit landed between a write's plan and its commit: plan again."""
 
 
 class CommitConflictError(RuntimeError):
@@ -203,7 +211,7 @@ def _is_conflict(exc: BaseException) -> bool:
     # A schema mismatch at write time is a concurrent writer's schema merge landing between
     # this attempt's conform (_conform_schema) and its write: a schema change of our own is
     # refused before the write, so the retry conforms again on the new snapshot.
-    if isinstance(exc, (CommitFailedError, SchemaMismatchError)):
+    if isinstance(exc, (CommitFailedError, SchemaMismatchError, _StaleSnapshot)):
         return True
     text = str(exc).lower()
     return isinstance(exc, DeltaError) and ("concurrent" in text or "conflict" in text or "version already exists" in text)
@@ -313,7 +321,7 @@ class DeltaStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         df = self._sorted(df)
 
-        def attempt() -> None:
+        def attempt(_: int) -> None:
             write_deltalake(
                 str(path), df.to_arrow(), mode="overwrite", schema_mode="overwrite",
                 configuration=TABLE_CONFIGURATION, writer_properties=_writer_properties(), target_file_size=self.target_file_size,
@@ -324,44 +332,144 @@ class DeltaStore:
         return Commit(asset, self.version(asset), df.height, (), attempts)
 
     def _overwrite(self, asset: str, keys: list[Key], df: pl.DataFrame, derived: bool | None = None) -> Commit:
-        if isinstance(df, pl.LazyFrame):
-            df = df.collect()
+        return self.write_stream(asset, keys, [df], derived=derived)
+
+    def write_stream(self, asset: str, keys: Iterable[Key], frames: Iterable[pl.DataFrame | pl.LazyFrame],
+                     derived: bool | None = None) -> Commit:
+        """Replace the partitions `keys` (SymbolYear keys, or years) with the rows of `frames`,
+        an iterable of chunks (e.g. one symbol group each, produced as they are consumed), in
+        ONE commit. Each chunk is checked, conformed and written as its own Parquet files as
+        it arrives and then dropped, so memory holds one chunk, never the run's whole output
+        (resources.delta_files); the commit then replaces exactly the run's keys. Every rule of
+        the whole-frame writes holds per chunk: rows outside `keys` are a ValueError naming
+        them, a key without rows is left empty, schema rules as in the module doc."""
+        keys = _checked_keys(keys)
+        if not keys:
+            raise ValueError(f"{asset}: no partition keys: nothing to overwrite")
         path = self.asset_dir(asset)
-        derived = YEAR not in df.columns if derived is None else derived
-        df = self._with_year(asset, keys, df)
-        self._refuse_stray_rows(asset, keys, df)
-        df = self._sorted(df)
-        predicate = partition_predicate(keys)
-        meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys])}
-        path.parent.mkdir(parents=True, exist_ok=True)
-
-        def attempt() -> None:
-            # conformed per attempt: a concurrent writer may have merged columns meanwhile
-            data, replace_schema, merge = self._conform_schema(asset, df, keys)
-            # a table without rows (only empty keys so far) takes the first rows' schema whole
-            how = {"schema_mode": "overwrite"} if replace_schema else {"predicate": predicate}
-            if merge:
-                how["schema_mode"] = "merge"
-            write_deltalake(
-                str(path), data.to_arrow(), mode="overwrite", partition_by=[YEAR], **how,
-                description=json.dumps({YEAR: _DERIVED if derived else "column"}),
-                configuration=TABLE_CONFIGURATION, writer_properties=_writer_properties(), target_file_size=self.target_file_size,
-                commit_properties=CommitProperties(custom_metadata=meta),
-            )
-
+        meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys]), PREDICATE_METADATA: partition_predicate(keys)}
+        staged: list[DataFile] = []
+        schema: pl.Schema | None = None  # of the rows as staged (with `year`)
+        empty_schema: pl.Schema | None = None
+        rows = 0
+        path.mkdir(parents=True, exist_ok=True)
         with self._guard(asset):
-            attempts = self._with_retries(asset, attempt)
-        return Commit(asset, self.version(asset), df.height, tuple(keys), attempts)
+            for df in frames:
+                if isinstance(df, pl.LazyFrame):
+                    df = df.collect()
+                if derived is None:
+                    derived = YEAR not in df.columns
+                df = self._with_year(asset, keys, df)
+                self._refuse_stray_rows(asset, keys, df)
+                if df.height == 0:
+                    empty_schema = empty_schema or df.schema
+                    continue
+                df = self._sorted(df)
+                data, _, _ = self._conform_schema(asset, df, _keys_of(df, keys))
+                if schema is None:
+                    schema = data.schema
+                elif data.schema != schema:
+                    data = _like(asset, data, schema)
+                staged += stage_frame(path, data)
+                rows += df.height
+                del df, data
+            if schema is None:  # no rows at all: the keys are recorded empty, in the stored schema
+                schema = self._stored_schema(asset) or empty_schema
+            attempts = self._with_retries(
+                asset, lambda n: self._commit_files(asset, keys, staged, schema, bool(derived), meta, locked_plan=n > 0))
+        return Commit(asset, self.version(asset), rows, tuple(keys), attempts)
+
+    def _stored_schema(self, asset: str) -> pl.Schema | None:
+        if not self.exists(asset):
+            return None
+        lf = pl.scan_delta(self.table(asset))
+        return _ns_dates(lf, lf.collect_schema()).collect_schema()
+
+    def _commit_files(self, asset: str, keys: list[Key], staged: list[DataFile], schema: pl.Schema,
+                      derived: bool, meta: dict, locked_plan: bool) -> None:
+        """One commit of the staged files that replaces the rows of `keys`. The plan (which
+        files to remove, the remainders to write) is made on the latest snapshot; the
+        commit lands only if the table is still at that version (checked under the table's
+        commit lock, resources.commit_lock), else _StaleSnapshot and the caller plans again,
+        then inside the lock."""
+        path = self.asset_dir(asset)
+        if locked_plan:
+            with commit_lock(path):
+                self._apply(asset, keys, staged, schema, derived, meta, self._plan(asset, keys, schema))
+            return
+        plan = self._plan(asset, keys, schema)
+        with commit_lock(path):
+            now = self.table(asset).version() if self.exists(asset) else None
+            if now != plan["version"]:
+                raise _StaleSnapshot(f"{asset}: version {now} landed after planning on {plan['version']}")
+            self._apply(asset, keys, staged, schema, derived, meta, plan)
+
+    def _plan(self, asset: str, keys: list[Key], schema: pl.Schema) -> dict:
+        """How to commit: `create` (no table), `append` (remove the key's files, add), `merge`
+        (new columns: every file of the run's years replaced, the untouched ones re-added as
+        hard links), `replace` (the table holds no rows: its schema is replaced whole)."""
+        path = self.asset_dir(asset)
+        if not self.exists(asset):
+            return {"version": None, "mode": "create", "plan": Replacement([], [], [])}
+        table = self.table(asset)
+        files = snapshot_files(table)
+        lf = pl.scan_delta(table)
+        stored = dict(_ns_dates(lf, lf.collect_schema()).collect_schema())
+        given = dict(_ns_dates(pl.DataFrame(schema=schema), schema).schema)
+        years = sorted({k.year if isinstance(k, tuple) else k for k in keys})
+        by_year: dict[int, list[str]] | None = None
+        if isinstance(keys[0], tuple):
+            by_year = {}
+            for k in keys:
+                by_year.setdefault(k.year, []).append(k.symbol)
+        if stored == given or set(given) < set(stored):
+            mode = "append"  # (fewer columns only when a concurrent run merged some since: they read null here)
+        elif int(files.get_column("num_records").fill_null(1).sum()) == 0:
+            mode = "replace"
+        else:
+            mode = "merge"
+        plan = plan_replacement(path, files, by_year, years) if mode != "replace" else Replacement([], [], [])
+        return {"version": table.version(), "mode": mode, "plan": plan, "years": years, "table": table}
+
+    def _apply(self, asset: str, keys: list[Key], staged: list[DataFile], schema: pl.Schema, derived: bool,
+               meta: dict, plan: dict) -> None:
+        from deltalake.transaction import create_table_with_add_actions
+
+        path = self.asset_dir(asset)
+        repl: Replacement = plan["plan"]
+        props = CommitProperties(custom_metadata=meta)
+        arrow_schema = _arrow_schema(schema)
+        adds = [f.add_action() for f in staged + repl.remainders]
+        if plan["mode"] == "create":
+            create_table_with_add_actions(
+                str(path), DeltaSchema.from_arrow(arrow_schema), adds, mode="error", partition_by=[YEAR],
+                description=json.dumps({YEAR: _DERIVED if derived else "column"}),
+                configuration=TABLE_CONFIGURATION, commit_properties=props)
+            return
+        table: DeltaTable = plan["table"]
+        if plan["mode"] == "append":
+            actions = [remove_action(r) for r in repl.removed] + adds
+            table.create_write_transaction(actions, mode="append", schema=table.schema(), partition_by=[YEAR],
+                                           commit_properties=props)
+        elif plan["mode"] == "merge":
+            adds += [linked_copy(path, r).add_action() for r in repl.kept]
+            table.create_write_transaction(adds, mode="overwrite", schema=arrow_schema, partition_by=[YEAR],
+                                           partition_filters=[(YEAR, "in", [str(y) for y in plan["years"]])],
+                                           commit_properties=props)
+        else:  # replace: the table has no rows; its schema becomes the run's
+            table.create_write_transaction(adds, mode="overwrite", schema=arrow_schema, partition_by=[YEAR],
+                                           commit_properties=props)
 
     def _with_retries(self, asset: str, attempt) -> int:
-        """Run `attempt` until it commits; retry commit conflicts with jittered exponential
-        backoff, at most `max_attempts` times. Returns the number of attempts."""
+        """Run `attempt(n)` (n: the attempt, from 0) until it commits; retry commit conflicts
+        with jittered exponential backoff, at most `max_attempts` times. Returns the number
+        of attempts."""
         last: BaseException | None = None
         for n in range(self.max_attempts):
             try:
-                attempt()
+                attempt(n)
                 return n + 1
-            except (CommitFailedError, DeltaError) as exc:
+            except (CommitFailedError, DeltaError, _StaleSnapshot) as exc:
                 if not _is_conflict(exc):
                     raise
                 last = exc
@@ -426,7 +534,9 @@ class DeltaStore:
         missing = [c for c in stored if c not in given]
         if missing:
             on = [c for c in ("symbol", "date") if c in df.columns]
-            if len(on) == 2:
+            stored_keys = set(self.partitions(asset) if isinstance(keys[0], tuple) else self.years(asset))
+            keys = [k for k in keys if k in stored_keys]
+            if len(on) == 2 and keys:
                 kept = (self.scan(asset, keys, allow_missing=True).select(*on, *missing)
                         .with_columns(pl.col("date").cast(df.schema["date"])).collect())
                 df = df.join(kept, on=on, how="left", maintain_order="left")
@@ -554,6 +664,28 @@ class DeltaStore:
                     staging.unlink(missing_ok=True)
                     removed.append(f"{name}/{staging.relative_to(base)}")
         return sorted(removed)
+
+
+def _keys_of(df: pl.DataFrame, keys: list[Key]) -> list[Key]:
+    """The keys of `keys` that rows of `df` (with `year`) belong to."""
+    if isinstance(keys[0], tuple):
+        return [SymbolYear(s, y) for s, y in df.select("symbol", YEAR).unique().sort("symbol", YEAR).rows()]
+    return sorted(int(y) for y in df.get_column(YEAR).unique())
+
+
+def _like(asset: str, df: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """A later chunk in the first chunk's column order and dtypes (ValueError when its columns differ)."""
+    if set(df.columns) != set(schema.names()):
+        diff = sorted(set(df.columns) ^ set(schema.names()))
+        raise ValueError(f"{asset}: a chunk of the run's rows has other columns than the first chunk: {diff[:8]}")
+    return df.select([pl.col(c).cast(t) for c, t in schema.items()])
+
+
+def _arrow_schema(schema: pl.Schema):
+    """The Delta schema of frames with `schema` as written (ns datetimes in us)."""
+    from resources.delta_files import _to_arrow
+
+    return _to_arrow(pl.DataFrame(schema=schema)).schema
 
 
 def _writer_properties() -> WriterProperties:

@@ -24,6 +24,7 @@ from config.partitions import SymbolYear
 from domain.schema import RAW_BARS
 from resources.delta_store import (
     CommitConflictError,
+    PREDICATE_METADATA,
     DeltaStore,
     migrate_parquet_store,
     partition_predicate,
@@ -84,13 +85,16 @@ def test_rows_are_stored_sorted_by_symbol_then_date(store, frame):
         ("AAA", dt.datetime(2010, 1, 4)), ("AAA", dt.datetime(2010, 1, 5)), ("BBB", dt.datetime(2010, 1, 4))]
 
 
-def test_a_run_is_one_commit_overwriting_with_the_predicate_of_its_keys(store, frame):
+def test_a_run_is_one_commit_replacing_the_rows_of_its_keys_named_by_their_predicate(store, frame):
     store.write_split("raw_bars", KEYS, frame)
     commit = store.write_split("raw_bars", KEYS, frame)
     assert commit.version == 1 == store.version("raw_bars")
-    last = DeltaTable(str(store.asset_dir("raw_bars"))).history(1)[0]
-    assert last["operationParameters"]["mode"] == "Overwrite"
-    assert "year = 2011 AND symbol = 'AAA'" in last["operationParameters"]["predicate"]
+    table = DeltaTable(str(store.asset_dir("raw_bars")))
+    last = table.history(1)[0]
+    assert last["operation"] == "WRITE"
+    assert last[PREDICATE_METADATA] == partition_predicate(KEYS)
+    assert "(year = 2011 AND symbol IN ('AAA'))" in last[PREDICATE_METADATA]
+    assert store.read("raw_bars", KEYS).height == frame.height  # replaced, not appended
 
 
 def test_partition_predicate_names_each_year_with_its_symbols():
@@ -267,7 +271,7 @@ def test_retries_are_bounded_and_end_in_a_clear_error(tmp_path):
     store = DeltaStore(tmp_path, max_attempts=3, backoff_seconds=0.0)
     calls = []
 
-    def always_conflicts():
+    def always_conflicts(_attempt):
         calls.append(1)
         raise CommitFailedError("Commit failed: a concurrent transactions added new data")
 
