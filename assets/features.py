@@ -15,8 +15,6 @@ from dagster import (
 
 from resources.partitions import (
     FEATURE_HALO_YEARS,
-    build_per_symbol,
-    output_metadata,
     run_keys,
     symbol_year_asset,
     year_halo_mapping,
@@ -53,7 +51,8 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     kernels), computed over the year and its halo, stored for the year only."""
     from domain.feature_packs import claim_owners, feature_selection
     from domain.checks import no_nan_after_warmup
-    from domain.features import build_features, dtypes_check, halo_spot_check
+    from domain.features import FeatureChecks, build_features, halo_spot_check
+    from resources.output_stream import ChunkStream, write_stream
     from resources.observe import observe
 
     settings = project.settings()
@@ -62,18 +61,24 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     keys = run_keys(context)
     kw = {"backend": compute.backend, "precision": settings.precision, "workers": settings.build.worker_count(),
           "chunk_rows": settings.build.chunk_rows, "executor": settings.build.executor}
+    store = DeltaStore(settings.data_dir)
+    acc = FeatureChecks(settings.precision, selection)
+    bytes_per_row = (8 if settings.precision == "float64" else 4) * len(selection.feature_columns) + 32
     with observe(context, settings.reports_dir, "features", args={**kw, "halo_years": FEATURE_HALO_YEARS}) as obs:
-        with obs.timed("build_s"):
-            (df, nan_after_warmup, stats), failed = build_per_symbol(
-                keys, lambda ks: build_features(raw_bars, ks, **kw, selection=selection))
-        obs.record(df)
-        obs.extra.update({"input_rows": raw_bars.height, "chunks": stats.chunks, "workers": stats.workers,
-                          "max_chunk_input_mb": round(stats.max_chunk_input_mb, 2),
-                          "max_worker_rss_growth_mb": round(stats.max_worker_rss_growth_mb, 2)})
-    yield Output(df, metadata=output_metadata(failed))
-    passed, meta = dtypes_check(df, settings.precision, selection)
+        # computed and written a chunk of symbols at a time, one commit (resources.output_stream)
+        stream = ChunkStream(raw_bars, keys, lambda bars, ks: acc.take(*build_features(bars, ks, **kw, selection=selection)),
+                             settings.build.stream_rows(bytes_per_row))
+        written = write_stream(context, store, "features", stream)
+        obs.timings["build_s"] = round(stream.build_seconds, 4)
+        obs.rows, obs.bytes, obs.dtypes = stream.rows, stream.bytes, stream.dtypes
+        obs.extra.update({"input_rows": raw_bars.height, "chunks": acc.chunks, "workers": acc.workers,
+                          "stream_chunks": stream.chunks,
+                          "max_chunk_input_mb": round(acc.max_chunk_input_mb, 2),
+                          "max_worker_rss_growth_mb": round(acc.max_worker_rss_growth_mb, 2)})
+    yield Output(None, metadata=written)
+    passed, meta = acc.dtypes_result()
     yield AssetCheckResult(check_name="dtypes", passed=passed, metadata=meta)
-    passed, meta = no_nan_after_warmup(nan_after_warmup)
+    passed, meta = no_nan_after_warmup(acc.nan_after_warmup)
     yield AssetCheckResult(check_name="no_nan_after_warmup", passed=passed, metadata=meta)
     spot = halo_spot_check(DeltaStore(settings.data_dir), keys, settings.years.start, FEATURE_HALO_YEARS,
                            **{**kw, "workers": 1},

@@ -285,9 +285,18 @@ class Build(_Model):
         "`thread` (the numba kernels release the GIL: no copies) or `process` (a process pool; each chunk's "
         'arrays are sent to the worker)'
     ))
+    stream_chunk_mb: int = Field(256, ge=8, le=65_536, description=(
+        'memory for one chunk of a symbol x year stage\'s output: `features` computes and writes about this many '
+        'MB of rows at a time (whole symbols) and commits the run once, so peak memory follows the chunk, not '
+        'the universe'
+    ))
 
     def worker_count(self) -> int:
         return self.workers or (os.cpu_count() or 1)
+
+    def stream_rows(self, bytes_per_row: int) -> int:
+        """Input rows per streamed chunk for output rows of `bytes_per_row` bytes."""
+        return max(1, self.stream_chunk_mb * 2**20 // max(1, bytes_per_row))
 
 
 class ATC(_Model):

@@ -187,3 +187,36 @@ def dtypes_check(df: pl.DataFrame, precision: str = "float32", selection: Select
     names = None if selection is None else selection.feature_columns
     diff = features_schema(precision, names).mismatches(df)
     return not diff, {"columns": len(df.columns), **({"mismatches": diff} if diff else {})}
+
+
+class FeatureChecks:
+    """The features checks over a run built chunk by chunk (resources.output_stream): `take`
+    each chunk's (frame, NaN counts after warm-up, chunk stats) as it is built; the NaN
+    counts add up, the dtypes check holds when it holds for every chunk (the first failing
+    chunk's differences are shown), the chunk stats sum (chunks) or keep their maximum."""
+
+    def __init__(self, precision: str = "float32", selection: Selection | None = None):
+        self.precision, self.selection = precision, selection
+        self.nan_after_warmup: dict[str, int] = {}
+        self.chunks, self.workers = 0, 1
+        self.max_chunk_input_mb = self.max_worker_rss_growth_mb = 0.0
+        self._dtypes: tuple[bool, dict] | None = None
+
+    def take(self, frame: pl.DataFrame, nan_after_warmup: dict[str, int], stats: ChunkStats) -> pl.DataFrame:
+        for name, n in nan_after_warmup.items():
+            self.nan_after_warmup[name] = self.nan_after_warmup.get(name, 0) + n
+        self.chunks += stats.chunks
+        self.workers = max(self.workers, stats.workers)
+        self.max_chunk_input_mb = max(self.max_chunk_input_mb, stats.max_chunk_input_mb)
+        self.max_worker_rss_growth_mb = max(self.max_worker_rss_growth_mb, stats.max_worker_rss_growth_mb)
+        if self._dtypes is None or self._dtypes[0]:
+            self._dtypes = dtypes_check(frame, self.precision, self.selection)
+        return frame
+
+    def dtypes_result(self) -> tuple[bool, dict]:
+        """(passed, metadata) of the `dtypes` check; a run without chunks checks an empty frame."""
+        if self._dtypes is None:
+            names = None if self.selection is None else self.selection.feature_columns
+            return dtypes_check(features_schema(self.precision, names).empty(), self.precision,
+                                self.selection)
+        return self._dtypes

@@ -90,7 +90,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -335,19 +335,21 @@ class DeltaStore:
         return self.write_stream(asset, keys, [df], derived=derived)
 
     def write_stream(self, asset: str, keys: Iterable[Key], frames: Iterable[pl.DataFrame | pl.LazyFrame],
-                     derived: bool | None = None) -> Commit:
+                     derived: bool | None = None, drop_symbols: Callable[[], Iterable[str]] | None = None) -> Commit | None:
         """Replace the partitions `keys` (SymbolYear keys, or years) with the rows of `frames`,
         an iterable of chunks (e.g. one symbol group each, produced as they are consumed), in
         ONE commit. Each chunk is checked, conformed and written as its own Parquet files as
         it arrives and then dropped, so memory holds one chunk, never the run's whole output
         (resources.delta_files); the commit then replaces exactly the run's keys. Every rule of
         the whole-frame writes holds per chunk: rows outside `keys` are a ValueError naming
-        them, a key without rows is left empty, schema rules as in the module doc."""
+        them, a key without rows is left empty, schema rules as in the module doc.
+        `drop_symbols`, asked once the frames are consumed, names symbols whose keys stay out
+        of the commit (a stage's failed symbols: their stored rows are kept); None is
+        returned when no key is left."""
         keys = _checked_keys(keys)
         if not keys:
             raise ValueError(f"{asset}: no partition keys: nothing to overwrite")
         path = self.asset_dir(asset)
-        meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys]), PREDICATE_METADATA: partition_predicate(keys)}
         staged: list[DataFile] = []
         schema: pl.Schema | None = None  # of the rows as staged (with `year`)
         empty_schema: pl.Schema | None = None
@@ -373,8 +375,14 @@ class DeltaStore:
                 staged += stage_frame(path, data)
                 rows += df.height
                 del df, data
+            if drop_symbols is not None:
+                dropped = set(drop_symbols())
+                keys = [k for k in keys if not (isinstance(k, tuple) and k.symbol in dropped)]
+                if not keys:
+                    return None
             if schema is None:  # no rows at all: the keys are recorded empty, in the stored schema
                 schema = self._stored_schema(asset) or empty_schema
+            meta = {KEYS_METADATA: json.dumps([_key_text(k) for k in keys]), PREDICATE_METADATA: partition_predicate(keys)}
             attempts = self._with_retries(
                 asset, lambda n: self._commit_files(asset, keys, staged, schema, bool(derived), meta, locked_plan=n > 0))
         return Commit(asset, self.version(asset), rows, tuple(keys), attempts)
