@@ -58,3 +58,16 @@ def test_the_cap_check_reads_the_symbols_bought_that_day_for_a_book_that_drifts(
     weights = np.array([[0.5, 0.5], [0.6, 0.4], [0.6, 0.4]], dtype=np.float32)  # S0 drifted above a 0.5 cap
     assert exposure_columns(prices, weights)["max_abs_weight"].tolist() == [0.5, np.float32(0.6), np.float32(0.6)]
     assert exposure_columns(prices, weights, bought_only=True)["max_abs_weight"].tolist() == [0.5, 0.0, 0.0]
+
+
+def test_the_paper_book_of_topk_dropout_replaces_from_the_book_it_holds():
+    from domain.live.paper_trade import paper_orders
+
+    day = dt.datetime(2020, 1, 2)
+    closes = pl.DataFrame({"symbol": ["A", "B", "C"], "date": [day] * 3, "close": [10.0, 10.0, 10.0]})
+    book = pl.DataFrame({"symbol": ["A", "B"], "weight": [0.5, 0.5], "price": [10.0, 10.0],
+                         "date": [dt.datetime(2020, 1, 1)] * 2})
+    settings = parse_settings({"backtest": {"strategy": "topk_dropout", "topk": 2, "n_drop": 1, "max_weight": 0.5}})
+    orders, new_book = paper_orders({"A": 0.1, "B": 0.8, "C": 0.9}, closes, book, settings)
+    assert sorted(zip(orders["symbol"], orders["side"])) == [("A", "sell"), ("C", "buy")]
+    assert dict(zip(new_book["symbol"], new_book["weight"])) == {"B": 0.5, "C": 0.5}
