@@ -21,7 +21,7 @@ from resources.project import ProjectResource
         AssetCheckSpec("equity_finite_positive", asset="backtest",
                        description="equity finite and > 0 and net returns finite and > -1 on every day"),
         AssetCheckSpec("weights_within_caps", asset="backtest",
-                       description="each day |w| <= backtest.max_weight for the symbols traded, gross <= backtest.max_gross"),
+                       description="each day |w| <= backtest.max_weight for the symbols traded (topk_dropout: bought), gross <= backtest.max_gross"),
     ],
 )
 def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars: pl.LazyFrame,

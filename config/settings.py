@@ -566,11 +566,41 @@ class BacktestSettings(_Model):
     horizon: int = Field(7, ge=1, description=(
         'the `p_h{H}` that drives the weights; one of `labels.horizons`'
     ))
+    strategy: Literal["threshold", "topk_dropout", "long_short"] = Field("threshold", description=(
+        '`threshold`: weights proportional to `p - threshold`, re-targeted every close; `topk_dropout`: Qlib\'s '
+        'TopkDropoutStrategy (hold the `topk` best-ranked by p, replace at most `n_drop` a day); `long_short`: '
+        'the top and bottom `quantile` by p, equal weights, dollar-neutral (docs/learning.md, "Strategies")'
+    ))
     threshold: float = Field(0.5, ge=0.0, le=1.0, description=(
-        "long only: a symbol's raw weight is `p - threshold` above it"
+        "`threshold` strategy, long only: a symbol's raw weight is `p - threshold` above it"
     ))
     long_short: bool = Field(False, description=(
-        "`true`: raw weight `(p - 0.5) * 2` (long and short, symmetric around 0.5)"
+        "`threshold` strategy: `true` = raw weight `(p - 0.5) * 2` (long and short, symmetric around 0.5); "
+        "not the `long_short` strategy"
+    ))
+    topk: int = Field(50, ge=1, description='`topk_dropout`: symbols held')
+    n_drop: int = Field(5, ge=0, description='`topk_dropout`: at most this many held symbols replaced a day (<= `topk`)')
+    hold_thresh: int = Field(1, ge=0, description=(
+        '`topk_dropout`: sessions a symbol is held before it may be sold (Qlib\'s default 1)'
+    ))
+    quantile: float = Field(0.2, gt=0.0, le=0.5, description=(
+        '`long_short`: the top and bottom quantile of the symbols ranked by p that day (k = floor(quantile * n))'
+    ))
+    open_cost: float = Field(0.0, ge=0.0, lt=1.0, description=(
+        "cost of a buy, a fraction of its value (Qlib's exchange `open_cost`, e.g. 0.0005); on top of the bps"
+    ))
+    close_cost: float = Field(0.0, ge=0.0, lt=1.0, description=(
+        "cost of a sell, a fraction of its value (Qlib's exchange `close_cost`, e.g. 0.0015); on top of the bps"
+    ))
+    min_cost: float = Field(0.0, ge=0.0, description=(
+        "minimum cost of a trade, in the currency of `account` (Qlib's exchange `min_cost`, e.g. 5)"
+    ))
+    account: float = Field(1_000_000.0, gt=0.0, description=(
+        'the starting capital in currency: turns `min_cost` into a fraction of the book'
+    ))
+    max_turnover: float | None = Field(None, gt=0.0, description=(
+        "daily turnover limit (sum of |trades| / the book's value); a day's trades above it are all scaled "
+        "down alike; `null` = no limit"
     ))
     max_weight: float = Field(0.25, gt=0.0, le=1.0, description="cap on each symbol's absolute weight")
     max_gross: float = Field(1.0, gt=0.0, le=10.0, description='cap on the sum of absolute weights')
@@ -584,6 +614,17 @@ class BacktestSettings(_Model):
         '(rebalanced to 1/n of the symbols with a close at every close, no costs); a symbol (e.g. `SP500`) = '
         "that symbol's buy-and-hold, read from `raw_bars` (a symbol not there fails, naming the ones there)"
     ))
+
+    @model_validator(mode="after")
+    def _strategy_settings(self) -> "BacktestSettings":
+        if self.n_drop > self.topk:
+            raise ValueError(f"backtest.n_drop ({self.n_drop}) is more than backtest.topk ({self.topk}); expected at most "
+                             "topk replacements a day")
+        if self.long_short and self.strategy != "threshold":
+            raise ValueError(f"backtest.long_short: true is the threshold strategy's map, but backtest.strategy is "
+                             f"{self.strategy!r}; expected long_short: false (the long_short strategy is "
+                             "strategy: long_short)")
+        return self
 
 
 class DaskCluster(_Model):

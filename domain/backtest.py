@@ -56,8 +56,12 @@ SHOWN_SYMBOLS = 20  # symbols an error names before it says how many there are
 
 
 def portfolio_config(bt: BacktestSettings) -> PortfolioConfig:
+    """The kernel's PortfolioConfig of the `backtest.*` settings (strategy, its parameters, costs)."""
     return PortfolioConfig(threshold=bt.threshold, max_gross=bt.max_gross, max_weight=bt.max_weight,
-                           long_short=bt.long_short, fee_bps=bt.fee_bps, slippage_bps=bt.slippage_bps)
+                           long_short=bt.long_short, fee_bps=bt.fee_bps, slippage_bps=bt.slippage_bps,
+                           strategy=bt.strategy, topk=bt.topk, n_drop=bt.n_drop, hold_thresh=bt.hold_thresh,
+                           quantile=bt.quantile, open_cost=bt.open_cost, close_cost=bt.close_cost,
+                           min_cost=bt.min_cost, account=bt.account, max_turnover=bt.max_turnover)
 
 
 def backtest_panel(predictions: pl.LazyFrame, raw_bars: pl.LazyFrame, horizon: int):
@@ -118,20 +122,25 @@ def run_backtest(dates, symbols, prices, probs, bt: BacktestSettings, log_path: 
         "equity": res.equity.astype(np.float32),
         "positions": np.count_nonzero(res.weights, axis=1).astype(np.int32),
         "trades": trades_opened(res.weights).astype(np.int32),
-        **exposure_columns(prices, res.weights),
+        **exposure_columns(prices, res.weights, bought_only=bt.strategy == "topk_dropout"),
     })
 
 
-def exposure_columns(prices: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+def exposure_columns(prices: np.ndarray, weights: np.ndarray, bought_only: bool = False) -> dict[str, np.ndarray]:
     """Per day: `gross_exposure` (sum of |w| held, frozen symbols included) and
     `max_abs_weight` (the largest |w| among the symbols with a bar that day, the ones traded;
-    a frozen symbol's weight drifts and is not capped); what the weights_within_caps check reads."""
+    a frozen symbol's weight drifts and is not capped; `bought_only`, topk_dropout's book, whose
+    held symbols drift and are not re-targeted: among the symbols bought that day); what the
+    weights_within_caps check reads."""
     T = weights.shape[0]
     if weights.size == 0:
         return {"gross_exposure": np.zeros(T, np.float32), "max_abs_weight": np.zeros(T, np.float32)}
     w = np.abs(weights.astype(np.float64))
     px = np.asarray(prices, dtype=np.float64)
     traded = np.isfinite(px) & (px > 0)
+    if bought_only:
+        before = np.vstack([np.zeros((1, w.shape[1])), w[:-1]])
+        traded &= (before == 0) & (w != 0)
     return {"gross_exposure": w.sum(axis=1).astype(np.float32),
             "max_abs_weight": np.where(traded, w, 0.0).max(axis=1).astype(np.float32)}
 

@@ -5,7 +5,9 @@ One run, for the day `now` (config; default: the last stored bar):
 1. `domain.live.inference.infer_batch` gives each symbol's probabilities from the incremental
    updaters (the same path as `infer_one`), with the meta models of year(now).
 2. Target weights: the backtest's rule (kernels.backtest.portfolio.run_portfolio on that one
-   day, settings `backtest.*`), so the paper book is the book the backtest would hold.
+   day, settings `backtest.*`), so the paper book is the book the backtest would hold
+   (`topk_dropout` starts that day from the drifted paper book, each held symbol counted as
+   held for `hold_thresh` sessions: the paper book keeps no holding days).
 3. The current paper book (the Delta table data/paper_positions: symbol, weight, price, date)
    drifts with prices to today: w_i * (p_now / p_then) / (1 + sum_j w_j (p_now_j / p_then_j - 1)).
 4. Orders: target - drifted, for |delta| >= MIN_TRADE, for the symbols with a bar that day
@@ -95,7 +97,9 @@ def paper_orders(probs: dict[str, float], closes: pl.DataFrame, book: pl.DataFra
     p = np.array([[probs.get(s, np.nan) for s in symbols]], dtype=np.float32)
     if budget > 1e-12 and symbols:
         cfg = portfolio_config(settings.backtest.model_copy(update={"max_gross": budget}))
-        target = run_portfolio(prices, p, cfg).weights[0].astype(np.float64)
+        # topk_dropout decides from the book it holds (which names to keep, which to replace)
+        book_now = None if cfg.strategy == "threshold" else [held.get(s, 0.0) for s in symbols]
+        target = run_portfolio(prices, p, cfg, initial_weights=book_now).weights[0].astype(np.float64)
     else:
         target = np.zeros(len(symbols))
     rows = []

@@ -1,31 +1,68 @@
-"""Daily portfolio backtest: probabilities -> target weights -> costs -> PnL (arrays in, arrays out).
+"""Daily portfolio backtest: scores -> target weights -> costs -> PnL (arrays in, arrays out).
 
 Inputs
     prices  [T, N] float32 (or float64) closes; NaN (or <= 0) where the symbol has no bar that day.
-    probs   [T, N] meta probabilities p in [0, 1]; NaN = no prediction for that symbol and day.
+    probs   [T, N] meta probabilities p in [0, 1] (the scores); NaN = no prediction for that symbol and day.
 
 Timing (no look-ahead)
     The signal of day t sets the weights w_t traded at the close of t and held until the close of
-    t+1: w_t earns day t+1's return r_{t+1,i} = close_{t+1,i} / close_{t,i} - 1.
+    t+1: w_t earns day t+1's return r_{t+1,i} = close_{t+1,i} / close_{t,i} - 1. The order of day
+    t reads the rows 0..t only (scores, closes, the book carried from t-1).
 
-Weight rule (`PortfolioConfig`), for the symbols that have a bar on day t ("tradable")
-    long-only (default)  s_i = max(p_i - threshold, 0)          (threshold default 0.5)
-    long_short=True      s_i = 2 * (p_i - 0.5)  in [-1, 1]      (the seed's map; threshold unused)
-    NaN p -> s_i = 0 (the symbol is sold / not bought).
-    target_i = clip(s_i * budget / sum_j |s_j|, -max_weight, +max_weight), 0 when sum_j |s_j| = 0.
-    So weights are proportional to conviction, the book is sized to `budget` before the per-name
-    cap, and the capped excess stays in cash (no redistribution): gross = sum |w_i| <= max_gross,
-    |w_i| <= max_weight.
-    budget = max(max_gross - sum of |frozen weights|, 0), where a symbol WITHOUT a bar on day t
-    cannot be traded: its weight is kept at its drifted value ("frozen"), it earns 0 while it has
-    no bar, and when its bar comes back it earns the move since its last close (the move over the
-    gap is not lost). A symbol never gets a weight on a day it has no price.
+Sessions: a symbol with a bar on day t is "tradable"; a day on which no symbol has a bar is not
+a session (a row of the panel with predictions only): nothing trades on it, and it does not count
+as a day held. A symbol WITHOUT a bar on day t cannot be traded: its weight is kept at its drifted
+value ("frozen"), it earns 0 while it has no bar, and when its bar comes back it earns the move
+since its last close (the move over the gap is not lost). A symbol never gets a weight on a day
+it has no price. Every strategy's book is sized to budget = max(max_gross - sum of |frozen
+weights|, 0).
 
-Drift, turnover, costs (exact daily accounting; rebalance to the targets every close)
+Strategies (`PortfolioConfig.strategy`), for the tradable symbols of day t
+    threshold (default; the rule of before, bit for bit)
+        long-only            s_i = max(p_i - threshold, 0)          (threshold default 0.5)
+        long_short=True      s_i = 2 * (p_i - 0.5)  in [-1, 1]      (the seed's map; threshold unused)
+        NaN p -> s_i = 0 (the symbol is sold / not bought).
+        target_i = clip(s_i * budget / sum_j |s_j|, -max_weight, +max_weight), 0 when sum_j |s_j| = 0.
+        Weights are proportional to conviction, the book is sized to `budget` before the per-name
+        cap, and the capped excess stays in cash (no redistribution); re-targeted every close.
+    topk_dropout (Qlib's TopkDropoutStrategy, its documented Topk-Drop rule with its defaults
+        method_sell="bottom", method_buy="top"; hold_thresh as Qlib's)
+        Rank: every symbol by today's p, best first; equal p by column order (the lower column
+        ranks better); a held symbol without a p today ranks below every scored one.
+        Held: the symbols with a weight after the move (frozen ones included; they count
+        towards topk but cannot be sold). Sellable: held, tradable, held for >= hold_thresh
+        sessions (bought at the close of t0: 1 session held on the next session day).
+        Candidates: not held, tradable, with a p.
+        1. fill: while fewer than topk are held, buy the best candidate;
+        2. drop: up to n_drop times, the worst-ranked sellable held symbol is sold and the best
+           remaining candidate bought, if the candidate ranks better; else stop. (= Qlib's
+           documented rule: d = the held symbols ranked below topk, at most n_drop, are sold and
+           as many of the best unheld bought, so the book holds topk.)
+        Sizing as Qlib's (held names are not rebalanced): a kept symbol keeps its drifted
+        weight, a sold one goes to 0, each bought one gets min(cash / n_bought, max_weight) with
+        cash = max(max_gross - sum |kept weights|, 0) (Qlib's risk_degree of the cash is
+        max_gross here: the book is filled up to max_gross). Two documented deviations from
+        Qlib's code: a held symbol is sold only when a better-ranked candidate replaces it (Qlib's
+        code also sells the worst held ones without replacement when fewer than n_drop unheld
+        symbols have a score: a universe not larger than topk), and a symbol without a bar is
+        never picked to buy (as Qlib's only_tradable=True; the default leaves that slot in cash).
+    long_short (top and bottom quantiles, dollar-neutral)
+        n = tradable symbols with a p; k = floor(quantile * n) (+1e-9 against rounding);
+        the k best-ranked get +min(budget / (2k), max_weight), the k worst-ranked
+        -min(budget / (2k), max_weight), every other tradable symbol 0; re-targeted every close.
+        Neutral among the traded symbols (a frozen position stays as it was). k = 0: flat.
+
+Drift, turnover limit, turnover, costs (exact daily accounting)
     gross_t    = sum_i w_{t-1,i} * r_{t,i}                          (0 on day 0: nothing held)
     drifted    = w_{t-1,i} * (1 + r_{t,i}) / (1 + gross_t)           (the book after the move)
+    limit      when max_turnover is set and sum_i |target_i - drifted_i| > max_turnover, every
+               trade is scaled by max_turnover / that sum: w_t = drifted + (target - drifted) * f
     turnover_t = sum_i |w_t,i - drifted_i|                          (day 0: sum_i |w_0,i|)
     cost_t     = turnover_t * (fee_bps + slippage_bps) / 1e4        (fraction of the NAV traded on)
+                 + sum over trades d_i = w_t,i - drifted_i != 0 of
+                   max(open_cost * d_i, m) for a buy (d_i > 0), max(close_cost * |d_i|, m) for a
+                   sell (d_i < 0), m = min_cost / (account * equity_{t-1} * (1 + gross_t)),
+                   the minimum cost per trade (currency) as a fraction of the NAV (Qlib's exchange)
     net_t      = (1 + gross_t) * (1 - cost_t) - 1
     equity_t   = prod_{s <= t} (1 + net_s)                          (capital 1.0 before day 0)
     Turnover is measured on the post-move NAV and the cost is charged on it; the cost's own
@@ -39,9 +76,9 @@ exact): per-day sums are vectorised, so results match the NumPy reference to ~1e
 for bit) and are reproducible on one machine.
 
 Chunks: `run_portfolio` runs the numba loop over days [a, b) with the carried state (held weights,
-last valid close, equity) and calls `on_chunk(a, b, arrays)` between chunks: the caller can log
-without a DataFrame in the loop. The state never leaves float64, so results do not depend on
-`chunk_days`.
+last valid close, sessions held, equity) and calls `on_chunk(a, b, arrays)` between chunks: the
+caller can log without a DataFrame in the loop. The state never leaves float64, so results do
+not depend on `chunk_days`.
 
 `stats(daily_returns, turnover)` (re-exported from kernels.backtest.stats, where every figure's
 formula is stated): CAGR, annualised Sharpe, Sortino, Calmar, max drawdown, turnover, win rate.
@@ -59,19 +96,35 @@ from numba import njit
 
 from kernels.backtest.stats import PERIODS_PER_YEAR, stats  # noqa: F401 (re-exported: the figures live there)
 
+STRATEGIES = ("threshold", "topk_dropout", "long_short")  # the kernel's codes are the positions
+THRESHOLD, TOPK_DROPOUT, LONG_SHORT = 0, 1, 2
+QUANTILE_EPS = 1e-9  # k = floor(quantile * n + QUANTILE_EPS): 0.3 * 10 is 3, not 2
+
 
 @dataclass(frozen=True)
 class PortfolioConfig:
-    """The weight rule and the cost model (see the module docstring)."""
+    """The strategy, its parameters and the cost model (see the module docstring)."""
 
-    threshold: float = 0.5  # long-only: only p > threshold gets a weight
+    threshold: float = 0.5  # threshold, long-only: only p > threshold gets a weight
     max_gross: float = 1.0  # sum |w_i| <= max_gross (1.0: no leverage)
-    max_weight: float = 0.10  # |w_i| <= max_weight per symbol
-    long_short: bool = False  # True: s = 2 * (p - 0.5) (the seed's map)
+    max_weight: float = 0.10  # |w_i| <= max_weight per symbol (topk_dropout: when bought)
+    long_short: bool = False  # threshold: True = s = 2 * (p - 0.5) (the seed's map)
     fee_bps: float = 1.0  # per unit of turnover, in basis points
     slippage_bps: float = 1.0
+    strategy: str = "threshold"  # one of STRATEGIES
+    topk: int = 50  # topk_dropout: symbols held
+    n_drop: int = 5  # topk_dropout: at most this many replaced a day
+    hold_thresh: int = 1  # topk_dropout: sessions held before a symbol may be sold
+    quantile: float = 0.2  # long_short: the top and bottom quantile of the ranked symbols
+    open_cost: float = 0.0  # fraction of each buy's value
+    close_cost: float = 0.0  # fraction of each sell's value
+    min_cost: float = 0.0  # minimum cost of a trade, in the currency of `account`
+    account: float = 1e6  # starting capital (currency): turns min_cost into a fraction of the NAV
+    max_turnover: float | None = None  # daily turnover limit (sum |trades| / NAV); None = no limit
 
     def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         if not 0.0 <= self.threshold < 1.0:
             raise ValueError(f"threshold must lie in [0, 1), got {self.threshold}")
         if not self.max_gross > 0.0 or not math.isfinite(self.max_gross):
@@ -80,11 +133,36 @@ class PortfolioConfig:
             raise ValueError(f"max_weight must be a positive number, got {self.max_weight}")
         if not (self.fee_bps >= 0.0 and self.slippage_bps >= 0.0):
             raise ValueError(f"fee_bps and slippage_bps must be >= 0, got {self.fee_bps}, {self.slippage_bps}")
+        if self.long_short and self.strategy != "threshold":
+            raise ValueError(f"long_short=True is the threshold strategy's map; strategy is {self.strategy!r}")
+        if not (self.topk >= 1 and 0 <= self.n_drop <= self.topk and self.hold_thresh >= 0):
+            raise ValueError(f"topk >= 1, 0 <= n_drop <= topk and hold_thresh >= 0 expected, got topk={self.topk}, "
+                             f"n_drop={self.n_drop}, hold_thresh={self.hold_thresh}")
+        if not 0.0 < self.quantile <= 0.5:
+            raise ValueError(f"quantile must lie in (0, 0.5], got {self.quantile}")
+        costs = (self.open_cost, self.close_cost, self.min_cost)
+        if not all(c >= 0.0 and math.isfinite(c) for c in costs):
+            raise ValueError(f"open_cost, close_cost and min_cost must be finite and >= 0, got {costs}")
+        if not (self.account > 0.0 and math.isfinite(self.account)):
+            raise ValueError(f"account must be a positive number, got {self.account}")
+        if self.max_turnover is not None and not self.max_turnover > 0.0:
+            raise ValueError(f"max_turnover must be > 0 (or None for no limit), got {self.max_turnover}")
 
     @property
     def cost_rate(self) -> float:
         """Cost per unit of turnover: (fee_bps + slippage_bps) / 1e4."""
         return (self.fee_bps + self.slippage_bps) / 1e4
+
+    @property
+    def threshold_only(self) -> bool:
+        """The threshold rule without trade costs or a turnover limit: the loop of before
+        (portfolio_days), whose results stay bit for bit those of before."""
+        return (self.strategy == "threshold" and self.open_cost == 0.0 and self.close_cost == 0.0
+                and self.min_cost == 0.0 and self.max_turnover is None)
+
+    @property
+    def strategy_code(self) -> int:
+        return STRATEGIES.index(self.strategy)
 
 
 @dataclass
@@ -107,6 +185,105 @@ class PortfolioResult:
 # (vectorised), so the kernel matches the NumPy reference to ~1e-15, not bit for bit. Each day
 # runs the same code whatever the chunk, so results never depend on chunk_days.
 FASTMATH = {"reassoc", "nsz", "arcp", "contract"}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def rank_order(probs_t, tradable):
+    """Columns best first: by p (higher first), equal p by column (lower first); symbols
+    without a bar or a p after every scored tradable one (their order among them unused)."""
+    n = probs_t.shape[0]
+    key = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        p = np.float64(probs_t[i])
+        key[i] = -p if tradable[i] and not math.isnan(p) else np.inf
+    return np.argsort(key, kind="mergesort")
+
+
+@njit(cache=True, nogil=True, inline="always")
+def topk_dropout_targets(probs_t, tradable, drifted, held_days, topk, n_drop, hold_thresh, max_gross, max_weight,
+                         target):
+    """topk_dropout's weights of the day (module docstring) into `target` (every column)."""
+    n = probs_t.shape[0]
+    order = rank_order(probs_t, tradable)
+    pos = np.empty(n, dtype=np.int64)  # rank of a tradable scored symbol; held ones without a p: below all
+    scored = 0
+    for j in range(n):
+        i = order[j]
+        p = np.float64(probs_t[i])
+        if tradable[i] and not math.isnan(p):
+            pos[i] = j
+            scored += 1
+        else:
+            pos[i] = n + j
+    held = 0
+    for i in range(n):
+        target[i] = drifted[i]
+        held += 1 if drifted[i] != 0.0 else 0
+    buys = np.empty(n, dtype=np.int64)
+    n_buy = 0
+    cand = 0  # next candidate's place in `order`
+    # 1) fill up to topk with the best candidates
+    while held + n_buy < topk:
+        while cand < scored and drifted[order[cand]] != 0.0:
+            cand += 1
+        if cand >= scored:
+            break
+        buys[n_buy] = order[cand]
+        n_buy += 1
+        cand += 1
+    # 2) drop: the worst sellable held symbol against the best remaining candidate
+    worst = n - 1  # walks `order` from the worst end
+    sold = 0
+    while sold < n_drop:
+        while cand < scored and drifted[order[cand]] != 0.0:
+            cand += 1
+        if cand >= scored:
+            break
+        while worst >= 0:
+            i = order[worst]
+            if drifted[i] != 0.0 and tradable[i] and held_days[i] >= hold_thresh:
+                break
+            worst -= 1
+        if worst < 0:
+            break
+        s = order[worst]
+        c = order[cand]
+        if pos[c] >= pos[s]:  # the candidate does not rank better: keep the book
+            break
+        target[s] = 0.0
+        buys[n_buy] = c
+        n_buy += 1
+        sold += 1
+        cand += 1
+        worst -= 1
+    kept = 0.0
+    for i in range(n):
+        kept += abs(target[i])
+    if n_buy > 0:
+        cash = max_gross - kept
+        each = cash / n_buy if cash > 0.0 else 0.0
+        each = each if each < max_weight else max_weight
+        for j in range(n_buy):
+            target[buys[j]] = each
+
+
+@njit(cache=True, nogil=True, inline="always")
+def long_short_targets(probs_t, tradable, drifted, quantile, budget, max_weight, target):
+    """long_short's weights of the day (module docstring) into `target` (every column)."""
+    n = probs_t.shape[0]
+    order = rank_order(probs_t, tradable)
+    scored = 0
+    for i in range(n):
+        target[i] = 0.0 if tradable[i] else drifted[i]
+        scored += 1 if tradable[i] and not math.isnan(np.float64(probs_t[i])) else 0
+    k = int(math.floor(quantile * scored + QUANTILE_EPS))
+    if k < 1:
+        return
+    each = budget / (2.0 * k)
+    each = each if each < max_weight else max_weight
+    for j in range(k):
+        target[order[j]] = each
+        target[order[scored - 1 - j]] = -each
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FASTMATH)
@@ -177,6 +354,120 @@ def portfolio_days(prices, probs, a, b, threshold, max_gross, max_weight, long_s
         equity_out[t] = equity[0]
 
 
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=FASTMATH)
+def book_days(prices, probs, a, b, strategy, threshold, max_gross, max_weight, long_short, cost_rate,
+                   topk, n_drop, hold_thresh, quantile, open_cost, close_cost, min_cost_cash, max_turnover,
+                   w, last, held_days, equity, net, gross, turnover, cost, equity_out, weights):
+    """Days [a, b) of the general loop: every strategy, the trade costs and the turnover limit
+    (portfolio_days is its threshold-only path). State as portfolio_days's, plus held_days int64
+    [N] (sessions each held symbol has been held). `min_cost_cash` = min_cost / account;
+    max_turnover <= 0: no limit. Steps 1-3 of the threshold rule are portfolio_days's lines (a
+    parity test holds the two to float64 rounding)."""
+    n = prices.shape[1]
+    drifted = np.empty(n, dtype=np.float64)
+    target = np.empty(n, dtype=np.float64)
+    tradable = np.empty(n, dtype=np.bool_)
+    trade_costs = open_cost > 0.0 or close_cost > 0.0 or min_cost_cash > 0.0
+    for t in range(a, b):
+        # 1) the move from the previous close: held weights earn it
+        g = 0.0
+        for i in range(n):
+            px = np.float64(prices[t, i])
+            ok = px > 0.0 and px < np.inf  # False for NaN
+            li = last[i]
+            r = px / li - 1.0
+            r = r if ok and li < np.inf else 0.0  # no bar today or none before: earns 0
+            tradable[i] = ok
+            last[i] = px if ok else li
+            drifted[i] = w[i] * (1.0 + r)
+            g += w[i] * r
+        growth = 1.0 + g
+        wiped = growth <= 0.0
+        inv = 0.0 if wiped else 1.0 / growth
+        # 2) drift; day t's signals for the symbols with a bar today; frozen weights
+        frozen = 0.0
+        s_sum = 0.0
+        for i in range(n):
+            d = drifted[i] * inv
+            drifted[i] = d
+            ok = tradable[i]
+            p = np.float64(probs[t, i])
+            if long_short:
+                s = 2.0 * (p - 0.5)
+            else:
+                s = p - threshold
+                s = s if s > 0.0 else 0.0
+            s = s if ok and not math.isnan(p) else 0.0  # NaN p: no position
+            target[i] = s
+            s_sum += abs(s)
+            frozen += 0.0 if ok else abs(d)
+        budget = max_gross - frozen
+        budget = budget if budget > 0.0 else 0.0
+        # 3) targets, turnover against the drifted book
+        tv = 0.0
+        if strategy == THRESHOLD:
+            scale = budget / s_sum if s_sum > 0.0 else 0.0
+            for i in range(n):
+                x = target[i] * scale
+                x = x if x < max_weight else max_weight
+                x = x if x > -max_weight else -max_weight
+                d = drifted[i]
+                x = x if tradable[i] else d
+                tv += abs(x - d)
+                w[i] = x
+                weights[t, i] = x
+        else:
+            if strategy == TOPK_DROPOUT:
+                session = False
+                for i in range(n):
+                    session = session or tradable[i]
+                for i in range(n):
+                    held_days[i] = held_days[i] + 1 if session and drifted[i] != 0.0 else held_days[i]
+                topk_dropout_targets(probs[t], tradable, drifted, held_days, topk, n_drop, hold_thresh, max_gross,
+                                     max_weight, target)
+                for i in range(n):  # a symbol bought today has been held 0 sessions
+                    held_days[i] = 0 if target[i] != 0.0 and drifted[i] == 0.0 else held_days[i]
+            else:
+                long_short_targets(probs[t], tradable, drifted, quantile, budget, max_weight, target)
+            for i in range(n):
+                x = target[i]
+                tv += abs(x - drifted[i])
+                w[i] = x
+                weights[t, i] = x
+        # 4) the daily turnover limit: every trade scaled alike
+        if max_turnover > 0.0 and tv > max_turnover:
+            f = max_turnover / tv
+            tv = 0.0
+            for i in range(n):
+                d = drifted[i]
+                x = d + (w[i] - d) * f
+                tv += abs(x - d)
+                w[i] = x
+                weights[t, i] = x
+        # 5) costs and the day's result
+        c = tv * cost_rate
+        if trade_costs and not wiped:
+            m = min_cost_cash / (equity[0] * growth)
+            extra = 0.0
+            for i in range(n):
+                dx = w[i] - drifted[i]
+                if dx > 0.0:
+                    extra += max(open_cost * dx, m)
+                elif dx < 0.0:
+                    extra += max(close_cost * -dx, m)
+            c += extra
+        if strategy == TOPK_DROPOUT:
+            for i in range(n):  # a symbol sold today has been held 0 sessions
+                held_days[i] = held_days[i] if w[i] != 0.0 else 0
+        nt = -1.0 if wiped else g - c * growth  # == (1 + g) * (1 - c) - 1, exact when c == 0
+        equity[0] = equity[0] * (1.0 + nt)
+        net[t] = nt
+        gross[t] = g
+        turnover[t] = tv
+        cost[t] = c
+        equity_out[t] = equity[0]
+
+
 # ---------------------------------------------------------------- Python API
 
 
@@ -205,10 +496,13 @@ def validate_inputs(prices, probs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_portfolio(prices, probs, config: PortfolioConfig | None = None, *, chunk_days: int = 256,
-                  on_chunk: Callable[[int, int, dict], None] | None = None) -> PortfolioResult:
+                  on_chunk: Callable[[int, int, dict], None] | None = None,
+                  initial_weights=None) -> PortfolioResult:
     """Backtest the daily book (module docstring). `on_chunk(a, b, arrays)` is called after each
     chunk of days [a, b); `arrays` holds views net, gross, turnover, cost, equity [b - a] and
-    weights [b - a, N] of the rows just computed (copy them to keep them past the call)."""
+    weights [b - a, N] of the rows just computed (copy them to keep them past the call).
+    `initial_weights` [N]: the book held before day 0 (default: none; the live path's drifted
+    paper book), each held `hold_thresh` sessions already."""
     cfg = PortfolioConfig() if config is None else config
     if chunk_days < 1:
         raise ValueError(f"chunk_days must be >= 1, got {chunk_days}")
@@ -217,13 +511,25 @@ def run_portfolio(prices, probs, config: PortfolioConfig | None = None, *, chunk
     net, gross, turnover, cost, equity_out = (np.zeros(T, dtype=np.float64) for _ in range(5))
     weights = np.zeros((T, N), dtype=np.float32)
     w = np.zeros(N, dtype=np.float64)
+    held_days = np.zeros(N, dtype=np.int64)
+    if initial_weights is not None:
+        w[:] = np.asarray(initial_weights, dtype=np.float64)
+        held_days[w != 0.0] = cfg.hold_thresh
     last = np.full(N, np.nan, dtype=np.float64)
     equity = np.ones(1, dtype=np.float64)
+    limit = 0.0 if cfg.max_turnover is None else float(cfg.max_turnover)
     for a in range(0, T, chunk_days):
         b = min(a + chunk_days, T)
-        portfolio_days(prices, probs, a, b, float(cfg.threshold), float(cfg.max_gross), float(cfg.max_weight),
-                       bool(cfg.long_short), float(cfg.cost_rate), w, last, equity,
-                       net, gross, turnover, cost, equity_out, weights)
+        if cfg.threshold_only:
+            portfolio_days(prices, probs, a, b, float(cfg.threshold), float(cfg.max_gross), float(cfg.max_weight),
+                           bool(cfg.long_short), float(cfg.cost_rate), w, last, equity,
+                           net, gross, turnover, cost, equity_out, weights)
+        else:
+            book_days(prices, probs, a, b, cfg.strategy_code, float(cfg.threshold), float(cfg.max_gross),
+                      float(cfg.max_weight), bool(cfg.long_short), float(cfg.cost_rate), int(cfg.topk),
+                      int(cfg.n_drop), int(cfg.hold_thresh), float(cfg.quantile), float(cfg.open_cost),
+                      float(cfg.close_cost), float(cfg.min_cost) / float(cfg.account), limit,
+                      w, last, held_days, equity, net, gross, turnover, cost, equity_out, weights)
         if on_chunk is not None:
             on_chunk(a, b, {"net": net[a:b], "gross": gross[a:b], "turnover": turnover[a:b], "cost": cost[a:b],
                             "equity": equity_out[a:b], "weights": weights[a:b]})

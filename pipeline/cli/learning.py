@@ -80,7 +80,9 @@ def importance_line(m: dict, top: int = 10) -> str | None:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
-    cs = command_settings({"backtest": {"horizon": args.horizon}} if args.horizon else {})
+    flags = {"horizon": args.horizon, "strategy": args.strategy}
+    flags = {k: v for k, v in flags.items() if v is not None}
+    cs = command_settings({"backtest": flags} if flags else {})
     years = parse_years(args.years, cs.settings)
     materialize_years(cs, ["backtest"], years, "backtest")
     if args.log:
@@ -155,6 +157,8 @@ def add_commands(sub) -> None:
     bt = sub.add_parser("backtest", help="the portfolio backtest of the stored predictions")
     bt.add_argument("--log", help="also copy the day log (JSON lines) here")
     bt.add_argument("--horizon", type=int, help="the p_h{H} that drives the weights (default: settings)")
+    bt.add_argument("--strategy", choices=field_choices("backtest", "strategy"),
+                    help="the weight rule (default: settings backtest.strategy; its parameters are settings)")
     bt.add_argument("--years")
     bt.set_defaults(func=cmd_backtest)
     ev = sub.add_parser("evaluate", help="AUC, PR-AUC, Brier, IC, deciles by regime of the stored predictions")

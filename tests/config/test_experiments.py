@@ -248,3 +248,17 @@ def test_an_experiment_built_before_meta_missing_is_refused_with_the_setting_tha
                                                r"with the models built before$"):
         freeze_experiment(_settings(tmp_path))
     assert freeze_experiment(_settings(tmp_path, meta={"missing": "drop"}))["settings_hash"] == "3affad4bf797"
+
+
+def test_the_strategy_settings_enter_the_hash_and_the_defaults_keep_it(tmp_path):
+    from config.experiments import settings_hash
+
+    base = settings_hash(_settings(tmp_path))
+    same = _settings(tmp_path, backtest={"strategy": "threshold", "topk": 50, "n_drop": 5, "open_cost": 0.0,
+                                         "max_turnover": None})
+    assert settings_hash(same) == base  # written at their defaults: an experiment of before keeps its hash
+    variants = [{"strategy": "topk_dropout"}, {"strategy": "long_short"}, {"topk": 10}, {"n_drop": 1},
+                {"hold_thresh": 2}, {"quantile": 0.1}, {"open_cost": 0.0005}, {"close_cost": 0.0015},
+                {"min_cost": 5}, {"account": 1e8}, {"max_turnover": 0.5}]
+    hashes = {settings_hash(_settings(tmp_path, backtest=v)) for v in variants}
+    assert base not in hashes and len(hashes) == len(variants)

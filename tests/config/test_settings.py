@@ -142,3 +142,30 @@ def test_every_settings_key_is_documented_in_docs_settings():
     text = SETTINGS_DOC.read_text()
     missing = [k for k in _dotted_keys(Settings) if not re.search(rf"`{re.escape(k)}`", text)]
     assert not missing, f"docs/settings.md does not document: {missing}"
+
+
+# ---------------------------------------------------------------- backtest.strategy and its parameters
+
+
+@pytest.mark.parametrize("backtest,line", [
+    ({"strategy": "topk"}, r"backtest\.strategy: Input should be 'threshold', 'topk_dropout' or 'long_short' \(got 'topk'\)"),
+    ({"strategy": "topk_dropout", "topk": 3, "n_drop": 4},
+     r"backtest: Value error, backtest\.n_drop \(4\) is more than backtest\.topk \(3\)"),
+    ({"strategy": "topk_dropout", "long_short": True},
+     r"backtest: Value error, backtest\.long_short: true is the threshold strategy's map, but backtest\.strategy is "
+     r"'topk_dropout'"),
+    ({"quantile": 0.6}, r"backtest\.quantile: Input should be less than or equal to 0\.5 \(got 0\.6\)"),
+    ({"topk": 0}, r"backtest\.topk: Input should be greater than or equal to 1 \(got 0\)"),
+    ({"open_cost": -0.001}, r"backtest\.open_cost: Input should be greater than or equal to 0"),
+    ({"close_cost": 1.5}, r"backtest\.close_cost: Input should be less than 1"),
+    ({"min_cost": -5}, r"backtest\.min_cost: Input should be greater than or equal to 0"),
+    ({"max_turnover": 0}, r"backtest\.max_turnover: Input should be greater than 0"),
+    ({"account": 0}, r"backtest\.account: Input should be greater than 0"),
+])
+def test_a_bad_strategy_setting_is_one_line_naming_it(backtest, line):
+    with pytest.raises(SettingsError) as err:
+        parse_settings({"backtest": backtest}, "f.yaml")
+    lines = str(err.value).splitlines()
+    assert lines[0] == "f.yaml: invalid settings" and len(lines) == 2, lines
+    assert re.search(line, lines[1]), lines[1]
+
