@@ -60,8 +60,8 @@ def main() -> None:
 
         @functools.wraps(fn)
         def wrapper(*a):
-            # the window: the first int argument (the cores take (x, offsets, n, ...) or (d, ...))
-            d = next((x for x in a if isinstance(x, int)), None)
+            # the window: the last int argument (the cores take (..., n, out...) or (d, arrays...))
+            d = next((x for x in reversed(a) if isinstance(x, int)), None)
             t0 = time.thread_time()
             try:
                 return fn(*a)
