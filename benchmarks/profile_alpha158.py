@@ -30,7 +30,7 @@ from benchmarks.common import Report, parser  # noqa: E402
 
 # core (as called by features._compute_chunk) -> the column families it feeds
 FAMILIES = {
-    "roll_mean": "MA, VMA, WVMA (and CORR/CORD's means)",
+    "roll_mean": "MA, VMA, WVMA (and CORR/CORD's means); since the prefix sums: the windows they do not admit",
     "roll_sum": "SUMP/SUMN/SUMD, VSUMP/VSUMN/VSUMD (and CORR/CORD's counts)",
     "roll_var": "CORR/CORD (pairwise rows)",
     "roll_var_many": "STD, VSTD, WVMA, CORR, CORD (6 series)",
@@ -38,6 +38,10 @@ FAMILIES = {
     "roll_max_idxmax": "MAX, IMAX, RSV, IMXD",
     "roll_min_idxmin": "MIN, IMIN, RSV, IMXD",
     "roll_qrank": "QTLU, QTLD, RANK",
+    "exact_prefix": "(once per series and chunk) the prefix sums of MA, VMA, WVMA, SUM*, VSUM*, CORR/CORD",
+    "roll_sum_prefix": "SUMP/SUMN/SUMD, VSUMP/VSUMN/VSUMD (exact windows)",
+    "roll_mean_prefix": "MA, VMA, WVMA, CORR/CORD's means (exact windows)",
+    "roll_count_prefix": "CORR/CORD's pairwise counts",
     "window_ratios": "the 29 per-window columns ROC..VSUMD (ratios, counts CNTP/CNTN/CNTD)",
 }
 
