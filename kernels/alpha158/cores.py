@@ -17,6 +17,9 @@ agree to the last bit in float64 (pandas 2.x `pandas/_libs/window/aggregations.p
 `qlib/data/_libs/rolling.pyx`):
 
     roll_sum       Sum       Kahan sum; a window of one repeated value gives value * count
+    exact_prefix   Sum, Mean where the Kahan sum is exact (one power-of-two grid, <= 2**53):
+                   int64 prefix sums; roll_sum_prefix / roll_mean_prefix / roll_count_prefix
+                   give pandas' bits from their differences
     roll_mean      Mean      Kahan sum / count; repeated value -> that value; sign clamps
     roll_var       Var, Std  Welford + Kahan, ddof=1, NaN below 2 values, repeated value -> 0
                    (roll_var_many: several series side by side, one pass)
