@@ -6,8 +6,9 @@ Goals: >= 40x Qlib's rows/s on one core; 500 symbols x 26 years (~3.3M rows) <= 
 Phases, each in a fresh process (`--phase`, run by `main`):
   qlib   `--qlib-symbols` x `--qlib-rows` synthetic float32 bars written as Qlib's bin layout;
          Qlib's `D.features` for the 158 Alpha158 expressions (kernels=1: one process, no
-         expression or dataset cache) timed inside the pyqlib interpreter (the throwaway
-         virtualenv of scripts/alpha158_fixture.py, run as a subprocess), then ours
+         expression or dataset cache) timed inside the pyqlib interpreter (a throwaway
+         virtualenv per pandas version of `--qlib-pandas`, pinned in QLIB_STACKS, made on first
+         use by scripts/alpha158_fixture.py's qlib_python, run as a subprocess), then ours
          (`compute_alpha158`, one thread) on the same float32 arrays: a warm-up call, then
          the best of `--repeat` (wall clock and, less sensitive to a shared machine, process
          CPU time, for both). Both rows/s and the ratios; and how many of the 158 columns
@@ -19,7 +20,7 @@ Phases, each in a fresh process (`--phase`, run by `main`):
          warm-up call that loads the compiled cores) and peak RSS (VmHWM of this process,
          including the 158 x rows x 4 bytes of output).
 
-Usage: python benchmarks/bench_alpha158.py [--qlib-symbols 20] [--qlib-rows 1000] [--repeat 3]
+Usage: python benchmarks/bench_alpha158.py [--qlib-symbols 20] [--qlib-rows 6552] [--qlib-pandas 3.0.6,2.2.3] [--repeat 3]
            [--symbols 500] [--years 26] [--workers 2] [--chunk 25] [--skip-qlib] [--skip-big] [--record] [--json PATH]
 """
 
@@ -43,6 +44,16 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import Report, parser  # noqa: E402
 
 FIELDS = ("open", "high", "low", "close", "volume", "vwap")
+# The Qlib environments measured (pyqlib 0.9.7, scripts/alpha158_fixture.QLIB_VERSION, on Python
+# 3.11): pandas 3.x as a user installs it today and pandas 2.2.3 (the fixture's); numpy 1.26.4 (what
+# pyqlib 0.9.7's Cython extensions are built against, and pandas 3.0.6 accepts). The other
+# packages are what `import qlib` and qlib.data need, versions as measured on 2026-11-28.
+_QLIB_COMMON = ("numpy==1.26.4", "scipy==1.17.1", "PyYAML==6.0.4", "ruamel.yaml==0.19.1", "filelock==4.3.1",
+                "loguru==0.7.3", "pydantic-settings==2.16.3", "joblib==1.6.0", "tqdm==4.70.1", "fire==0.7.1",
+                "dill==0.4.1", "redis==8.1.0", "python-redis-lock==4.0.1", "pymongo==4.20.1", "requests==2.34.2",
+                "packaging==26.4")
+QLIB_STACKS = {"3.0.6": ("pandas==3.0.6", *_QLIB_COMMON), "2.2.3": ("pandas==2.2.3", *_QLIB_COMMON)}
+QLIB_ENV_ROOT = Path(os.environ.get("TRADELAB_QLIB_ENV_ROOT", tempfile.gettempdir()))
 
 
 def synthetic(symbols: int, rows: int, seed: int = 24) -> dict[str, np.ndarray]:
@@ -76,9 +87,10 @@ def phase_qlib(args) -> dict:
     data = synthetic(symbols, rows)
     calendar = [str(d.date()) for d in __import__("pandas").bdate_range("1990-01-02", periods=rows)]
     per_symbol = {f"S{k:03d}": (0, {f: data[f][k * rows:(k + 1) * rows] for f in FIELDS}) for k in range(symbols)}
+    python = fx.qlib_python(QLIB_ENV_ROOT / f"tradelab-qlib-pandas{args.qlib_pandas}", QLIB_STACKS[args.qlib_pandas])
     with tempfile.TemporaryDirectory() as tmp:
         fx.write_qlib_bins(Path(tmp), calendar, per_symbol)
-        ref = fx.run_qlib(Path(tmp), kernels=1)
+        ref = fx.run_qlib(Path(tmp), kernels=1, python=python)
     offsets = np.arange(symbols + 1, dtype=np.int64) * rows
     compute_alpha158(data, offsets)
     best = best_cpu = float("inf")
@@ -136,7 +148,9 @@ def main() -> None:
     p = parser(__doc__, repeat=3)
     p.add_argument("--phase", choices=["qlib", "big"], help="run one phase in this process (used internally)")
     p.add_argument("--qlib-symbols", type=int, default=20)
-    p.add_argument("--qlib-rows", type=int, default=1000)
+    p.add_argument("--qlib-rows", type=int, default=6552)
+    p.add_argument("--qlib-pandas", default=",".join(QLIB_STACKS),
+                   help=f"the Qlib environments to measure against, by pandas version ({', '.join(QLIB_STACKS)})")
     p.add_argument("--symbols", type=int, default=500)
     p.add_argument("--years", type=int, default=26)
     p.add_argument("--workers", type=int, default=2)
@@ -152,11 +166,18 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     phases = [ph for ph, skip in (("qlib", args.skip_qlib), ("big", args.skip_big)) if not skip]
     passed = [a for a in shlex.split(report.command)[2:] if not a.startswith("--skip")]  # without --record / --json
-    for phase in phases:
+    stacks = args.qlib_pandas.split(",")
+    unknown = [v for v in stacks if v not in QLIB_STACKS]
+    if unknown:
+        p.error(f"--qlib-pandas {unknown[0]}: expected one of {', '.join(QLIB_STACKS)}")
+    runs = [(ph, v) for ph in phases for v in (stacks if ph == "qlib" else [None])]
+    for phase, version in runs:
         cmd = [sys.executable, __file__, "--phase", phase, *passed]
+        if version:
+            cmd += ["--qlib-pandas", version]
         line = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1]
         r = json.loads(line)
-        report.figure(phase, r)
+        report.figure(f"{phase}_pandas{version}" if version else phase, r)
         if phase == "qlib":
             report.note(f"pyqlib {r['qlib']}, pandas {r['pandas']}; {args.qlib_symbols} symbols x {args.qlib_rows} rows.")
             report.table(["engine", "rows", "wall s", "rows/s", "CPU s"], [
@@ -166,7 +187,7 @@ def main() -> None:
                  f"{r['ours_cpu_seconds']:.4f}"]])
             report.note(f"Ratio ours / Qlib: {r['ratio']:.1f}x wall, {r['ratio_cpu']:.1f}x CPU; columns equal to Qlib's: "
                         f"{r['columns_equal']}/158.")
-            report.result("Alpha158 vs Qlib's expression engine", ">= 40x Qlib",
+            report.result(f"Alpha158 vs Qlib's expression engine (pandas {r['pandas']})", ">= 40x Qlib",
                           f"{r['ratio_cpu']:.1f}x at {args.qlib_rows:,} rows per symbol (CPU time, same run); "
                           f"{r['columns_equal']}/158 columns equal", "yes" if r["ratio_cpu"] >= 40 else "no")
         else:

@@ -46,15 +46,19 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "tests" / "kernels" / "data" / "alpha158_reference.npz"
 
 
-def qlib_python(env_dir: Path = ENV_DIR) -> Path:
-    """The interpreter of a virtualenv holding pyqlib (created on first use, from PyPI)."""
+def qlib_python(env_dir: Path = ENV_DIR, packages: tuple[str, ...] = QLIB_PACKAGES) -> Path:
+    """The interpreter of a virtualenv holding pyqlib and `packages` (created on first use, from
+    PyPI; made again where an installed version differs from a `name==version` pin)."""
     py = env_dir / "bin" / "python"
-    if py.exists() and subprocess.run([str(py), "-c", "from qlib.data import D"], capture_output=True).returncode == 0:
+    pins = dict(p.split("==") for p in (QLIB_VERSION, *packages) if "==" in p)
+    check = ("import importlib.metadata as m, json, sys; from qlib.data import D; "
+             "pins = json.loads(sys.argv[1]); sys.exit(any(m.version(k) != v for k, v in pins.items()))")
+    if py.exists() and subprocess.run([str(py), "-c", check, json.dumps(pins)], capture_output=True).returncode == 0:
         return py
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(env_dir)], check=True)
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, "--no-deps", QLIB_VERSION], check=True)
-    subprocess.run([*pip, *QLIB_PACKAGES], check=True)
+    subprocess.run([*pip, *packages], check=True)
     return py
 
 
@@ -113,11 +117,12 @@ def qlib_worker(root: str, out: str, kernels: int = 1) -> None:
     np.savez(out, **result)
 
 
-def run_qlib(root: Path, kernels: int = 1) -> dict:
-    """Qlib's columns for the bins under root, computed by the pyqlib interpreter."""
+def run_qlib(root: Path, kernels: int = 1, python: Path | None = None) -> dict:
+    """Qlib's columns for the bins under root, computed by the pyqlib interpreter (`python`,
+    by default qlib_python()'s)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "qlib.npz"
-        subprocess.run([str(qlib_python()), __file__, "--qlib-worker", str(root), str(out), str(kernels)],
+        subprocess.run([str(python or qlib_python()), __file__, "--qlib-worker", str(root), str(out), str(kernels)],
                        check=True, env={**os.environ, "PYTHONPATH": ""})
         with np.load(out) as z:
             return {k: z[k] for k in z.files}

@@ -17,6 +17,9 @@ agree to the last bit in float64 (pandas 2.x `pandas/_libs/window/aggregations.p
 `qlib/data/_libs/rolling.pyx`):
 
     roll_sum       Sum       Kahan sum; a window of one repeated value gives value * count
+    exact_prefix   Sum, Mean where the Kahan sum is exact (one power-of-two grid, <= 2**53):
+                   int64 prefix sums; roll_sum_prefix / roll_mean_prefix / roll_count_prefix
+                   give pandas' bits from their differences
     roll_mean      Mean      Kahan sum / count; repeated value -> that value; sign clamps
     roll_var       Var, Std  Welford + Kahan, ddof=1, NaN below 2 values, repeated value -> 0
                    (roll_var_many: several series side by side, one pass)
@@ -36,6 +39,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import register_jitable
 
 NAN = float("nan")
@@ -129,6 +133,99 @@ def roll_mean(x, offsets, n, out):
                 out[i] = r
             else:
                 out[i] = NAN
+
+
+def exact_prefix(x, p_int, p_cnt):
+    """Whether pandas' Kahan rolling sums of x are exact sums, and x's prefix sums as integers.
+
+    When x's finite values are all multiples of one power of two 2**e (floats holding float32
+    values and their products are) and a window's sum of |values| stays within 2**53, every
+    partial sum pandas' Kahan sum forms is exactly representable: the compensations stay 0,
+    the sum is the exact sum, a window of one repeated value (value * count) is that sum too,
+    and the mean is the exact sum / count (pandas' sign clamps never apply). Then the rolling
+    sum and mean of any such window are differences of integer prefix sums (`roll_sum_prefix`,
+    `roll_mean_prefix`), a subtraction per row instead of a Kahan add and remove.
+
+    x: float64 (+-inf counts as missing, as pandas sees it). Writes p_int[i + 1] = sum of
+    x[:i+1] / 2**e as int64 (modular: a difference of two prefixes is exact when the true
+    difference fits) and p_cnt[i + 1] = count of finite values; p_int[0] = p_cnt[0] = 0.
+    Returns (e, n_max): the windows of n <= n_max rows are exact (n_max = 0: none, e.g. a -0.0,
+    whose repeats pandas returns as -0.0, or a subnormal)."""
+    rows = x.shape[0]
+    bits = x.view(np.int64)
+    e = 4096
+    top = 0.0
+    bad = 0
+    for i in range(rows):  # branch-free: the compiler vectorises it
+        ef = (bits[i] >> 52) & 0x7FF
+        normal = (ef != 0) & (ef != 0x7FF)
+        lsb = ef - 1075 + trailing_zeros((bits[i] & 0xFFFFFFFFFFFFF) | 0x10000000000000)
+        e = min(e, lsb if normal else 4096)
+        top = max(top, abs(x[i]) if normal else 0.0)
+        bad |= (ef == 0) & (bits[i] != 0)  # -0.0 or a subnormal
+    p_int[0] = 0
+    p_cnt[0] = 0
+    if e == 4096:  # no nonzero value: every sum is 0
+        e = 0
+    if bad or e < -1000 or e > 900:
+        return 0, 0
+    scale = 2.0 ** -e
+    big = top * scale  # the largest |value| as an integer
+    n_max = int(9007199254740992.0 / big) if big > 0 else rows + 1
+    acc = np.int64(0)
+    cnt = np.int64(0)
+    for i in range(rows):
+        v = x[i]
+        fin = not (math.isnan(v) or math.isinf(v))
+        acc += np.int64(v * scale) if fin else np.int64(0)
+        cnt += np.int64(1) if fin else np.int64(0)
+        p_int[i + 1] = acc
+        p_cnt[i + 1] = cnt
+    return e, n_max
+
+
+def roll_sum_prefix(p_int, p_cnt, e, offsets, n, out):
+    """roll_sum from exact_prefix's prefix sums (its n_max >= n): (p[i+1] - p[start]) * 2**e,
+    NaN where the window holds no value."""
+    _roll_prefix(p_int, p_cnt, e, offsets, n, out, False)
+
+
+def roll_mean_prefix(p_int, p_cnt, e, offsets, n, out):
+    """roll_mean from exact_prefix's prefix sums (its n_max >= n): the exact sum / count, NaN
+    where the window holds no value."""
+    _roll_prefix(p_int, p_cnt, e, offsets, n, out, True)
+
+
+@register_jitable
+def _roll_prefix(p_int, p_cnt, e, offsets, n, out, mean):
+    scale = 2.0 ** e
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        cut = min(a + n - 1, b)  # rows a..cut-1: windows cut by the symbol's start
+        for i in range(a, cut):
+            c = p_cnt[i + 1] - p_cnt[a]
+            r = np.float64(p_int[i + 1] - p_int[a]) * scale
+            r = r / np.float64(c) if mean else r
+            out[i] = r if c > 0 else NAN
+        # full windows, through slices (indices from 0 up: loads the compiler can vectorise)
+        hi, lo = p_int[cut + 1:b + 1], p_int[cut + 1 - n:b + 1 - n]
+        c_hi, c_lo = p_cnt[cut + 1:b + 1], p_cnt[cut + 1 - n:b + 1 - n]
+        o = out[cut:b]
+        for j in range(o.shape[0]):
+            c = c_hi[j] - c_lo[j]
+            r = np.float64(hi[j] - lo[j]) * scale
+            r = r / np.float64(c) if mean else r
+            o[j] = r if c > 0 else NAN
+
+
+def roll_count_prefix(p_cnt, offsets, n, out):
+    """The number of values (not NaN, not +-inf) in each window, from exact_prefix's p_cnt."""
+    for k in range(offsets.shape[0] - 1):
+        a = offsets[k]
+        b = offsets[k + 1]
+        for i in range(a, b):
+            out[i] = np.float64(p_cnt[i + 1] - p_cnt[max(a, i + 1 - n)])
 
 
 def roll_var(x, offsets, n, out):

@@ -133,8 +133,8 @@ def _compute_chunk(arrays, offsets, out):
                 "vabsd": np.abs(dv).astype(np.float64), "logv": logv.astype(np.float64),
                 "dlogv": dlogv.astype(np.float64)}
 
-        corr_c = _Corr(c, logv, VAR_KEYS.index("c"), VAR_KEYS.index("logv"))
-        corr_r = _Corr(ret, dlogv, VAR_KEYS.index("ret"), VAR_KEYS.index("dlogv"))
+        corr_c = _Corr(cpu, offsets, c, logv, VAR_KEYS.index("c"), VAR_KEYS.index("logv"))
+        corr_r = _Corr(cpu, offsets, ret, dlogv, VAR_KEYS.index("ret"), VAR_KEYS.index("dlogv"))
         var_in = np.stack([wide[k] for k in VAR_KEYS], axis=1)  # rows x 6: one var pass per window
         var_all = np.empty((len(VAR_KEYS), total))  # each series' rolling var contiguous
         buf = np.empty(max(WINDOWS), dtype=np.float64)
@@ -151,12 +151,13 @@ def _compute_chunk(arrays, offsets, out):
         sum_in = ("up", "down", "absd", "vup", "vdown", "vabsd")
         sums = tuple(new() for _ in sum_in)
 
+        pre = {k: _Prefix(cpu, offsets, wide[k]) for k in ("c", "v", "wv", *sum_in)}
         for d in WINDOWS:
-            cpu.roll_mean(c64, offsets, d, mean_c)
-            cpu.roll_mean(wide["v"], offsets, d, mean_v)
-            cpu.roll_mean(wide["wv"], offsets, d, mean_wv)
+            pre["c"].mean(d, mean_c)
+            pre["v"].mean(d, mean_v)
+            pre["wv"].mean(d, mean_wv)
             for key, s_out in zip(sum_in, sums):
-                cpu.roll_sum(wide[key], offsets, d, s_out)
+                pre[key].sum(d, s_out)
             cpu.roll_var_many(var_in, offsets, d, var_all.T)
             cpu.roll_linreg(c64, offsets, d, *reg)
             cpu.roll_max_idxmax(h64, offsets, d, ext[0], ext[2])
@@ -164,48 +165,85 @@ def _compute_chunk(arrays, offsets, out):
             cpu.roll_qrank(c64, offsets, d, 0.2, 0.8, buf, *qrank)
             outs = tuple(out[f"{g}{d}"] for g in ROLLING)
             cpu.window_ratios(d, c, v, pos, *cum, var_all, mean_c, reg, ext, qrank, sums, mean_v, mean_wv,
-                              corr_c.parts(cpu, offsets, d, var_all, mean_c), corr_r.parts(cpu, offsets, d, var_all),
+                              corr_c.parts(d, var_all, mean_c), corr_r.parts(d, var_all),
                               outs)
+
+
+class _Prefix:
+    """The rolling sums and means of one series for every window: differences of exact integer
+    prefix sums (cores.exact_prefix) for the windows where pandas' Kahan sums are exact, the
+    Kahan cores beyond (same bits either way)."""
+
+    def __init__(self, cpu, offsets, x):
+        self.cpu, self.offsets, self.x = cpu, offsets, x
+        self.p_int = np.empty(x.shape[0] + 1, dtype=np.int64)
+        self.p_cnt = np.empty(x.shape[0] + 1, dtype=np.int64)
+        self.e, self.n_max = cpu.exact_prefix(x, self.p_int, self.p_cnt)
+
+    def sum(self, d, out):
+        if d <= self.n_max:
+            self.cpu.roll_sum_prefix(self.p_int, self.p_cnt, self.e, self.offsets, d, out)
+        else:
+            self.cpu.roll_sum(self.x, self.offsets, d, out)
+        return out
+
+    def mean(self, d, out):
+        if d <= self.n_max:
+            self.cpu.roll_mean_prefix(self.p_int, self.p_cnt, self.e, self.offsets, d, out)
+        else:
+            self.cpu.roll_mean(self.x, self.offsets, d, out)
+        return out
+
+    def count(self, d, out):
+        """The number of values (not NaN, not +-inf) in each window."""
+        self.cpu.roll_count_prefix(self.p_cnt, self.offsets, d, out)
+        return out
 
 
 class _Corr:
     """Qlib's Corr(x, y, d) for every window d: pandas' rolling corr on the pairwise-complete
     rows (X = x + 0*y, Y = y + 0*x in float32, then +-inf -> NaN as pandas prepares values),
     NaN where the rolling std of x or of y (each on its own rows) is close to 0 (that and
-    the final arithmetic are in ratios.window_ratios). The pairwise inputs are built once;
-    per window only the rolling passes run."""
+    the final arithmetic are in ratios.window_ratios). The pairwise inputs and their prefix
+    sums are built once; per window only the rolling passes run."""
 
-    def __init__(self, x32, y32, x_var_col, y_var_col):
+    def __init__(self, cpu, offsets, x32, y32, x_var_col, y_var_col):
         """x_var_col, y_var_col: the columns of x's and y's own rolling var in the window's var
         block (VAR_KEYS order)."""
+        self.cpu, self.offsets = cpu, offsets
         self.xm = _finite_or_nan(x32 + np.float32(0) * y32)
         self.ym = _finite_or_nan(y32 + np.float32(0) * x32)
-        self.xy = self.xm * self.ym
+        xy = self.xm * self.ym
         nan_xy = np.isnan(self.xm + self.ym)
         self.any_nan = bool(nan_xy.any())
-        self.present = (~nan_xy).astype(np.float64)
         # where the pairwise mask removes no row of x (of y), x's own rolling stats serve
         self.x_whole = np.array_equal(~np.isfinite(x32), nan_xy)
         self.y_whole = np.array_equal(~np.isfinite(y32), nan_xy)
         self.cols = (x_var_col, y_var_col)
+        self.pre_xy, self.pre_y = _Prefix(cpu, offsets, xy), _Prefix(cpu, offsets, self.ym)
+        self.pre_x = None if self.x_whole else _Prefix(cpu, offsets, self.xm)
 
-    def parts(self, cpu, offsets, d, var_all, mean_x=None):
+    def parts(self, d, var_all, mean_x=None):
         """(mean xy, mean x, mean y, count, var x, var y) of the pairwise rows for window d,
         count empty where no row is masked (the window's rows serve); var_all: the window's
         var block (VAR_KEYS x rows); mean_x: x's own rolling mean if already computed."""
         total = self.xm.shape[0]
 
-        def roll(core, a):
-            r = np.empty(total, dtype=np.float64)
-            core(a, offsets, d, r)
+        def new():
+            return np.empty(total, dtype=np.float64)
+
+        def var(a):
+            r = new()
+            self.cpu.roll_var(a, self.offsets, d, r)
             return r
 
-        mean_xy = roll(cpu.roll_mean, self.xy)
-        mean_x = mean_x if mean_x is not None and self.x_whole else roll(cpu.roll_mean, self.xm)
-        mean_y = roll(cpu.roll_mean, self.ym)
-        count = roll(cpu.roll_sum, self.present) if self.any_nan else np.empty(0)
-        var_xm = var_all[self.cols[0]] if self.x_whole else roll(cpu.roll_var, self.xm)
-        var_ym = var_all[self.cols[1]] if self.y_whole else roll(cpu.roll_var, self.ym)
+        mean_xy = self.pre_xy.mean(d, new())
+        if mean_x is None or not self.x_whole:
+            mean_x = (self.pre_x or _Prefix(self.cpu, self.offsets, self.xm)).mean(d, new())
+        mean_y = self.pre_y.mean(d, new())
+        count = self.pre_xy.count(d, new()) if self.any_nan else np.empty(0)  # xy is finite where both are
+        var_xm = var_all[self.cols[0]] if self.x_whole else var(self.xm)
+        var_ym = var_all[self.cols[1]] if self.y_whole else var(self.ym)
         return mean_xy, mean_x, mean_y, count, var_xm, var_ym
 
 

@@ -20,7 +20,7 @@ HARNESS_SCRIPTS = ["bench_import.py", "bench_ingest.py", "bench_lstm.py", "bench
                    "bench_executors.py", "bench_long_file.py", "bench_grid.py", "bench_grid_dask.py", "bench_infer.py",
                    "bench_alpha158.py", "bench_gpu.py", "event_log_growth.py", "honesty_cross_section.py",
                    "honesty_real_data.py", "profile_bookkeeping.py", "profile_features_write.py", "ab_grid_exits.py",
-                   "bench_yearly.py", "probe_chains.py"]
+                   "bench_yearly.py", "probe_chains.py", "profile_alpha158.py"]
 
 
 def _run(args: list[str], tmp_path: Path, timeout: int = 300) -> subprocess.CompletedProcess:
