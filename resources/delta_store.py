@@ -572,8 +572,19 @@ class DeltaStore:
 
     @staticmethod
     def _sorted(df: pl.DataFrame) -> pl.DataFrame:
+        """`df` sorted by symbol then date (stable); a frame already in that order (as the
+        stages produce it) is returned as it is, without the sort's copy."""
         by = [c for c in ("symbol", "date") if c in df.columns]
-        return df.sort(by, maintain_order=True) if by else df
+        if not by or df.height < 2:
+            return df
+        prev = [pl.col(c).shift(1) for c in by]
+        if len(by) == 2:
+            out_of_order = (pl.col("symbol") < prev[0]) | ((pl.col("symbol") == prev[0]) & (pl.col("date") < prev[1]))
+        else:
+            out_of_order = pl.col(by[0]) < prev[0]
+        if not df.select(out_of_order.fill_null(False).any()).item():
+            return df
+        return df.sort(by, maintain_order=True)
 
     # reads -------------------------------------------------------------------------------
     def scan(self, asset: str, keys: Iterable[Key] | None = None, allow_missing: bool = False,
