@@ -52,7 +52,7 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
     from domain.feature_packs import claim_owners, feature_selection
     from domain.checks import no_nan_after_warmup
     from domain.features import FeatureChecks, build_features, halo_spot_check
-    from resources.output_stream import ChunkStream, write_stream
+    from resources.output_stream import ChunkStream, observe_stream, write_stream
     from resources.observe import observe
 
     settings = project.settings()
@@ -69,10 +69,8 @@ def features(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Pr
         stream = ChunkStream(raw_bars, keys, lambda bars, ks: acc.take(*build_features(bars, ks, **kw, selection=selection)),
                              settings.build.stream_rows(bytes_per_row))
         written = write_stream(context, store, "features", stream)
-        obs.timings["build_s"] = round(stream.build_seconds, 4)
-        obs.rows, obs.bytes, obs.dtypes = stream.rows, stream.bytes, stream.dtypes
+        observe_stream(obs, stream)
         obs.extra.update({"input_rows": raw_bars.height, "chunks": acc.chunks, "workers": acc.workers,
-                          "stream_chunks": stream.chunks,
                           "max_chunk_input_mb": round(acc.max_chunk_input_mb, 2),
                           "max_worker_rss_growth_mb": round(acc.max_worker_rss_growth_mb, 2)})
     yield Output(None, metadata=written)

@@ -14,7 +14,7 @@ from dagster import (
 )
 
 from config.partitions import ALLOW_MISSING
-from resources.partitions import build_per_symbol, output_metadata, run_keys, symbol_year_asset, year_halo_mapping
+from resources.partitions import run_keys, symbol_year_asset, year_halo_mapping
 from resources.project import ProjectResource
 
 
@@ -31,16 +31,27 @@ def labels(context: AssetExecutionContext, raw_bars: pl.DataFrame, project: Proj
     """Forward returns over 3/7/14 trading rows and their binary labels (null, never 0,
     where the future is unknown)."""
     from domain.labels import build_labels, unexpected_nulls
+    from resources.delta_store import DeltaStore
     from resources.observe import observe
+    from resources.output_stream import ChunkStream, observe_stream, write_stream
 
     settings = project.settings()
     keys = run_keys(context)
     thresholds = {h: settings.labels.thresholds[h] for h in settings.labels.horizons}
+    bad = {h: 0 for h in thresholds}
+
+    def check(chunk: pl.DataFrame, bars: pl.DataFrame) -> None:
+        # Null labels may only sit in the last H rows of each symbol's loaded history.
+        for h, n in unexpected_nulls(bars, chunk, thresholds).items():
+            bad[h] += n
+
+    bytes_per_row = 8 * len(thresholds) + 32
     with observe(context, settings.reports_dir, "labels", args={"thresholds": thresholds}) as obs:
-        df, failed = build_per_symbol(keys, lambda ks: build_labels(raw_bars, ks, thresholds))
-        obs.record(df)
-    yield Output(df, metadata=output_metadata(failed))
-    # Null labels may only sit in the last H rows of each symbol's loaded history.
-    bad = unexpected_nulls(raw_bars, df, thresholds)
+        # computed and written a symbol group at a time, one commit (resources.output_stream)
+        stream = ChunkStream(raw_bars, keys, lambda bars, ks: build_labels(bars, ks, thresholds),
+                             settings.build.stream_rows(bytes_per_row), on_chunk=check)
+        written = write_stream(context, DeltaStore(settings.data_dir), "labels", stream)
+        observe_stream(obs, stream)
+    yield Output(None, metadata=written)
     yield AssetCheckResult(check_name="unknown_future_is_null", passed=not any(bad.values()),
                            metadata={"unexpected_nulls_by_horizon": {f"h{h}": v for h, v in bad.items()}})

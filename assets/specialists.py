@@ -15,8 +15,6 @@ from dagster import (
 
 from resources.partitions import (
     ALL_HISTORY_YEARS,
-    build_per_symbol,
-    output_metadata,
     run_keys,
     symbol_year_asset,
     year_halo_mapping,
@@ -48,6 +46,7 @@ def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project:
     """Rule-based specialist scores in [-1, 1]: mean reversion, RSI, Adaptive Trend
     Classification and seller exhaustion, from one zero-copy panel per symbol."""
     from resources.observe import observe
+    from resources.output_stream import ChunkStream, observe_stream, write_stream
     from domain.feature_packs import claim_owners, feature_selection
     from domain.specialists import build_specialists, score_range_report
 
@@ -57,10 +56,21 @@ def specialists(context: AssetExecutionContext, raw_bars: pl.DataFrame, project:
     keys = run_keys(context)
     kw = {"workers": settings.build.worker_count(), "chunk_rows": settings.build.chunk_rows,
           "executor": settings.build.executor}
+    bad: dict[str, int] = {}
+    nan: dict[str, int] = {}
+
+    def check(chunk: pl.DataFrame, _bars: pl.DataFrame) -> None:
+        for total, counts in zip((bad, nan), score_range_report(chunk)):
+            for c, n in counts.items():
+                total[c] = total.get(c, 0) + n
+
+    bytes_per_row = 4 * max(1, len(selection.specialist_columns)) + 32
     with observe(context, settings.reports_dir, "specialists", args=kw) as obs:
-        df, failed = build_per_symbol(keys, lambda ks: build_specialists(raw_bars, ks, **kw, selection=selection))
-        obs.record(df)
-    yield Output(df, metadata=output_metadata(failed))
-    bad, nan = score_range_report(df)
+        # computed and written a symbol group at a time, one commit (resources.output_stream)
+        stream = ChunkStream(raw_bars, keys, lambda bars, ks: build_specialists(bars, ks, **kw, selection=selection),
+                             settings.build.stream_rows(bytes_per_row), on_chunk=check)
+        written = write_stream(context, DeltaStore(settings.data_dir), "specialists", stream)
+        observe_stream(obs, stream)
+    yield Output(None, metadata=written)
     yield AssetCheckResult(check_name="scores_in_range", passed=not any(bad.values()),
                            metadata={"out_of_range": bad, "nan": nan})

@@ -286,7 +286,7 @@ class Build(_Model):
         'arrays are sent to the worker)'
     ))
     stream_chunk_mb: int = Field(256, ge=8, le=65_536, description=(
-        'memory for one chunk of a symbol x year stage\'s output: `features` computes and writes about this many '
+        'memory for one chunk of a symbol x year stage\'s output: `features`, `labels` and `specialists` compute and write about this many '
         'MB of rows at a time (whole symbols) and commits the run once, so peak memory follows the chunk, not '
         'the universe'
     ))

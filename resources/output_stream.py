@@ -11,7 +11,8 @@ A group whose build raises is built again symbol by symbol (resources.partitions
 build_per_symbol): the symbols that fail are left out of the commit and named in the step's
 Failure once the others' rows are committed, as the whole-frame path did. `build` may return
 `(frame, *extras)`: each chunk's extras go to `on_extras` (a stage's check counts, summed
-as it likes). `rows`, `bytes` and `dtypes` describe what was yielded, for the stage's
+as it likes); `on_chunk(frame, bars)` sees each chunk's output with its input bars (checks
+that need both). `rows`, `bytes` and `dtypes` describe what was yielded, for the stage's
 observation.
 """
 
@@ -46,10 +47,10 @@ class ChunkStream:
     """The frames of a run, one symbol group at a time (see the module doc)."""
 
     def __init__(self, bars: pl.DataFrame, keys: list[SymbolYear], build: Callable, rows_per_chunk: int,
-                 on_extras: Callable | None = None):
+                 on_extras: Callable | None = None, on_chunk: Callable[[pl.DataFrame, pl.DataFrame], None] | None = None):
         self.bars, self.keys, self.build = bars, keys, build
         self.rows_per_chunk = max(1, int(rows_per_chunk))
-        self.on_extras = on_extras
+        self.on_extras, self.on_chunk = on_extras, on_chunk
         self.failed: dict[str, str] = {}
         self.rows = self.bytes = self.chunks = 0
         self.dtypes: dict[str, str] = {}
@@ -70,6 +71,8 @@ class ChunkStream:
             frame, *extras = result if isinstance(result, tuple) else (result,)
             if extras and self.on_extras is not None:
                 self.on_extras(*extras)
+            if self.on_chunk is not None:
+                self.on_chunk(frame, bars)
             self.rows += frame.height
             self.bytes += int(frame.estimated_size())
             self.dtypes = self.dtypes or {c: str(t) for c, t in frame.schema.items()}
@@ -102,3 +105,10 @@ def write_stream(context, store, asset: str, stream: ChunkStream) -> dict:
         "write_seconds": round(time.perf_counter() - t0 - stream.build_seconds, 4),
         "chunks": stream.chunks,
     }
+
+
+def observe_stream(obs, stream: ChunkStream) -> None:
+    """What a stage's observation records of a streamed output (rows, bytes, dtypes, build time)."""
+    obs.timings["build_s"] = round(stream.build_seconds, 4)
+    obs.rows, obs.bytes, obs.dtypes = stream.rows, stream.bytes, stream.dtypes
+    obs.extra["stream_chunks"] = stream.chunks
