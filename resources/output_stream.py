@@ -84,7 +84,8 @@ class ChunkStream:
 def write_stream(context, store, asset: str, stream: ChunkStream) -> dict:
     """Write `stream` as the run's ONE commit of `asset` and return the output metadata the
     IO manager gives a whole-frame write (path, table_version, rows_written,
-    commit_attempts, write_seconds: here the time outside the build). Symbols that failed are
+    commit_attempts, write_seconds: here the time outside the build; the stage's own
+    `seconds` then include the write, and `stream_chunks` marks such a stage). Symbols that failed are
     left out of the commit; then a Failure names them after the others' rows are committed."""
     from dagster import Failure
 
@@ -103,7 +104,6 @@ def write_stream(context, store, asset: str, stream: ChunkStream) -> dict:
         "rows_written": commit.rows if commit else 0,
         "commit_attempts": commit.attempts if commit else 0,
         "write_seconds": round(time.perf_counter() - t0 - stream.build_seconds, 4),
-        "chunks": stream.chunks,
     }
 
 
