@@ -285,7 +285,7 @@ class Build(_Model):
         "`thread` (the numba kernels release the GIL: no copies) or `process` (a process pool; each chunk's "
         'arrays are sent to the worker)'
     ))
-    stream_chunk_mb: int = Field(256, ge=8, le=65_536, description=(
+    stream_chunk_mb: int = Field(128, ge=8, le=65_536, description=(
         'memory for one chunk of a symbol x year stage\'s output: `features`, `labels` and `specialists` compute and write about this many '
         'MB of rows at a time (whole symbols) and commit the run once, so peak memory follows the chunk, not '
         'the universe'
