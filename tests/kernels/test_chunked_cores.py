@@ -1,4 +1,4 @@
-"""The time-chunked variants (kernels.chunked_cores) equal their portable cores bit for bit:
+"""The time-chunked variants (kernels.indicators.chunks) equal their portable cores bit for bit:
 series long enough to be chunked and one row short of it, warm-ups that meet the true state
 and ones that cannot (a huge value, a NaN or an inf just before a chunk's warm-up, which the
 chunk never sees), ties (an EMA kept where its input equals it), float32 and float64 inputs
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels import chunked_cores, cores
+from kernels.indicators import chunks as chunked_cores, cores
 from kernels import indicators as K
 from tests.kernel_data import walk_ohlc
 
@@ -71,7 +71,7 @@ def _assert_variant_equals_core(case: Case, inputs, n: int, out_dtype=np.float64
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_chunked_variant_is_the_cpu_backends_core(name):
-    from kernels.backends import cpu_backend
+    from kernels.indicators import cpu as cpu_backend
 
     case = CASES[name]
     assert cpu_backend.compiled(case.core).py_func is getattr(chunked_cores, cores.CPU_VARIANTS[case.core])
@@ -288,7 +288,7 @@ def test_dmi_in_chunks_equals_its_core_with_bad_or_flat_rows_inside_a_chunk(bad)
 def test_dmi_public_functions_run_the_chunked_core_and_equal_talib():
     import talib
 
-    from kernels.backends import cpu_backend
+    from kernels.indicators import cpu as cpu_backend
 
     assert cpu_backend.compiled("dmi_core").py_func is chunked_cores.dmi_chunked_core
     h, l, c = _inputs(CASES["atr"], 28 + DMI_ROWS + 4321, seed=9)  # noqa: E741

@@ -19,7 +19,7 @@ kernels.seller_exhaustion).
 
 Exactness: fed float64 values, the updaters equal `kernels.indicators` called with
 `dtype=np.float64` bar for bar, bit for bit, NaN positions included. Each one performs the
-floating-point operations of its core in `kernels.cores` in the same order (the same
+floating-point operations of its core in `kernels.indicators.cores` in the same order (the same
 seeds, running sums updated add-emit-subtract, TA-Lib's O(1) WMA and LINEARREG updates,
 Wilder's `a = a*(1-1/n) + v/n`, the same zero tests: `|v| < 1e-14` for KAMA and the
 variance, exact zero for RSI and DMI, and the moments' anchored sums). Where a core skips
@@ -46,7 +46,7 @@ from typing import Callable
 
 import numpy as np
 
-from kernels.fused import fma
+from kernels.indicators.fused import fma
 
 __all__ = [
     "ATRUpdater",
@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 NAN = math.nan
-EPS = 1e-14  # TA-Lib's TA_EPSILON, as in kernels.cores
+EPS = 1e-14  # TA-Lib's TA_EPSILON, as in kernels.indicators.cores
 
 
 def _period(n, minimum: int = 1) -> int:
@@ -252,7 +252,7 @@ class HMAUpdater(Updater):
     """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))), three rolling WMAs.
 
     round_diff=True rounds the intermediate series to float32 before the final WMA reads it,
-    as `kernels.cores.hma_core` does for float32 outputs (its scratch array is float32);
+    as `kernels.indicators.cores.hma_core` does for float32 outputs (its scratch array is float32);
     False (default) matches the float64 batch kernel."""
 
     def __init__(self, n: int, round_diff: bool = False) -> None:
@@ -680,7 +680,7 @@ class VolatilityRatioUpdater(Updater):
 # `float32`: the batch call being repeated stores float32 outputs (only the Hull MA depends
 # on it, see HMAUpdater). The public names that share a core (rolling_std and zscore:
 # moments; plus_di, minus_di, adx: dmi; returns: rocp) stream through it. A core without an
-# entry streams through kernels.streaming.SpecWindowUpdater; a family's own updaters live
+# entry streams through kernels.indicators.streaming.SpecWindowUpdater; a family's own updaters live
 # in the family (kernels.atc.stream, kernels.seller_exhaustion).
 def _moments(f32: bool, n: int, mode: int) -> Updater:
     if mode not in (0, 1):

@@ -5,7 +5,7 @@ series is bound by the latency of that loop-carried chain (mul+add 1.43 ns a row
 EPYC of benchmarks/RESULTS.md; `benchmarks/probe_chains.py`), not by the arithmetic. These
 variants cut the steady phase into LANES equal chunks and advance all of them in one loop:
 independent chains that the CPU overlaps. The first chunk starts from the true state (the
-seeds as in `kernels.cores`); chunk j >= 1 starts `warm` rows early, from an arbitrary state,
+seeds as in `kernels.indicators.cores`); chunk j >= 1 starts `warm` rows early, from an arbitrary state,
 on the last rows of chunk j-1.
 
 Why that gives the exact bits: the recurrences here contract (Wilder's `a*(1-1/n) + v/n`,
@@ -18,20 +18,20 @@ recomputed serially from that state. The outputs never depend on the meeting, on
 time does (tests/kernels/test_chunked_cores.py: every variant against its core, bit for bit,
 warm-ups that meet and ones that do not). `dmi_chunked_core` has no warm-up: its chunks start
 from zeros and are walked again serially afterwards until they meet (as
-`kernels.exact_cores.kama_lanes`). The lanes' states live in named variables (registers), not
+`kernels.indicators.exact.kama_lanes`). The lanes' states live in named variables (registers), not
 in an array, where a loop was bound by the store and load of every step; RSI, DMI and float32
 ATR run in tiles, each lane's per-row terms first in loops that vectorise, then the chains.
 
-Per row, every operation is the one of the core in `kernels.cores`, in the same order. A
+Per row, every operation is the one of the core in `kernels.indicators.cores`, in the same order. A
 series shorter than LANES chunks of 4 x `warm` rows runs the portable core itself (whose
 serial loop is the faster one for a single chain), and the seeds come from it where its
 output is the whole state (ATR, EMA). CPU only
-(`kernels.cores.CPU_VARIANTS`; the cuda backend compiles the portable cores, one thread per
+(`kernels.indicators.cores.CPU_VARIANTS`; the cuda backend compiles the portable cores, one thread per
 series).
 
 Running sums (SMA, WMA, KAMA's efficiency ratio) do not contract: a chunk started from another
-state keeps its offset. Where their float32 sums are exact, `kernels.exact_cores` computes them
-in integers instead; elsewhere `kernels.shifted_cores` runs SMA's and KAMA's in lanes whose
+state keeps its offset. Where their float32 sums are exact, `kernels.indicators.exact` computes them
+in integers instead; elsewhere `kernels.indicators.shifted` runs SMA's and KAMA's in lanes whose
 offset it finds and applies exactly.
 """
 
@@ -43,8 +43,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from kernels import cores
-from kernels.prefetch_numba import prefetch
+from kernels.indicators import cores
+from kernels.indicators._intrinsics import prefetch
 
 NAN = float("nan")
 LANES = 8  # chains of one input series: 8 hide the latency; 16 lose more to their 32 memory streams (measured)
@@ -738,7 +738,7 @@ def dmi_chunked_core(h, l, c, n, which, plus_di, minus_di, adx):
     Chunk j >= 1 starts from zeros; the smoothings contract by 1 - 1/n a row, and ADX (a
     Wilder average of DX) by as much where it steps, so each lane draws together with the true
     states. After the pass, chunk j is walked again serially (`_dmi_walk`) from the true end of
-    chunk j-1 until its four states equal the lane's at a tile's end (`kernels.exact_cores.
+    chunk j-1 until its four states equal the lane's at a tile's end (`kernels.indicators.exact.
     kama_lanes` does the same); a chunk that never meets is walked to its end.
     Returns the rows walked again, or -1 where the portable core ran."""
     t_len = h.shape[0]

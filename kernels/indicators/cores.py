@@ -1,7 +1,7 @@
 """Per-series indicator cores, written once and compiled twice.
 
 Each core is a plain loop over one series that writes into preallocated outputs: no
-allocation, no calls to other functions (only `math` and `kernels.fused_numba.fma`, which
+allocation, no calls to other functions (only `math` and `kernels.indicators._intrinsics.fma`, which
 numba compiles to one fused multiply-add and Python runs exactly), float64 accumulators. (The cpu
 variants of `CPU_VARIANTS`, compiled for the cpu backend only, allocate scratch blocks.) The cpu
 backend compiles them with `numba.njit`, the cuda backend with `numba.cuda.jit(device=True)`
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from kernels.fused_numba import fma
+from kernels.indicators._intrinsics import fma
 
 NAN = float("nan")
 EPS = 1e-14  # TA-Lib's TA_EPSILON: |v| < EPS counts as zero
@@ -325,7 +325,7 @@ def kama_core(x, n, out):
     """Kaufman adaptive MA, TA-Lib: ER over n bars, sc = (ER*(2/3 - 2/31) + 2/31)^2,
     kama = (x - kama)*sc + kama seeded with np.float64(x[n-1]); first output at n.
 
-    Both multiply-adds are fused (`kernels.fused.fma`) as TA-Lib's C library fuses them, so
+    Both multiply-adds are fused (`kernels.indicators.fused.fma`) as TA-Lib's C library fuses them, so
     the output is TA-Lib's bit for bit, and the loop-carried chain is sub+fma."""
     t_len = x.shape[0]
     for i in range(min(n, t_len)):
@@ -564,7 +564,7 @@ def moments_blocked_core(x, n, zscore, out):
     division) beside the running sums; split, the sums run alone and the roots go four to
     an instruction: 10M rows 32 -> 21 ms (TA-Lib STDDEV, which also takes its roots in a
     second pass: 25 ms). The scratch rows are an allocation, which the cuda backend's
-    device functions cannot make: it compiles `moments_core` (kernels.cores.CPU_VARIANTS)."""
+    device functions cannot make: it compiles `moments_core` (kernels.indicators.cores.CPU_VARIANTS)."""
     t_len = x.shape[0]
     for i in range(min(n - 1, t_len)):
         out[i] = NAN
@@ -660,8 +660,8 @@ def lsma_blocked_core(x, n, out):
 
 SCRATCH_BLOCK = 256
 # Cores the cpu backend replaces with a variant of its own (same outputs bit for bit): here
-# (tests/kernels/test_core_variants.py), in kernels.chunked_cores, the time-chunked ones
-# (tests/kernels/test_chunked_cores.py), or in kernels.exact_cores, the integer ones where
+# (tests/kernels/test_core_variants.py), in kernels.indicators.chunks, the time-chunked ones
+# (tests/kernels/test_chunked_cores.py), or in kernels.indicators.exact, the integer ones where
 # float32 sums are exact (tests/kernels/test_exact_cores.py). The cuda backend compiles the
 # portable core.
 CPU_VARIANTS = {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core",

@@ -13,7 +13,7 @@ runs period ns[j] over column j of the inputs, which are time-major [T, Lx] too:
   cost more than the loop-carried latency the lanes save (measured, 500 x 6,500 rows), so
   `kernels.indicators.ragged` and 2-D calls keep one single-lane call per series.
 
-Per lane, every operation is the one of the single-lane core in `kernels.cores`, in the same
+Per lane, every operation is the one of the single-lane core in `kernels.indicators.cores`, in the same
 order (no reassociation, fastmath off), so out[:, j] is bit for bit the single-lane core's
 output for period ns[j] over lane j's series, warm-up NaN and seeds included
 (tests/kernels/test_lane_cores.py checks it).
@@ -23,7 +23,7 @@ phases (NaN, seed sum, first value, update) and take the single core's branches,
 steady phase from the row where every lane updates, a branch-free loop over lanes. Lanes
 whose period exceeds the series stay NaN throughout.
 
-CPU only (compiled by `kernels.backends.cpu_backend.compiled_lanes` with numba's "numpy"
+CPU only (compiled by `kernels.indicators.cpu.compiled_lanes` with numba's "numpy"
 error model: a quotient by zero is IEEE inf/NaN, computed for every lane and kept only where
 the single core computes it): the cuda backend already runs one thread per series. Per-lane
 state lives in small scratch arrays of length L (a float64 EMA block is its own state: each
@@ -40,10 +40,10 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from kernels.fused_numba import fma
+from kernels.indicators._intrinsics import fma
 
 NAN = float("nan")
-EPS = 1e-14  # as kernels.cores.EPS
+EPS = 1e-14  # as kernels.indicators.cores.EPS
 
 
 @register_jitable
