@@ -1,31 +1,6 @@
-"""Public indicator API: one dispatch point over the cpu, cuda and torch backends.
-
-Every function takes NumPy arrays (float32 or float64; 1-D for one series or 2-D
-[series, time] for a batch) or, for the cuda and torch backends, CuPy arrays or torch
-tensors; a `backend=` keyword ("cpu" numba, "cuda" numba.cuda, "torch" for ROCm/CUDA/CPU);
-and `dtype=` for the outputs (float32 default, float64 for the `precision: float64`
-setting). Outputs have the input's length, NaN during warm-up, and the input's kind.
-
-Semantics equal TA-Lib's (see `kernels.indicators.cores` for each formula):
-
-    function                 TA-Lib                lookback (first valid index)
-    sma(x, n)                SMA                   n-1
-    ema(x, n)                EMA (SMA seed)        n-1
-    wma(x, n)                WMA                   n-1
-    dema(x, n)               DEMA                  2(n-1)
-    tema(x, n)               TEMA                  3(n-1)
-    hma(x, n)                WMA(2*WMA(n//2) - WMA(n), int(sqrt n))   n-1 + int(sqrt n)-1
-    lsma(x, n)               LINEARREG             n-1
-    kama(x, n)               KAMA (2/30)           n
-    rsi(x, n)                RSI (Wilder)          n
-    atr(h, l, c, n)          ATR (Wilder)          n
-    plus_di, minus_di        PLUS_DI, MINUS_DI     n
-    adx(h, l, c, n)          ADX                   2n-1
-    rolling_std(x, n)        STDDEV (nbdev 1)      n-1
-    zscore(x, n)             (x - SMA) / STDDEV    n-1
-    returns(x, n=1)          ROCP                  n
-    volatility_percent(h, l, c)  ATR14 / close * 100   14   (trade log's Volatility Percent)
-    volatility_ratio(h, l, c)    ATR14 / ATR28         28   (trade log's Volatility Ratio)
+"""Indicators: TA-Lib semantics on cpu (numba), cuda (numba.cuda) and torch, NumPy/CuPy/torch
+arrays in and out. The functions, their TA-Lib equivalents and lookbacks: `kernels.indicators.api`
+(its docstring's table), re-exported here: `from kernels.indicators import ema, sweep, SPECS`.
 
 Package layout (the family's arithmetic written once as steps, its schedules drivers over them)
 ---------------------------------------------------------------------------------------------

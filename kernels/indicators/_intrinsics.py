@@ -13,6 +13,10 @@
   it when the block starts (`kernels.indicators.chunks.dmi_chunked_core`). A prefetch never faults
   and never changes a value: an index past the end is harmless, though the callers keep theirs
   inside the array.
+
+Importing it also registers the steps of `kernels.indicators.steps` (numba-free, so the
+updaters can call them in plain Python) with `register_jitable`, so that every compiled
+schedule, cpu or cuda, can call them.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic, overload, register_jitable
 
+from kernels.indicators import steps
 from kernels.indicators.fused import fma
 
 __all__ = ["bits_float", "float_bits", "fma", "prefetch"]
@@ -112,3 +117,8 @@ def _prefetch_compiled(a, i):
     if isinstance(a, types.Array) and a.ndim == 1:
         return lambda a, i: _llvm_prefetch(a, i)
     return None
+
+
+for _step in list(vars(steps).values()):  # every step, so a new one needs no line here
+    if callable(_step) and getattr(_step, "__module__", None) == steps.__name__:
+        register_jitable(_step)

@@ -14,6 +14,7 @@ import pytest
 from numba import njit
 
 from kernels.indicators import chunks as chunked_cores, cores
+from kernels.indicators.steps import true_range
 from kernels import indicators as K
 from tests.kernel_data import walk_ohlc
 
@@ -171,9 +172,9 @@ SPECIAL = [-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-300, 1.0, 1.0 + 2**-52, 3.0, 1e300
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 def test_the_ordered_true_range_is_the_cores_on_every_triple_of_special_values_it_accepts(dtype):
-    """max(h, c') - min(l, c') is _tr bit for bit wherever h - l >= 0 (signed zeros, infinities,
+    """max(h, c') - min(l, c') is steps.true_range bit for bit wherever h - l >= 0 (signed zeros, infinities,
     a NaN close, ties, values one ulp apart); the triples it refuses go to the core."""
-    both = njit(lambda h, l, c: (h - l >= 0.0, chunked_cores._tr(np.float64(h), np.float64(l), np.float64(c)),
+    both = njit(lambda h, l, c: (h - l >= 0.0, true_range(np.float64(h), np.float64(l), np.float64(c)),
                                  chunked_cores._tr_ordered(h, l, c)))
     accepted = 0
     with np.errstate(invalid="ignore", over="ignore"):
