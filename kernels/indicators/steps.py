@@ -27,7 +27,9 @@ Steps:
     rsi_value(gain, loss)         100*gain/(gain + loss), 0 where both are exactly 0
     true_range(hi, lo, pc)        max(hi - lo, |hi - pc|, |lo - pc|) (ATR, DMI)
     directional_moves(hi, hp, lo, lp)   (+DM, -DM) of a row against the row before
-    di_value(dm, tr_s)            100*dm/tr_s, 0 where tr_s is exactly 0 (+DI, -DI)
+    di_ratio(dm, tr_s)            100*dm/tr_s (+DI, -DI where tr_s != 0)
+    di_value(dm, tr_s)            di_ratio, 0 where tr_s is exactly 0 (+DI, -DI)
+    dx_ratio(p, m)                100*|m - p|/(p + m) (DX where p + m != 0)
     dx_value(p, m)                (whether DX counts, DX = 100*|m - p|/(p + m)); DX counts
                                   where p + m != 0 (ADX keeps its value elsewhere)
     dmi_terms(pdm, mdm, tr_s)     (+DI, -DI, whether DX counts, DX) from the smoothed sums, with
@@ -93,16 +95,26 @@ def directional_moves(hi, hp, lo, lp):
     return dm_plus, dm_minus
 
 
+def di_ratio(dm, tr_s):
+    """100*dm/tr_s, the directional indicator where tr_s != 0 (a schedule that takes the division
+    for every lane and selects after, compiled with numba's "numpy" error model, calls it bare)."""
+    return 100.0 * (dm / tr_s)
+
+
 def di_value(dm, tr_s):
     """A directional indicator from a smoothed DM and TR: 100*dm/tr_s, 0 where tr_s is exactly 0."""
-    return 100.0 * (dm / tr_s) if tr_s != 0.0 else 0.0
+    return di_ratio(dm, tr_s) if tr_s != 0.0 else 0.0
+
+
+def dx_ratio(p, m):
+    """DX = 100*|m - p|/(p + m) where p + m != 0 (taken bare as di_ratio)."""
+    return 100.0 * (math.fabs(m - p) / (p + m))
 
 
 def dx_value(p, m):
     """(have, dx) from +DI p and -DI m: dx = 100*|m - p|/(p + m) where p + m != 0 (have), else 0."""
-    s = p + m
-    have = s != 0.0
-    return have, (100.0 * (math.fabs(m - p) / s) if have else 0.0)
+    have = p + m != 0.0
+    return have, (dx_ratio(p, m) if have else 0.0)
 
 
 def dmi_terms(pdm, mdm, tr_s):
@@ -110,8 +122,8 @@ def dmi_terms(pdm, mdm, tr_s):
     counted where TR is exactly 0 (TR and +DI + -DI are sums of non-negative terms: TA-Lib's
     scale-aware zero test reduces to an exact one)."""
     if tr_s != 0.0:
-        p = 100.0 * (pdm / tr_s)
-        m = 100.0 * (mdm / tr_s)
+        p = di_ratio(pdm, tr_s)
+        m = di_ratio(mdm, tr_s)
         have, dx = dx_value(p, m)
         return p, m, have, dx
     return 0.0, 0.0, False, 0.0
