@@ -45,7 +45,7 @@ from numba.extending import overload, register_jitable
 
 from kernels.indicators import cores
 from kernels.indicators._intrinsics import prefetch
-from kernels.indicators.steps import (di_value, directional_moves, dmi_terms, ema_step_tied, gain_loss, rsi_value,
+from kernels.indicators.steps import (di_value, directional_moves, dmi_terms, ema_step_tied, gain_loss, rsi_seed, rsi_value,
                                       true_range, wilder_mean, wilder_sum)
 
 NAN = float("nan")
@@ -519,16 +519,7 @@ def rsi_chunked_core(x, n, out):
         out[i] = NAN
     inv_n = 1.0 / n
     omn = 1.0 - inv_n
-    gain = 0.0
-    loss = 0.0
-    for i in range(1, n + 1):
-        d = np.float64(x[i]) - np.float64(x[i - 1])
-        if d < 0:
-            loss -= d
-        else:
-            gain += d
-    loss /= n
-    gain /= n
+    gain, loss = rsi_seed(x, n)
     out[n] = rsi_value(gain, loss)
     size = (t_len - start) // LANES
     stop = start + LANES * size

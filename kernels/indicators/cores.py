@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from kernels.indicators._intrinsics import fma
-from kernels.indicators.steps import (di_value, directional_moves, dmi_terms, ema_step, ema_step_tied, gain_loss,
+from kernels.indicators.steps import (di_value, directional_moves, dmi_terms, ema_step, ema_step_tied, gain_loss, rsi_seed,
                                       rsi_value, true_range, wilder_mean, wilder_sum)
 
 NAN = float("nan")
@@ -387,16 +387,7 @@ def rsi_core(x, n, out):
         return
     inv_n = 1.0 / n
     omn = 1.0 - inv_n
-    gain = 0.0
-    loss = 0.0
-    for i in range(1, n + 1):
-        d = np.float64(x[i]) - np.float64(x[i - 1])
-        if d < 0:
-            loss -= d
-        else:
-            gain += d
-    loss /= n
-    gain /= n
+    gain, loss = rsi_seed(x, n)
     out[n] = rsi_value(gain, loss)
     for i in range(n + 1, t_len):
         up, down = gain_loss(np.float64(x[i]) - np.float64(x[i - 1]))

@@ -15,7 +15,8 @@ is (plain Python for the CUDA simulator and the updaters), and compiled code of 
 target (njit or cuda) compiles the call in; LLVM inlines these one-line bodies into the
 caller's loop (the speed figures of benchmarks/LOG.md, issue 45), so a lane loop still
 vectorises across its lanes. Arguments are float64 scalars (the schedules widen every
-element they read with np.float64 first); only `math` is used.
+element they read with np.float64 first; a seed that reads a series does too); only `math`
+and NumPy scalars are used.
 
 Steps:
     ema_step(v, e, k, omk)        EMA update without a tie: v*k + e*(1-k) (EMA, DEMA, TEMA)
@@ -25,6 +26,8 @@ Steps:
     wilder_sum(s, v, omn)         Wilder's smoothing of a sum: s*(1 - 1/n) + v (DMI's +DM, -DM, TR)
     gain_loss(d)                  RSI's up and down parts of a change d
     rsi_value(gain, loss)         100*gain/(gain + loss), 0 where both are exactly 0
+    rsi_seed(x, n)                RSI's seed: the mean gain and loss of the first n changes of x
+                                  (a series: the seeds read rows, the other steps take scalars)
     true_range(hi, lo, pc)        max(hi - lo, |hi - pc|, |lo - pc|) (ATR, DMI)
     directional_moves(hi, hp, lo, lp)   (+DM, -DM) of a row against the row before
     di_ratio(dm, tr_s)            100*dm/tr_s (+DI, -DI where tr_s != 0)
@@ -40,6 +43,8 @@ Steps:
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 
 def ema_step(v, e, k, omk):
@@ -76,6 +81,21 @@ def rsi_value(gain, loss):
     (TA-Lib's scale-aware zero test reduces to that for a sum of non-negative terms)."""
     s = gain + loss
     return 100.0 * (gain / s) if s != 0.0 else 0.0
+
+
+def rsi_seed(x, n):
+    """(gain, loss): the means of the rises and of the falls among the first n changes of the
+    series x (rows 1..n), added in row order. A change that is not a fall adds to the gain
+    (a NaN change makes the gain NaN, as TA-Lib's seed does), unlike gain_loss."""
+    gain = 0.0
+    loss = 0.0
+    for i in range(1, n + 1):
+        d = np.float64(x[i]) - np.float64(x[i - 1])  # float() of a float32 is a float32 in numba
+        if d < 0:
+            loss -= d
+        else:
+            gain += d
+    return gain / n, loss / n
 
 
 def true_range(hi, lo, pc):
