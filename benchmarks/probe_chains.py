@@ -6,13 +6,13 @@ Part 1 times such chains alone (numba, no fastmath, the operands loaded from arr
 the chain; ns per step): `add`, `add+sub` (SMA's and WMA's running sums), `mul+add` (the
 EMA family's and Wilder's `e*(1-k) + v*k`), `fma` (the same fused, as TA-Lib's C compiler
 emits where the CPU has FMA), `sub+mul+add` (TA-Lib's KAMA `(v - p)*sc + p` unfused) and `sub+fma` (fused, as
-`kernels.cores.kama_core` and TA-Lib compute it).
+`kernels.indicators.cores.kama_core` and TA-Lib compute it).
 Part 2 times, on 10M float64 rows, the project's core into a reused output (what the
 arithmetic costs), the public call (`kernels.indicators`, a fresh output: like for like with
 TA-Lib, whose every call allocates its output) and TA-Lib's call, by thread CPU time,
 interleaved; the table sets each core beside the bound of its chain. An indicator whose exact formula needs `mul+add` cannot
 reach a library that fuses it into one FMA without changing last bits on one chain; the
-cpu backend's time-chunked variants (`kernels.chunked_cores`: ATR, EMA, RSI, TEMA) run 6-8
+cpu backend's time-chunked variants (`kernels.indicators.chunks`: ATR, EMA, RSI, TEMA) run 6-8
 chains of one series side by side, so their core column can fall below one chain's bound.
 Part 3 times the ATR core over each pair of input and output precisions (the float32 path
 widens three values and narrows one a row: what those conversions cost beside the loop).
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.common import Report, interleaved, parser  # noqa: E402
-from kernels.fused_numba import fma as _fma  # noqa: E402
+from kernels.indicators._intrinsics import fma as _fma  # noqa: E402
 
 
 @njit(nogil=True)
@@ -116,7 +116,7 @@ def main() -> None:
     import talib
 
     from kernels import indicators as K
-    from kernels.backends.cpu_backend import compiled
+    from kernels.indicators.cpu import compiled
 
     c = 1000.0 + np.cumsum(rng.normal(0, 1, n)) * 0.05
     h = c + np.abs(rng.normal(0, 0.5, n))

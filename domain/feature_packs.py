@@ -9,6 +9,11 @@ a SettingsError of one line naming the setting and what was expected (exit code 
 CLI). Plugins are found in `features.plugin_paths` (relative to the settings file's folder),
 put first on sys.path in every process that selects packs: no PYTHONPATH is needed.
 
+Loading a plugin module is done here (`load_plugin_packs`: the plugin folders first on
+sys.path, then importlib), registered with kernels.registry.packs as its plugin loader when
+this module is imported: `select` (re-exported here) and the live path's SymbolStream, which
+select again by name in workers, find plugins through it.
+
 `column_owners(selection)` names, for every column the selection writes to the shared
 `features` and `specialists` tables, its owner and the hash of its definition: what
 resources.column_owners records with the table, so that a different definition under the
@@ -18,15 +23,47 @@ same name is refused before it is written.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import json
+import sys
 import types
 
 from config.settings import PROJECT_ROOT, FeatureSettings, Settings, SettingsError
 from kernels.registry.features import EntryError
-from kernels.registry.packs import Pack, Selection, Specialist, select
+from kernels.registry.packs import Pack, Selection, Specialist, plugin_packs, register_plugin_loader, select
+
+__all__ = ["add_plugin_paths", "column_owners", "claim_owners", "definition_hash", "entry_failure", "feature_selection",
+           "load_plugin_packs", "plugin_entries", "select"]
 
 BUILTIN_ORIGIN = Pack.origin  # the origin of the built-in packs (core, alpha158)
+
+
+def add_plugin_paths(paths: tuple[str, ...]) -> None:
+    """Put the folders `paths` first on sys.path, in order; a folder already there is left
+    where it is (idempotent: calling again changes nothing)."""
+    missing = [p for p in paths if p not in sys.path]
+    if missing:
+        sys.path[:0] = missing
+        importlib.invalidate_caches()
+
+
+def load_plugin_packs(module_name: str, paths: tuple[str, ...] = ()) -> list[Pack]:
+    """Import the plugin module `module_name` (found in the folders `paths`, settings
+    `features.plugin_paths`, else on sys.path) and return its packs (kernels.registry.packs.plugin_packs);
+    ValueError of one line naming the setting when it cannot be imported or declares none."""
+    add_plugin_paths(paths)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an ImportError, or anything the module raised while loading
+        found = f"in features.plugin_paths {list(paths)} or on sys.path" if paths else \
+            "on sys.path (name its folder in features.plugin_paths)"
+        raise ValueError(f"features.plugins: module {module_name!r} cannot be imported ({type(exc).__name__}: {exc}); "
+                         f"expected an importable module {found} that defines PACKS") from None
+    return plugin_packs(module, module_name)
+
+
+register_plugin_loader(load_plugin_packs)
 
 
 def feature_selection(settings: Settings | FeatureSettings | None = None) -> Selection:

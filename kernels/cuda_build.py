@@ -14,7 +14,7 @@ that it adds `fma=False` for the functions the project marked, and only those:
 
 A kernel and the device functions it calls are compiled by NVVM as one unit with the
 kernel's options, so marking the kernel's module is enough (the shared cores' modules need
-no mark). Explicit `fma(a, b, c)` calls (`kernels.fused_numba`: `llvm.fma.f64`) are not
+no mark). Explicit `fma(a, b, c)` calls (`kernels.indicators._intrinsics`: `llvm.fma.f64`) are not
 contractions and stay `fma.rn.f64` instructions. Functions of other modules (numba's own,
 a notebook's) compile as numba-cuda would compile them.
 

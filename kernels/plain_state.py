@@ -1,6 +1,6 @@
 """An updater's state as plain data (JSON-ready) and back into a freshly built updater.
 
-The streaming updaters (kernels.updaters, kernels.atc.stream, a plugin's own) are plain
+The streaming updaters (kernels.indicators.updaters, kernels.atc.stream, a plugin's own) are plain
 Python objects. `to_plain(obj)` writes an object's attributes as nested plain values:
 
     float, int, bool, None, str     as they are (JSON keeps a float's bits: repr round-trips;

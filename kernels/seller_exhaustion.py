@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from kernels import indicators as K
-from kernels.updaters import SMAUpdater, Updater, ZScoreUpdater
+from kernels.indicators.updaters import SMAUpdater, Updater, ZScoreUpdater
 
 NAN = math.nan
 

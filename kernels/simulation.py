@@ -69,7 +69,7 @@ def planted_returns(base: np.ndarray, vol: np.ndarray, log_p0: np.ndarray, stren
     (known the day before); log_p0: [N] the log price before the first session. Per symbol:
 
         close[t]  = exp(log_p0 + sum(ret[0..t]))
-        x[t]      = (RSI_rsi_n(close[0..t]) - 50) / 50    Wilder RSI as kernels.cores.rsi_core
+        x[t]      = (RSI_rsi_n(close[0..t]) - 50) / 50    Wilder RSI as kernels.indicators.cores.rsi_core
                                                           (0 during its warm-up, t < rsi_n)
         z[t]      = x[t] / scale
         g[t]      = -z[t]                                kind 0 (linear: reversal)

@@ -11,7 +11,7 @@ kernel_signatures.txt lists every compiled kernel the demo calls from Python (a 
 another kernel calls compiles with its caller) with its argument types, as numba prints
 them, and the seconds its compile took when recorded (the largest go first). A kernel is
 named `module:attribute` (a module-level dispatcher) or `compiled:<core>` /
-`compiled_lanes:<core>` (kernels.backends.cpu_backend's dispatchers): the same dispatcher
+`compiled_lanes:<core>` (kernels.indicators.cpu's dispatchers): the same dispatcher
 objects, with the same options, as the demo's, so the cache entries are the ones it looks up
 (numba keys them by the source file's path and mtime: warm from the checkout that runs).
 
@@ -58,7 +58,7 @@ def dispatcher(kernel: str):
 
     where, name = kernel.split(":")
     if where in ("compiled", "compiled_lanes"):
-        from kernels.backends import cpu_backend
+        from kernels.indicators import cpu as cpu_backend
 
         return getattr(cpu_backend, where)(name)
     return getattr(importlib.import_module(where), name)
@@ -186,8 +186,8 @@ def _dispatcher_names() -> dict[int, str]:
     """{id(dispatcher): its manifest name} over every imported project module and the cpu backend's cores."""
     from numba.core.dispatcher import Dispatcher
 
-    from kernels import lane_cores
-    from kernels.backends import cpu_backend
+    from kernels.indicators import multilane as lane_cores
+    from kernels.indicators import cpu as cpu_backend
     from kernels.indicators import SPECS
 
     names: dict[int, str] = {}

@@ -41,7 +41,7 @@ WHEELS = ["numba-cuda", "cuda-bindings==12.*", "cuda-core", "nvidia-cuda-nvrtc-c
 CHILD = "TRADELAB_CUDA_COMPILE_CHILD"
 OUT = "TRADELAB_CUDA_COMPILE_OUT"
 # the modules defining @cuda.jit kernels: marked for -fma=0 (kernels.cuda_build.no_fma)
-CUDA_MODULES = ("kernels.backends.cuda_backend", "kernels.backends.device_io", "kernels.atc.cuda", "kernels.gridsearch.cuda", "kernels.strategy.cuda")
+CUDA_MODULES = ("kernels.indicators.cuda", "kernels.backends.device_io", "kernels.atc.cuda", "kernels.gridsearch.cuda", "kernels.strategy.cuda")
 
 
 def fma_counts(ptx: str) -> dict[str, int]:

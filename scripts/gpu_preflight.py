@@ -9,7 +9,7 @@ Checks, in order, one printed line each (with versions):
   tiny kernel       compile and run one @cuda.jit kernel, check its result
   cupy              one device op and its result
   torch             torch.cuda available
-  kernels           kernels.backends.cuda_backend, kernels.atc.cuda, kernels.gridsearch.cuda and
+  kernels           kernels.indicators.cuda, kernels.atc.cuda, kernels.gridsearch.cuda and
                     kernels.strategy.cuda import
 On the first failure it prints ONE line "gpu-preflight: FAILED <check>: <why>" and exits 3;
 exit 0 when every check passed. Under the simulator (the dry run) CuPy and torch.cuda are
@@ -33,7 +33,7 @@ from tests.gpu import choose_simulator  # noqa: E402
 
 choose_simulator()  # before numba.cuda is imported
 
-KERNEL_MODULES = ("kernels.backends.cuda_backend", "kernels.atc.cuda", "kernels.gridsearch.cuda",
+KERNEL_MODULES = ("kernels.indicators.cuda", "kernels.atc.cuda", "kernels.gridsearch.cuda",
                   "kernels.strategy.cuda")
 FAILED = 3
 # numba.cuda, bound by check_device. A module global, not a local import: numba's simulator

@@ -22,11 +22,11 @@ Contract (tests/domain/test_inference.py):
   a model uses it) the LSTM score (scored live, see "LSTM" below) and (when a model was trained with
   `meta.inputs: features+specialists` or pack names) the streaming features of the day
   (the selected packs' columns, settings `features`; entries without an updater are
-  recomputed over their window, kernels.streaming.WindowTap): for a date of year Y they equal the stored predictions of Y (to float32 rounding
+  recomputed over their window, kernels.indicators.streaming.WindowTap): for a date of year Y they equal the stored predictions of Y (to float32 rounding
   of the meta model's output; a features model sees the streaming features, which agree
   with the stored ones within float32 tolerance, see below).
 * Specialist scores equal the stored `specialists` rows bit for bit (both come from the
-  symbol's whole stored history; kernels/streaming.py). Features equal
+  symbol's whole stored history; kernels/indicators/streaming.py). Features equal
   `compute_features` over the whole history bit for bit; the stored `features` rows come
   from a halo of `halo.years` years and agree with them within float32 tolerance.
 * Walk-forward: the meta models of year(now) (`models/<experiment>/meta_h{H}_{Y}.npz`, trained
@@ -37,7 +37,7 @@ Contract (tests/domain/test_inference.py):
 
 How it is fast: LiveState and InferenceSession
 ----------------------------------------------
-A `LiveState` per symbol holds a `kernels.streaming.SymbolStream` fed with the symbol's
+A `LiveState` per symbol holds a `kernels.indicators.streaming.SymbolStream` fed with the symbol's
 stored raw_bars from its first bar (cold: O(history), ~0.1 ms per bar in Python) and then
 only with bars it has not seen (warm: O(1) per new bar). An `InferenceSession` keeps the
 states, the symbols' bars, the meta models and the regime table in memory; the module's
@@ -110,7 +110,7 @@ from domain.learning.matrix import LSTM_COLUMN
 from domain.learning.meta import frame_matrix
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
-from kernels.streaming import SymbolStream
+from kernels.indicators.streaming import SymbolStream
 from resources.delta_store import DeltaStore
 from resources.verified_files import UnverifiedFileError, load_verified, write_verified
 
@@ -175,11 +175,11 @@ def _code_fingerprint() -> str:
     """A hash of the source files the streaming state is made of (for persisted states)."""
     import kernels.atc
     import kernels.seller_exhaustion
-    import kernels.streaming
-    import kernels.updaters
+    import kernels.indicators.streaming
+    import kernels.indicators.updaters
 
     h = hashlib.blake2b(digest_size=16)
-    for mod in (kernels.streaming, kernels.updaters, kernels.atc, kernels.seller_exhaustion):
+    for mod in (kernels.indicators.streaming, kernels.indicators.updaters, kernels.atc, kernels.seller_exhaustion):
         path = Path(mod.__file__)
         # a package (kernels.atc) counts with every module in its folder
         for f in sorted(path.parent.glob("*.py")) if path.name == "__init__.py" else [path]:

@@ -19,7 +19,7 @@ that is there (and, at strength 0, none that is not). With strength s > 0 and ho
 returns above are generated one day at a time and each gets a drift:
 
     x[i,t]     = (RSI14(close[i, ..t]) - 50) / 50     the `rsi` specialist's score (Wilder RSI
-                                                      of the closes so far, as kernels.cores)
+                                                      of the closes so far, as kernels.indicators.cores)
     z[i,t]     = x[i,t] / 0.25                        (0.25 ~ the score's standard deviation)
     g[i,t]     = -z[i,t]                              kind linear: reversal, overbought drifts down
                = z if |z| <= 1.4 else -1.4 sign(z)    kind nonlinear: momentum inside the band,

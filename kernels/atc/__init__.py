@@ -19,7 +19,7 @@ The indicator
 -------------
 Six MA families, each at nine lengths L, L+a1..L+a4, L-a1..L-a4 (offsets: Narrow 1,2,3,4;
 Medium 1,2,4,6; Wide 1,3,5,7), summed in that order: EMA (TA-Lib: SMA seed, k = 2/(n+1),
-update prev + k*(x - prev), `kernels.cores.ema_core`; Pine's k*x + (1-k)*prev differs in
+update prev + k*(x - prev), `kernels.indicators.cores.ema_core`; Pine's k*x + (1-k)*prev differs in
 the last bit and is not exact on a constant series), "HMA" which in the original is a plain SMA (kept: the key says
 HMA, the numbers are `cores.sma_core`), WMA, DEMA and LSMA (TA-Lib WMA, DEMA, LINEARREG:
 `cores.wma_core`, `dema_core`, `lsma_core`), and a Pine-style KAMA (below). Every length
@@ -83,14 +83,14 @@ Interpretation decisions (where the Pine text leaves room, the most literal read
   is like this: the other MAs (ta.ema, ta.sma, ta.wma, DEMA, ta.linreg) are na during
   their warm-ups in Pine and NaN here.
 * Precision: arithmetic is float64 in every backend (float32 inputs are widened element by
-  element as in `kernels.cores`); `dtype=` (float32 default, float64) is the output type.
+  element as in `kernels.indicators.cores`); `dtype=` (float32 default, float64) is the output type.
   Closes must be finite (ValueError otherwise).
 
 Backends
 --------
 * cpu (`kernels.atc.cpu`): the per-series cores of `kernels.atc.cores` (`returns_core`,
   `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`, the MA dispatch `ma`
-  over `kama_pine_core` and the `kernels.cores` MAs) compiled with numba.njit, driven by
+  over `kama_pine_core` and the `kernels.indicators.cores` MAs) compiled with numba.njit, driven by
   one parallel (prange over symbols) compiled loop. A family's nine MAs are computed into
   per-symbol scratch (EMA, DEMA and KAMA in one multi-lane pass each) and folded into
   layer 1 at once (`layer1_family_core`; no [symbols, 54, bars] bank); `tail=k`
@@ -111,7 +111,7 @@ Backends
   Equal to cpu bit for bit under the CUDA simulator (tested); on hardware the compiler may
   contract multiply-adds into FMAs (last-bit differences, visible only at a tie).
 * torch (`kernels.atc.torch`): batched [symbols, bars] tensor ops (ROCm, CUDA or CPU), in
-  chunks of symbols: SMA/WMA/LSMA from `kernels.backends.torch_backend` (conv1d window sums, 1e-13 from the
+  chunks of symbols: SMA/WMA/LSMA from `kernels.indicators.torch` (conv1d window sums, 1e-13 from the
   cores' rolled ones), EMA/DEMA/KAMA and the equity recursions as loops over bars with one
   vector op per step across all MAs and symbols (replaying the cores' operation order),
   crosses and the persistent signals vectorised (forward fills). It equals cpu to rounding

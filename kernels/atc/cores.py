@@ -4,7 +4,7 @@ they are (the CUDA simulator, `kernels.atc.stream`).
 
 Contract: every core works on one series (1-D arrays of length T), writes into
 preallocated outputs, allocates nothing and computes in float64 (every element read that
-meets another goes through np.float64, as in `kernels.cores`). The formulas and the
+meets another goes through np.float64, as in `kernels.indicators.cores`). The formulas and the
 interpretation decisions are those of the `kernels.atc` package docstring.
 
 - `kama_step`: one Pine KAMA update (efficiency ratio -> smoothing constant -> new value),
@@ -15,7 +15,7 @@ interpretation decisions are those of the `kernels.atc` package docstring.
   slow^2 per bar (kama[0] = 0.064^2 * x[0]); from bar L the efficiency ratio applies.
   It has a value on every bar (no NaN warm-up, unlike the other MAs).
 - `ma`: the MA of a family index (FAMILIES order: EMA, "HMA" = SMA, WMA, DEMA, LSMA, KAMA),
-  the one dispatch over the MA kinds; EMA..LSMA are the TA-Lib cores of `kernels.cores`.
+  the one dispatch over the MA kinds; EMA..LSMA are the TA-Lib cores of `kernels.indicators.cores`.
 - `returns_core`, `layer1_core`, `family_finish_core`, `layer2_core`, `final_core`: the
   two layers of the indicator. `layer1_step` is one bar of one MA in layer 1, shared by
   `layer1_core` (one MA a pass: cuda, one thread per symbol) and `layer1_family_core` (a
@@ -24,7 +24,7 @@ interpretation decisions are those of the `kernels.atc` package docstring.
 - `kama_pine_lanes`: the KAMA family's lengths in one pass (cpu), each lane bit for bit
   `kama_pine_core`.
 
-Cores that other cores call (`kama_step`, `kama_pine_core`, `layer1_step` and the `kernels.cores` MAs used
+Cores that other cores call (`kama_step`, `kama_pine_core`, `layer1_step` and the `kernels.indicators.cores` MAs used
 by `ma`) are registered with numba's `register_jitable`: the function itself is returned
 unchanged (plain Python stays plain Python) and compiled code of either target (njit or
 cuda, numba's "generic" overload target) compiles the call in. Only `math`, NumPy scalars
@@ -38,7 +38,7 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from kernels import cores as _ta
+from kernels.indicators import cores as _ta
 from kernels.atc.params import CUT_LEVEL, EQUITY_FLOOR, KAMA_FAST, KAMA_SLOW
 
 NAN = float("nan")

@@ -19,8 +19,8 @@ Imported on demand by the dispatch (`kernels.atc.api`); imports the cores, never
 module.
 
 Cache note: numba keys the on-disk cache of `_cpu_batch` and `_cpu_bank` on this file alone,
-yet they hold compiled copies of `kernels.atc.cores`, `kernels.cores` and
-`kernels.lane_cores` code; a change there is paired with a change to this file (or a cleared
+yet they hold compiled copies of `kernels.atc.cores`, `kernels.indicators.cores` and
+`kernels.indicators.multilane` code; a change there is paired with a change to this file (or a cleared
 cache), or a stale scan runs.
 """
 
@@ -32,7 +32,7 @@ from numba import njit, prange
 from kernels.atc import cores
 from kernels.atc.cache import ma_cache
 from kernels.atc.params import FAMILIES, prepare_numpy
-from kernels.backends.cpu_backend import compiled, compiled_lanes
+from kernels.indicators.cpu import compiled, compiled_lanes
 
 BANK_CHUNK_BYTES = 64 * 2**20  # MA bank memory per chunk of symbols
 
@@ -46,8 +46,8 @@ family_finish_cpu = _jit(cores.family_finish_core)
 layer2_cpu = _jit(cores.layer2_core)
 final_cpu = _jit(cores.final_core)
 kama_pine_lanes_cpu = _jit(cores.kama_pine_lanes)
-# kernels.cores' LSMA as the cpu backend runs it (its blocked variant) and two lane cores
-# of kernels.lane_cores, the same compiled dispatchers as `kernels.indicators` uses.
+# kernels.indicators.cores' LSMA as the cpu backend runs it (its blocked variant) and two lane cores
+# of kernels.indicators.multilane, the same compiled dispatchers as `kernels.indicators` uses.
 lsma_blocked_cpu = compiled("lsma_core")
 ema_lanes_cpu = compiled_lanes("ema_lanes")
 dema_lanes_cpu = compiled_lanes("dema_lanes")
@@ -55,7 +55,7 @@ dema_lanes_cpu = compiled_lanes("dema_lanes")
 
 @njit(cache=True, nogil=True)
 def ma_variant_cpu(kind, x, n, out):
-    """`cores.ma` with the cpu variants of kernels.cores (CPU_VARIANTS: LSMA's blocked
+    """`cores.ma` with the cpu variants of kernels.indicators.cores (CPU_VARIANTS: LSMA's blocked
     divisions): the same values bit for bit."""
     if kind == 4:
         lsma_blocked_cpu(x, n, out)

@@ -1,5 +1,5 @@
 """ATC on CUDA: the cores of `kernels.atc.cores` (with the TA-Lib MA cores of
-`kernels.cores` that `cores.ma` dispatches to) compiled as numba.cuda device functions, one
+`kernels.indicators.cores` that `cores.ma` dispatches to) compiled as numba.cuda device functions, one
 thread per symbol.
 
 Contract: `run(x, lens, weights, growth, d, cutout, tail=None)`: x NumPy [S, T]

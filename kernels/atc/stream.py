@@ -1,8 +1,8 @@
 """Adaptive Trend Classification, streaming: one close in, the final value out, exact and
-O(1) per bar (the live path's `atc` specialist; kernels.streaming.SymbolStream builds it
+O(1) per bar (the live path's `atc` specialist; kernels.indicators.streaming.SymbolStream builds it
 through `StreamCalls.updater`).
 
-Every moving average ATC uses has an O(1) updater: EMA (kernels.updaters.EMAUpdater), its
+Every moving average ATC uses has an O(1) updater: EMA (kernels.indicators.updaters.EMAUpdater), its
 "HMA" which is an SMA (SMAUpdater), WMA, DEMA, LSMA (LINEARREG) and the Pine-style KAMA
 (`PineKAMAUpdater`, here). Layer 1 (cross signal and equity per MA), the rounded family
 signal and layer 2 (equity per family, Cut, final ratio) are recursions over the previous
@@ -26,7 +26,7 @@ import numpy as np
 
 from kernels.atc.cores import kama_step
 from kernels.atc.params import CUT_LEVEL, EQUITY_FLOOR, FAMILIES, AtcParams
-from kernels.updaters import DEMAUpdater, EMAUpdater, LSMAUpdater, SMAUpdater, Updater, WMAUpdater
+from kernels.indicators.updaters import DEMAUpdater, EMAUpdater, LSMAUpdater, SMAUpdater, Updater, WMAUpdater
 
 __all__ = ["ATCUpdater", "PineKAMAUpdater"]
 

@@ -3,11 +3,11 @@ symbols. Imported only when backend="torch" is asked for; torch is imported insi
 functions.
 
 Contract: `dispatch(close, p, dtype)`: close a NumPy array (run on
-`kernels.backends.torch_backend.default_device()`, NumPy out) or a torch tensor (run on its
+`kernels.indicators.torch.default_device()`, NumPy out) or a torch tensor (run on its
 device, tensors out), 1-D or 2-D; p an `AtcParams` -> (families [S, 6, T], final [S, T],
 was_1d). `run(x, p)`: float64 tensor [S, T] -> float64 tensors.
 
-SMA/WMA/LSMA come from `kernels.backends.torch_backend` (conv1d window sums, 1e-13 from the
+SMA/WMA/LSMA come from `kernels.indicators.torch` (conv1d window sums, 1e-13 from the
 cores' rolled ones); EMA/DEMA/KAMA and the equity recursions are loops over bars with one
 vector op per step across all MAs and symbols (replaying the cores' operation order: the
 KAMA's smoothing constant is `kernels.atc.cores.kama_step`'s formula, vectorised over the
@@ -132,7 +132,7 @@ def moving_averages(x, lens_table):
     """The 54 MAs of x [S, T] in the cpu bank's order: [6*9, S, T]."""
     import torch
 
-    from kernels.backends import torch_backend as tb
+    from kernels.indicators import torch as tb
 
     lens = [[int(n) for n in row] for row in lens_table]
     ema_dema = ema_rows(x, lens[0] + lens[3], [0] * 18)  # EMA rows, then DEMA's inner EMAs
@@ -205,7 +205,7 @@ def run(x, p: AtcParams):
 def dispatch(close, p: AtcParams, dtype):
     import torch
 
-    from kernels.backends import torch_backend as tb
+    from kernels.indicators import torch as tb
 
     if is_torch(close):
         if close.ndim not in (1, 2):

@@ -8,10 +8,9 @@
   path only, so registering imports nothing; `load` imports an entry on first use. A new
   backend is one module per family plus one `register` line per family.
 
-The `indicators` family lives here: each module runs a named core over a batch of series,
-`run(spec, inputs, params, dtype) -> list of outputs`, where `inputs` are 2-D [series, time]
-arrays of the backend's kind, `params` the integer parameters and the result one 2-D array
-per output of the core (scratch outputs included).
+The families register here: `indicators` (`kernels/indicators/__init__.py`), `atc`, `gridsearch.*`,
+`strategy`. Besides the registry this package holds only what every family's GPU path shares:
+`routing` (the measured break-evens) and `device_io` (CUDA staging).
 """
 
 from __future__ import annotations
@@ -68,11 +67,3 @@ def load(family: str, backend: str):
     mod = importlib.import_module(module)
     return getattr(mod, attribute) if attribute else mod
 
-
-for _name in BACKENDS:
-    register("indicators", _name, f"kernels.backends.{_name}_backend")
-
-
-def get_backend(name: str):
-    """The `indicators` backend module `name`."""
-    return load("indicators", name)

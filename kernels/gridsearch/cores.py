@@ -1,7 +1,7 @@
 """The grid search's per-element cores, written once and compiled for every target.
 
 Plain Python loops over arrays that write into preallocated outputs (no allocation), like
-`kernels.cores`: the CPU engines compile them with `numba.njit` (`brute`, `exits`,
+`kernels.indicators.cores`: the CPU engines compile them with `numba.njit` (`brute`, `exits`,
 `evaluate`), the CUDA module (`kernels.gridsearch.cuda`) with
 `numba.cuda.jit(device=True)`, and numba's CUDA simulator (CI) runs them as they are.
 This module imports no engine and no CUDA module; the engines and the CUDA module import

@@ -6,7 +6,7 @@ built-in packs and loads plugin packs); the `features` table holds the columns o
 selected pack, core's in the registry's order. To add a feature, append one
 `Feature` here, with its batch `formula` and its `stream` (`_kernel` when both are one and
 the same kernel call): the batch stage, the live
-stream (kernels.streaming.SymbolStream), the schema, the halo check and the tests
+stream (kernels.indicators.streaming.SymbolStream), the schema, the halo check and the tests
 (tests/kernels/test_streaming.py replays every entry against its formula) pick it up.
 
 A feature's `formula` receives `k(core, inputs, output=0, **params)`, which runs a kernel
@@ -15,7 +15,7 @@ distinct call (a multi-output core such as `dmi` runs once for +DI, -DI and ADX)
 `compute_features(arrays, offsets)` evaluates the registry over many symbols stored back to
 back (symbol k is rows offsets[k]:offsets[k+1]).
 
-A feature's `stream` receives `u` (kernels.streaming.StreamCalls), the same calls one bar at
+A feature's `stream` receives `u` (kernels.indicators.streaming.StreamCalls), the same calls one bar at
 a time: `u(core, inputs, output=0, **params)` and `u.column(name)` give this bar's value of
 the same kernel call (an O(1) updater per distinct call), `u.apply(fn, *taps)` repeats the
 formula's array arithmetic on this bar's values in the formula's dtype. It returns the
@@ -39,7 +39,7 @@ class Feature:
     The warm-up is the lookback of `lookback_of` (indicator, n) or, without it, `warmup_rows`.
     `stream` is optional: without one the live path keeps the last `window` rows (default
     warm-up + 1) of `inputs` per symbol and recomputes `formula` on them for the newest bar
-    (kernels.streaming.WindowTap). `version`: bump it when the formula changes, so Dagster
+    (kernels.indicators.streaming.WindowTap). `version`: bump it when the formula changes, so Dagster
     marks the stored partitions stale (kernels.registry.packs.Selection)."""
 
     name: str

@@ -29,7 +29,7 @@ resources.column_owners):
 Inputs are bar fields: open, high, low, close, volume, and vwap (the source's `vwap`
 column when present, else the typical price (high + low + close) / 3).
 
-Streaming: an entry with a `stream` (O(1) updaters, see kernels.streaming) is updated per
+Streaming: an entry with a `stream` (O(1) updaters, see kernels.indicators.streaming) is updated per
 bar; one without is recomputed by the live path over its last `window` rows (default
 warm-up + 1), which equals the batch value bit for bit when the formula only looks back
 over that window (recursive formulas need a `stream` or a longer `window`).
@@ -47,18 +47,19 @@ letters, digits and underscores starting with a letter (COLUMN_PATTERN; a specia
 likewise, its column being `spec_<name>_score`), and a column name that another selected
 pack already makes.
 
-Loading the user's module belongs to the domain (DESIGN.md); it stays here because a worker
-process and the live path (kernels.streaming) select again by name, below the domain.
+Loading the user's module belongs to the domain (DESIGN.md): `domain.feature_packs` imports
+it (importlib, the plugin folders put on sys.path) and registers itself here as the plugin
+loader (`register_plugin_loader`) when imported; a worker process and the live path
+(kernels.indicators.streaming) select again by name through it. Without a loader, `select`
+takes the built-in packs only.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -69,7 +70,8 @@ from kernels.registry import specialists as _specialists
 from kernels.registry.features import Feature, ResultShapeError, describe_result
 from kernels.registry.specialists import Specialist
 
-__all__ = ["Batch", "Feature", "Formula", "Pack", "Selection", "Specialist", "builtin_packs", "select",
+__all__ = ["Batch", "Feature", "Formula", "Pack", "Selection", "Specialist", "builtin_packs", "plugin_packs",
+           "register_plugin_loader", "select",
            "BAR_INPUTS", "typical_price"]
 
 BAR_INPUTS = ("open", "high", "low", "close", "volume", "vwap")
@@ -235,27 +237,25 @@ class Selection:
         return self._version("specialists")
 
 
-def add_plugin_paths(paths: tuple[str, ...]) -> None:
-    """Put the folders `paths` first on sys.path, in order; a folder already there is left
-    where it is (idempotent: calling again changes nothing)."""
-    missing = [p for p in paths if p not in sys.path]
-    if missing:
-        sys.path[:0] = missing
-        importlib.invalidate_caches()
+# The plugin loader: (module name, plugin folders) -> that module's packs. Loading a user's
+# module is the domain's (domain.feature_packs.load_plugin_packs, registered when that module
+# is imported); the kernels only check and compose what it returns.
+_PLUGIN_LOADER: Callable[[str, tuple], list] | None = None
 
 
-def _plugin_packs(module_name: str, paths: tuple[str, ...] = ()) -> list[Pack]:
+def register_plugin_loader(loader: Callable[[str, tuple], list] | None) -> None:
+    """Make `loader(module_name, paths) -> [Pack, ...]` the one that `select` calls for each
+    module named in `plugins` (None: none; `select` then refuses plugins). The selections
+    cached so far are dropped."""
+    global _PLUGIN_LOADER
+    _PLUGIN_LOADER = loader
+    select.cache_clear()
+
+
+def plugin_packs(module, module_name: str) -> list[Pack]:
+    """The packs a plugin module (already imported) declares, `PACKS` or one `PACK`, each
+    marked with `module_name` as its origin; ValueError when it declares none."""
     where = f"features.plugins: module {module_name!r}"
-    if not isinstance(module_name, str) or not module_name.strip():
-        raise ValueError(f"features.plugins: {module_name!r} is not a module name; expected a dotted module name")
-    add_plugin_paths(paths)
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # an ImportError, or anything the module raised while loading
-        found = f"in features.plugin_paths {list(paths)} or on sys.path" if paths else \
-            "on sys.path (name its folder in features.plugin_paths)"
-        raise ValueError(f"{where} cannot be imported ({type(exc).__name__}: {exc}); expected an importable module "
-                         f"{found} that defines PACKS") from None
     packs = getattr(module, "PACKS", None)
     if packs is None and getattr(module, "PACK", None) is not None:
         packs = [module.PACK]
@@ -263,6 +263,15 @@ def _plugin_packs(module_name: str, paths: tuple[str, ...] = ()) -> list[Pack]:
         raise ValueError(f"{where} defines no PACKS; expected PACKS = [Pack(name, features=(...), "
                          "specialists=(...))] (kernels.registry.packs)")
     return [Pack(p.name, tuple(p.features), tuple(p.specialists), p.version, origin=module_name) for p in packs]
+
+
+def _plugin_packs(module_name: str, paths: tuple[str, ...] = ()) -> list[Pack]:
+    if not isinstance(module_name, str) or not module_name.strip():
+        raise ValueError(f"features.plugins: {module_name!r} is not a module name; expected a dotted module name")
+    if _PLUGIN_LOADER is None:
+        raise ValueError(f"features.plugins: module {module_name!r} named, but no plugin loader is registered; "
+                         "expected domain.feature_packs imported first (it loads plugin modules)")
+    return list(_PLUGIN_LOADER(module_name, paths))
 
 
 def _check_entries(pack: Pack, where: str) -> None:

@@ -4,7 +4,7 @@ Each specialist returns float32 scores in [-1, 1], one per panel row; the stored
 `spec_<name>_score`, in registry order. This registry is the `core` pack's specialists
 (kernels.registry.packs; plugin packs add their own). To add one, append a `Specialist` here, with its
 batch `fn` and its `stream`: the same score one bar at a time, built from `u`
-(kernels.streaming.StreamCalls, see kernels/registry/features.py; for specialists `u`
+(kernels.indicators.streaming.StreamCalls, see kernels/registry/features.py; for specialists `u`
 computes in float32, as the batch functions do). tests/kernels/test_streaming.py replays every
 entry against its batch function.
 

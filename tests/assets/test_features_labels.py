@@ -97,7 +97,7 @@ def _backends_called(monkeypatch) -> list[str]:
 
 @pytest.mark.parametrize("backend", ["torch", "cuda"])
 def test_gpu_backends_give_the_cpu_features(bars, backend, monkeypatch):
-    pytest.importorskip("kernels.backends.torch_backend") if backend == "torch" else None
+    pytest.importorskip("kernels.indicators.torch") if backend == "torch" else None
     from kernels.backends import routing
 
     monkeypatch.setitem(routing.BREAK_EVEN, "indicators", routing.BreakEven("symbol-bars", 1, "test"))

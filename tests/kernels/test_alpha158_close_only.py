@@ -9,7 +9,7 @@ def test_on_close_only_bars_alpha158_close_has_a_value_where_alpha158s_volume_co
     every row, so the meta model (complete rows only) has no row to train on; the plugin pack
     alpha158_close keeps the other 148, finite after warm-up."""
     from kernels.registry.features import compute_features
-    from kernels.registry.packs import select
+    from domain.feature_packs import select
 
     n = 300
     close = (50 * np.exp(np.cumsum(np.random.default_rng(1).normal(0, 0.02, n)))).astype(np.float32)

@@ -1,7 +1,7 @@
 """The ATC cpu driver's multi-MA passes equal the one-MA cores bit for bit.
 
 `kernels.atc.cpu` computes a family's nine MAs in one multi-lane pass where it has a lane
-core (EMA, DEMA from kernels.lane_cores; Pine's KAMA: `cores.kama_pine_lanes`) and folds
+core (EMA, DEMA from kernels.indicators.multilane; Pine's KAMA: `cores.kama_pine_lanes`) and folds
 the nine into layer 1 in one pass (`cores.layer1_family_core`); LSMA goes through the cpu
 variant with blocked divisions. Each must give the bits of the portable one-MA cores
 (`cores.ma`, `cores.layer1_core`), which the cuda backend runs: each piece is compared with

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels.bits_numba import bits_float, float_bits
+from kernels.indicators._intrinsics import bits_float, float_bits
 
 VALUES = [0.0, -0.0, 1.0, -2.5, 1e-310, -1e-320, 2.0**1023, np.inf, -np.inf, 1000.0 + 2.0**-40]
 

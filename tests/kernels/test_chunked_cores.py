@@ -1,4 +1,4 @@
-"""The time-chunked variants (kernels.chunked_cores) equal their portable cores bit for bit:
+"""The time-chunked variants (kernels.indicators.chunks) equal their portable cores bit for bit:
 series long enough to be chunked and one row short of it, warm-ups that meet the true state
 and ones that cannot (a huge value, a NaN or an inf just before a chunk's warm-up, which the
 chunk never sees), ties (an EMA kept where its input equals it), float32 and float64 inputs
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels import chunked_cores, cores
+from kernels.indicators import chunks as chunked_cores, cores
+from kernels.indicators.steps import true_range
 from kernels import indicators as K
 from tests.kernel_data import walk_ohlc
 
@@ -71,7 +72,7 @@ def _assert_variant_equals_core(case: Case, inputs, n: int, out_dtype=np.float64
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_chunked_variant_is_the_cpu_backends_core(name):
-    from kernels.backends import cpu_backend
+    from kernels.indicators import cpu as cpu_backend
 
     case = CASES[name]
     assert cpu_backend.compiled(case.core).py_func is getattr(chunked_cores, cores.CPU_VARIANTS[case.core])
@@ -171,9 +172,9 @@ SPECIAL = [-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-300, 1.0, 1.0 + 2**-52, 3.0, 1e300
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 def test_the_ordered_true_range_is_the_cores_on_every_triple_of_special_values_it_accepts(dtype):
-    """max(h, c') - min(l, c') is _tr bit for bit wherever h - l >= 0 (signed zeros, infinities,
+    """max(h, c') - min(l, c') is steps.true_range bit for bit wherever h - l >= 0 (signed zeros, infinities,
     a NaN close, ties, values one ulp apart); the triples it refuses go to the core."""
-    both = njit(lambda h, l, c: (h - l >= 0.0, chunked_cores._tr(np.float64(h), np.float64(l), np.float64(c)),
+    both = njit(lambda h, l, c: (h - l >= 0.0, true_range(np.float64(h), np.float64(l), np.float64(c)),
                                  chunked_cores._tr_ordered(h, l, c)))
     accepted = 0
     with np.errstate(invalid="ignore", over="ignore"):
@@ -288,7 +289,7 @@ def test_dmi_in_chunks_equals_its_core_with_bad_or_flat_rows_inside_a_chunk(bad)
 def test_dmi_public_functions_run_the_chunked_core_and_equal_talib():
     import talib
 
-    from kernels.backends import cpu_backend
+    from kernels.indicators import cpu as cpu_backend
 
     assert cpu_backend.compiled("dmi_core").py_func is chunked_cores.dmi_chunked_core
     h, l, c = _inputs(CASES["atr"], 28 + DMI_ROWS + 4321, seed=9)  # noqa: E741

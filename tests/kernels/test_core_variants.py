@@ -1,4 +1,4 @@
-"""The cpu backend's core variants (kernels.cores.CPU_VARIANTS) equal the portable cores
+"""The cpu backend's core variants (kernels.indicators.cores.CPU_VARIANTS) equal the portable cores
 bit for bit: same values, same NaN positions, float32 and float64 inputs and outputs, every
 mode, periods from 1 (LSMA: 2) to past the series' length, and blocks of SCRATCH_BLOCK
 outputs cut anywhere (a re-anchoring inside a block, a block ending on the last row)."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels import cores
+from kernels.indicators import cores
 from kernels import indicators as K
 from tests.kernel_data import walk_ohlc
 
@@ -46,8 +46,8 @@ def test_every_variant_runs_its_cores_spec_on_the_cpu():
                                   "rsi_core": "rsi_chunked_core", "tema_core": "tema_chunked_core",
                                   "sma_core": "sma_exact_core", "wma_core": "wma_exact_core",
                                   "kama_core": "kama_exact_core", "dmi_core": "dmi_chunked_core"}
-    from kernels import chunked_cores
-    from kernels.backends import cpu_backend
+    from kernels.indicators import chunks as chunked_cores
+    from kernels.indicators import cpu as cpu_backend
 
     assert cpu_backend.compiled("moments_core").py_func is cores.moments_blocked_core
     assert cpu_backend.compiled("lsma_core").py_func is cores.lsma_blocked_core

@@ -1,4 +1,4 @@
-"""Contracts of the portable cores (kernels.cores) beyond their TA-Lib parity
+"""Contracts of the portable cores (kernels.indicators.cores) beyond their TA-Lib parity
 (tests/kernels/test_kernels_talib.py): what a core computes in terms of another, and what it
 does with its scratch."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels import cores
+from kernels.indicators import cores
 from kernels import indicators as K
 from tests.kernel_data import goog_ohlc, walk_ohlc
 

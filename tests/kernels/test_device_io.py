@@ -8,7 +8,8 @@ import pytest
 from numba import cuda
 
 from kernels import indicators as K
-from kernels.backends import cuda_backend, device_io
+from kernels.backends import device_io
+from kernels.indicators import cuda as cuda_backend
 from kernels.gpu_phases import recording
 from tests.gpu import assert_engine_equal, gpu
 from tests.kernel_data import walk_ohlc

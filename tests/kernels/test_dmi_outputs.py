@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels import cores
+from kernels.indicators import cores
 from kernels import indicators as K
 from tests.kernel_data import walk_ohlc
 

@@ -1,4 +1,4 @@
-"""The integer variants of SMA, WMA and KAMA (kernels.exact_cores) equal their portable cores bit for
+"""The integer variants of SMA, WMA and KAMA (kernels.indicators.exact) equal their portable cores bit for
 bit, and run only where the cores' float64 sums are exact: the bound itself, block edges, long
 windows, zeros, subnormals, levels that move by many binades (units that change from block to
 block, both ways), inputs whose sums could round (which run the core), random series at the
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels import cores, exact_cores
+from kernels.indicators import cores, exact as exact_cores
 from kernels import indicators as K
 from tests.kernel_data import assert_variant_bits, walk_ohlc
 
@@ -124,7 +124,7 @@ def test_a_level_that_moves_by_many_binades_changes_the_unit_from_block_to_block
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_public_function_runs_the_integer_variant(name):
-    from kernels.backends import cpu_backend
+    from kernels.indicators import cpu as cpu_backend
 
     core, _, _, public = CASES[name]
     assert cpu_backend.compiled(core).py_func is getattr(exact_cores, cores.CPU_VARIANTS[core])
@@ -236,7 +236,7 @@ def test_kama_over_zeros_is_exact_in_any_unit():
 
 def test_kama_in_chunks_is_talibs_kama_bit_for_bit_and_the_public_function_runs_it():
     import talib
-    from kernels.backends import cpu_backend
+    from kernels.indicators import cpu as cpu_backend
 
     assert cpu_backend.compiled("kama_core").py_func is exact_cores.kama_exact_core
     x = _walk32(11 + KAMA_ROWS + 4321, seed=9)

@@ -1,8 +1,8 @@
-"""kernels.fused.fma: a*b + c rounded once, the same bits in Python and compiled.
+"""kernels.indicators.fused.fma: a*b + c rounded once, the same bits in Python and compiled.
 
 The Python form is what the streaming updaters and the CUDA simulator run (on Python 3.11,
 the exact rational sum rounded once; `_fma_exact` is tested directly so that it is tested
-on every Python); the compiled form (`kernels.fused_numba`, llvm.fma) is what the cores run.
+on every Python); the compiled form (`kernels.indicators._intrinsics`, llvm.fma) is what the cores run.
 Expected values are exact: products of float64 are exact rationals.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels.fused import _fma_exact, fma
-from kernels.fused_numba import fma as compiled_fma
+from kernels.indicators.fused import _fma_exact, fma
+from kernels.indicators._intrinsics import fma as compiled_fma
 
 E = 2.0**-52
 INF = math.inf

@@ -57,7 +57,7 @@ def test_unary_indicator_equals_talib(name, n, series):
 @pytest.mark.parametrize("n", PERIODS)
 def test_kama_is_talib_bit_for_bit_as_both_fuse_its_multiply_adds(n, series):
     """TA-Lib's wheels are built with FMA (`vfmadd` in libta-lib), so its KAMA fuses
-    er*diff + slow and (x - kama)*sc + kama; kama_core fuses the same two (kernels.fused)."""
+    er*diff + slow and (x - kama)*sc + kama; kama_core fuses the same two (kernels.indicators.fused)."""
     close = SERIES[series][3]
     ours = K.kama(close, n, dtype=np.float64)
     ref = talib.KAMA(close, n)

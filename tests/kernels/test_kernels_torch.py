@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from kernels import indicators as K
-from kernels.backends import torch_backend
+from kernels.indicators import torch as torch_backend
 from tests.gpu import gpu
 
 pytestmark = gpu  # NumPy inputs run on the GPU when torch sees one

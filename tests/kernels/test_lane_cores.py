@@ -1,4 +1,4 @@
-"""Multi-lane cores (kernels.lane_cores) through `kernels.indicators.sweep`: every lane is
+"""Multi-lane cores (kernels.indicators.multilane) through `kernels.indicators.sweep`: every lane is
 bit for bit its single-lane core (the same bytes, warm-up NaN included), float32 and
 float64, periods from the minimum (1 or 2) to longer than the series, in any order.
 
@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from kernels import indicators as K
 from tests.kernel_data import goog_ohlc
 
-LANE_NAMES = sorted(K._LANE_CORES)
+LANE_NAMES = sorted(K.LANE_CORES)
 HLC = {"atr", "adx", "plus_di", "minus_di"}
 
 
 def min_period(name: str) -> int:
-    return K.SPECS[K._ALIASES.get(name, name)].min_n
+    return K.SPECS[K.ALIASES.get(name, name)].min_n
 
 
 def inputs_for(name, h, l, c):

@@ -1,18 +1,18 @@
 """A new indicator kernel is its core and its Spec: the cpu backend
 compiles the core, the torch backend runs it as the CPU core, and the stream runs it over
-its window (kernels.streaming.SpecWindowUpdater), with no edit of the backends, the
-updaters or kernels.updaters.UPDATERS."""
+its window (kernels.indicators.streaming.SpecWindowUpdater), with no edit of the backends, the
+updaters or kernels.indicators.updaters.UPDATERS."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kernels import cores
+from kernels.indicators import cores
 from kernels import indicators as K
 from kernels.registry.features import Feature, compute_features
 from kernels.registry.specialists import PANEL_COLUMNS
-from kernels.streaming import replay_entry
+from kernels.indicators.streaming import replay_entry
 from tests.kernels.test_streaming import RANDOM
 
 HL = ("high", "low")
@@ -34,7 +34,7 @@ def hl_range_core(high, low, n, out):
 
 @pytest.fixture
 def new_kernel(monkeypatch):
-    """The two edits: the core in kernels.cores, its Spec in kernels.indicators.SPECS."""
+    """The two edits: the core in kernels.indicators.cores, its Spec in kernels.indicators.SPECS."""
     monkeypatch.setattr(cores, "hl_range_core", hl_range_core, raising=False)
     monkeypatch.setitem(K.SPECS, "hl_range", K.Spec("hl_range_core", 2, 1, lambda n: n - 1))
 

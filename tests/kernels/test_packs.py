@@ -15,9 +15,10 @@ import pytest
 
 from kernels.panel import Panel
 from kernels.registry.features import FEATURE_NAMES, compute_features
-from kernels.registry.packs import Batch, Pack, select
+from domain.feature_packs import select  # loads plugin modules (registered with kernels.registry.packs)
+from kernels.registry.packs import Batch, Pack
 from kernels.registry.specialists import PANEL_COLUMNS, SPECIALIST_COLUMNS, run_specialists
-from kernels.streaming import SymbolStream
+from kernels.indicators.streaming import SymbolStream
 from tests.kernels.test_streaming import RANDOM
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
@@ -208,7 +209,7 @@ def test_a_worker_selecting_again_by_name_finds_the_plugin_through_the_paths_in_
                                             "PACKS = [Pack('lab', features=(Formula('my_w', lambda c: c * 2),))]\n")
     chosen = select(("core",), ("lab_worker",), (), (str(tmp_path),))
     assert chosen.names == (("core",), ("lab_worker",), (), (str(tmp_path),))
-    code = ("import json, sys; from kernels.registry.packs import select; "
+    code = ("import json, sys; from domain.feature_packs import select; "
             "names = [tuple(tuple(x) if isinstance(x, list) else x for x in n) for n in json.loads(sys.argv[1])]; "
             "print(select(*names).feature_columns[-1], sys.path.index(sys.argv[2]))")
     repo = Path(__file__).resolve().parents[2]
@@ -219,7 +220,7 @@ def test_a_worker_selecting_again_by_name_finds_the_plugin_through_the_paths_in_
 
 
 def test_plugin_paths_go_first_on_sys_path_once(tmp_path, monkeypatch):
-    from kernels.registry.packs import add_plugin_paths
+    from domain.feature_packs import add_plugin_paths
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     add_plugin_paths((str(tmp_path / "a"), str(tmp_path / "b")))

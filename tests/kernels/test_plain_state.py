@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kernels.plain_state import restore, to_plain
-from kernels.streaming import SymbolStream
+from kernels.indicators.streaming import SymbolStream
 
 
 def _bars(n=600, seed=0):
@@ -35,7 +35,7 @@ def test_a_stream_saved_as_json_mid_series_goes_on_as_one_that_never_stopped(pre
 def test_a_state_of_other_registries_or_another_format_is_refused_to_be_rebuilt_from_history():
     state = SymbolStream("float32").to_plain()
     with pytest.raises(ValueError, match="not a plain SymbolStream state"):
-        SymbolStream.from_plain({**state, "format": "kernels.streaming.SymbolStream/2"})
+        SymbolStream.from_plain({**state, "format": "kernels.indicators.streaming.SymbolStream/2"})
     other = {**state, "nodes": [{**state["nodes"][0], "class": "SomethingElse"}, *state["nodes"][1:]]}
     with pytest.raises(ValueError, match="built for other registries"):
         SymbolStream.from_plain(other)

@@ -1,4 +1,4 @@
-"""`kernels.prefetch_numba.prefetch`: a hint in compiled code (an x86 prefetch instruction),
+"""`kernels.indicators._intrinsics.prefetch`: a hint in compiled code (an x86 prefetch instruction),
 nothing in Python, and never a change to what the code computes."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels.prefetch_numba import prefetch
+from kernels.indicators._intrinsics import prefetch
 
 
 def _sum_with_hints(a):

@@ -1,4 +1,4 @@
-"""The float64 lanes of kernels.shifted_cores equal sma_core and kama_core bit for bit (a NaN as a
+"""The float64 lanes of kernels.indicators.shifted equal sma_core and kama_core bit for bit (a NaN as a
 NaN, `tests.kernel_data.assert_variant_bits`): lanes that meet, lanes a constant number of ulps
 off (the shift), sums that cross a power of two, change sign, reach the top binade and overflow,
 hold a NaN or an infinity, inputs of other dtypes and strides, block edges and long windows; and
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kernels import cores, shifted_cores
+from kernels.indicators import cores, shifted as shifted_cores
 from kernels import indicators as K
 from tests.kernel_data import assert_variant_bits, walk_ohlc
 

@@ -1,4 +1,4 @@
-"""Streaming features and specialists (kernels.streaming) equal the batch registries.
+"""Streaming features and specialists (kernels.indicators.streaming) equal the batch registries.
 
 Fed the bars one at a time, a `SymbolStream` gives every bar's 19 features and 4
 specialist scores exactly (bit for bit, NaN warm-up included) as the batch path computes
@@ -38,13 +38,13 @@ from kernels.seller_exhaustion import (
     ewm_adjust_false,
     seller_exhaustion,
 )
-from kernels.streaming import (
+from kernels.indicators.streaming import (
     STREAM_FEATURES,
     STREAM_SPECIALISTS,
     SymbolStream,
     replay_entry,
 )
-from kernels.updaters import DMIUpdater, HMAUpdater, replay
+from kernels.indicators.updaters import DMIUpdater, HMAUpdater, replay
 from tests.kernel_data import walk_ohlc
 
 
@@ -149,7 +149,7 @@ def test_an_atc_entry_with_other_parameters_streams_its_batch_function_bit_for_b
 
 def test_the_registry_arithmetic_on_one_element_arrays_gives_the_same_values(monkeypatch):
     """The path `u.apply` takes under NumPy 1.x (no NEP 50 scalar promotion)."""
-    import kernels.streaming as streaming
+    import kernels.indicators.streaming as streaming
 
     bars = {c: v[:400] for c, v in RANDOM.items()}
     want = [replay_entry(e, bars, dtype=d) for e, d in _apply_entries()]

@@ -1,4 +1,4 @@
-"""Streaming updaters (kernels.updaters) equal the batch kernels bar for bar.
+"""Streaming updaters (kernels.indicators.updaters) equal the batch kernels bar for bar.
 
 Every updater repeats its core's floating-point operations in the core's order, so the
 comparison is exact (`assert_array_equal`, identical NaN positions) for all of them, on a
@@ -15,8 +15,9 @@ from collections import deque
 import numpy as np
 import pytest
 
-from kernels import indicators, updaters
-from kernels.updaters import UPDATERS, replay
+from kernels import indicators
+from kernels.indicators import updaters
+from kernels.indicators.updaters import UPDATERS, replay
 
 PERIODS = (2, 9, 14)
 # (core as kernels.indicators.SPECS names it, its parameters): each core's updater with
@@ -84,7 +85,7 @@ def test_the_streaming_vocabulary_is_the_spec_names():
 
 
 def test_the_families_keep_their_updaters():
-    import kernels.streaming as streaming
+    import kernels.indicators.streaming as streaming
     from kernels import seller_exhaustion
     from kernels.atc import stream as atc_stream
 

@@ -25,7 +25,7 @@ def test_every_listed_kernel_is_a_dispatcher_and_every_signature_parses():
             sig = parse_signature(text)
             assert str(sig) == text or str(sig) == text.replace(",)", ")"), (kernel, text)
     # the cpu backend's cores are the backend's own dispatchers, with its options
-    from kernels.backends.cpu_backend import compiled
+    from kernels.indicators.cpu import compiled
 
     assert dispatcher("compiled:rsi_core") is compiled("rsi_core")
 

@@ -19,7 +19,7 @@ kernels.seller_exhaustion).
 
 Exactness: fed float64 values, the updaters equal `kernels.indicators` called with
 `dtype=np.float64` bar for bar, bit for bit, NaN positions included. Each one performs the
-floating-point operations of its core in `kernels.cores` in the same order (the same
+floating-point operations of its core in `kernels.indicators.cores` in the same order (the same
 seeds, running sums updated add-emit-subtract, TA-Lib's O(1) WMA and LINEARREG updates,
 Wilder's `a = a*(1-1/n) + v/n`, the same zero tests: `|v| < 1e-14` for KAMA and the
 variance, exact zero for RSI and DMI, and the moments' anchored sums). Where a core skips
@@ -31,10 +31,12 @@ first: float32 inputs are widened to float64 before any arithmetic, whereas the 
 kernels do a few differences and products in float32 for float32 arrays (e.g. the
 moments' `x - anchor`), so only float64 inputs are guaranteed bit-identical.
 tests/kernels/test_updaters.py checks all of this against the batch kernels as they stand.
+The per-bar arithmetic of EMA, Wilder's smoothing, RSI, the true range and the DMI terms is
+the cores' own: the steps of `kernels.indicators.steps`, called here in plain Python.
 
 Shared building blocks: EMAUpdater (SMA-seeded EMA; DEMA and TEMA chain them), WMAUpdater
 (TA-Lib's rolling WMA; HMA chains three), `_Wilder` (mean-seeded Wilder average: RSI, ATR,
-ADX), `_WilderSum` (DMI's sum-seeded `s - s/n + v`), `_true_range`, `_RollingMoments`
+ADX), `_WilderSum` (DMI's sum-seeded `s - s/n + v`), `_RollingMoments`
 (anchored sums for STDDEV and the z-score), and ATRUpdater for the two volatility ones.
 """
 
@@ -46,7 +48,9 @@ from typing import Callable
 
 import numpy as np
 
-from kernels.fused import fma
+from kernels.indicators.fused import fma
+from kernels.indicators.steps import (directional_moves, dmi_terms, ema_step_tied, rsi_value, true_range, wilder_mean,
+                                      wilder_sum)
 
 __all__ = [
     "ATRUpdater",
@@ -71,7 +75,7 @@ __all__ = [
 ]
 
 NAN = math.nan
-EPS = 1e-14  # TA-Lib's TA_EPSILON, as in kernels.cores
+EPS = 1e-14  # TA-Lib's TA_EPSILON, as in kernels.indicators.cores
 
 
 def _period(n, minimum: int = 1) -> int:
@@ -87,18 +91,6 @@ def _divide(a: float, b: float) -> float:
     if a != a or a == 0.0:
         return NAN
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
-
-
-def _true_range(high: float, low: float, prev_close: float) -> float:
-    """max(h - l, |h - c[t-1]|, |l - c[t-1]|), compared in the cores' order."""
-    tr = high - low
-    t2 = math.fabs(high - prev_close)
-    if t2 > tr:
-        tr = t2
-    t3 = math.fabs(low - prev_close)
-    if t3 > tr:
-        tr = t3
-    return tr
 
 
 class Updater:
@@ -165,7 +157,7 @@ class EMAUpdater(Updater):
             self._acc += x
             out = self._acc / self.n
         else:
-            out = x * self._k + self.value * self._omk if x != self.value else self.value
+            out = ema_step_tied(x, self.value, self._k, self._omk)
         self.value = out
         return out
 
@@ -252,7 +244,7 @@ class HMAUpdater(Updater):
     """Hull MA: WMA(2*WMA(x, n//2) - WMA(x, n), int(sqrt(n))), three rolling WMAs.
 
     round_diff=True rounds the intermediate series to float32 before the final WMA reads it,
-    as `kernels.cores.hma_core` does for float32 outputs (its scratch array is float32);
+    as `kernels.indicators.cores.hma_core` does for float32 outputs (its scratch array is float32);
     False (default) matches the float64 batch kernel."""
 
     def __init__(self, n: int, round_diff: bool = False) -> None:
@@ -387,7 +379,7 @@ class _Wilder:
             self.value += v
             self.value /= n
         else:
-            self.value = self.value * self.omn + v * self.inv_n
+            self.value = wilder_mean(self.value, v, self.inv_n, self.omn)
         return self.value
 
 
@@ -405,7 +397,7 @@ class _WilderSum:
         if self.count < self.n:
             self.value += v
         else:
-            self.value = self.value * self.omn + v
+            self.value = wilder_sum(self.value, v, self.omn)
 
 
 class RSIUpdater(Updater):
@@ -435,8 +427,7 @@ class RSIUpdater(Updater):
             loss = self._loss.update(0.0)
         if self._count <= self.n:
             return NAN
-        s = gain + loss
-        out = 100.0 * (gain / s) if s != 0.0 else 0.0
+        out = rsi_value(gain, loss)
         self.value = out
         return out
 
@@ -459,7 +450,7 @@ class ATRUpdater(Updater):
         prev_close, self._prev_close = self._prev_close, close
         if self._count == 1:
             return NAN
-        out = self._avg.update(_true_range(high, low, prev_close))
+        out = self._avg.update(true_range(high, low, prev_close))
         if self._count <= self.n:
             return NAN
         self.value = out
@@ -500,29 +491,13 @@ class DMIUpdater(Updater):
         self._prev = (high, low, close)
         if i == 0:
             return (NAN, NAN, NAN)
-        diff_p = high - prev_high
-        diff_m = prev_low - low
-        pdm = mdm = 0.0
-        if diff_m > 0 and diff_p < diff_m:
-            mdm = diff_m
-        elif diff_p > 0 and diff_p > diff_m:
-            pdm = diff_p
+        pdm, mdm = directional_moves(high, prev_high, low, prev_low)
         self._pdm.update(pdm)
         self._mdm.update(mdm)
-        self._tr.update(_true_range(high, low, prev_close))
+        self._tr.update(true_range(high, low, prev_close))
         if i < n:
             return (NAN, NAN, NAN)
-        tr_s = self._tr.value
-        if tr_s != 0.0:
-            p = 100.0 * (self._pdm.value / tr_s)
-            m = 100.0 * (self._mdm.value / tr_s)
-            s = p + m
-            have_dx = s != 0.0
-            dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
-        else:
-            p = m = 0.0
-            have_dx = False
-            dx = 0.0
+        p, m, have_dx, dx = dmi_terms(self._pdm.value, self._mdm.value, self._tr.value)
         if i <= 2 * n - 1:  # ADX seed: the mean of DX over bars n..2n-1, zeros included
             adx = self._adx.update(dx)
         else:
@@ -680,7 +655,7 @@ class VolatilityRatioUpdater(Updater):
 # `float32`: the batch call being repeated stores float32 outputs (only the Hull MA depends
 # on it, see HMAUpdater). The public names that share a core (rolling_std and zscore:
 # moments; plus_di, minus_di, adx: dmi; returns: rocp) stream through it. A core without an
-# entry streams through kernels.streaming.SpecWindowUpdater; a family's own updaters live
+# entry streams through kernels.indicators.streaming.SpecWindowUpdater; a family's own updaters live
 # in the family (kernels.atc.stream, kernels.seller_exhaustion).
 def _moments(f32: bool, n: int, mode: int) -> Updater:
     if mode not in (0, 1):

@@ -1,5 +1,5 @@
 """cpu backend: the cores compiled with numba.njit (cached on disk), one call per series;
-`run_lanes` runs a multi-lane core of `kernels.lane_cores` (`kernels.indicators.sweep`).
+`run_lanes` runs a multi-lane core of `kernels.indicators.multilane` (`kernels.indicators.sweep`).
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from kernels import chunked_cores, cores, exact_cores, lane_cores
+from kernels.indicators import chunks, cores, exact, multilane
 
 
 @functools.cache
 def compiled(core_name: str):
-    """The compiled core `core_name`, or its cpu variant (cores.CPU_VARIANTS: in kernels.cores,
-    kernels.chunked_cores or kernels.exact_cores) where it has one."""
+    """The compiled core `core_name`, or its cpu variant (cores.CPU_VARIANTS: in kernels.indicators.cores,
+    kernels.indicators.chunks or kernels.indicators.exact) where it has one."""
     name = cores.CPU_VARIANTS.get(core_name, core_name)
-    module = next(m for m in (chunked_cores, exact_cores, cores) if hasattr(m, name))
+    module = next(m for m in (chunks, exact, cores) if hasattr(m, name))
     return njit(cache=True, nogil=True)(getattr(module, name))
 
 
@@ -28,7 +28,7 @@ def compiled_lanes(core_name: str):
     # lane cores compute some quotients for every lane and keep them only where the single
     # core would have computed them (a select), and the check-and-raise branch would also
     # keep LLVM from vectorising the lane loop.
-    return njit(cache=True, nogil=True, error_model="numpy")(getattr(lane_cores, core_name))
+    return njit(cache=True, nogil=True, error_model="numpy")(getattr(multilane, core_name))
 
 
 def run_lanes(core_name: str, inputs: list[np.ndarray], periods: np.ndarray, extra: tuple[int, ...], dtype,

@@ -3,8 +3,8 @@
 sma_core's loop-carried chain is two dependent roundings a row (t = s + x[i], output t/n,
 s = t - x[i-n+1]: 0.96 ns a row on the EPYC of benchmarks/RESULTS.md, TA-Lib's own loop), and
 KAMA's efficiency ratio is such a sum too. A running sum does not contract, so a chunk started
-from another state never meets the true one (`kernels.chunked_cores`), and float64 inputs are
-not integers of one unit (`kernels.exact_cores`). But inside one binade the rounding does not
+from another state never meets the true one (`kernels.indicators.chunks`), and float64 inputs are
+not integers of one unit (`kernels.indicators.exact`). But inside one binade the rounding does not
 depend on where the sum is:
 
     if z and z + d both lie in [2^e, 2^(e+1)), u = 2^(e-52), and d is a multiple of 2u, then
@@ -32,7 +32,7 @@ a NaN; a NaN is a NaN in the same rows, its sign and payload not promised: where
 (x86's default NaN from inf - inf has its sign set, a NaN read from the input has not), the CPU
 keeps the one in the operand the compiler put first, which differs between two loops. SMA divides the true sums as its core does;
 KAMA computes its smoothing constants from them and runs its own recursion, which contracts, in
-time chunks walked again until they meet (as `kernels.exact_cores.kama_lanes`).
+time chunks walked again until they meet (as `kernels.indicators.exact.kama_lanes`).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from kernels import chunked_cores, cores
-from kernels.bits_numba import bits_float, float_bits
-from kernels.fused_numba import fma
-from kernels.prefetch_numba import prefetch
+from kernels.indicators import chunks, cores
+from kernels.indicators._intrinsics import bits_float, float_bits
+from kernels.indicators._intrinsics import fma
+from kernels.indicators._intrinsics import prefetch
 
 NAN = float("nan")
 SHIFT_LANES = 8  # `_sum_lanes` advances exactly this many
@@ -281,7 +281,7 @@ def sma_shifted_core(x, n, out):
 
 
 # KAMA over float64 (kama_core bit for bit). Its efficiency ratio's running sum is a chain like
-# SMA's; kama = fma(x - kama, sc, kama) contracts, so its chunks meet (kernels.exact_cores.kama_lanes).
+# SMA's; kama = fma(x - kama, sc, kama) contracts, so its chunks meet (kernels.indicators.exact.kama_lanes).
 KAMA_LANES = 8  # chunks side by side: `_kama_chains` advances exactly this many
 KAMA_ROWS = 2048  # rows per lane between two marks of the lanes' states
 KAMA_FIRST = 512  # the first mark: a chunk whose start meets the true state early is found early
@@ -451,7 +451,7 @@ def walk_chunks_again(x, n, firsts, ends, marks, prevs, chunk_sums, out):
             state, sum_roc = kama_walk(x, n, first + r0, first + ends[blk], state, sum_roc, out)
             walked += ends[blk] - r0
             r0 = ends[blk]
-            met = chunked_cores._same_bits(state, marks[blk, j])
+            met = chunks._same_bits(state, marks[blk, j])
             if met:
                 break
         if not met:
@@ -502,7 +502,7 @@ def kama_shifted_core(x, n, out):
     of the steady rows from the ratio's true sums (`_kama_sums`); KAMA itself in KAMA_LANES
     chunks side by side, chunk j >= 1 starting cold from its row's value; then chunk j walked
     again with kama_core's loop from the true end of chunk j-1 until its state equals the
-    lane's at a mark (`kernels.exact_cores.kama_lanes`). The constants go in `out` where it is
+    lane's at a mark (`kernels.indicators.exact.kama_lanes`). The constants go in `out` where it is
     float64, else in a scratch array. A series with fewer than 8 * KAMA_ROWS rows a chunk runs
     the core (`kama_shifted_lanes` takes that minimum as a parameter). Returns the rows walked
     again, or -1 where the core ran."""

@@ -1,11 +1,14 @@
-"""Per-series indicator cores, written once and compiled twice.
+"""Per-series indicator cores, written once and compiled twice: the serial schedule.
 
 Each core is a plain loop over one series that writes into preallocated outputs: no
-allocation, no calls to other functions (only `math` and `kernels.fused_numba.fma`, which
-numba compiles to one fused multiply-add and Python runs exactly), float64 accumulators. (The cpu
-variants of `CPU_VARIANTS`, compiled for the cpu backend only, allocate scratch blocks.) The cpu
-backend compiles them with `numba.njit`, the cuda backend with `numba.cuda.jit(device=True)`
-(one thread per series, reading a time-major column view). Outputs are NaN during warm-up.
+allocation; its per-bar arithmetic is the steps of `kernels.indicators.steps` (EMA, Wilder's
+smoothing, RSI, true range, DMI terms: the same functions the lane and chunk schedules call),
+besides `math` and `kernels.indicators._intrinsics.fma` (numba compiles it to one fused
+multiply-add, Python runs it exactly); float64 accumulators. (The cpu variants of
+`CPU_VARIANTS`, compiled for the cpu backend only, allocate scratch blocks.) The cpu backend
+compiles them with `numba.njit`, the cuda backend with `numba.cuda.jit(device=True)` (one
+thread per series, reading a time-major column view; the steps, registered with
+`register_jitable`, compile for either target). Outputs are NaN during warm-up.
 
 The arithmetic follows TA-Lib's C code step by step (same seeds, same update order, same
 zero tests: `|v| < 1e-14` where TA-Lib uses a fixed band, exact zero where its scale-aware
@@ -27,7 +30,9 @@ import math
 
 import numpy as np
 
-from kernels.fused_numba import fma
+from kernels.indicators._intrinsics import fma
+from kernels.indicators.steps import (di_value, directional_moves, dmi_terms, ema_step, ema_step_tied, gain_loss, rsi_seed,
+                                      rsi_value, true_range, wilder_mean, wilder_sum)
 
 NAN = float("nan")
 EPS = 1e-14  # TA-Lib's TA_EPSILON: |v| < EPS counts as zero
@@ -78,12 +83,11 @@ def ema_core(x, n, out):
             v = np.float64(x[i])
             if v == prev:
                 break
-            prev = v * k + prev * omk
+            prev = ema_step(v, prev, k, omk)
             out[i] = prev
             i += 1
         if i < t_len:
-            v = np.float64(x[i])
-            prev = v * k + prev * omk if v != prev else prev
+            prev = ema_step_tied(np.float64(x[i]), prev, k, omk)
             out[i] = prev
             i += 1
 
@@ -138,7 +142,7 @@ def dema_core(x, n, out):
     acc2 = e1
     for i in range(n, min(look + 1, t_len)):  # e1 values 1..n-1 enter the seed of e2
         v = np.float64(x[i])
-        e1 = v * k + e1 * omk if v != e1 else e1
+        e1 = ema_step_tied(v, e1, k, omk)
         acc2 += e1
     if t_len <= look:
         return
@@ -150,17 +154,17 @@ def dema_core(x, n, out):
             v = np.float64(x[i])
             if v == e1:
                 break
-            n1 = v * k + e1 * omk
+            n1 = ema_step(v, e1, k, omk)
             if n1 == e2:
                 break
-            e2 = n1 * k + e2 * omk
+            e2 = ema_step(n1, e2, k, omk)
             e1 = n1
             out[i] = 2.0 * e1 - e2
             i += 1
         if i < t_len:
             v = np.float64(x[i])
-            e1 = v * k + e1 * omk if v != e1 else e1
-            e2 = e1 * k + e2 * omk if e1 != e2 else e2
+            e1 = ema_step_tied(v, e1, k, omk)
+            e2 = ema_step_tied(e1, e2, k, omk)
             out[i] = 2.0 * e1 - e2
             i += 1
 
@@ -185,7 +189,7 @@ def tema_core(x, n, out):
     acc2 = e1
     for i in range(n, min(2 * n - 1, t_len)):  # e1 values 1..n-1 enter the seed of e2
         v = np.float64(x[i])
-        e1 = v * k + e1 * omk if v != e1 else e1
+        e1 = ema_step_tied(v, e1, k, omk)
         acc2 += e1
     if t_len <= 2 * n - 2:
         return
@@ -193,8 +197,8 @@ def tema_core(x, n, out):
     acc3 = e2
     for i in range(2 * n - 1, min(look + 1, t_len)):  # e2 values 1..n-1 enter the seed of e3
         v = np.float64(x[i])
-        e1 = v * k + e1 * omk if v != e1 else e1
-        e2 = e1 * k + e2 * omk if e1 != e2 else e2
+        e1 = ema_step_tied(v, e1, k, omk)
+        e2 = ema_step_tied(e1, e2, k, omk)
         acc3 += e2
     if t_len <= look:
         return
@@ -206,22 +210,22 @@ def tema_core(x, n, out):
             v = np.float64(x[i])
             if v == e1:
                 break
-            n1 = v * k + e1 * omk
+            n1 = ema_step(v, e1, k, omk)
             if n1 == e2:
                 break
-            n2 = n1 * k + e2 * omk
+            n2 = ema_step(n1, e2, k, omk)
             if n2 == e3:
                 break
-            e3 = n2 * k + e3 * omk
+            e3 = ema_step(n2, e3, k, omk)
             e1 = n1
             e2 = n2
             out[i] = 3.0 * e1 - 3.0 * e2 + e3
             i += 1
         if i < t_len:
             v = np.float64(x[i])
-            e1 = v * k + e1 * omk if v != e1 else e1
-            e2 = e1 * k + e2 * omk if e1 != e2 else e2
-            e3 = e2 * k + e3 * omk if e2 != e3 else e3
+            e1 = ema_step_tied(v, e1, k, omk)
+            e2 = ema_step_tied(e1, e2, k, omk)
+            e3 = ema_step_tied(e2, e3, k, omk)
             out[i] = 3.0 * e1 - 3.0 * e2 + e3
             i += 1
 
@@ -325,7 +329,7 @@ def kama_core(x, n, out):
     """Kaufman adaptive MA, TA-Lib: ER over n bars, sc = (ER*(2/3 - 2/31) + 2/31)^2,
     kama = (x - kama)*sc + kama seeded with np.float64(x[n-1]); first output at n.
 
-    Both multiply-adds are fused (`kernels.fused.fma`) as TA-Lib's C library fuses them, so
+    Both multiply-adds are fused (`kernels.indicators.fused.fma`) as TA-Lib's C library fuses them, so
     the output is TA-Lib's bit for bit, and the loop-carried chain is sub+fma."""
     t_len = x.shape[0]
     for i in range(min(n, t_len)):
@@ -383,26 +387,13 @@ def rsi_core(x, n, out):
         return
     inv_n = 1.0 / n
     omn = 1.0 - inv_n
-    gain = 0.0
-    loss = 0.0
-    for i in range(1, n + 1):
-        d = np.float64(x[i]) - np.float64(x[i - 1])
-        if d < 0:
-            loss -= d
-        else:
-            gain += d
-    loss /= n
-    gain /= n
-    s = gain + loss
-    out[n] = 100.0 * (gain / s) if s != 0.0 else 0.0
+    gain, loss = rsi_seed(x, n)
+    out[n] = rsi_value(gain, loss)
     for i in range(n + 1, t_len):
-        d = np.float64(x[i]) - np.float64(x[i - 1])
-        up = d if d > 0.0 else 0.0
-        down = -d if d < 0.0 else 0.0
-        gain = gain * omn + up * inv_n
-        loss = loss * omn + down * inv_n
-        s = gain + loss
-        out[i] = 100.0 * (gain / s) if s != 0.0 else 0.0
+        up, down = gain_loss(np.float64(x[i]) - np.float64(x[i - 1]))
+        gain = wilder_mean(gain, up, inv_n, omn)
+        loss = wilder_mean(loss, down, inv_n, omn)
+        out[i] = rsi_value(gain, loss)
 
 
 def atr_core(h, l, c, n, out):
@@ -416,15 +407,15 @@ def atr_core(h, l, c, n, out):
         return
     acc = 0.0
     for i in range(1, n + 1):  # warm-up: the seed mean (or the true range itself when n == 1)
-        tr = max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))), math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
+        tr = true_range(np.float64(h[i]), np.float64(l[i]), np.float64(c[i - 1]))
         acc += tr
     acc = acc / n
     out[n] = acc
     inv_n = 1.0 / n
     omn = 1.0 - inv_n
     for i in range(n + 1, t_len):
-        tr = max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))), math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
-        acc = acc * omn + tr * inv_n
+        tr = true_range(np.float64(h[i]), np.float64(l[i]), np.float64(c[i - 1]))
+        acc = wilder_mean(acc, tr, inv_n, omn)
         out[i] = acc
 
 
@@ -459,38 +450,24 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
     sum_dx = 0.0
     prev_adx = 0.0
     for i in range(1, t_len):
-        diff_p = np.float64(h[i]) - np.float64(h[i - 1])
-        diff_m = np.float64(l[i - 1]) - np.float64(l[i])
-        tr = max(max(np.float64(h[i]) - np.float64(l[i]), math.fabs(np.float64(h[i]) - np.float64(c[i - 1]))), math.fabs(np.float64(l[i]) - np.float64(c[i - 1])))
-        # `&`, not `and`: no short-circuit branch, so both are selects (the conditions are
-        # coin flips on real data, a branch would mispredict half the time)
-        dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
-        dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
+        dm_plus, dm_minus = directional_moves(np.float64(h[i]), np.float64(h[i - 1]), np.float64(l[i]),
+                                              np.float64(l[i - 1]))
+        tr = true_range(np.float64(h[i]), np.float64(l[i]), np.float64(c[i - 1]))
         if i < n:
             mdm += dm_minus  # adding 0.0 leaves these non-negative sums unchanged
             pdm += dm_plus
             tr_s += tr
             continue
-        mdm = mdm * omn + dm_minus
-        pdm = pdm * omn + dm_plus
-        tr_s = tr_s * omn + tr
+        mdm = wilder_sum(mdm, dm_minus, omn)
+        pdm = wilder_sum(pdm, dm_plus, omn)
+        tr_s = wilder_sum(tr_s, tr, omn)
         if which == 1:
-            plus_di[i] = 100.0 * (pdm / tr_s) if tr_s != 0.0 else 0.0
+            plus_di[i] = di_value(pdm, tr_s)
             continue
         if which == 2:
-            minus_di[i] = 100.0 * (mdm / tr_s) if tr_s != 0.0 else 0.0
+            minus_di[i] = di_value(mdm, tr_s)
             continue
-        if tr_s != 0.0:
-            p = 100.0 * (pdm / tr_s)
-            m = 100.0 * (mdm / tr_s)
-            s = p + m
-            have_dx = s != 0.0
-            dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
-        else:
-            p = 0.0
-            m = 0.0
-            have_dx = False
-            dx = 0.0
+        p, m, have_dx, dx = dmi_terms(pdm, mdm, tr_s)
         if which != 3:
             plus_di[i] = p
             minus_di[i] = m
@@ -502,7 +479,7 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
             adx[i] = prev_adx
         else:
             if have_dx:
-                prev_adx = prev_adx * omn + dx * inv_n
+                prev_adx = wilder_mean(prev_adx, dx, inv_n, omn)
             adx[i] = prev_adx
 
 
@@ -564,7 +541,7 @@ def moments_blocked_core(x, n, zscore, out):
     division) beside the running sums; split, the sums run alone and the roots go four to
     an instruction: 10M rows 32 -> 21 ms (TA-Lib STDDEV, which also takes its roots in a
     second pass: 25 ms). The scratch rows are an allocation, which the cuda backend's
-    device functions cannot make: it compiles `moments_core` (kernels.cores.CPU_VARIANTS)."""
+    device functions cannot make: it compiles `moments_core` (kernels.indicators.cores.CPU_VARIANTS)."""
     t_len = x.shape[0]
     for i in range(min(n - 1, t_len)):
         out[i] = NAN
@@ -660,8 +637,8 @@ def lsma_blocked_core(x, n, out):
 
 SCRATCH_BLOCK = 256
 # Cores the cpu backend replaces with a variant of its own (same outputs bit for bit): here
-# (tests/kernels/test_core_variants.py), in kernels.chunked_cores, the time-chunked ones
-# (tests/kernels/test_chunked_cores.py), or in kernels.exact_cores, the integer ones where
+# (tests/kernels/test_core_variants.py), in kernels.indicators.chunks, the time-chunked ones
+# (tests/kernels/test_chunked_cores.py), or in kernels.indicators.exact, the integer ones where
 # float32 sums are exact (tests/kernels/test_exact_cores.py). The cuda backend compiles the
 # portable core.
 CPU_VARIANTS = {"moments_core": "moments_blocked_core", "lsma_core": "lsma_blocked_core",

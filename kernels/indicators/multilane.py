@@ -13,7 +13,7 @@ runs period ns[j] over column j of the inputs, which are time-major [T, Lx] too:
   cost more than the loop-carried latency the lanes save (measured, 500 x 6,500 rows), so
   `kernels.indicators.ragged` and 2-D calls keep one single-lane call per series.
 
-Per lane, every operation is the one of the single-lane core in `kernels.cores`, in the same
+Per lane, every operation is the one of the single-lane core in `kernels.indicators.cores`, in the same
 order (no reassociation, fastmath off), so out[:, j] is bit for bit the single-lane core's
 output for period ns[j] over lane j's series, warm-up NaN and seeds included
 (tests/kernels/test_lane_cores.py checks it).
@@ -23,7 +23,7 @@ phases (NaN, seed sum, first value, update) and take the single core's branches,
 steady phase from the row where every lane updates, a branch-free loop over lanes. Lanes
 whose period exceeds the series stay NaN throughout.
 
-CPU only (compiled by `kernels.backends.cpu_backend.compiled_lanes` with numba's "numpy"
+CPU only (compiled by `kernels.indicators.cpu.compiled_lanes` with numba's "numpy"
 error model: a quotient by zero is IEEE inf/NaN, computed for every lane and kept only where
 the single core computes it): the cuda backend already runs one thread per series. Per-lane
 state lives in small scratch arrays of length L (a float64 EMA block is its own state: each
@@ -40,10 +40,12 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from kernels.fused_numba import fma
+from kernels.indicators._intrinsics import fma
+from kernels.indicators.steps import (di_ratio, di_value, directional_moves, dmi_terms, dx_ratio, ema_step_tied, gain_loss, rsi_value,
+                                      true_range, wilder_mean, wilder_sum)
 
 NAN = float("nan")
-EPS = 1e-14  # as kernels.cores.EPS
+EPS = 1e-14  # as kernels.indicators.cores.EPS
 
 
 @register_jitable
@@ -80,12 +82,6 @@ def _zeros_aligned(n):
     buf = np.zeros(n + 8)
     off = (-(buf.ctypes.data // 8)) % 8
     return buf[off : off + n]
-
-
-@register_jitable
-def _ema_next(v, e, k, omk):
-    """One EMA step as in cores.ema_core: v*k + e*(1-k), e itself where v == e."""
-    return v * k + e * omk if v != e else e
 
 
 def sma_lanes(x, ns, out):
@@ -143,7 +139,7 @@ def ema_lanes(x, ns, out):
                 prev[j] = (prev[j] + v[j]) / n
                 out[i, j] = prev[j]
             else:
-                p = _ema_next(v[j], prev[j], k[j], omk[j])
+                p = ema_step_tied(v[j], prev[j], k[j], omk[j])
                 prev[j] = p
                 out[i, j] = p
     shared = x.shape[1] == 1
@@ -156,24 +152,24 @@ def ema_lanes(x, ns, out):
             if shared:
                 vv = np.float64(x[i, 0])
                 for j in range(n_lanes):
-                    row[j] = _ema_next(vv, above[j], k[j], omk[j])
+                    row[j] = ema_step_tied(vv, above[j], k[j], omk[j])
             else:
                 xr = x[i]
                 for j in range(n_lanes):
-                    row[j] = _ema_next(np.float64(xr[j]), above[j], k[j], omk[j])
+                    row[j] = ema_step_tied(np.float64(xr[j]), above[j], k[j], omk[j])
         return
     for i in range(nmax, t_len):
         row = out[i]
         if shared:
             vv = np.float64(x[i, 0])
             for j in range(n_lanes):
-                p = _ema_next(vv, prev[j], k[j], omk[j])
+                p = ema_step_tied(vv, prev[j], k[j], omk[j])
                 prev[j] = p
                 row[j] = p
         else:
             xr = x[i]
             for j in range(n_lanes):
-                p = _ema_next(np.float64(xr[j]), prev[j], k[j], omk[j])
+                p = ema_step_tied(np.float64(xr[j]), prev[j], k[j], omk[j])
                 prev[j] = p
                 row[j] = p
 
@@ -220,51 +216,39 @@ def rsi_lanes(x, ns, out):
                 else:
                     loss[j] /= n
                     gain[j] /= n
-                    s = gain[j] + loss[j]
-                    out[i, j] = 100.0 * (gain[j] / s) if s != 0.0 else 0.0
+                    out[i, j] = rsi_value(gain[j], loss[j])
             else:
-                up = d if d > 0.0 else 0.0
-                down = -d if d < 0.0 else 0.0
-                g = gain[j] * omn[j] + up * inv[j]
-                lo = loss[j] * omn[j] + down * inv[j]
+                up, down = gain_loss(d)
+                g = wilder_mean(gain[j], up, inv[j], omn[j])
+                lo = wilder_mean(loss[j], down, inv[j], omn[j])
                 gain[j] = g
                 loss[j] = lo
-                s = g + lo
-                out[i, j] = 100.0 * (g / s) if s != 0.0 else 0.0
+                out[i, j] = rsi_value(g, lo)
     shared = x.shape[1] == 1
     for i in range(max(nmax + 1, 1), t_len):
         row = out[i]
         if shared:  # the change, its up and down parts once per row (no per-row lane buffer)
-            d = np.float64(x[i, 0]) - np.float64(x[i - 1, 0])
-            up = d if d > 0.0 else 0.0
-            down = -d if d < 0.0 else 0.0
+            up, down = gain_loss(np.float64(x[i, 0]) - np.float64(x[i - 1, 0]))
             for j in range(n_lanes):
-                g = gain[j] * omn[j] + up * inv[j]
-                lo = loss[j] * omn[j] + down * inv[j]
+                g = wilder_mean(gain[j], up, inv[j], omn[j])
+                lo = wilder_mean(loss[j], down, inv[j], omn[j])
                 gain[j] = g
                 loss[j] = lo
-                s = g + lo
-                row[j] = 100.0 * (g / s) if s != 0.0 else 0.0
+                row[j] = rsi_value(g, lo)
             continue
         _load_change(x, i, dd)
         for j in range(n_lanes):
-            d = dd[j]
-            up = d if d > 0.0 else 0.0
-            down = -d if d < 0.0 else 0.0
-            g = gain[j] * omn[j] + up * inv[j]
-            lo = loss[j] * omn[j] + down * inv[j]
+            up, down = gain_loss(dd[j])
+            g = wilder_mean(gain[j], up, inv[j], omn[j])
+            lo = wilder_mean(loss[j], down, inv[j], omn[j])
             gain[j] = g
             loss[j] = lo
-            s = g + lo
-            row[j] = 100.0 * (g / s) if s != 0.0 else 0.0
+            row[j] = rsi_value(g, lo)
 
 
 @register_jitable
 def _true_range(h, l, c, i, j):
-    hi = np.float64(h[i, j])
-    lo = np.float64(l[i, j])
-    pc = np.float64(c[i - 1, j])
-    return max(max(hi - lo, math.fabs(hi - pc)), math.fabs(lo - pc))
+    return true_range(np.float64(h[i, j]), np.float64(l[i, j]), np.float64(c[i - 1, j]))
 
 
 @register_jitable
@@ -304,7 +288,7 @@ def atr_lanes(h, l, c, ns, out):
                 acc[j] = (acc[j] + tr) / n
                 out[i, j] = acc[j]
             else:
-                acc[j] = acc[j] * omn[j] + tr * inv[j]
+                acc[j] = wilder_mean(acc[j], tr, inv[j], omn[j])
                 out[i, j] = acc[j]
     shared = h.shape[1] == 1
     for i in range(max(nmax + 1, 1), t_len):
@@ -312,13 +296,13 @@ def atr_lanes(h, l, c, ns, out):
         if shared:  # the true range once per row (no per-row lane buffer)
             tr = _true_range(h, l, c, i, 0)
             for j in range(n_lanes):
-                a = acc[j] * omn[j] + tr * inv[j]
+                a = wilder_mean(acc[j], tr, inv[j], omn[j])
                 acc[j] = a
                 row[j] = a
             continue
         _load_true_range(h, l, c, i, trs)
         for j in range(n_lanes):
-            a = acc[j] * omn[j] + trs[j] * inv[j]
+            a = wilder_mean(acc[j], trs[j], inv[j], omn[j])
             acc[j] = a
             row[j] = a
 
@@ -326,11 +310,8 @@ def atr_lanes(h, l, c, ns, out):
 @register_jitable
 def _moves(h, l, i, j):
     """(+DM, -DM) of lane j at row i >= 1, as in dmi_core."""
-    diff_p = np.float64(h[i, j]) - np.float64(h[i - 1, j])
-    diff_m = np.float64(l[i - 1, j]) - np.float64(l[i, j])
-    dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
-    dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
-    return dm_plus, dm_minus
+    return directional_moves(np.float64(h[i, j]), np.float64(h[i - 1, j]), np.float64(l[i, j]),
+                             np.float64(l[i - 1, j]))
 
 
 @register_jitable
@@ -384,24 +365,16 @@ def dmi_lanes(h, l, c, ns, which, out):
                 tr_s[j] += trs[j]
                 out[i, j] = NAN
                 continue
-            mdm[j] = mdm[j] * omn[j] + dmm[j]
-            pdm[j] = pdm[j] * omn[j] + dmp[j]
-            tr_s[j] = tr_s[j] * omn[j] + trs[j]
+            mdm[j] = wilder_sum(mdm[j], dmm[j], omn[j])
+            pdm[j] = wilder_sum(pdm[j], dmp[j], omn[j])
+            tr_s[j] = wilder_sum(tr_s[j], trs[j], omn[j])
             if which == 1:
-                out[i, j] = 100.0 * (pdm[j] / tr_s[j]) if tr_s[j] != 0.0 else 0.0
+                out[i, j] = di_value(pdm[j], tr_s[j])
                 continue
             if which == 2:
-                out[i, j] = 100.0 * (mdm[j] / tr_s[j]) if tr_s[j] != 0.0 else 0.0
+                out[i, j] = di_value(mdm[j], tr_s[j])
                 continue
-            if tr_s[j] != 0.0:
-                p = 100.0 * (pdm[j] / tr_s[j])
-                m = 100.0 * (mdm[j] / tr_s[j])
-                s = p + m
-                have_dx = s != 0.0
-                dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
-            else:
-                have_dx = False
-                dx = 0.0
+            _, _, have_dx, dx = dmi_terms(pdm[j], mdm[j], tr_s[j])
             if i < 2 * n - 1:
                 sum_dx[j] += dx
                 out[i, j] = NAN
@@ -411,42 +384,44 @@ def dmi_lanes(h, l, c, ns, which, out):
                 out[i, j] = prev_adx[j]
             else:
                 if have_dx:
-                    prev_adx[j] = prev_adx[j] * omn[j] + dx * inv[j]
+                    prev_adx[j] = wilder_mean(prev_adx[j], dx, inv[j], omn[j])
                 out[i, j] = prev_adx[j]
     for i in range(max(steady, 1), t_len):
         _load_moves(h, l, c, i, dmp, dmm, trs)
         row = out[i]
         if which == 1:
             for j in range(n_lanes):
-                mdm[j] = mdm[j] * omn[j] + dmm[j]
-                ps = pdm[j] * omn[j] + dmp[j]
-                ts = tr_s[j] * omn[j] + trs[j]
+                mdm[j] = wilder_sum(mdm[j], dmm[j], omn[j])
+                ps = wilder_sum(pdm[j], dmp[j], omn[j])
+                ts = wilder_sum(tr_s[j], trs[j], omn[j])
                 pdm[j] = ps
                 tr_s[j] = ts
-                row[j] = 100.0 * (ps / ts) if ts != 0.0 else 0.0
+                row[j] = di_value(ps, ts)
         elif which == 2:
             for j in range(n_lanes):
-                ms = mdm[j] * omn[j] + dmm[j]
-                pdm[j] = pdm[j] * omn[j] + dmp[j]
-                ts = tr_s[j] * omn[j] + trs[j]
+                ms = wilder_sum(mdm[j], dmm[j], omn[j])
+                pdm[j] = wilder_sum(pdm[j], dmp[j], omn[j])
+                ts = wilder_sum(tr_s[j], trs[j], omn[j])
                 mdm[j] = ms
                 tr_s[j] = ts
-                row[j] = 100.0 * (ms / ts) if ts != 0.0 else 0.0
+                row[j] = di_value(ms, ts)
         else:
             for j in range(n_lanes):
-                ms = mdm[j] * omn[j] + dmm[j]
-                ps = pdm[j] * omn[j] + dmp[j]
-                ts = tr_s[j] * omn[j] + trs[j]
+                ms = wilder_sum(mdm[j], dmm[j], omn[j])
+                ps = wilder_sum(pdm[j], dmp[j], omn[j])
+                ts = wilder_sum(tr_s[j], trs[j], omn[j])
                 mdm[j] = ms
                 pdm[j] = ps
                 tr_s[j] = ts
-                p = 100.0 * (ps / ts)
-                m = 100.0 * (ms / ts)
-                s = p + m
-                # dx counts only where TR and +DI + -DI are non-zero; elsewhere ADX stays
-                have_dx = (ts != 0.0) & (s != 0.0)
+                # dx counts only where TR and +DI + -DI are non-zero; elsewhere ADX stays. The
+                # divisions are taken for every lane and kept by the select (dmi_terms' branch
+                # on TR, or di_value's and dx_value's selects, cost 5-8% here: they keep more
+                # of the loop per lane)
+                p = di_ratio(ps, ts)
+                m = di_ratio(ms, ts)
+                have_dx = (ts != 0.0) & (p + m != 0.0)
                 a = prev_adx[j]
-                a = a * omn[j] + (100.0 * (math.fabs(m - p) / s)) * inv[j] if have_dx else a
+                a = wilder_mean(a, dx_ratio(p, m), inv[j], omn[j]) if have_dx else a
                 prev_adx[j] = a
                 row[j] = a
 
@@ -580,11 +555,11 @@ def dema_lanes(x, ns, out):
                 e1[j] = (e1[j] + v[j]) / n
                 acc2[j] = e1[j]
             elif i <= look:
-                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
                 acc2[j] += e1[j]
             else:
-                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
-                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
+                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
+                e2[j] = ema_step_tied(e1[j], e2[j], k[j], omk[j])
                 out[i, j] = 2.0 * e1[j] - e2[j]
                 continue
             if i == look:
@@ -598,16 +573,16 @@ def dema_lanes(x, ns, out):
         if shared:
             vv = np.float64(x[i, 0])
             for j in range(n_lanes):
-                a = _ema_next(vv, e1[j], k[j], omk[j])
-                b = _ema_next(a, e2[j], k[j], omk[j])
+                a = ema_step_tied(vv, e1[j], k[j], omk[j])
+                b = ema_step_tied(a, e2[j], k[j], omk[j])
                 e1[j] = a
                 e2[j] = b
                 row[j] = 2.0 * a - b
         else:
             xr = x[i]
             for j in range(n_lanes):
-                a = _ema_next(np.float64(xr[j]), e1[j], k[j], omk[j])
-                b = _ema_next(a, e2[j], k[j], omk[j])
+                a = ema_step_tied(np.float64(xr[j]), e1[j], k[j], omk[j])
+                b = ema_step_tied(a, e2[j], k[j], omk[j])
                 e1[j] = a
                 e2[j] = b
                 row[j] = 2.0 * a - b
@@ -643,16 +618,16 @@ def tema_lanes(x, ns, out):
                 e1[j] = (e1[j] + v[j]) / n
                 acc2[j] = e1[j]
             elif i <= 2 * n - 2:
-                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
+                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
                 acc2[j] += e1[j]
             elif i <= look:
-                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
-                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
+                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
+                e2[j] = ema_step_tied(e1[j], e2[j], k[j], omk[j])
                 acc3[j] += e2[j]
             else:
-                e1[j] = _ema_next(v[j], e1[j], k[j], omk[j])
-                e2[j] = _ema_next(e1[j], e2[j], k[j], omk[j])
-                e3[j] = _ema_next(e2[j], e3[j], k[j], omk[j])
+                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
+                e2[j] = ema_step_tied(e1[j], e2[j], k[j], omk[j])
+                e3[j] = ema_step_tied(e2[j], e3[j], k[j], omk[j])
                 out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
                 continue
             if i == 2 * n - 2:
@@ -669,9 +644,9 @@ def tema_lanes(x, ns, out):
         if shared:
             vv = np.float64(x[i, 0])
             for j in range(n_lanes):
-                a = _ema_next(vv, e1[j], k[j], omk[j])
-                b = _ema_next(a, e2[j], k[j], omk[j])
-                c = _ema_next(b, e3[j], k[j], omk[j])
+                a = ema_step_tied(vv, e1[j], k[j], omk[j])
+                b = ema_step_tied(a, e2[j], k[j], omk[j])
+                c = ema_step_tied(b, e3[j], k[j], omk[j])
                 e1[j] = a
                 e2[j] = b
                 e3[j] = c
@@ -679,9 +654,9 @@ def tema_lanes(x, ns, out):
         else:
             xr = x[i]
             for j in range(n_lanes):
-                a = _ema_next(np.float64(xr[j]), e1[j], k[j], omk[j])
-                b = _ema_next(a, e2[j], k[j], omk[j])
-                c = _ema_next(b, e3[j], k[j], omk[j])
+                a = ema_step_tied(np.float64(xr[j]), e1[j], k[j], omk[j])
+                b = ema_step_tied(a, e2[j], k[j], omk[j])
+                c = ema_step_tied(b, e3[j], k[j], omk[j])
                 e1[j] = a
                 e2[j] = b
                 e3[j] = c

@@ -2,7 +2,7 @@
 
 A running sum is a loop-carried chain of float64 adds (SMA: add+sub a row, 0.96 ns on the EPYC
 of benchmarks/RESULTS.md), and it does not contract, so it cannot be chunked like the recursions
-of `kernels.chunked_cores`. But a float32 value is an integer times its ulp, so where every sum
+of `kernels.indicators.chunks`. But a float32 value is an integer times its ulp, so where every sum
 the core forms stays below 2^53 times the smallest ulp among its terms, the core's float64
 arithmetic is exact: each state is the exact window sum, however it is computed. Integers then
 compute it faster (an int64 add is one cycle, associative, and never rounds), and each output,
@@ -22,7 +22,7 @@ integer multiple of u below 2^53 u: exact in float64. Then:
 The states cross into the next block by a shift: their terms lie in that block's reach too, so
 its u divides them. A block whose sums could round (or holding a NaN or an infinity) hands the
 whole series to the float64 path, which rewrites every output; so does a float64 or strided
-input: for SMA and KAMA the lanes of `kernels.shifted_cores` (float64 running sums a constant
+input: for SMA and KAMA the lanes of `kernels.indicators.shifted` (float64 running sums a constant
 apart), for WMA the portable core. Each variant returns True when the integer path ran
 (tests/kernels/test_exact_cores.py).
 
@@ -38,8 +38,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from kernels import cores, shifted_cores
-from kernels.shifted_cores import (  # noqa: F401 (KAMA_FIRST: read here by tests)
+from kernels.indicators import cores, shifted
+from kernels.indicators.shifted import (  # noqa: F401 (KAMA_FIRST: read here by tests)
     KAMA_FIRST,
     KAMA_LANES,
     KAMA_ROWS,
@@ -50,15 +50,15 @@ from kernels.shifted_cores import (  # noqa: F401 (KAMA_FIRST: read here by test
     kama_window_sum,
     walk_chunks_again,
 )
-from kernels.fused_numba import fma
-from kernels.prefetch_numba import prefetch
+from kernels.indicators._intrinsics import fma
+from kernels.indicators._intrinsics import prefetch
 
 NAN = float("nan")
 BLOCK = 2048  # output rows per block: the int64 scratch stays in L1/L2
 ALL_ZERO = 0  # _unit_exponent of a block of zeros: any unit divides it
 NOT_EXACT = -1
 
-_sma_shifted_core = register_jitable(shifted_cores.sma_shifted_core)
+_sma_shifted_core = register_jitable(shifted.sma_shifted_core)
 _wma_core = register_jitable(cores.wma_core)
 
 
@@ -181,7 +181,7 @@ def _scratch(x, n, rows):
 def sma_exact_core(x, n, out):
     """sma_core bit for bit; in int64 where every window sum is exact (module docstring).
     The core's order, S + x[i] emitted then S - x[i-n+1], is the same exact integers.
-    Elsewhere (float64, strided, sums that could round) `shifted_cores.sma_shifted_core`."""
+    Elsewhere (float64, strided, sums that could round) `shifted.sma_shifted_core`."""
     t_len = x.shape[0]
     if t_len < n or not _float32_bits(x):
         _sma_shifted_core(x, n, out)
@@ -258,9 +258,9 @@ def wma_exact_core(x, n, out):
 
 
 _kama_core = register_jitable(cores.kama_core)
-_kama_shifted_core = register_jitable(shifted_cores.kama_shifted_core)
+_kama_shifted_core = register_jitable(shifted.kama_shifted_core)
 # KAMA_LANES chunks (`_kama_chains`), KAMA_ROWS rows per lane between the vectorised passes and
-# between two marks of the lanes' states, the first block of KAMA_FIRST: as kernels.shifted_cores
+# between two marks of the lanes' states, the first block of KAMA_FIRST: as kernels.indicators.shifted
 KAMA_PITCH = KAMA_ROWS + 8  # a lane's smoothing constants apart: 64 bytes off a multiple of 4 KiB, else the lanes share L1 sets
 # Steady rows per chunk below which the core runs: a chunk that meets the true state only late
 # (KAMA contracts by 1 - sc, as little as 1 - (2/31)^2 a row) is walked again serially.
@@ -395,7 +395,7 @@ def kama_lanes(x, n, out, min_chunk):
     chunk j-1, rewriting its outputs, until its state equals the lane's state at one of the
     marks kept after every block (the first after KAMA_FIRST rows): the rest of the lane is
     then the true values. A chunk that never meets is walked to its end. Other inputs (float64,
-    strided, sums that could round) run `kernels.shifted_cores.kama_shifted_core` (which runs
+    strided, sums that could round) run `kernels.indicators.shifted.kama_shifted_core` (which runs
     the core on series with fewer than its own minimum rows a chunk), as does a series with
     fewer than `min_chunk` steady rows a chunk.
     Returns the rows walked again, or -1 where the integer lanes did not run."""

@@ -11,7 +11,7 @@ One definition, two ways to run it:
   before it the exact rational sum rounded once (CPython's integer division rounds correctly),
   with IEEE 754's rules for infinities, NaN, signed zeros and overflow. This module imports
   no numba, so the updaters stay light;
-- compiled (numba cpu, numba cuda): `kernels.fused_numba` gives this function its compiled
+- compiled (numba cpu, numba cuda): `kernels.indicators._intrinsics` gives this function its compiled
   form, `llvm.fma.f64`, one instruction where the CPU or GPU has it (LLVM calls libm's
   correctly rounded `fma` where it has not). Cores import `fma` from there.
 """

@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from kernels import cores
+from kernels.indicators import cores
 from kernels.backends import device_io
 from kernels.cuda_build import no_fma
 from kernels.gpu_phases import phase

@@ -5,7 +5,7 @@ series is bound by the latency of that loop-carried chain (mul+add 1.43 ns a row
 EPYC of benchmarks/RESULTS.md; `benchmarks/probe_chains.py`), not by the arithmetic. These
 variants cut the steady phase into LANES equal chunks and advance all of them in one loop:
 independent chains that the CPU overlaps. The first chunk starts from the true state (the
-seeds as in `kernels.cores`); chunk j >= 1 starts `warm` rows early, from an arbitrary state,
+seeds as in `kernels.indicators.cores`); chunk j >= 1 starts `warm` rows early, from an arbitrary state,
 on the last rows of chunk j-1.
 
 Why that gives the exact bits: the recurrences here contract (Wilder's `a*(1-1/n) + v/n`,
@@ -18,20 +18,20 @@ recomputed serially from that state. The outputs never depend on the meeting, on
 time does (tests/kernels/test_chunked_cores.py: every variant against its core, bit for bit,
 warm-ups that meet and ones that do not). `dmi_chunked_core` has no warm-up: its chunks start
 from zeros and are walked again serially afterwards until they meet (as
-`kernels.exact_cores.kama_lanes`). The lanes' states live in named variables (registers), not
+`kernels.indicators.exact.kama_lanes`). The lanes' states live in named variables (registers), not
 in an array, where a loop was bound by the store and load of every step; RSI, DMI and float32
 ATR run in tiles, each lane's per-row terms first in loops that vectorise, then the chains.
 
-Per row, every operation is the one of the core in `kernels.cores`, in the same order. A
+Per row, every operation is the one of the core in `kernels.indicators.cores`, in the same order. A
 series shorter than LANES chunks of 4 x `warm` rows runs the portable core itself (whose
 serial loop is the faster one for a single chain), and the seeds come from it where its
 output is the whole state (ATR, EMA). CPU only
-(`kernels.cores.CPU_VARIANTS`; the cuda backend compiles the portable cores, one thread per
+(`kernels.indicators.cores.CPU_VARIANTS`; the cuda backend compiles the portable cores, one thread per
 series).
 
 Running sums (SMA, WMA, KAMA's efficiency ratio) do not contract: a chunk started from another
-state keeps its offset. Where their float32 sums are exact, `kernels.exact_cores` computes them
-in integers instead; elsewhere `kernels.shifted_cores` runs SMA's and KAMA's in lanes whose
+state keeps its offset. Where their float32 sums are exact, `kernels.indicators.exact` computes them
+in integers instead; elsewhere `kernels.indicators.shifted` runs SMA's and KAMA's in lanes whose
 offset it finds and applies exactly.
 """
 
@@ -43,8 +43,10 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from kernels import cores
-from kernels.prefetch_numba import prefetch
+from kernels.indicators import cores
+from kernels.indicators._intrinsics import prefetch
+from kernels.indicators.steps import (di_value, directional_moves, dmi_terms, ema_step_tied, gain_loss, rsi_seed, rsi_value,
+                                      true_range, wilder_mean, wilder_sum)
 
 NAN = float("nan")
 LANES = 8  # chains of one input series: 8 hide the latency; 16 lose more to their 32 memory streams (measured)
@@ -123,12 +125,6 @@ def _fetch_ahead(h, l, c, ahead, size, lanes, r, stop):
 
 
 @register_jitable
-def _tr(hi, lo, cp):
-    """atr_core's true range from a row's high and low and the close before (float64)."""
-    return max(max(hi - lo, math.fabs(hi - cp)), math.fabs(lo - cp))
-
-
-@register_jitable
 def _tr_ordered(hi, lo, cp):
     """_tr where hi - lo >= 0 (no NaN and no inf - inf among hi, lo): max(hi, cp) - min(lo, cp).
 
@@ -143,7 +139,7 @@ def _tr_ordered(hi, lo, cp):
 @register_jitable
 def _true_range(h, l, c, i):
     """atr_core's true range of row i (i >= 1)."""
-    return _tr(np.float64(h[i]), np.float64(l[i]), np.float64(c[i - 1]))
+    return true_range(np.float64(h[i]), np.float64(l[i]), np.float64(c[i - 1]))
 
 
 @register_jitable
@@ -158,7 +154,7 @@ def _atr_rows(hs, ls, cs, os, size, st, omn, inv_n):
             hi = hs[q]
             lo = ls[q]
             ordered &= hi - lo >= 0.0
-            a = st[j] * omn + _tr_ordered(hi, lo, cs[q]) * inv_n
+            a = wilder_mean(st[j], _tr_ordered(hi, lo, cs[q]), inv_n, omn)
             st[j] = a
             os[q] = a
     return ordered
@@ -209,7 +205,7 @@ def _atr_tiles(hs, ls, cs, os, size, st, omn, inv_n):
 @register_jitable
 def _wilder(a, v, omn, inv_n, dst, q):
     """Wilder's step a*(1 - 1/n) + v/n, as the cores compute it; stored at dst[q]."""
-    a = a * omn + v * inv_n
+    a = wilder_mean(a, v, inv_n, omn)
     dst[q] = a
     return a
 
@@ -246,8 +242,8 @@ def atr_chunked_core(h, l, c, n, out):
     for r in range(size - warm, size):  # chunk j >= 1 warms up on chunk j-1's last rows
         for j in range(1, ATR_LANES):
             q = (j - 1) * size + r
-            tr = _tr(np.float64(hs[q]), np.float64(ls[q]), np.float64(cs[q]))
-            st[j] = st[j] * omn + tr * inv_n
+            tr = true_range(np.float64(hs[q]), np.float64(ls[q]), np.float64(cs[q]))
+            st[j] = wilder_mean(st[j], tr, inv_n, omn)
     met = st.copy()
     st[0] = seed[n]
     if _is_float32(h):
@@ -259,7 +255,7 @@ def atr_chunked_core(h, l, c, n, out):
         return
     acc = st[ATR_LANES - 1]
     for i in range(stop, t_len):  # the rows after the last chunk, on its chain
-        acc = acc * omn + _true_range(h, l, c, i) * inv_n
+        acc = wilder_mean(acc, _true_range(h, l, c, i), inv_n, omn)
         out[i] = acc
     st[ATR_LANES - 1] = acc
     for j in range(1, ATR_LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
@@ -267,21 +263,15 @@ def atr_chunked_core(h, l, c, n, out):
             continue
         acc = st[j - 1]
         for i in range(start + j * size, start + (j + 1) * size if j < ATR_LANES - 1 else t_len):
-            acc = acc * omn + _true_range(h, l, c, i) * inv_n
+            acc = wilder_mean(acc, _true_range(h, l, c, i), inv_n, omn)
             out[i] = acc
         st[j] = acc
 
 
 @register_jitable
-def _ema_step(v, e, k, omk):
-    """ema_core's update for input v (e kept where v equals it)."""
-    return v * k + e * omk if v != e else e
-
-
-@register_jitable
 def _ema_put(xs, os, q, e, k, omk):
     """_ema_step on xs[q], stored at os[q]."""
-    e = _ema_step(np.float64(xs[q]), e, k, omk)
+    e = ema_step_tied(np.float64(xs[q]), e, k, omk)
     os[q] = e
     return e
 
@@ -313,7 +303,7 @@ def ema_chunked_core(x, n, out):
         st[j] = np.float64(xs[j * size - warm])
     for r in range(size - warm, size):
         for j in range(1, LANES):
-            st[j] = _ema_step(np.float64(xs[(j - 1) * size + r]), st[j], k, omk)
+            st[j] = ema_step_tied(np.float64(xs[(j - 1) * size + r]), st[j], k, omk)
     met = st.copy()
     st[0] = seed[n - 1]
     e0, e1, e2, e3, e4, e5, e6, e7 = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]
@@ -329,7 +319,7 @@ def ema_chunked_core(x, n, out):
     st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7] = e0, e1, e2, e3, e4, e5, e6, e7
     e = st[LANES - 1]
     for i in range(stop, t_len):  # the rows after the last chunk, on its chain
-        e = _ema_step(np.float64(x[i]), e, k, omk)
+        e = ema_step_tied(np.float64(x[i]), e, k, omk)
         out[i] = e
     st[LANES - 1] = e
     for j in range(1, LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
@@ -337,7 +327,7 @@ def ema_chunked_core(x, n, out):
             continue
         e = st[j - 1]
         for i in range(start + j * size, start + (j + 1) * size if j < LANES - 1 else t_len):
-            e = _ema_step(np.float64(x[i]), e, k, omk)
+            e = ema_step_tied(np.float64(x[i]), e, k, omk)
             out[i] = e
         st[j] = e
 
@@ -345,9 +335,9 @@ def ema_chunked_core(x, n, out):
 @register_jitable
 def _tema_step(v, e1, e2, e3, k, omk):
     """tema_core's update of its three EMAs for input v (each kept where its input equals it)."""
-    e1 = v * k + e1 * omk if v != e1 else e1
-    e2 = e1 * k + e2 * omk if e1 != e2 else e2
-    e3 = e2 * k + e3 * omk if e2 != e3 else e3
+    e1 = ema_step_tied(v, e1, k, omk)
+    e2 = ema_step_tied(e1, e2, k, omk)
+    e3 = ema_step_tied(e2, e3, k, omk)
     return e1, e2, e3
 
 
@@ -377,14 +367,14 @@ def tema_chunked_core(x, n, out):
     acc2 = e1
     for i in range(n, 2 * n - 1):  # e1 values 1..n-1 enter the seed of e2
         v = np.float64(x[i])
-        e1 = v * k + e1 * omk if v != e1 else e1
+        e1 = ema_step_tied(v, e1, k, omk)
         acc2 += e1
     e2 = acc2 / n
     acc3 = e2
     for i in range(2 * n - 1, look + 1):  # e2 values 1..n-1 enter the seed of e3
         v = np.float64(x[i])
-        e1 = v * k + e1 * omk if v != e1 else e1
-        e2 = e1 * k + e2 * omk if e1 != e2 else e2
+        e1 = ema_step_tied(v, e1, k, omk)
+        e2 = ema_step_tied(e1, e2, k, omk)
         acc3 += e2
     e3 = acc3 / n
     out[look] = 3.0 * e1 - 3.0 * e2 + e3
@@ -441,31 +431,21 @@ def tema_chunked_core(x, n, out):
 
 
 @register_jitable
-def _moves(d):
-    """rsi_core's gain and loss of a change d (both 0 for a NaN change)."""
-    return (d if d > 0.0 else 0.0), (-d if d < 0.0 else 0.0)
-
-
-@register_jitable
-def _rsi_out(gain, loss):
-    """rsi_core's output for its two averages: 100*gain/(gain+loss), 0 when both are 0."""
-    s = gain + loss
-    return 100.0 * (gain / s) if s != 0.0 else 0.0
-
-
-@register_jitable
-def _rsi_moves(cur, before, inv_n, gains, losses):
+def _rsigain_loss(cur, before, inv_n, gains, losses):
     """gains[r] and losses[r] = rsi_core's gain and loss of the change cur[r] - before[r], over n
     (the addends of its Wilder steps: products off the chains), in a loop that vectorises."""
     for r in range(cur.shape[0]):
-        up, down = _moves(np.float64(cur[r]) - np.float64(before[r]))
+        up, down = gain_loss(np.float64(cur[r]) - np.float64(before[r]))
         gains[r] = up * inv_n
         losses[r] = down * inv_n
 
 
 @register_jitable
 def _rsi_put(g, lo, omn, gains, losses, t):
-    """rsi_core's two Wilder steps on the addends at entry t, the averages stored over them."""
+    """rsi_core's two Wilder steps on the addends at entry t, the averages stored over them.
+    steps.wilder_mean split in two: its product v*(1/n) is taken for a tile ahead in a loop
+    that vectorises (`_rsi_moves`), its multiply-add on the chain here: the same two
+    roundings in the same order."""
     g = g * omn + gains[t]
     lo = lo * omn + losses[t]
     gains[t] = g
@@ -475,8 +455,9 @@ def _rsi_put(g, lo, omn, gains, losses, t):
 
 @register_jitable
 def _rsi_outs(gains, losses, dst):
-    """dst[r] = _rsi_out(gains[r], losses[r]) in a loop that vectorises (np.true_divide has no
-    zero-division branch; the select keeps _rsi_out's 0 where both are 0)."""
+    """dst[r] = rsi_value(gains[r], losses[r]) in a loop that vectorises (np.true_divide has no
+    zero-division branch, which `/` has under the Python error model these cores compile with;
+    the select keeps rsi_value's 0 where both are 0): steps.rsi_value's roundings, restated."""
     for r in range(dst.shape[0]):
         s = gains[r] + losses[r]
         v = 100.0 * np.true_divide(gains[r], s)
@@ -501,7 +482,7 @@ def _rsi_tiles(cur, before, os, size, g, lo, omn, inv_n):
         m = min(RSI_TILE, size - r0)
         for j in range(LANES):
             first = j * size + r0
-            _rsi_moves(cur[first : first + m], before[first : first + m], inv_n, gains[j * p : j * p + m],
+            _rsigain_loss(cur[first : first + m], before[first : first + m], inv_n, gains[j * p : j * p + m],
                        losses[j * p : j * p + m])
         g0, g1, g2, g3, g4, g5, g6, g7 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
         l0, l1, l2, l3, l4, l5, l6, l7 = lo[0], lo[1], lo[2], lo[3], lo[4], lo[5], lo[6], lo[7]
@@ -538,17 +519,8 @@ def rsi_chunked_core(x, n, out):
         out[i] = NAN
     inv_n = 1.0 / n
     omn = 1.0 - inv_n
-    gain = 0.0
-    loss = 0.0
-    for i in range(1, n + 1):
-        d = np.float64(x[i]) - np.float64(x[i - 1])
-        if d < 0:
-            loss -= d
-        else:
-            gain += d
-    loss /= n
-    gain /= n
-    out[n] = _rsi_out(gain, loss)
+    gain, loss = rsi_seed(x, n)
+    out[n] = rsi_value(gain, loss)
     size = (t_len - start) // LANES
     stop = start + LANES * size
     cur = x[start:stop]
@@ -560,9 +532,9 @@ def rsi_chunked_core(x, n, out):
         for j in range(1, LANES):
             q = (j - 1) * size + r
             d = np.float64(cur[q]) - np.float64(before[q])
-            up, down = _moves(d)
-            g[j] = g[j] * omn + up * inv_n
-            lo[j] = lo[j] * omn + down * inv_n
+            up, down = gain_loss(d)
+            g[j] = wilder_mean(g[j], up, inv_n, omn)
+            lo[j] = wilder_mean(lo[j], down, inv_n, omn)
     mg = g.copy()
     ml = lo.copy()
     g[0] = gain
@@ -571,10 +543,10 @@ def rsi_chunked_core(x, n, out):
     gain = g[LANES - 1]
     loss = lo[LANES - 1]
     for i in range(stop, t_len):  # the rows after the last chunk, on its chain
-        up, down = _moves(np.float64(x[i]) - np.float64(x[i - 1]))
-        gain = gain * omn + up * inv_n
-        loss = loss * omn + down * inv_n
-        out[i] = _rsi_out(gain, loss)
+        up, down = gain_loss(np.float64(x[i]) - np.float64(x[i - 1]))
+        gain = wilder_mean(gain, up, inv_n, omn)
+        loss = wilder_mean(loss, down, inv_n, omn)
+        out[i] = rsi_value(gain, loss)
     g[LANES - 1] = gain
     lo[LANES - 1] = loss
     for j in range(1, LANES):  # chunk j checked against the true end of chunk j-1, redone if apart
@@ -583,10 +555,10 @@ def rsi_chunked_core(x, n, out):
         gain = g[j - 1]
         loss = lo[j - 1]
         for i in range(start + j * size, start + (j + 1) * size if j < LANES - 1 else t_len):
-            up, down = _moves(np.float64(x[i]) - np.float64(x[i - 1]))
-            gain = gain * omn + up * inv_n
-            loss = loss * omn + down * inv_n
-            out[i] = _rsi_out(gain, loss)
+            up, down = gain_loss(np.float64(x[i]) - np.float64(x[i - 1]))
+            gain = wilder_mean(gain, up, inv_n, omn)
+            loss = wilder_mean(loss, down, inv_n, omn)
+            out[i] = rsi_value(gain, loss)
         g[j] = gain
         lo[j] = loss
 
@@ -600,12 +572,8 @@ DMI_TILE_PITCH = DMI_TILE + 8
 def _dm_terms(hi, hp, lo, lp, cp):
     """dmi_core's +DM, -DM and true range from a row's high and low, the high and low before and
     the close before, in its order of operations."""
-    diff_p = np.float64(hi) - np.float64(hp)
-    diff_m = np.float64(lp) - np.float64(lo)
-    tr = _tr(np.float64(hi), np.float64(lo), np.float64(cp))
-    dm_minus = diff_m if ((diff_m > 0) & (diff_p < diff_m)) else 0.0
-    dm_plus = diff_p if ((diff_p > 0) & (diff_p > diff_m)) else 0.0
-    return dm_plus, dm_minus, tr
+    dm_plus, dm_minus = directional_moves(np.float64(hi), np.float64(hp), np.float64(lo), np.float64(lp))
+    return dm_plus, dm_minus, true_range(np.float64(hi), np.float64(lo), np.float64(cp))
 
 
 @register_jitable
@@ -621,31 +589,21 @@ def _dmi_walk(h, l, c, first, stop, which, omn, inv_n, st, plus_di, minus_di, ad
     pdm, mdm, tr_s, prev_adx = st[0], st[1], st[2], st[3]
     for i in range(first, stop):
         dm_plus, dm_minus, tr = _dm(h, l, c, i)
-        mdm = mdm * omn + dm_minus
-        pdm = pdm * omn + dm_plus
-        tr_s = tr_s * omn + tr
+        mdm = wilder_sum(mdm, dm_minus, omn)
+        pdm = wilder_sum(pdm, dm_plus, omn)
+        tr_s = wilder_sum(tr_s, tr, omn)
         if which == 1:
-            plus_di[i] = 100.0 * (pdm / tr_s) if tr_s != 0.0 else 0.0
+            plus_di[i] = di_value(pdm, tr_s)
             continue
         if which == 2:
-            minus_di[i] = 100.0 * (mdm / tr_s) if tr_s != 0.0 else 0.0
+            minus_di[i] = di_value(mdm, tr_s)
             continue
-        if tr_s != 0.0:
-            p = 100.0 * (pdm / tr_s)
-            m = 100.0 * (mdm / tr_s)
-            s = p + m
-            have_dx = s != 0.0
-            dx = 100.0 * (math.fabs(m - p) / s) if have_dx else 0.0
-        else:
-            p = 0.0
-            m = 0.0
-            have_dx = False
-            dx = 0.0
+        p, m, have_dx, dx = dmi_terms(pdm, mdm, tr_s)
         if which != 3:
             plus_di[i] = p
             minus_di[i] = m
         if have_dx:
-            prev_adx = prev_adx * omn + dx * inv_n
+            prev_adx = wilder_mean(prev_adx, dx, inv_n, omn)
         adx[i] = prev_adx
     st[0], st[1], st[2], st[3] = pdm, mdm, tr_s, prev_adx
 
@@ -670,9 +628,9 @@ def _dm_tile(h, l, c, first, m, dst, t):
 def _dm_put(s, t, a, b, d, omn):
     """The three smoothing steps s*(1 - 1/n) + v of lane entry t (s[0..2]: +DM, -DM, TR), the
     states stored over their inputs."""
-    a = a * omn + s[0, t]
-    b = b * omn + s[1, t]
-    d = d * omn + s[2, t]
+    a = wilder_sum(a, s[0, t], omn)
+    b = wilder_sum(b, s[1, t], omn)
+    d = wilder_sum(d, s[2, t], omn)
     s[0, t] = a
     s[1, t] = b
     s[2, t] = d
@@ -685,7 +643,11 @@ def _di_tile(s, t, m, which, omn, inv_n, plus_di, minus_di, first):
     computes them, stored by `which`; then DX as the ADX step's factor and addend: s[3] = 1 - 1/n
     and s[4] = DX/n where the core takes the step, 1 and 0 where it keeps ADX (a*1 + 0 is a,
     ADX being never -0). Loops that vectorise: every division taken (np.true_divide: no
-    zero-division branch), then selects where the core branches."""
+    zero-division branch), then selects where the core branches.
+    Why not steps.di_value / dx_value / wilder_mean: the chunked cores compile with numba's
+    Python error model, where `a / b` carries a zero-division branch that keeps this loop
+    scalar; the same roundings in the same order, the division written as np.true_divide
+    (tests/kernels/test_chunked_cores.py checks the bits)."""
     pdm = s[0, t : t + m]
     mdm = s[1, t : t + m]
     trs = s[2, t : t + m]
@@ -738,7 +700,7 @@ def dmi_chunked_core(h, l, c, n, which, plus_di, minus_di, adx):
     Chunk j >= 1 starts from zeros; the smoothings contract by 1 - 1/n a row, and ADX (a
     Wilder average of DX) by as much where it steps, so each lane draws together with the true
     states. After the pass, chunk j is walked again serially (`_dmi_walk`) from the true end of
-    chunk j-1 until its four states equal the lane's at a tile's end (`kernels.exact_cores.
+    chunk j-1 until its four states equal the lane's at a tile's end (`kernels.indicators.exact.
     kama_lanes` does the same); a chunk that never meets is walked to its end.
     Returns the rows walked again, or -1 where the portable core ran."""
     t_len = h.shape[0]
@@ -760,9 +722,9 @@ def dmi_chunked_core(h, l, c, n, which, plus_di, minus_di, adx):
             pdm += dm_plus
             tr_s += tr
         else:
-            mdm = mdm * omn + dm_minus
-            pdm = pdm * omn + dm_plus
-            tr_s = tr_s * omn + tr
+            mdm = wilder_sum(mdm, dm_minus, omn)
+            pdm = wilder_sum(pdm, dm_plus, omn)
+            tr_s = wilder_sum(tr_s, tr, omn)
     need_adx = which == 0 or which == 3
     st = np.zeros((4, LANES))  # +DM, -DM, TR, ADX of each lane
     st[0, 0], st[1, 0], st[2, 0] = pdm, mdm, tr_s

@@ -1,4 +1,4 @@
-"""torch backend: every core of `kernels.cores` as batched torch ops (ROCm, CUDA or CPU).
+"""torch backend: every core of `kernels.indicators.cores` as batched torch ops (ROCm, CUDA or CPU).
 
 Contract (the interface of `kernels.backends`):
 
@@ -47,7 +47,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kernels.cores import EPS
+from kernels.indicators.cores import EPS
 
 F64 = torch.float64
 NAN = float("nan")
@@ -135,7 +135,7 @@ def _true_range(h, l, c) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------
-# Cores: same names, parameters and outputs as kernels.cores (inputs first, then params)
+# Cores: same names, parameters and outputs as kernels.indicators.cores (inputs first, then params)
 # ---------------------------------------------------------------------------------------
 
 
@@ -362,7 +362,7 @@ def _run_on_cpu_core(spec, inputs, params: tuple[int, ...], dtype) -> list:
     """The generic path of a core without a torch port (a new kernel is its core and its
     spec only): the compiled CPU core on host copies, the outputs back in the inputs' kind
     and device."""
-    from kernels.backends import cpu_backend
+    from kernels.indicators import cpu as cpu_backend
 
     is_tensor = isinstance(inputs[0], torch.Tensor)
     host = [np.ascontiguousarray(a.detach().cpu().numpy() if is_tensor else a, dtype=np.float64) for a in inputs]

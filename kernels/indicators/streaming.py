@@ -1,6 +1,6 @@
 """Streaming features and specialist scores: one bar (open, high, low, close, volume) in,
 every feature and every specialist score out, O(1) work per bar. Built from
-`kernels.updaters` plus the few updaters this file adds.
+`kernels.indicators.updaters` plus the few updaters this file adds.
 
     s = SymbolStream()                       # precision="float32" (default) | "float64"
     feats, scores = s.update(o, h, l, c, v)  # feats: [19] in STREAM_FEATURES order (precision dtype)
@@ -24,7 +24,7 @@ builds one such tap per registry entry and fills its vectors in registry order, 
 STREAM_FEATURES / STREAM_SPECIALISTS are just the registries' names. One vocabulary names
 the updaters: `u(core, inputs, **params)` takes a core as the batch formula names it (a
 key of kernels.indicators.SPECS, the Spec's parameters) and maps it to its updater
-(kernels.updaters.UPDATERS); a family with updaters of its own hands the updater itself to
+(kernels.indicators.updaters.UPDATERS); a family with updaters of its own hands the updater itself to
 `u.updater(make, inputs, **params)` (kernels.atc.stream.ATCUpdater,
 kernels.seller_exhaustion.SellerExhaustionUpdater). Either shares one updater between the
 entries that make the same call. tests/kernels/test_streaming.py replays every registry entry
@@ -33,7 +33,7 @@ on its own against its batch formula, bit for bit.
 How the batch arithmetic is repeated
 ------------------------------------
 * Indicators: the updaters perform the cores' float64 operations in the cores' order
-  (kernels/updaters.py). Inputs are widened float32 -> float64 as the cores do.
+  (kernels/indicators/updaters.py). Inputs are widened float32 -> float64 as the cores do.
 * Outputs of precision float32 are rounded once, as the batch kernels store float64
   results into float32 arrays. Two places compute *in* float32 in the batch path and are
   repeated in float32 here: the registry's array arithmetic (f_vol_pct = atr14_f32 /
@@ -69,7 +69,7 @@ from kernels.registry import features as _feature_registry
 from kernels.registry import specialists as _specialist_registry
 from kernels.registry.features import FEATURES
 from kernels.registry.specialists import SPECIALISTS
-from kernels.updaters import UPDATERS, Updater
+from kernels.indicators.updaters import UPDATERS, Updater
 
 __all__ = [
     "STREAM_FEATURES",
@@ -104,7 +104,7 @@ _FIELD = {name: i for i, name in enumerate(BAR_FIELDS)}
 
 class SpecWindowUpdater(Updater):
     """The generic streaming path of a core without an updater in UPDATERS (a new
-    kernel is its core in kernels/cores.py and its Spec in kernels.indicators.SPECS): keeps
+    kernel is its core in kernels/indicators/cores.py and its Spec in kernels.indicators.SPECS): keeps
     the last `window` input rows (the Spec's `stream_window`, default its lookback + 1) and
     runs the compiled core over them for each new bar, O(window) per bar. Equal to the
     batch core bit for bit when the core's value at a bar is computed from those rows
@@ -149,7 +149,7 @@ class StreamCalls:
     returns a *tap*: a function of no arguments giving the entry's value for the current bar.
 
         u(core, inputs, output=0, **params)  tap of core `core` (as k names it: a key of
-                      kernels.indicators.SPECS, its updater kernels.updaters.UPDATERS[core])
+                      kernels.indicators.SPECS, its updater kernels.indicators.updaters.UPDATERS[core])
                       over the bar fields `inputs`; one updater per distinct call, shared by
                       every entry that makes it (DMI runs once for +DI, -DI and ADX), its
                       float64 output as the updater gives it
@@ -419,7 +419,7 @@ class SymbolStream:
             feats[t], scores[t] = update(*bar)
         return feats, scores
 
-    _PLAIN_FORMAT = "kernels.streaming.SymbolStream/plain-1"
+    _PLAIN_FORMAT = "kernels.indicators.streaming.SymbolStream/plain-1"
 
     def to_plain(self) -> dict:
         """The stream's state as plain data (kernels.plain_state; JSON-ready, no pickle): the
@@ -463,7 +463,7 @@ class SymbolStream:
             stream.features, stream.scores = stream._values()
         return stream
 
-    _STATE_FORMAT = "kernels.streaming.SymbolStream/2"  # 1: the hand-written per-name fields
+    _STATE_FORMAT = "kernels.indicators.streaming.SymbolStream/2"  # 1: the hand-written per-name fields
 
     def __getstate__(self) -> dict:
         return {"format": self._STATE_FORMAT, "precision": self.precision, "bars": self.bars,

@@ -6,7 +6,7 @@ tensors; a `backend=` keyword ("cpu" numba, "cuda" numba.cuda, "torch" for ROCm/
 and `dtype=` for the outputs (float32 default, float64 for the `precision: float64`
 setting). Outputs have the input's length, NaN during warm-up, and the input's kind.
 
-Semantics equal TA-Lib's (see `kernels.cores` for each formula):
+Semantics equal TA-Lib's (see `kernels.indicators.cores` for each formula):
 
     function                 TA-Lib                lookback (first valid index)
     sma(x, n)                SMA                   n-1
@@ -35,17 +35,22 @@ from typing import Callable
 
 import numpy as np
 
-from kernels.backends import get_backend
+from kernels.backends import load
+
+
+def get_backend(name: str):
+    """The `indicators` backend module `name` (kernels.indicators.cpu, .cuda or .torch)."""
+    return load("indicators", name)
 
 
 @dataclass(frozen=True)
 class Spec:
-    """A core: its function name in kernels.cores, arity, and lookback.
+    """A core: its function name in kernels.indicators.cores, arity, and lookback.
 
-    A new indicator kernel is its core (kernels/cores.py, numba-compilable) and its Spec
+    A new indicator kernel is its core (kernels/indicators/cores.py, numba-compilable) and its Spec
     here: the cpu and cuda backends compile the core, the torch backend runs it as the CPU
     core unless it has a port, and the stream runs it over a window
-    (kernels.streaming.SpecWindowUpdater) unless kernels.updaters.UPDATERS has an updater
+    (kernels.indicators.streaming.SpecWindowUpdater) unless kernels.indicators.updaters.UPDATERS has an updater
     for it (keyed by its SPECS name, the one streaming vocabulary)."""
 
     core: str
@@ -53,7 +58,7 @@ class Spec:
     n_outputs: int
     lookback: Callable[..., int]
     min_n: int = 1
-    # rows the generic streaming updater keeps (kernels.streaming.SpecWindowUpdater) for a
+    # rows the generic streaming updater keeps (kernels.indicators.streaming.SpecWindowUpdater) for a
     # core without an updater; None: lookback + 1
     stream_window: Callable[..., int] | None = None
 
@@ -76,7 +81,7 @@ SPECS: dict[str, Spec] = {
 
 
 # Public names that run another name's core.
-_ALIASES = {"plus_di": "dmi", "minus_di": "dmi", "adx": "dmi", "rolling_std": "moments", "zscore": "moments",
+ALIASES = {"plus_di": "dmi", "minus_di": "dmi", "adx": "dmi", "rolling_std": "moments", "zscore": "moments",
             "returns": "rocp"}
 
 
@@ -84,7 +89,7 @@ def lookback(name: str, n: int) -> int:
     """Index of the first valid output of indicator `name` with period `n`."""
     if name in ("plus_di", "minus_di"):
         return n
-    spec = SPECS[_ALIASES.get(name, name)]
+    spec = SPECS[ALIASES.get(name, name)]
     return spec.lookback(n, 0) if spec.core == "moments_core" else spec.lookback(n)
 
 
@@ -182,8 +187,8 @@ def ragged(name: str, inputs, offsets, params: tuple[int, ...], *, backend: str 
     return outs
 
 
-# Public names with a multi-lane core (kernels.lane_cores): (core, its extra parameters).
-_LANE_CORES = {
+# Public names with a multi-lane core (kernels.indicators.multilane): (core, its extra parameters).
+LANE_CORES = {
     "sma": ("sma_lanes", ()), "ema": ("ema_lanes", ()), "wma": ("wma_lanes", ()), "kama": ("kama_lanes", ()),
     "rsi": ("rsi_lanes", ()), "atr": ("atr_lanes", ()),
     "adx": ("dmi_lanes", (0,)), "plus_di": ("dmi_lanes", (1,)), "minus_di": ("dmi_lanes", (2,)),
@@ -203,7 +208,7 @@ def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32,
     `inputs`: the series (one 1-D array, or the tuple (high, low, close) for atr, adx,
     plus_di, minus_di); `periods`: integers >= the indicator's minimum. Returns one array
     per period, in the order given, each equal bit for bit to `name(*inputs, n)`.
-    On the cpu backend the names of `_LANE_CORES` run all periods in one pass of a lane
+    On the cpu backend the names of `LANE_CORES` run all periods in one pass of a lane
     core and return the columns of one time-major [T, len(periods)] block (strided views;
     `np.ascontiguousarray` one where a contiguous copy is needed); other names and
     backends call the single-period function once per period. `out`: that block, given
@@ -215,7 +220,7 @@ def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32,
     if name not in SWEEP_NAMES:
         raise ValueError(f"sweep: unknown indicator {name!r}; expected one of {sorted(SWEEP_NAMES)}")
     public = globals()[name]
-    spec = SPECS[_ALIASES.get(name, name)]
+    spec = SPECS[ALIASES.get(name, name)]
     if len(arrays) != spec.n_inputs:
         expected = "(high, low, close)" if spec.n_inputs == 3 else "one series"
         raise ValueError(f"sweep: {name} takes {expected}, got {len(arrays)} input series")
@@ -230,7 +235,7 @@ def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32,
     shapes = [tuple(np.shape(a)) for a in arrays]
     if any(len(sh) != 1 for sh in shapes) or len(set(shapes)) != 1:
         raise ValueError(f"sweep: expected 1-D series of one length, got shapes {shapes}")
-    lane = backend == "cpu" and name in _LANE_CORES
+    lane = backend == "cpu" and name in LANE_CORES
     if out is not None:
         want = (shapes[0][0], ns.size)
         if not lane or not isinstance(out, np.ndarray) or out.shape != want or out.dtype != dtype \
@@ -241,21 +246,21 @@ def sweep(name: str, inputs, periods, *, backend: str = "cpu", dtype=np.float32,
     if not lane:
         return [public(*arrays, int(n), backend=backend, dtype=dtype) for n in ns.tolist()]
     prepared, _, _ = _prepare(arrays, backend)
-    core, extra = _LANE_CORES[name]
+    core, extra = LANE_CORES[name]
     block = get_backend("cpu").run_lanes(core, [a[0] for a in prepared], ns.astype(np.int64), extra, dtype, out)
     return [block[:, j] for j in range(block.shape[1])]
 
 
 def lanes(name: str, inputs, n: int, *, dtype=np.float32) -> np.ndarray:
-    """Indicator `name` (a key of `_LANE_CORES`) over every column of time-major [T, S]
+    """Indicator `name` (a key of `LANE_CORES`) over every column of time-major [T, S]
     panels at once (cpu): column s of the result is bit for bit `name(column s, n)`.
 
     The lane core vectorises across the columns, so a C-contiguous panel is the fast case;
     a [series, time] batch is better served by `name(batch, n)` than by transposing it."""
     arrays = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    if name not in _LANE_CORES:
-        raise ValueError(f"lanes: no multi-lane core for {name!r}; have {sorted(_LANE_CORES)}")
-    spec = SPECS[_ALIASES.get(name, name)]
+    if name not in LANE_CORES:
+        raise ValueError(f"lanes: no multi-lane core for {name!r}; have {sorted(LANE_CORES)}")
+    spec = SPECS[ALIASES.get(name, name)]
     if len(arrays) != spec.n_inputs:
         raise ValueError(f"lanes: {name} takes {spec.n_inputs} input panels, got {len(arrays)}")
     if not isinstance(n, (int, np.integer)) or n < spec.min_n:
@@ -267,7 +272,7 @@ def lanes(name: str, inputs, n: int, *, dtype=np.float32) -> np.ndarray:
     if any(a.ndim != 2 or a.shape != panels[0].shape for a in panels):
         raise ValueError(f"lanes: expected time-major [T, S] panels of one shape, got {[a.shape for a in panels]}")
     panels = [np.ascontiguousarray(a if a.dtype in (np.float32, np.float64) else a.astype(np.float64)) for a in panels]
-    core, extra = _LANE_CORES[name]
+    core, extra = LANE_CORES[name]
     periods = np.full(panels[0].shape[1], int(n), dtype=np.int64)
     return get_backend("cpu").run_lanes(core, panels, periods, extra, dtype, None)
 
