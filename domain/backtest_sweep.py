@@ -107,7 +107,7 @@ def heatmap_png_bytes(rows: list[dict], x: str, y: str, figure: str, grid: dict,
     for r in sort_rows(rows, figure)[::-1]:  # worst first: the best of a cell is written last
         if r[figure] is not None:
             cells[ys.index(r[y]), xs.index(r[x])] = r[figure]
-    fig = _figure((1.6 + 0.9 * len(xs), 1.6 + 0.5 * len(ys)))
+    fig = _figure((max(6.0, 1.6 + 0.9 * len(xs)), 2.0 + 0.5 * len(ys)))
     ax = fig.subplots()
     cmap = "viridis_r" if figure in SWEEP_SMALLER_FIRST else "viridis"
     im = ax.imshow(np.ma.masked_invalid(cells), cmap=cmap, aspect="auto", origin="lower")
@@ -163,7 +163,7 @@ def run_sweep_report(dates, symbols: list[str], prices: np.ndarray, probs: np.nd
     axes = heatmap_axes(sw.grid, sw.heatmap)
     report["heatmap"] = None
     if axes and b > a:
-        title = (f"{sw.sort_by}, best over the other parameters: {stands['days']} days "
+        title = (f"{sw.sort_by}, best over the other parameters\n{stands['days']} days "
                  f"{stands['from']}..{stands['to']}, {stands['symbols']} symbols, {stands['lanes']} lanes")
         png = write_bytes_atomic(out_dir / "sweep.png", heatmap_png_bytes(rows, axes[0], axes[1], sw.sort_by,
                                                                            sw.grid, title))
