@@ -47,6 +47,8 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
         report = build_backtest(predictions, raw_bars, years, bt, settings.stage_reports_dir("backtest"), log=context.log)
         headline = report.headline()
         obs.extra["overall"] = headline
+        if report.sweep is not None:
+            obs.extra["sweep"] = {k: report.sweep[k] for k in ("lanes", "books", "days", "symbols", "seconds")}
         obs.record(report.table)
     from domain.figures import backtest_figures, rounded_tree
 
@@ -62,8 +64,31 @@ def backtest(context: AssetExecutionContext, predictions: pl.LazyFrame, raw_bars
             "equity_curve": MetadataValue.md("![equity curve](data:image/png;base64,"
                                              f"{base64.b64encode(report.equity_png.read_bytes()).decode()})")}
            if report.equity_png is not None else {}),
+        **(sweep_metadata(report.sweep) if report.sweep is not None else {}),
     })
     passed, meta = checks.equity_finite_positive(report.table)
     yield AssetCheckResult(check_name="equity_finite_positive", passed=passed, metadata=meta)
     passed, meta = checks.weights_within_caps(report.table, bt.max_weight, bt.max_gross)
     yield AssetCheckResult(check_name="weights_within_caps", passed=passed, metadata=meta)
+
+
+def sweep_metadata(sweep: dict) -> dict:
+    """The sweep's figures in the UI: the best row's figure, PBO and deflated Sharpe as numbers,
+    the table (top rows) and the heatmap as markdown."""
+    from pathlib import Path
+
+    from domain.backtest_sweep import sweep_lines
+    from domain.figures import rounded
+
+    best = sweep["rows"][0] if sweep["rows"] else {}
+    out = {"sweep_lanes": MetadataValue.int(int(sweep["lanes"])),
+           "sweep_table": MetadataValue.md("```\n" + "\n".join(sweep_lines(sweep)) + "\n```")}
+    for name, value in (("sweep_best_" + sweep["sort_by"], best.get(sweep["sort_by"])),
+                        ("sweep_pbo", sweep["pbo"].get("pbo")), ("sweep_dsr", sweep["deflated_sharpe"].get("dsr"))):
+        if rounded(value) is not None:
+            out[name] = MetadataValue.float(float(value))
+    if sweep.get("heatmap"):
+        png = Path(sweep["heatmap"]["path"])
+        out["sweep_heatmap"] = MetadataValue.md("![sweep heatmap](data:image/png;base64,"
+                                                f"{base64.b64encode(png.read_bytes()).decode()})")
+    return out

@@ -19,7 +19,13 @@ Engines (each timed after a warm-up call, so numba compilation is not counted; b
 
 Throughput is days * symbols per second. Ratios are engine time / kernel time.
 
+--sweep (issue 44 item 3): instead, a 100-point sweep in one pass (kernels.backtest.portfolio.
+run_sweep) against one backtest of the grid's first point, same panel, same run, for each grid
+of SWEEP_GRIDS (goal: <= 10x one backtest's time); every lane is checked bit for bit against
+run_portfolio of its config on the first --check lanes (all: --check 100).
+
 Usage: python benchmarks/bench_backtest.py [--days 6500] [--symbols 500] [--repeat 5] [--record] [--json PATH]
+       python benchmarks/bench_backtest.py --sweep [--threads N] [--check 10]
 """
 
 from __future__ import annotations
@@ -156,12 +162,65 @@ def best_of_logged(prices, probs, logs, repeat: int) -> tuple[float, float]:
     return loop, total
 
 
+def sweep_grids():
+    """name -> 100 PortfolioConfigs: the shapes a researcher sweeps (books: distinct weight paths)."""
+    from kernels.backtest.portfolio import PortfolioConfig as C
+
+    return {
+        "topk_dropout: topk 5 x n_drop 4 x fee_bps 5 (20 books)":
+            [C(strategy="topk_dropout", topk=k, n_drop=d, fee_bps=f) for k in (10, 20, 30, 50, 100)
+             for d in (1, 2, 5, 10) for f in (0, 2, 5, 10, 20)],
+        "topk_dropout: topk 10 x n_drop 10 (100 books)":
+            [C(strategy="topk_dropout", topk=k, n_drop=d) for k in range(10, 101, 10) for d in range(1, 11)],
+        "threshold: threshold 10 x fee_bps 10 (10 books)":
+            [C(threshold=round(th, 2), fee_bps=f) for th in np.arange(0.5, 0.99, 0.05) for f in range(10)],
+        "threshold: threshold 10 x max_weight 10 (100 books)":
+            [C(threshold=round(th, 2), max_weight=round(mw, 3)) for th in np.arange(0.5, 0.99, 0.05)
+             for mw in np.arange(0.01, 0.105, 0.01)],
+    }
+
+
+def main_sweep(args, prices, probs) -> None:
+    from kernels.backtest.portfolio import run_portfolio, run_sweep
+
+    T, N = prices.shape
+    report = Report(f"backtest sweep: 100 backtests in one pass, {T:,} days x {N:,} symbols", args)
+    rows, checked = [], 0
+    for name, configs in sweep_grids().items():
+        run_portfolio(prices[:10], probs[:10], configs[0])
+        run_sweep(prices[:10], probs[:10], configs, threads=args.threads)  # compile (or load numba's cache)
+        one = best_of(lambda c=configs[0]: run_portfolio(prices, probs, c), args.repeat)
+        sweep_s = best_of(lambda c=configs: run_sweep(prices, probs, c, threads=args.threads), max(1, args.repeat // 2))
+        sw = run_sweep(prices, probs, configs, threads=args.threads)
+        for j in range(min(args.check, len(configs))):
+            r = run_portfolio(prices, probs, configs[j])
+            assert all(getattr(sw, k)[j].tobytes() == getattr(r, k).tobytes()
+                       for k in ("net", "gross", "turnover", "cost", "equity")), (name, j)
+            checked += 1
+        rows.append([name, f"{one * 1e3:.1f}", f"{sweep_s * 1e3:.0f}", f"{sweep_s / one:.1f}x", f"{sw.books}"])
+        report.figure(f"{name}: ratio", sweep_s / one)
+    report.table(["grid (100 points)", "one backtest ms", "sweep ms", "sweep / one", "books"], rows)
+    report.note(f"threads {args.threads or 'default (CPUs)'}; {checked} lanes checked bit for bit against "
+                "run_portfolio (net, gross, turnover, cost, equity); peak RSS "
+                f"{peak_rss_mb():.0f} MB")
+    worst = max(float(r[3][:-1]) for r in rows)
+    report.result(f"backtest sweep, 100 points, {T:,} days x {N:,} symbols", "<= 10x one backtest",
+                  "; ".join(f"{r[0]}: {r[3]}" for r in rows), "yes" if worst <= 10 else "partly")
+    report.finish()
+
+
 def main() -> None:
     ap = parser(__doc__, repeat=5)
     ap.add_argument("--days", type=int, default=6500)
     ap.add_argument("--symbols", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sweep", action="store_true", help="the 100-point sweep against one backtest")
+    ap.add_argument("--threads", type=int, default=None, help="--sweep: run_sweep's threads (default: the CPUs)")
+    ap.add_argument("--check", type=int, default=10, help="--sweep: lanes per grid checked bit for bit")
     args = ap.parse_args()
+    if args.sweep:
+        main_sweep(args, *panel(args.days, args.symbols, args.seed))
+        return
     report = Report(f"backtest: daily portfolio, {args.days:,} days x {args.symbols:,} symbols", args)
     T, N = args.days, args.symbols
     prices, probs = panel(T, N, args.seed)

@@ -43,7 +43,7 @@ MODEL_KEYS = ("features", "labels", "meta", "lstm", "cv", "halo")
 FIGURE_KEYS = MODEL_KEYS + ("backtest", "evaluation")
 # Keys of FIGURE_KEYS sections that change no stored figure: left out of the hash.
 # features.plugin_paths only says where the plugins are found: their entries' identity is `plugins`.
-NO_FIGURE = {"features": ("plugin_paths",), "meta": ("horizons", "min_coverage"), "backtest": ("chunk_days",),
+NO_FIGURE = {"features": ("plugin_paths",), "meta": ("horizons", "min_coverage"), "backtest": ("chunk_days", "sweep"),
              "evaluation": ("year_figures",)}
 ALL = "*"  # ADDED_LATER: every key of the section
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import os
 import re
 from pathlib import Path
@@ -22,6 +23,7 @@ import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
+    TypeAdapter,
     Field,
     ValidationError,
     field_validator,
@@ -561,6 +563,66 @@ class EvaluationSettings(_Model):
     ))
 
 
+# The backtest settings a sweep may vary (backtest.sweep.grid), and those that take integers.
+SWEEP_PARAMETERS = ("threshold", "topk", "n_drop", "hold_thresh", "quantile", "max_weight", "max_gross", "fee_bps",
+                    "slippage_bps", "open_cost", "close_cost", "min_cost", "max_turnover")
+SWEEP_INTEGERS = ("topk", "n_drop", "hold_thresh")
+# The figures a sweep's table may be sorted by (kernels.backtest.stats): larger first, except these.
+SWEEP_FIGURES = ("sharpe", "cagr", "sortino", "calmar", "total_return", "max_drawdown", "ann_vol", "annual_turnover",
+                 "total_costs", "cost_share", "win_rate", "exposure", "trades")
+SWEEP_SMALLER_FIRST = ("ann_vol", "annual_turnover", "total_costs", "cost_share", "trades")
+
+
+class BacktestSweep(_Model):
+    """`backtest.sweep`: a grid of backtest parameters run over the same predictions in one pass
+    (kernels.backtest.portfolio.run_sweep), with the overfitting guard (domain.backtest_sweep)."""
+    grid: dict[str, list[float]] = Field({}, description=(
+        'parameter -> values, e.g. `{topk: [10, 20, 50], n_drop: [1, 5], fee_bps: [0, 10]}`: every combination is '
+        'a backtest, the other settings as `backtest.*`; parameters: ' + ', '.join(f'`{p}`' for p in SWEEP_PARAMETERS)
+        + '; `{}` = no sweep'
+    ))
+    sort_by: Literal[SWEEP_FIGURES] = Field("sharpe", description=(
+        'the figure the table is sorted by, best first (larger first; smaller first for ' +
+        ', '.join(f'`{f}`' for f in SWEEP_SMALLER_FIRST) + ')'
+    ))
+    heatmap: list[str] | None = Field(None, description=(
+        'the two grid parameters of the heatmap (x, y; each cell the best `sort_by` over the other parameters); '
+        '`null` = the first two with more than one value'
+    ))
+    top: int = Field(20, ge=1, description='rows of the table printed (the JSON report holds every row)')
+    blocks: int = Field(8, ge=2, le=16, description=(
+        'CSCV blocks of days for the probability of backtest overfitting (even; C(blocks, blocks/2) splits)'
+    ))
+    max_points: int = Field(10_000, ge=1, description='a grid with more combinations is refused')
+
+    @model_validator(mode="after")
+    def _grid(self) -> "BacktestSweep":
+        for name, values in self.grid.items():
+            if name not in SWEEP_PARAMETERS:
+                raise ValueError(f"backtest.sweep.grid: {name!r} is not a parameter a sweep can vary; expected one of "
+                                 f"{', '.join(SWEEP_PARAMETERS)}")
+            if not values:
+                raise ValueError(f"backtest.sweep.grid.{name}: no value; expected a list of at least one")
+            if len(set(values)) != len(values):
+                raise ValueError(f"backtest.sweep.grid.{name}: {values} repeats a value; expected distinct values")
+            if name in SWEEP_INTEGERS and any(v != int(v) for v in values):
+                raise ValueError(f"backtest.sweep.grid.{name}: {values} has a value that is not a whole number")
+        points = math.prod(len(v) for v in self.grid.values()) if self.grid else 0
+        if points > self.max_points:
+            raise ValueError(f"backtest.sweep.grid: {points} combinations, more than backtest.sweep.max_points "
+                             f"({self.max_points}); expected a smaller grid or a larger max_points")
+        if self.blocks % 2:
+            raise ValueError(f"backtest.sweep.blocks: {self.blocks} is odd; expected an even number (CSCV halves them)")
+        if self.heatmap is not None:
+            if len(self.heatmap) != 2 or len(set(self.heatmap)) != 2:
+                raise ValueError(f"backtest.sweep.heatmap: {self.heatmap}; expected two different grid parameters")
+            missing = [p for p in self.heatmap if p not in self.grid]
+            if missing:
+                raise ValueError(f"backtest.sweep.heatmap: {', '.join(missing)} not in backtest.sweep.grid "
+                                 f"({', '.join(self.grid) or 'empty'}); expected two of its parameters")
+        return self
+
+
 class BacktestSettings(_Model):
     """Portfolio backtest of the meta model's probabilities (backtest, live_paper_trade)."""
     horizon: int = Field(7, ge=1, description=(
@@ -609,6 +671,9 @@ class BacktestSettings(_Model):
     chunk_days: int = Field(256, ge=1, description=(
         'days per numba call between log flushes (results do not depend on it)'
     ))
+    sweep: BacktestSweep = Field(BacktestSweep(), description=(
+        'a grid of these parameters backtested in one pass beside the backtest (docs/learning.md, "Sweeps")'
+    ))
     benchmark: str | None = Field(None, min_length=1, description=(
         'what the backtest is measured against: `null` = the equal-weight portfolio of the universe '
         '(rebalanced to 1/n of the symbols with a close at every close, no costs); a symbol (e.g. `SP500`) = '
@@ -624,7 +689,42 @@ class BacktestSettings(_Model):
             raise ValueError(f"backtest.long_short: true is the threshold strategy's map, but backtest.strategy is "
                              f"{self.strategy!r}; expected long_short: false (the long_short strategy is "
                              "strategy: long_short)")
+        self._sweep_points()
         return self
+
+    def sweep_points(self) -> list["BacktestSettings"]:
+        """The backtest settings of every combination of `sweep.grid` (the grid's first parameter
+        varying slowest), each validated; [] without a grid."""
+        import itertools
+
+        grid = self.sweep.grid
+        if not grid:
+            return []
+        base = self.model_dump(exclude={"sweep"})
+        out = []
+        for values in itertools.product(*grid.values()):
+            point = {k: int(v) if k in SWEEP_INTEGERS else float(v) for k, v in zip(grid, values)}
+            try:
+                out.append(BacktestSettings(**{**base, **point}))
+            except ValidationError as e:
+                why = "; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors())
+                shown = ", ".join(f"{k}={v}" for k, v in point.items())
+                raise ValueError(f"backtest.sweep.grid: the point {shown} is not a valid backtest: {why}") from None
+        return out
+
+    def _sweep_points(self) -> None:
+        """Every grid value checked against its setting's bounds, and the combinations against
+        the rules between settings (n_drop <= topk), before any run."""
+        for name, values in self.sweep.grid.items():
+            for v in values:
+                field = BacktestSettings.model_fields[name]
+                try:
+                    TypeAdapter(Annotated[field.annotation, field]).validate_python(
+                        int(v) if name in SWEEP_INTEGERS else float(v))
+                except ValidationError as e:
+                    raise ValueError(f"backtest.sweep.grid.{name}: {v} is out of range: "
+                                     f"{e.errors()[0]['msg']}") from None
+        self.sweep_points()
 
 
 class DaskCluster(_Model):

@@ -15,7 +15,8 @@ from, to, days, total return, CAGR, annual volatility, Sharpe, Sortino, Calmar, 
 its duration, exposure, turnover, trades, win rate, total costs and their share of the gross
 profit, as kernels.backtest.stats states them; and the benchmark figures below),
 `overall.json` (the headline span), `equity.png` (the book and its benchmark over
-the headline span), and `daily.jsonl`, the day log written by an asynchronous batched writer
+the headline span), with `backtest.sweep.grid` set `sweep.json` and `sweep.png`
+(domain.backtest_sweep: the grid in one pass over the same span), and `daily.jsonl`, the day log written by an asynchronous batched writer
 between numba chunks (never inside the loop).
 
 The headline (`overall.json`) spans the days from the first one with a prediction (a finite
@@ -253,6 +254,7 @@ class BacktestReport:
     overall: dict  # the statistics of the headline span (overall.json)
     per_year: dict[int, dict]  # the statistics of each requested year (year_<Y>.json)
     equity_png: Path | None  # None when there was nothing to trade
+    sweep: dict | None = None  # sweep.json of `backtest.sweep` (domain.backtest_sweep); None without a grid
 
     def headline(self) -> dict:
         return headline_figures(self.overall)
@@ -302,5 +304,10 @@ def build_backtest(predictions: pl.LazyFrame, raw_bars: pl.LazyFrame, years: lis
         log.warning("backtest: no stored predictions to trade: run the yearly stages (meta_model, predictions) first"
                     if not daily.height else
                     f"backtest: the stored predictions hold no p_h{bt.horizon} on any day (no meta model): nothing to trade")
+    sweep = None
+    if bt.sweep.grid:
+        from domain.backtest_sweep import run_sweep_report
+
+        sweep = run_sweep_report(dates, symbols, prices, probs, (a, b), bt, out_dir)
     table = daily.filter(pl.col("date").dt.year().is_in(years))
-    return BacktestReport(table, overall, per_year, png)
+    return BacktestReport(table, overall, per_year, png, sweep)

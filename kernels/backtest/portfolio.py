@@ -18,7 +18,8 @@ it has no price. Every strategy's book is sized to budget = max(max_gross - sum 
 weights|, 0).
 
 Strategies (`PortfolioConfig.strategy`), for the tradable symbols of day t
-    threshold (default; the rule of before, bit for bit)
+    threshold (default; the rule of before: the same weights, returns within ~1e-17 of the loop before the
+        sweep's single driver, whose sums LLVM vectorised in another order)
         long-only            s_i = max(p_i - threshold, 0)          (threshold default 0.5)
         long_short=True      s_i = 2 * (p_i - 0.5)  in [-1, 1]      (the seed's map; threshold unused)
         NaN p -> s_i = 0 (the symbol is sold / not bought).
@@ -156,7 +157,7 @@ class PortfolioConfig:
     @property
     def threshold_only(self) -> bool:
         """The threshold rule without trade costs or a turnover limit: the loop of before
-        (portfolio_days), whose results stay bit for bit those of before."""
+        (threshold_book_step), the rule of before."""
         return (self.strategy == "threshold" and self.open_cost == 0.0 and self.close_cost == 0.0
                 and self.min_cost == 0.0 and self.max_turnover is None)
 
@@ -201,10 +202,10 @@ def rank_order(probs_t, tradable):
 
 @njit(cache=True, nogil=True, inline="always")
 def topk_dropout_targets(probs_t, tradable, drifted, held_days, topk, n_drop, hold_thresh, max_gross, max_weight,
-                         target):
-    """topk_dropout's weights of the day (module docstring) into `target` (every column)."""
+                         target, order):
+    """topk_dropout's weights of the day (module docstring) into `target` (every column);
+    `order`: rank_order(probs_t, tradable) of the day."""
     n = probs_t.shape[0]
-    order = rank_order(probs_t, tradable)
     pos = np.empty(n, dtype=np.int64)  # rank of a tradable scored symbol; held ones without a p: below all
     scored = 0
     for j in range(n):
@@ -268,10 +269,10 @@ def topk_dropout_targets(probs_t, tradable, drifted, held_days, topk, n_drop, ho
 
 
 @njit(cache=True, nogil=True, inline="always")
-def long_short_targets(probs_t, tradable, drifted, quantile, budget, max_weight, target):
-    """long_short's weights of the day (module docstring) into `target` (every column)."""
+def long_short_targets(probs_t, tradable, drifted, quantile, budget, max_weight, target, order):
+    """long_short's weights of the day (module docstring) into `target` (every column);
+    `order`: rank_order(probs_t, tradable) of the day."""
     n = probs_t.shape[0]
-    order = rank_order(probs_t, tradable)
     scored = 0
     for i in range(n):
         target[i] = 0.0 if tradable[i] else drifted[i]
@@ -286,54 +287,113 @@ def long_short_targets(probs_t, tradable, drifted, quantile, budget, max_weight,
         target[order[scored - 1 - j]] = -each
 
 
-@njit(cache=True, nogil=True, error_model="numpy", fastmath=FASTMATH)
-def portfolio_days(prices, probs, a, b, threshold, max_gross, max_weight, long_short, cost_rate,
-                   w, last, equity, net, gross, turnover, cost, equity_out, weights):
-    """Days [a, b) of the loop. State, updated in place: w float64 [N] (weights held from the
-    close of a-1), last float64 [N] (last valid close, NaN before the first), equity float64 [1].
-    Outputs are written at rows a..b-1. Branch-free inner loops (selects), so LLVM vectorises."""
-    n = prices.shape[1]
-    drifted = np.empty(n, dtype=np.float64)
-    target = np.empty(n, dtype=np.float64)
-    tradable = np.empty(n, dtype=np.bool_)
-    for t in range(a, b):
-        # 1) the move from the previous close: held weights earn it
-        g = 0.0
-        for i in range(n):
-            px = np.float64(prices[t, i])
-            ok = px > 0.0 and px < np.inf  # False for NaN
-            li = last[i]
-            r = px / li - 1.0
-            r = r if ok and li < np.inf else 0.0  # no bar today or none before: earns 0
-            tradable[i] = ok
-            last[i] = px if ok else li
-            drifted[i] = w[i] * (1.0 + r)
-            g += w[i] * r
-        growth = 1.0 + g
-        wiped = growth <= 0.0
-        inv = 0.0 if wiped else 1.0 / growth
-        # 2) drift; day t's signals for the symbols with a bar today; frozen weights
-        frozen = 0.0
-        s_sum = 0.0
-        for i in range(n):
-            d = drifted[i] * inv
-            drifted[i] = d
-            ok = tradable[i]
-            p = np.float64(probs[t, i])
-            if long_short:
-                s = 2.0 * (p - 0.5)
-            else:
-                s = p - threshold
-                s = s if s > 0.0 else 0.0
-            s = s if ok and not math.isnan(p) else 0.0  # NaN p: no position
-            target[i] = s
-            s_sum += abs(s)
-            frozen += 0.0 if ok else abs(d)
-        budget = max_gross - frozen
-        budget = budget if budget > 0.0 else 0.0
+# The steps of one day, inlined into the one driver (book_days) that runs one backtest or many
+# lanes: a day's arithmetic is written once, here.
+
+
+@njit(cache=True, nogil=True, inline="always")
+def threshold_book_step(prices_t, probs_t, threshold, max_gross, max_weight, long_short, w, last, drifted, target,
+                        tradable, weights_row):
+    """Steps 1-3 of the threshold rule without trade costs or a turnover limit (the loop of
+    before): the move, the drift, the new weights into `w` and `weights_row`. Returns (g, growth,
+    wiped, turnover). Branch-free inner loops (selects), so LLVM vectorises."""
+    n = prices_t.shape[0]
+    # 1) the move from the previous close: held weights earn it
+    g = 0.0
+    for i in range(n):
+        px = np.float64(prices_t[i])
+        ok = px > 0.0 and px < np.inf  # False for NaN
+        li = last[i]
+        r = px / li - 1.0
+        r = r if ok and li < np.inf else 0.0  # no bar today or none before: earns 0
+        tradable[i] = ok
+        last[i] = px if ok else li
+        drifted[i] = w[i] * (1.0 + r)
+        g += w[i] * r
+    growth = 1.0 + g
+    wiped = growth <= 0.0
+    inv = 0.0 if wiped else 1.0 / growth
+    # 2) drift; day t's signals for the symbols with a bar today; frozen weights
+    frozen = 0.0
+    s_sum = 0.0
+    for i in range(n):
+        d = drifted[i] * inv
+        drifted[i] = d
+        ok = tradable[i]
+        p = np.float64(probs_t[i])
+        if long_short:
+            s = 2.0 * (p - 0.5)
+        else:
+            s = p - threshold
+            s = s if s > 0.0 else 0.0
+        s = s if ok and not math.isnan(p) else 0.0  # NaN p: no position
+        target[i] = s
+        s_sum += abs(s)
+        frozen += 0.0 if ok else abs(d)
+    budget = max_gross - frozen
+    budget = budget if budget > 0.0 else 0.0
+    scale = budget / s_sum if s_sum > 0.0 else 0.0
+    # 3) targets, turnover against the drifted book
+    tv = 0.0
+    for i in range(n):
+        x = target[i] * scale
+        x = x if x < max_weight else max_weight
+        x = x if x > -max_weight else -max_weight
+        d = drifted[i]
+        x = x if tradable[i] else d
+        tv += abs(x - d)
+        w[i] = x
+        weights_row[i] = x
+    return g, growth, wiped, tv
+
+
+@njit(cache=True, nogil=True, inline="always")
+def general_book_step(prices_t, probs_t, strategy, threshold, max_gross, max_weight, long_short, topk, n_drop,
+                      hold_thresh, quantile, max_turnover, w, last, held_days, drifted, target, tradable, weights_row,
+                      order, have_order):
+    """Steps 1-4 of book_days's day (every strategy, the turnover limit): the new weights into
+    `w` and `weights_row`, held_days updated. `order`: the day's rank_order when `have_order`
+    (the lanes driver ranks once a day for every book), else ranked here. Returns (g, growth,
+    wiped, turnover)."""
+    n = prices_t.shape[0]
+    # 1) the move from the previous close: held weights earn it
+    g = 0.0
+    for i in range(n):
+        px = np.float64(prices_t[i])
+        ok = px > 0.0 and px < np.inf  # False for NaN
+        li = last[i]
+        r = px / li - 1.0
+        r = r if ok and li < np.inf else 0.0  # no bar today or none before: earns 0
+        tradable[i] = ok
+        last[i] = px if ok else li
+        drifted[i] = w[i] * (1.0 + r)
+        g += w[i] * r
+    growth = 1.0 + g
+    wiped = growth <= 0.0
+    inv = 0.0 if wiped else 1.0 / growth
+    # 2) drift; day t's signals for the symbols with a bar today; frozen weights
+    frozen = 0.0
+    s_sum = 0.0
+    for i in range(n):
+        d = drifted[i] * inv
+        drifted[i] = d
+        ok = tradable[i]
+        p = np.float64(probs_t[i])
+        if long_short:
+            s = 2.0 * (p - 0.5)
+        else:
+            s = p - threshold
+            s = s if s > 0.0 else 0.0
+        s = s if ok and not math.isnan(p) else 0.0  # NaN p: no position
+        target[i] = s
+        s_sum += abs(s)
+        frozen += 0.0 if ok else abs(d)
+    budget = max_gross - frozen
+    budget = budget if budget > 0.0 else 0.0
+    # 3) targets, turnover against the drifted book
+    tv = 0.0
+    if strategy == THRESHOLD:
         scale = budget / s_sum if s_sum > 0.0 else 0.0
-        # 3) targets, turnover against the drifted book
-        tv = 0.0
         for i in range(n):
             x = target[i] * scale
             x = x if x < max_weight else max_weight
@@ -342,130 +402,137 @@ def portfolio_days(prices, probs, a, b, threshold, max_gross, max_weight, long_s
             x = x if tradable[i] else d
             tv += abs(x - d)
             w[i] = x
-            weights[t, i] = x
-        # 4) costs and the day's result
-        c = tv * cost_rate
-        nt = -1.0 if wiped else g - c * growth  # == (1 + g) * (1 - c) - 1, exact when c == 0
-        equity[0] = equity[0] * (1.0 + nt)
-        net[t] = nt
-        gross[t] = g
-        turnover[t] = tv
-        cost[t] = c
-        equity_out[t] = equity[0]
+            weights_row[i] = x
+    else:
+        ranked = order if have_order else rank_order(probs_t, tradable)
+        if strategy == TOPK_DROPOUT:
+            session = False
+            for i in range(n):
+                session = session or tradable[i]
+            for i in range(n):
+                held_days[i] = held_days[i] + 1 if session and drifted[i] != 0.0 else held_days[i]
+            topk_dropout_targets(probs_t, tradable, drifted, held_days, topk, n_drop, hold_thresh, max_gross,
+                                 max_weight, target, ranked)
+            for i in range(n):  # a symbol bought today has been held 0 sessions
+                held_days[i] = 0 if target[i] != 0.0 and drifted[i] == 0.0 else held_days[i]
+        else:
+            long_short_targets(probs_t, tradable, drifted, quantile, budget, max_weight, target, ranked)
+        for i in range(n):
+            x = target[i]
+            tv += abs(x - drifted[i])
+            w[i] = x
+            weights_row[i] = x
+    # 4) the daily turnover limit: every trade scaled alike
+    if max_turnover > 0.0 and tv > max_turnover:
+        f = max_turnover / tv
+        tv = 0.0
+        for i in range(n):
+            d = drifted[i]
+            x = d + (w[i] - d) * f
+            tv += abs(x - d)
+            w[i] = x
+            weights_row[i] = x
+    if strategy == TOPK_DROPOUT:
+        for i in range(n):  # a symbol sold today has been held 0 sessions
+            held_days[i] = held_days[i] if w[i] != 0.0 else 0
+    return g, growth, wiped, tv
+
+
+@njit(cache=True, nogil=True, inline="always")
+def day_cost(w, drifted, growth, wiped, tv, cost_rate, trade_costs, open_cost, close_cost, min_cost_cash, equity0):
+    """Step 5's cost of the day as a fraction of the post-move NAV: the bps on the turnover,
+    plus (trade_costs) each trade's max(open_cost * d, m) / max(close_cost * |d|, m), m the
+    minimum cost as a fraction of the NAV (equity0: the equity before the day)."""
+    c = tv * cost_rate
+    if trade_costs and not wiped:
+        m = min_cost_cash / (equity0 * growth)
+        extra = 0.0
+        for i in range(w.shape[0]):
+            dx = w[i] - drifted[i]
+            if dx > 0.0:
+                extra += max(open_cost * dx, m)
+            elif dx < 0.0:
+                extra += max(close_cost * -dx, m)
+        c += extra
+    return c
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FASTMATH)
-def book_days(prices, probs, a, b, strategy, threshold, max_gross, max_weight, long_short, cost_rate,
-                   topk, n_drop, hold_thresh, quantile, open_cost, close_cost, min_cost_cash, max_turnover,
-                   w, last, held_days, equity, net, gross, turnover, cost, equity_out, weights):
-    """Days [a, b) of the general loop: every strategy, the trade costs and the turnover limit
-    (portfolio_days is its threshold-only path). State as portfolio_days's, plus held_days int64
-    [N] (sessions each held symbol has been held). `min_cost_cash` = min_cost / account;
-    max_turnover <= 0: no limit. Steps 1-3 of the threshold rule are portfolio_days's lines (a
-    parity test holds the two to float64 rounding)."""
+def book_days(prices, probs, a, b, bk_general, bk_strategy, bk_threshold, bk_max_gross, bk_max_weight,
+              bk_long_short, bk_topk, bk_n_drop, bk_hold_thresh, bk_quantile, bk_max_turnover, bk_lanes,
+              ln_cost_rate, ln_open_cost, ln_close_cost, ln_min_cost_cash,
+              W, LAST, HELD, ROWS, SIGN, EQ, net, gross, turnover, cost, equity_out, exposure, trades, book_figures):
+    """Days [a, b) of one backtest or many in one pass over the days: the one driver of the
+    steps above (run_portfolio is its one-lane call, run_sweep its many-lane one).
+
+    A book (B of them, arrays bk_*) is one set of weight-changing parameters; its lanes
+    bk_lanes[k]..bk_lanes[k+1]-1 (ln_*, grouped by book) differ only in their costs, which never
+    move a weight. Each day: the rank order once for every ranked book; each book's step
+    (general_book_step: every strategy, the turnover limit; threshold_book_step when not
+    bk_general: the threshold rule without trade costs or a turnover limit), then (book_figures)
+    its exposure (sum |w| of the float32 weights) and positions opened, then each of its lanes'
+    day_cost and result. Lanes never read each other, and one compiled function runs every call,
+    so a lane's series are the same bits whatever else runs beside it (LLVM vectorises a loop's
+    sums per function: the same step inlined into two drivers may round differently).
+    State per book W, LAST float64 [B, N] (weights held, last valid close, NaN before the
+    first), HELD int64 [B, N] (sessions held), SIGN int8 [B, N] (signs of the previous day's
+    float32 weights); per lane EQ float64 [L]. Outputs rows [L, T] (net, gross, turnover, cost,
+    equity_out), [B, T] (exposure, trades), and the weights ROWS float32: [B, T, N] (every day:
+    the one backtest's weights) or [B, 1, N] (the day's only). `min_cost_cash` = min_cost /
+    account; max_turnover <= 0: no limit."""
     n = prices.shape[1]
+    n_books = bk_general.shape[0]
     drifted = np.empty(n, dtype=np.float64)
     target = np.empty(n, dtype=np.float64)
     tradable = np.empty(n, dtype=np.bool_)
-    trade_costs = open_cost > 0.0 or close_cost > 0.0 or min_cost_cash > 0.0
+    ranked = False
+    for k in range(n_books):
+        ranked = ranked or (bk_general[k] and bk_strategy[k] != THRESHOLD)
+    order = np.zeros(n, dtype=np.int64)
+    every_day = ROWS.shape[1] > 1
     for t in range(a, b):
-        # 1) the move from the previous close: held weights earn it
-        g = 0.0
-        for i in range(n):
-            px = np.float64(prices[t, i])
-            ok = px > 0.0 and px < np.inf  # False for NaN
-            li = last[i]
-            r = px / li - 1.0
-            r = r if ok and li < np.inf else 0.0  # no bar today or none before: earns 0
-            tradable[i] = ok
-            last[i] = px if ok else li
-            drifted[i] = w[i] * (1.0 + r)
-            g += w[i] * r
-        growth = 1.0 + g
-        wiped = growth <= 0.0
-        inv = 0.0 if wiped else 1.0 / growth
-        # 2) drift; day t's signals for the symbols with a bar today; frozen weights
-        frozen = 0.0
-        s_sum = 0.0
-        for i in range(n):
-            d = drifted[i] * inv
-            drifted[i] = d
-            ok = tradable[i]
-            p = np.float64(probs[t, i])
-            if long_short:
-                s = 2.0 * (p - 0.5)
+        if ranked:  # the day's rank order, once for every ranked book
+            for i in range(n):
+                px = np.float64(prices[t, i])
+                tradable[i] = px > 0.0 and px < np.inf
+            order = rank_order(probs[t], tradable)
+        r = t if every_day else 0
+        for k in range(n_books):
+            w = W[k]
+            if bk_general[k]:
+                g, growth, wiped, tv = general_book_step(prices[t], probs[t], bk_strategy[k], bk_threshold[k],
+                                                         bk_max_gross[k], bk_max_weight[k], bk_long_short[k],
+                                                         bk_topk[k], bk_n_drop[k], bk_hold_thresh[k], bk_quantile[k],
+                                                         bk_max_turnover[k], w, LAST[k], HELD[k], drifted, target,
+                                                         tradable, ROWS[k, r], order, ranked)
             else:
-                s = p - threshold
-                s = s if s > 0.0 else 0.0
-            s = s if ok and not math.isnan(p) else 0.0  # NaN p: no position
-            target[i] = s
-            s_sum += abs(s)
-            frozen += 0.0 if ok else abs(d)
-        budget = max_gross - frozen
-        budget = budget if budget > 0.0 else 0.0
-        # 3) targets, turnover against the drifted book
-        tv = 0.0
-        if strategy == THRESHOLD:
-            scale = budget / s_sum if s_sum > 0.0 else 0.0
-            for i in range(n):
-                x = target[i] * scale
-                x = x if x < max_weight else max_weight
-                x = x if x > -max_weight else -max_weight
-                d = drifted[i]
-                x = x if tradable[i] else d
-                tv += abs(x - d)
-                w[i] = x
-                weights[t, i] = x
-        else:
-            if strategy == TOPK_DROPOUT:
-                session = False
+                g, growth, wiped, tv = threshold_book_step(prices[t], probs[t], bk_threshold[k], bk_max_gross[k],
+                                                           bk_max_weight[k], bk_long_short[k], w, LAST[k], drifted,
+                                                           target, tradable, ROWS[k, r])
+            if book_figures:
+                ex = 0.0
+                opened = 0
                 for i in range(n):
-                    session = session or tradable[i]
-                for i in range(n):
-                    held_days[i] = held_days[i] + 1 if session and drifted[i] != 0.0 else held_days[i]
-                topk_dropout_targets(probs[t], tradable, drifted, held_days, topk, n_drop, hold_thresh, max_gross,
-                                     max_weight, target)
-                for i in range(n):  # a symbol bought today has been held 0 sessions
-                    held_days[i] = 0 if target[i] != 0.0 and drifted[i] == 0.0 else held_days[i]
-            else:
-                long_short_targets(probs[t], tradable, drifted, quantile, budget, max_weight, target)
-            for i in range(n):
-                x = target[i]
-                tv += abs(x - drifted[i])
-                w[i] = x
-                weights[t, i] = x
-        # 4) the daily turnover limit: every trade scaled alike
-        if max_turnover > 0.0 and tv > max_turnover:
-            f = max_turnover / tv
-            tv = 0.0
-            for i in range(n):
-                d = drifted[i]
-                x = d + (w[i] - d) * f
-                tv += abs(x - d)
-                w[i] = x
-                weights[t, i] = x
-        # 5) costs and the day's result
-        c = tv * cost_rate
-        if trade_costs and not wiped:
-            m = min_cost_cash / (equity[0] * growth)
-            extra = 0.0
-            for i in range(n):
-                dx = w[i] - drifted[i]
-                if dx > 0.0:
-                    extra += max(open_cost * dx, m)
-                elif dx < 0.0:
-                    extra += max(close_cost * -dx, m)
-            c += extra
-        if strategy == TOPK_DROPOUT:
-            for i in range(n):  # a symbol sold today has been held 0 sessions
-                held_days[i] = held_days[i] if w[i] != 0.0 else 0
-        nt = -1.0 if wiped else g - c * growth  # == (1 + g) * (1 - c) - 1, exact when c == 0
-        equity[0] = equity[0] * (1.0 + nt)
-        net[t] = nt
-        gross[t] = g
-        turnover[t] = tv
-        cost[t] = c
-        equity_out[t] = equity[0]
+                    x = ROWS[k, r, i]
+                    ex += abs(np.float64(x))
+                    sg = np.int8(1) if x > 0 else (np.int8(-1) if x < 0 else np.int8(0))
+                    opened += 1 if sg != 0 and sg != SIGN[k, i] else 0
+                    SIGN[k, i] = sg
+                exposure[k, t] = ex
+                trades[k, t] = opened
+            # 5) each lane's costs and the day's result
+            for j in range(bk_lanes[k], bk_lanes[k + 1]):
+                mc = ln_min_cost_cash[j]
+                trade_costs = ln_open_cost[j] > 0.0 or ln_close_cost[j] > 0.0 or mc > 0.0
+                c = day_cost(w, drifted, growth, wiped, tv, ln_cost_rate[j], trade_costs, ln_open_cost[j],
+                             ln_close_cost[j], mc, EQ[j])
+                nt = -1.0 if wiped else g - c * growth  # == (1 + g) * (1 - c) - 1, exact when c == 0
+                EQ[j] = EQ[j] * (1.0 + nt)
+                net[j, t] = nt
+                gross[j, t] = g
+                turnover[j, t] = tv
+                cost[j, t] = c
+                equity_out[j, t] = EQ[j]
 
 
 # ---------------------------------------------------------------- Python API
@@ -508,29 +575,148 @@ def run_portfolio(prices, probs, config: PortfolioConfig | None = None, *, chunk
         raise ValueError(f"chunk_days must be >= 1, got {chunk_days}")
     prices, probs = validate_inputs(prices, probs)
     T, N = prices.shape
-    net, gross, turnover, cost, equity_out = (np.zeros(T, dtype=np.float64) for _ in range(5))
-    weights = np.zeros((T, N), dtype=np.float32)
-    w = np.zeros(N, dtype=np.float64)
-    held_days = np.zeros(N, dtype=np.int64)
+    run = _Lanes([cfg], [[0]], T, N, rows_every_day=True)
     if initial_weights is not None:
-        w[:] = np.asarray(initial_weights, dtype=np.float64)
-        held_days[w != 0.0] = cfg.hold_thresh
-    last = np.full(N, np.nan, dtype=np.float64)
-    equity = np.ones(1, dtype=np.float64)
-    limit = 0.0 if cfg.max_turnover is None else float(cfg.max_turnover)
+        run.W[0] = np.asarray(initial_weights, dtype=np.float64)
+        run.HELD[0][run.W[0] != 0.0] = cfg.hold_thresh
     for a in range(0, T, chunk_days):
         b = min(a + chunk_days, T)
-        if cfg.threshold_only:
-            portfolio_days(prices, probs, a, b, float(cfg.threshold), float(cfg.max_gross), float(cfg.max_weight),
-                           bool(cfg.long_short), float(cfg.cost_rate), w, last, equity,
-                           net, gross, turnover, cost, equity_out, weights)
-        else:
-            book_days(prices, probs, a, b, cfg.strategy_code, float(cfg.threshold), float(cfg.max_gross),
-                      float(cfg.max_weight), bool(cfg.long_short), float(cfg.cost_rate), int(cfg.topk),
-                      int(cfg.n_drop), int(cfg.hold_thresh), float(cfg.quantile), float(cfg.open_cost),
-                      float(cfg.close_cost), float(cfg.min_cost) / float(cfg.account), limit,
-                      w, last, held_days, equity, net, gross, turnover, cost, equity_out, weights)
+        run.days(prices, probs, a, b, book_figures=False)
         if on_chunk is not None:
-            on_chunk(a, b, {"net": net[a:b], "gross": gross[a:b], "turnover": turnover[a:b], "cost": cost[a:b],
-                            "equity": equity_out[a:b], "weights": weights[a:b]})
-    return PortfolioResult(net, gross, turnover, cost, equity_out, weights)
+            on_chunk(a, b, {"net": run.net[0, a:b], "gross": run.gross[0, a:b], "turnover": run.turnover[0, a:b],
+                            "cost": run.cost[0, a:b], "equity": run.equity_out[0, a:b], "weights": run.ROWS[0, a:b]})
+    return PortfolioResult(run.net[0], run.gross[0], run.turnover[0], run.cost[0], run.equity_out[0], run.ROWS[0])
+
+
+class _Lanes:
+    """book_days's arguments for lanes `configs` grouped into `books` (lists of lane indices,
+    each list's configs with one book_key): the books' and lanes' parameter arrays, the state
+    and the outputs (lanes in the kernel's order: grouped by book)."""
+
+    def __init__(self, configs: list[PortfolioConfig], books: list[list[int]], T: int, N: int,
+                 rows_every_day: bool):
+        rep = [configs[m[0]] for m in books]
+        ordered = [configs[j] for m in books for j in m]
+        B, L = len(books), len(ordered)
+        f64 = lambda xs: np.array(xs, dtype=np.float64)  # noqa: E731
+        self.params = dict(
+            bk_general=np.array([not c.threshold_only for c in rep], dtype=np.bool_),
+            bk_strategy=np.array([c.strategy_code for c in rep], dtype=np.int64),
+            bk_threshold=f64([c.threshold for c in rep]), bk_max_gross=f64([c.max_gross for c in rep]),
+            bk_max_weight=f64([c.max_weight for c in rep]),
+            bk_long_short=np.array([c.long_short for c in rep], dtype=np.bool_),
+            bk_topk=np.array([c.topk for c in rep], dtype=np.int64),
+            bk_n_drop=np.array([c.n_drop for c in rep], dtype=np.int64),
+            bk_hold_thresh=np.array([c.hold_thresh for c in rep], dtype=np.int64),
+            bk_quantile=f64([c.quantile for c in rep]),
+            bk_max_turnover=f64([0.0 if c.max_turnover is None else c.max_turnover for c in rep]),
+            bk_lanes=np.cumsum([0] + [len(m) for m in books]).astype(np.int64),
+            ln_cost_rate=f64([c.cost_rate for c in ordered]), ln_open_cost=f64([c.open_cost for c in ordered]),
+            ln_close_cost=f64([c.close_cost for c in ordered]),
+            ln_min_cost_cash=f64([float(c.min_cost) / float(c.account) for c in ordered]))
+        self.W = np.zeros((B, N), np.float64)
+        self.LAST = np.full((B, N), np.nan, np.float64)
+        self.HELD = np.zeros((B, N), np.int64)
+        self.ROWS = np.zeros((B, T if rows_every_day else 1, N), np.float32)
+        self.SIGN = np.zeros((B, N), np.int8)
+        self.EQ = np.ones(L, np.float64)
+        self.net, self.gross, self.turnover, self.cost, self.equity_out = (np.zeros((L, T), np.float64)
+                                                                           for _ in range(5))
+        self.exposure = np.zeros((B, T), np.float64)
+        self.trades = np.zeros((B, T), np.int64)
+
+    def days(self, prices, probs, a: int, b: int, book_figures: bool) -> None:
+        book_days(prices, probs, a, b, **self.params, W=self.W, LAST=self.LAST, HELD=self.HELD, ROWS=self.ROWS,
+                  SIGN=self.SIGN, EQ=self.EQ, net=self.net, gross=self.gross, turnover=self.turnover, cost=self.cost,
+                  equity_out=self.equity_out, exposure=self.exposure, trades=self.trades, book_figures=book_figures)
+
+
+# ---------------------------------------------------------------- sweeps: many backtests in one pass
+
+
+def book_key(cfg: PortfolioConfig) -> tuple:
+    """The parameters that move cfg's weights (its strategy's, the caps, the turnover limit) and
+    its step (threshold_only: threshold_book_step): configs with one key hold the same weights
+    every day and differ only in their costs, so a sweep runs their book once."""
+    key = (not cfg.threshold_only, cfg.strategy, float(cfg.max_gross), float(cfg.max_weight),
+           None if cfg.max_turnover is None else float(cfg.max_turnover))
+    if cfg.strategy == "threshold":
+        return key + (bool(cfg.long_short), None if cfg.long_short else float(cfg.threshold))
+    if cfg.strategy == "topk_dropout":
+        return key + (int(cfg.topk), int(cfg.n_drop), int(cfg.hold_thresh))
+    return key + (float(cfg.quantile),)
+
+
+@dataclass
+class SweepResult:
+    """The daily series of L backtests (lane j: configs[j]), each row equal bit for bit to
+    run_portfolio(prices, probs, configs[j])'s; `exposure` (sum |w| of the float32 weights held)
+    and `trades` (positions opened, as kernels.backtest.stats.trades_opened counts them) per
+    lane and day; `books`: how many distinct weight paths were run (lanes sharing one differ
+    only in their costs)."""
+
+    configs: list[PortfolioConfig]
+    net: np.ndarray  # float64 [L, T]
+    gross: np.ndarray
+    turnover: np.ndarray
+    cost: np.ndarray
+    equity: np.ndarray
+    exposure: np.ndarray  # float64 [L, T]
+    trades: np.ndarray  # int64 [L, T]
+    books: int
+
+    def stats(self, j: int, periods_per_year: int = PERIODS_PER_YEAR) -> dict:
+        """Lane j's stats table (kernels.backtest.stats.backtest_stats)."""
+        from kernels.backtest.stats import backtest_stats
+
+        return backtest_stats(self.net[j], self.gross[j], self.cost[j], self.turnover[j], self.exposure[j],
+                              self.trades[j], periods_per_year)
+
+
+def run_sweep(prices, probs, configs: list[PortfolioConfig], *, chunk_days: int = 256,
+              threads: int | None = None) -> SweepResult:
+    """Backtest every config of `configs` over the same panel in one pass over the days
+    (book_days, in chunks of `chunk_days`; configs that differ only in their costs share one
+    book): lane j's net, gross, turnover, cost and equity are run_portfolio(prices, probs,
+    configs[j])'s bit for bit (no initial book). `threads` (default: the CPUs, at most 8): the
+    books are dealt round-robin to that many book_days calls run side by side (nogil); lanes
+    never read each other, so the results do not depend on it."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    configs = list(configs)
+    if not configs:
+        raise ValueError("a sweep needs at least one config")
+    if chunk_days < 1:
+        raise ValueError(f"chunk_days must be >= 1, got {chunk_days}")
+    prices, probs = validate_inputs(prices, probs)
+    T, N = prices.shape
+    keys: dict[tuple, list[int]] = {}
+    for j, cfg in enumerate(configs):
+        keys.setdefault(book_key(cfg), []).append(j)
+    books = list(keys.values())
+    n_threads = max(1, min(int(threads or min(os.cpu_count() or 1, 8)), len(books)))
+    parts = [books[p::n_threads] for p in range(n_threads)]
+    runs = [_Lanes(configs, part, T, N, rows_every_day=False) for part in parts]
+
+    def walk(run: _Lanes) -> None:
+        for a in range(0, T, chunk_days):
+            run.days(prices, probs, a, min(a + chunk_days, T), book_figures=True)
+
+    if n_threads == 1:
+        walk(runs[0])
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(walk, runs))
+    L = len(configs)
+    out = {k: np.empty((L, T), np.float64) for k in ("net", "gross", "turnover", "cost", "equity_out", "exposure")}
+    out["trades"] = np.empty((L, T), np.int64)
+    for run, part in zip(runs, parts):
+        lanes = np.array([j for m in part for j in m])
+        for k in ("net", "gross", "turnover", "cost", "equity_out"):
+            out[k][lanes] = getattr(run, k)
+        book_of = np.concatenate([np.full(len(m), b) for b, m in enumerate(part)])
+        out["exposure"][lanes] = run.exposure[book_of]
+        out["trades"][lanes] = run.trades[book_of]
+    return SweepResult(configs, out["net"], out["gross"], out["turnover"], out["cost"], out["equity_out"],
+                       out["exposure"], out["trades"], len(books))

@@ -79,9 +79,28 @@ def importance_line(m: dict, top: int = 10) -> str | None:
     return f"importance ({imp['kind']}): " + ", ".join(f"{c} {v:.3f}" for c, v in items)
 
 
+def parse_sweep(text: str) -> dict[str, list[float]]:
+    """`--sweep "topk=10,20,50 n_drop=1,5"` (parameters separated by spaces or `;`) -> the grid
+    mapping of backtest.sweep.grid; a malformed part is a ValueError of one line."""
+    grid: dict[str, list[float]] = {}
+    for part in text.replace(";", " ").split():
+        name, _, values = part.partition("=")
+        try:
+            grid[name] = [float(v) for v in values.split(",") if v]
+        except ValueError:
+            raise ValueError(f"--sweep {text!r}: {part!r} is not NAME=V1,V2,...; expected e.g. topk=10,20,50") from None
+        if not name or not grid[name]:
+            raise ValueError(f"--sweep {text!r}: {part!r} is not NAME=V1,V2,...; expected e.g. topk=10,20,50")
+    return grid
+
+
 def cmd_backtest(args: argparse.Namespace) -> int:
-    flags = {"horizon": args.horizon, "strategy": args.strategy}
+    flags: dict = {"horizon": args.horizon, "strategy": args.strategy}
     flags = {k: v for k, v in flags.items() if v is not None}
+    sweep = {k: v for k, v in {"grid": parse_sweep(args.sweep) if args.sweep else None,
+                               "sort_by": args.sort_by}.items() if v is not None}
+    if sweep:
+        flags["sweep"] = sweep
     cs = command_settings({"backtest": flags} if flags else {})
     years = parse_years(args.years, cs.settings)
     materialize_years(cs, ["backtest"], years, "backtest")
@@ -89,6 +108,11 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(cs.settings.stage_reports_dir("backtest") / "daily.jsonl", args.log)
     print_results(cs.settings, years, ("backtest",))
+    if cs.settings.backtest.sweep.grid:
+        from domain.backtest_sweep import sweep_lines
+
+        report = json.loads((cs.settings.stage_reports_dir("backtest") / "sweep.json").read_text())
+        print("\n".join(sweep_lines(report, cs.settings.backtest.sweep.top)))
     return 0
 
 
@@ -159,6 +183,10 @@ def add_commands(sub) -> None:
     bt.add_argument("--horizon", type=int, help="the p_h{H} that drives the weights (default: settings)")
     bt.add_argument("--strategy", choices=field_choices("backtest", "strategy"),
                     help="the weight rule (default: settings backtest.strategy; its parameters are settings)")
+    bt.add_argument("--sweep", help='also backtest this grid in one pass, e.g. "topk=10,20,50 n_drop=1,5 fee_bps=0,10" '
+                    "(default: settings backtest.sweep.grid; docs/learning.md, Sweeps)")
+    bt.add_argument("--sort-by", choices=field_choices("backtest", "sweep", "sort_by"),
+                    help="the figure the sweep's table is sorted by (default: settings backtest.sweep.sort_by)")
     bt.add_argument("--years")
     bt.set_defaults(func=cmd_backtest)
     ev = sub.add_parser("evaluate", help="AUC, PR-AUC, Brier, IC, deciles by regime of the stored predictions")

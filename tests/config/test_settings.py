@@ -169,3 +169,47 @@ def test_a_bad_strategy_setting_is_one_line_naming_it(backtest, line):
     assert lines[0] == "f.yaml: invalid settings" and len(lines) == 2, lines
     assert re.search(line, lines[1]), lines[1]
 
+
+
+# ---------------------------------------------------------------- backtest.sweep
+
+
+@pytest.mark.parametrize("sweep,line", [
+    ({"grid": {"topk_": [1]}}, r"backtest\.sweep: Value error, backtest\.sweep\.grid: 'topk_' is not a parameter a "
+                               r"sweep can vary; expected one of threshold, topk"),
+    ({"grid": {"topk": []}}, r"backtest\.sweep\.grid\.topk: no value"),
+    ({"grid": {"topk": [10, 10]}}, r"backtest\.sweep\.grid\.topk: \[10\.0, 10\.0\] repeats a value"),
+    ({"grid": {"n_drop": [1.5]}}, r"backtest\.sweep\.grid\.n_drop: \[1\.5\] has a value that is not a whole number"),
+    ({"grid": {"threshold": [0.5, 1.5]}}, r"backtest\.sweep\.grid\.threshold: 1\.5 is out of range: Input should be "
+                                          r"less than or equal to 1"),
+    ({"grid": {"max_turnover": [0.0]}}, r"backtest\.sweep\.grid\.max_turnover: 0\.0 is out of range"),
+    ({"grid": {"topk": [2, 5], "n_drop": [1, 3]}}, r"backtest\.sweep\.grid: the point topk=2, n_drop=3 is not a valid "
+                                                   r"backtest: backtest\.n_drop \(3\) is more than backtest\.topk \(2\)"),
+    ({"grid": {"topk": [10, 20]}, "heatmap": ["topk", "fee_bps"]}, r"backtest\.sweep\.heatmap: fee_bps not in "
+                                                                   r"backtest\.sweep\.grid \(topk\)"),
+    ({"grid": {"topk": [10, 20]}, "heatmap": ["topk"]}, r"backtest\.sweep\.heatmap: \['topk'\]; expected two"),
+    ({"grid": {"topk": [10, 20], "fee_bps": [0, 1]}, "max_points": 3}, r"backtest\.sweep\.grid: 4 combinations, more "
+                                                                       r"than backtest\.sweep\.max_points \(3\)"),
+    ({"blocks": 7}, r"backtest\.sweep\.blocks: 7 is odd"),
+    ({"sort_by": "sharp"}, r"backtest\.sweep\.sort_by: Input should be 'sharpe', 'cagr'"),
+    ({"top": 0}, r"backtest\.sweep\.top: Input should be greater than or equal to 1"),
+])
+def test_a_bad_sweep_setting_is_one_line_naming_it(sweep, line):
+    with pytest.raises(SettingsError) as err:
+        parse_settings({"backtest": {"strategy": "topk_dropout", "topk": 10, "n_drop": 1, "sweep": sweep}}, "f.yaml")
+    lines = str(err.value).splitlines()
+    assert lines[0] == "f.yaml: invalid settings" and len(lines) == 2, lines
+    assert re.search(line, lines[1]), lines[1]
+
+
+def test_a_sweep_grid_expands_to_every_combination_over_the_other_settings():
+    s = parse_settings({"backtest": {"strategy": "topk_dropout", "fee_bps": 3.0,
+                                     "sweep": {"grid": {"topk": [10, 20], "n_drop": [1, 5], "open_cost": [0, 0.001]}}}},
+                       "f.yaml")
+    points = s.backtest.sweep_points()
+    assert [(p.topk, p.n_drop, p.open_cost) for p in points] == [
+        (10, 1, 0.0), (10, 1, 0.001), (10, 5, 0.0), (10, 5, 0.001), (20, 1, 0.0), (20, 1, 0.001), (20, 5, 0.0),
+        (20, 5, 0.001)]
+    assert all(p.strategy == "topk_dropout" and p.fee_bps == 3.0 and not p.sweep.grid for p in points)
+    assert isinstance(points[0].topk, int)
+    assert Settings().backtest.sweep_points() == []
