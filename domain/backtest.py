@@ -308,6 +308,6 @@ def build_backtest(predictions: pl.LazyFrame, raw_bars: pl.LazyFrame, years: lis
     if bt.sweep.grid:
         from domain.backtest_sweep import run_sweep_report
 
-        sweep = run_sweep_report(dates, symbols, prices, probs, (a, b), bt, out_dir)
+        sweep = run_sweep_report(dates, symbols, prices, probs, (a, b), bt, out_dir, portfolio_config)
     table = daily.filter(pl.col("date").dt.year().is_in(years))
     return BacktestReport(table, overall, per_year, png, sweep)

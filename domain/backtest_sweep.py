@@ -27,7 +27,6 @@ Writes under reports/<experiment>/backtest/: `sweep.json` (the grid, what the fi
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
@@ -100,36 +99,21 @@ def heatmap_axes(grid: dict, chosen: list[str] | None) -> list[str] | None:
 def heatmap_png_bytes(rows: list[dict], x: str, y: str, figure: str, grid: dict, title: str) -> bytes:
     """`figure` over the grid parameters x (columns) and y (rows), each cell the best value among
     the rows with those two values (best as sort_rows), as PNG (matplotlib Agg, no pyplot)."""
-    from domain.learning.plots import _figure, _png
+    from domain.learning.plots import grid_heatmap_png_bytes
 
     xs, ys = sorted(grid[x]), sorted(grid[y])
     cells = np.full((len(ys), len(xs)), np.nan)
     for r in sort_rows(rows, figure)[::-1]:  # worst first: the best of a cell is written last
         if r[figure] is not None:
             cells[ys.index(r[y]), xs.index(r[x])] = r[figure]
-    fig = _figure((max(6.0, 1.6 + 0.9 * len(xs)), 2.0 + 0.5 * len(ys)))
-    ax = fig.subplots()
-    cmap = "viridis_r" if figure in SWEEP_SMALLER_FIRST else "viridis"
-    im = ax.imshow(np.ma.masked_invalid(cells), cmap=cmap, aspect="auto", origin="lower")
-    ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs])
-    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    for i in range(len(ys)):
-        for j in range(len(xs)):
-            if math.isfinite(cells[i, j]):
-                ax.text(j, i, f"{cells[i, j]:.3g}", ha="center", va="center", fontsize=7, color="white")
-    fig.colorbar(im, ax=ax, label=figure)
-    ax.set_title(title, fontsize=8)
-    fig.tight_layout()
-    return _png(fig)
+    return grid_heatmap_png_bytes(cells, xs, ys, x, y, figure, title, reverse=figure in SWEEP_SMALLER_FIRST)
 
 
 def run_sweep_report(dates, symbols: list[str], prices: np.ndarray, probs: np.ndarray, span: tuple[int, int],
-                     bt: BacktestSettings, out_dir: Path) -> dict | None:
+                     bt: BacktestSettings, out_dir: Path, portfolio_config) -> dict | None:
     """The sweep of `bt.sweep` over the backtest's panel, figures over the rows span [a, b);
-    writes sweep.json and sweep.png under `out_dir`; None without a grid."""
-    from domain.backtest import portfolio_config
+    writes sweep.json and sweep.png under `out_dir`; None without a grid. `portfolio_config`:
+    settings -> the kernel's PortfolioConfig (domain.backtest's, passed in: no import cycle)."""
     from kernels.backtest.portfolio import run_sweep
 
     sw = bt.sweep

@@ -77,7 +77,7 @@ def _stats(table: pa.Table) -> str:
                        "nullCount": {c: table.column(c).null_count for c in table.column_names}})
 
 
-def _to_arrow(frame: pl.DataFrame) -> pa.Table:
+def to_arrow(frame: pl.DataFrame) -> pa.Table:
     """The frame as written: ns datetimes in us (Delta's unit)."""
     casts = [pl.col(c).dt.cast_time_unit("us") for c, t in frame.schema.items()
              if isinstance(t, pl.Datetime) and t.time_unit == "ns"]
@@ -103,7 +103,7 @@ def stage_frame(root: Path, frame: pl.DataFrame) -> list[DataFile]:
     of one Arrow table and copied once into the year's contiguous table (never a sort or a
     partition of the whole frame)."""
     years = frame.get_column(YEAR).to_numpy()
-    table = _to_arrow(frame.drop(YEAR))
+    table = to_arrow(frame.drop(YEAR))
     bounds = np.concatenate([[0], np.flatnonzero(years[1:] != years[:-1]) + 1, [len(years)]])
     runs: dict[int, list[pa.Table]] = {}
     for a, b in zip(bounds[:-1], bounds[1:]):

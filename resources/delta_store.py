@@ -103,7 +103,8 @@ from deltalake.exceptions import CommitFailedError, DeltaError, SchemaMismatchEr
 from config.partitions import SymbolYear
 from config.settings import SYMBOL_PATTERN
 from resources.commit_lock import commit_lock
-from resources.delta_files import DataFile, Replacement, linked_copy, plan_replacement, remove_action, snapshot_files, stage_frame
+from resources.delta_files import (DataFile, Replacement, linked_copy, plan_replacement, remove_action, snapshot_files,
+                                  stage_frame, to_arrow)
 from resources.delta_repair import DamagedTableError, raise_if_damaged
 
 YEAR = "year"
@@ -702,9 +703,7 @@ def _like(asset: str, df: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
 
 def _arrow_schema(schema: pl.Schema):
     """The Delta schema of frames with `schema` as written (ns datetimes in us)."""
-    from resources.delta_files import _to_arrow
-
-    return _to_arrow(pl.DataFrame(schema=schema)).schema
+    return to_arrow(pl.DataFrame(schema=schema)).schema
 
 
 def _writer_properties() -> WriterProperties:

@@ -220,3 +220,26 @@ def calibration_png_bytes(y, p, title: str = "", bins: int = 10) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()
+
+
+def grid_heatmap_png_bytes(cells, xs, ys, xlabel: str, ylabel: str, label: str, title: str,
+                           reverse: bool = False) -> bytes:
+    """A heatmap of `cells` [len(ys), len(xs)] (NaN cells blank) with each value written in its
+    cell, x ticks `xs`, y ticks `ys`, a colour bar named `label` (`reverse`: smaller is better)."""
+    import math
+
+    fig = _figure((max(6.0, 1.6 + 0.9 * len(xs)), 2.0 + 0.5 * len(ys)))
+    ax = fig.subplots()
+    im = ax.imshow(np.ma.masked_invalid(cells), cmap="viridis_r" if reverse else "viridis", aspect="auto", origin="lower")
+    ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs])
+    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    for i in range(len(ys)):
+        for j in range(len(xs)):
+            if math.isfinite(cells[i, j]):
+                ax.text(j, i, f"{cells[i, j]:.3g}", ha="center", va="center", fontsize=7, color="white")
+    fig.colorbar(im, ax=ax, label=label)
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    return _png(fig)

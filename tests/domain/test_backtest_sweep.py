@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from config.settings import BacktestSettings
+from domain.backtest import portfolio_config
 from domain.backtest_sweep import day_blocks, overfitting_guard, run_sweep_report, sort_rows, sweep_lines
 from kernels.backtest.portfolio import run_portfolio
 from kernels.backtest.stats import stats
@@ -27,7 +28,7 @@ def test_the_report_sorts_every_lane_and_says_what_it_stands_on(tmp_path):
     dates, symbols, prices, probs = panel()
     bt = BacktestSettings(strategy="topk_dropout", max_weight=0.5,
                           sweep={"grid": {"topk": [2, 4, 6], "n_drop": [1, 2], "fee_bps": [0, 20]}, "sort_by": "cagr"})
-    rep = run_sweep_report(dates, symbols, prices, probs, (20, 300), bt, tmp_path)
+    rep = run_sweep_report(dates, symbols, prices, probs, (20, 300), bt, tmp_path, portfolio_config)
     assert (rep["lanes"], rep["books"], rep["days"], rep["symbols"]) == (12, 6, 280, 12)
     assert rep["from"] == "2010-01-21" and rep["to"] == str(dates[299])[:10]
     cagrs = [r["cagr"] for r in rep["rows"]]
@@ -39,7 +40,6 @@ def test_the_report_sorts_every_lane_and_says_what_it_stands_on(tmp_path):
     assert 0.0 <= rep["deflated_sharpe"]["dsr"] <= 1.0
     # a row is the one backtest of its point over the span
     row = next(r for r in rep["rows"] if (r["topk"], r["n_drop"], r["fee_bps"]) == (4, 2, 20.0))
-    from domain.backtest import portfolio_config
 
     one = run_portfolio(prices, probs, portfolio_config(bt.model_copy(update={"topk": 4, "n_drop": 2, "fee_bps": 20.0})))
     assert row["sharpe"] == stats(one.net[20:])["sharpe"] and row["cagr"] == stats(one.net[20:])["cagr"]
@@ -50,7 +50,7 @@ def test_the_report_sorts_every_lane_and_says_what_it_stands_on(tmp_path):
 
 def test_without_a_grid_there_is_no_report(tmp_path):
     dates, symbols, prices, probs = panel(50, 3)
-    assert run_sweep_report(dates, symbols, prices, probs, (0, 50), BacktestSettings(), tmp_path) is None
+    assert run_sweep_report(dates, symbols, prices, probs, (0, 50), BacktestSettings(), tmp_path, portfolio_config) is None
     assert not (tmp_path / "sweep.json").exists()
 
 
