@@ -189,7 +189,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not names:
         print(f"no experiment under {root} yet (run a command with --experiment NAME)")
         return 0
-    check_names(root, names)
+    check_names(root, names, "report")
     instance = get_instance()
     added = register_experiments(instance, names)
     cs = command_settings(freeze=False)  # reads reports only: no experiment is frozen
