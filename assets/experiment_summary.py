@@ -6,14 +6,26 @@ partitions are the experiment names (resources.partitions.experiment_partitions)
 asset's Plots tab, by partition, draws each figure with the experiment's name on its point.
 """
 
-from dagster import AllPartitionMapping, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AllPartitionMapping,
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetDep,
+    AssetExecutionContext,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 
 from resources.partitions import experiment_partitions
 from resources.project import ReportsResource
 
 
 @asset(partitions_def=experiment_partitions, group_name="evaluation", kinds={"html"},
-       deps=[AssetDep(a, partition_mapping=AllPartitionMapping()) for a in ("meta_model", "evaluation", "backtest")])
+       deps=[AssetDep(a, partition_mapping=AllPartitionMapping()) for a in ("meta_model", "evaluation", "backtest")],
+       check_specs=[AssetCheckSpec("report_self_contained", asset="experiment_summary",
+                                   description="the HTML report is one file: every image an inlined base64 PNG, "
+                                               "no script, link or address outside it")])
 def experiment_summary(context: AssetExecutionContext, reports: ReportsResource) -> MaterializeResult:
     """The overall figures of the experiment named by the partition key, as numeric metadata
     named as `experiments --by` names them (`h7_auc`, `h7_rank_ic`, `backtest_sharpe`, ...,
@@ -36,4 +48,8 @@ def experiment_summary(context: AssetExecutionContext, reports: ReportsResource)
                  "report": MetadataValue.path(str(path)),
                  "report_url": MetadataValue.url(path.resolve().as_uri())}
     context.log.info(f"experiment {name}: {len(figures)} figures; report {path}")
-    return MaterializeResult(metadata=metadata)
+    from domain.checks import report_self_contained
+
+    passed, meta = report_self_contained(path.read_text())
+    return MaterializeResult(metadata=metadata, check_results=[
+        AssetCheckResult(check_name="report_self_contained", passed=passed, metadata=meta)])

@@ -27,6 +27,7 @@ def test_the_partitions_are_the_experiments_and_each_has_its_figures_as_numbers(
     for name in ("baseline", "trees"):
         res = materialize([experiment_summary], partition_key=name, instance=instance, resources=build_resources(str(cfg)))
         assert res.success
+        assert {e.check_name: e.passed for e in res.get_asset_check_evaluations()} == {"report_self_contained": True}
     assert instance.get_dynamic_partitions(EXPERIMENTS) == ["baseline", "trees"]
     records = instance.fetch_materializations(AssetKey("experiment_summary"), limit=10).records
     meta = {r.partition_key: r.asset_materialization.metadata for r in records}
@@ -48,3 +49,13 @@ def test_an_unregistered_or_unknown_experiment_fails_the_run_with_its_name(make_
     register_experiments(instance, ["ghost"])
     with pytest.raises(ValueError, match="report: no experiment 'ghost' under"):
         materialize([experiment_summary], partition_key="ghost", instance=instance, resources=build_resources(str(cfg)))
+
+
+def test_the_check_fails_a_report_that_reaches_outside_its_file():
+    from domain.checks import report_self_contained
+
+    png = "data:image/png;base64,iVBORw0KGgo="
+    assert report_self_contained(f'<img alt=a src="{png}">') == (True, {"images": 1, "bad_images": [],
+                                                                         "references": []})
+    passed, meta = report_self_contained('<img alt=a src="https://example.org/a.png"><link href="x.css">')
+    assert not passed and meta == {"images": 1, "bad_images": [0], "references": ["//", "<link", "href=", "https:"]}
