@@ -434,3 +434,9 @@ def format_table(result: dict) -> str:
         years = f"{e['years'][0]}..{e['years'][-1]}" if e["years"] else "no years"
         lines.append(f"{e['experiment']}: settings {e['settings_hash']}, {years}, {e['symbols'] or 'n/a'} symbols")
     return "\n".join(lines)
+
+
+# the readers other modules share (domain.experiment_report)
+read_report = _read
+yearly_reports = _yearly
+experiment_figures = _figures

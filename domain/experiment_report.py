@@ -33,7 +33,10 @@ import re
 from pathlib import Path
 
 from config.experiments import read_manifest
-from domain.experiment_compare import DISPLAY, YEAR_FILE, _figures, _read, _yearly, coverage, summary
+from domain.experiment_compare import DISPLAY, YEAR_FILE, coverage, summary
+from domain.experiment_compare import experiment_figures as _figures
+from domain.experiment_compare import read_report as _read
+from domain.experiment_compare import yearly_reports as _yearly
 
 REPORT_STAGE = "experiment_summary"  # reports/<name>/experiment_summary/report.html
 REPORT_FILE = "report.html"
