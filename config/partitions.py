@@ -17,6 +17,7 @@ from config.settings import SYMBOL_PATTERN, Settings
 
 SYMBOLS = "symbols"  # the dynamic partitions that register symbols (whatever the group size)
 GROUPS = "symbol_groups"  # the dynamic partitions of the groups (symbols_per_group > 1)
+EXPERIMENTS = "experiments"  # the dynamic partitions of experiment_summary: the experiment names
 # Instance key-value entry (run storage cursor values): a JSON list of the registered symbols
 # that the configured source does not hold (pipeline.symbols.sync_source). They stay
 # registered until pruned, but no run reads them (resources.io_manager).

@@ -25,6 +25,7 @@ One function per check, named after it:
     meta_model       out_of_sample_metrics_valid
     predictions      probabilities_in_unit_interval
     evaluation       metrics_in_range
+    experiment_summary  report_self_contained
 """
 
 from __future__ import annotations
@@ -322,3 +323,26 @@ def metrics_in_range(table: pl.DataFrame) -> tuple[bool, dict]:
     bad = _outside(table, {"auc": (0, 1), "pr_auc": (0, 1), "brier": (0, 1), "ic": (-1, 1), "rank_ic": (-1, 1),
                            "log_loss": (0, float("inf"))})
     return not any(bad.values()), {"rows": table.height, "out_of_range": bad}
+
+
+def report_self_contained(text: str) -> tuple[bool, dict]:
+    """The experiment's HTML report is one file: every image a base64 PNG `data:` URI that
+    decodes to a PNG, no script, stylesheet link, frame, `url(...)`, `href` or other address."""
+    import base64
+    import binascii
+    import re
+
+    images = re.findall(r'<img [^>]*src="([^"]*)"', text)
+    bad_images = []
+    for i, src in enumerate(images):
+        head, _, data = src.partition(",")
+        try:
+            ok = head == "data:image/png;base64" and base64.b64decode(data, validate=True).startswith(b"\x89PNG")
+        except (binascii.Error, ValueError):
+            ok = False
+        if not ok:
+            bad_images.append(i)
+    outside = re.sub(r'src="data:image/png;base64,[A-Za-z0-9+/=]*"', 'src=""', text)
+    references = sorted(set(re.findall(r"<script|<link|<iframe|url\(|https?:|//|href=", outside, re.I)))
+    return not bad_images and not references, {"images": len(images), "bad_images": bad_images[:10],
+                                               "references": references[:10]}

@@ -296,15 +296,16 @@ def paired_t(a: dict[int, float], b: dict[int, float]) -> tuple[float | None, in
     return (None if sd == 0 else mean / (sd / math.sqrt(n))), n
 
 
-def check_names(root: Path, names: list[str]) -> None:
-    """ValueError (one line) for a name with no experiment under `root`, or a name given twice."""
+def check_names(root: Path, names: list[str], command: str = "compare") -> None:
+    """ValueError (one line, naming `command`) for a name with no experiment under `root`, or a
+    name given twice."""
     known = experiment_names(root)
     for name in names:
         if name not in known:
-            raise ValueError(f"compare: no experiment {name!r} under {root} (known: {', '.join(known) or 'none'}); "
+            raise ValueError(f"{command}: no experiment {name!r} under {root} (known: {', '.join(known) or 'none'}); "
                              "expected the name of a run's --experiment")
     if len(set(names)) != len(names):
-        raise ValueError(f"compare: an experiment is named twice in {' '.join(names)}; expected distinct names")
+        raise ValueError(f"{command}: an experiment is named twice in {' '.join(names)}; expected distinct names")
 
 
 def _on_common_rows(figs: dict, common: dict) -> dict:
@@ -433,3 +434,9 @@ def format_table(result: dict) -> str:
         years = f"{e['years'][0]}..{e['years'][-1]}" if e["years"] else "no years"
         lines.append(f"{e['experiment']}: settings {e['settings_hash']}, {years}, {e['symbols'] or 'n/a'} symbols")
     return "\n".join(lines)
+
+
+# the readers other modules share (domain.experiment_report)
+read_report = _read
+yearly_reports = _yearly
+experiment_figures = _figures

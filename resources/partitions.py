@@ -38,6 +38,7 @@ from dagster import (
 from config.partitions import (
     ALLOW_MISSING,
     EVERY_PARTITION,
+    EXPERIMENTS,
     GROUPS,
     GROUPS_KEY,
     REGIME_HALO_YEARS,  # noqa: F401  (re-exported)
@@ -78,6 +79,18 @@ dynamic_partitions = group_partitions if GROUPED else symbol_partitions
 DYNAMIC = dynamic_partitions.name
 years_partitions = year_partitions(_settings)
 symbol_year_partitions = MultiPartitionsDefinition({"symbol": dynamic_partitions, "year": years_partitions})
+# experiment_summary: one partition per experiment (its name), registered by `pipeline.cli
+# report` and the experiment_summary_sensor (register_experiments)
+experiment_partitions = DynamicPartitionsDefinition(name=EXPERIMENTS)
+
+
+def register_experiments(instance: DagsterInstance, names: Iterable[str]) -> list[str]:
+    """Add the experiment names not yet partitions of experiment_summary; the added ones."""
+    have = set(instance.get_dynamic_partitions(EXPERIMENTS))
+    new = [n for n in dict.fromkeys(names) if n not in have]
+    if new:
+        instance.add_dynamic_partitions(EXPERIMENTS, new)
+    return new
 
 
 def make_key(dim: str, year: int) -> MultiPartitionKey:

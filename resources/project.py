@@ -56,3 +56,14 @@ def _tag_run(context: InitResourceContext, settings: Settings) -> None:
     missing = {k: v for k, v in experiment_tags(settings).items() if k not in run.tags}
     if missing:
         instance.add_run_tags(run.run_id, missing)
+
+
+class ReportsResource(ProjectResource):
+    """The settings of a reader of every experiment's reports (experiment_summary, whose
+    partitions are the experiments): ProjectResource without its run-time side effects. It
+    freezes no experiment and tags no run, since the run writes under no experiment of the
+    settings in force (a summary of experiment B from a session whose settings name A must
+    neither create A nor be refused by A's settings)."""
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        return None

@@ -267,17 +267,70 @@ def fit_year(frame_train: pl.DataFrame, frame_test: pl.DataFrame, horizon: int, 
     ret = frame_test[f"label_ret_h{horizon}"].to_numpy()[okt]
     ic = float(spearmanr(p, ret).statistic) if len(p) > 2 and np.ptp(p) > 0 else None
     metrics = {**fold_metrics(yt, p), "ic": ic, "train_rows": int(len(y)),
-               "coverage": {"train": cov_train, "test": cov_test}, "importance": model_importance(model)}
+               "coverage": {"train": cov_train, "test": cov_test},
+               "importance": model_importance(model, Xt[okt], yt, seed=seed)}
     return model, metrics, p, yt
 
 
-def model_importance(model: MetaModel) -> dict | None:
+PERMUTATION_ROWS = 2_000  # hist_gbm's permutation importance: out-of-sample rows sampled (seeded)
+PERMUTATION_REPEATS = 2   # shuffles per column, averaged
+
+
+def model_importance(model: MetaModel, X=None, y=None, seed: int = 0) -> dict | None:
     """{"kind": what was measured, "values": {column: share}} (largest first, shares summing
-    to 1): LightGBM's total split gain per column, averaged over the calibrated copies; the
-    logistic model's mean |coefficient| of the standardised columns over the copies; None for
-    hist_gbm (it has no built-in importance; permutation importance was left out: it costs
-    several predictions per column)."""
+    to 1, or all 0 when nothing was measured): LightGBM's total split gain per column,
+    averaged over the calibrated copies; the logistic model's mean |coefficient| of the
+    standardised columns over the copies; hist_gbm (no built-in importance) the permutation
+    importance on the rows `X`, `y` (the year's out-of-sample rows: permutation_importance);
+    None for hist_gbm without such rows (none given, under 100, or one class)."""
     names = list(model.feature_names)
+    if model.kind == "hist_gbm":
+        return permutation_importance(model, X, y, seed)
+    return _shares(model, names)
+
+
+def permutation_importance(model: MetaModel, X, y, seed: int = 0, rows: int = PERMUTATION_ROWS,
+                           repeats: int = PERMUTATION_REPEATS) -> dict | None:
+    """The AUC the model loses when one column's values are shuffled across rows (the other
+    columns kept), averaged over `repeats` seeded shuffles, on at most `rows` rows of `X`
+    (a seeded uniform sample): Breiman's permutation importance with the AUC as the score
+    (scikit-learn's permutation_importance with scoring="roc_auc", computed here on the
+    calibrated model's probabilities). A column whose shuffling does not lower the AUC
+    counts 0. None without at least 100 rows of both classes."""
+    if X is None or y is None:
+        return None
+    X, y = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.int8)
+    if len(y) < 100 or len(np.unique(y)) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    if len(y) > rows:
+        pick = np.sort(rng.choice(len(y), size=rows, replace=False))
+        X, y = X[pick], y[pick]
+        if len(np.unique(y)) < 2:
+            return None
+    def auc(rows):  # a row the missing-value rule leaves out counts as no opinion
+        return fold_metrics(y, np.nan_to_num(model.predict_proba(rows), nan=0.5))["auc"]
+
+    base = auc(X)
+    drops = np.zeros(X.shape[1], dtype=np.float64)
+    for j in range(X.shape[1]):
+        shuffled = X.copy()
+        for _ in range(repeats):
+            shuffled[:, j] = X[rng.permutation(len(y)), j]
+            drops[j] += (base - auc(shuffled)) / repeats
+    return _normalised(np.clip(drops, 0.0, None), list(model.feature_names),
+                       f"permutation: mean AUC drop ({len(y):,} out-of-sample rows, {repeats} shuffles)")
+
+
+def _normalised(raw: np.ndarray, names: list[str], kind: str) -> dict:
+    total = float(raw.sum())
+    shares = raw / total if total > 0 else raw
+    order = np.argsort(-shares, kind="stable")
+    return {"kind": kind, "values": {names[j]: round(float(shares[j]), 6) for j in order}}
+
+
+def _shares(model: MetaModel, names: list[str]) -> dict | None:
+    """LightGBM's gain or the logistic model's |coefficients| as shares (model_importance)."""
     if model.kind == "lightgbm":
         bases = getattr(model.estimator, "bases", None) or [cc.estimator.booster_
                                                              for cc in model.estimator.calibrated_classifiers_]
@@ -293,10 +346,7 @@ def model_importance(model: MetaModel) -> dict | None:
         kind = "mean |coefficient| (standardised columns)"
     else:
         return None
-    total = float(raw.sum())
-    shares = raw / total if total > 0 else raw
-    order = np.argsort(-shares, kind="stable")
-    return {"kind": kind, "values": {names[j]: round(float(shares[j]), 6) for j in order}}
+    return _normalised(raw, names, kind)
 
 
 def _symbols(frame: pl.DataFrame) -> np.ndarray:

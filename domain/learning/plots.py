@@ -8,6 +8,8 @@ bytes out (the caller writes them where it wants; `calibration_png` writes one a
   benchmark's beside them (backtest).
 - `cumulative_ic_png_bytes`, `long_short_png_bytes`, `decile_bars_png_bytes`: the signal
   analysis plots (evaluation).
+- `ic_by_year_png_bytes`, `importance_png_bytes`: an experiment's rank IC per year and
+  horizon, and its meta models' column importance (domain.experiment_report).
 Figures of one stage share fixed margins in inches (`_fixed_layout`), not tight_layout.
 """
 
@@ -184,6 +186,44 @@ def decile_bars_png_bytes(bins, ret_mean, hit_rate=None, title: str = "") -> byt
     ax.set_ylabel("mean forward return (hit rate)")
     ax.set_title(title)
     _fixed_layout(fig)
+    return _png(fig)
+
+
+def ic_by_year_png_bytes(years, ic_by_horizon: dict, title: str = "") -> bytes:
+    """The daily cross-sectional rank IC's mean per year, one bar per horizon side by side
+    (`ic_by_horizon`: {label: values aligned with `years`, NaN where a year has none})."""
+    yrs = np.asarray(years)
+    fig = _figure((8.0, 4.0))
+    ax = fig.subplots()
+    n = max(len(ic_by_horizon), 1)
+    width = 0.8 / n
+    for i, (label, values) in enumerate(ic_by_horizon.items()):
+        v = as_vector(values, label, yrs.shape[0])
+        ax.bar(np.arange(yrs.shape[0]) + (i - (n - 1) / 2) * width, np.nan_to_num(v), width, label=label)
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xticks(np.arange(yrs.shape[0]), [str(y) for y in yrs], fontsize=8)
+    ax.set_ylabel("mean daily rank IC")
+    ax.set_title(title)
+    if ic_by_horizon:
+        ax.legend(loc="upper left", fontsize=8)
+    _fixed_layout(fig)
+    return _png(fig)
+
+
+def importance_png_bytes(names, shares, title: str = "") -> bytes:
+    """Horizontal bars of the columns' importance shares, the largest on top."""
+    v = as_vector(shares, "shares")
+    labels = list(names)
+    if len(labels) != v.shape[0]:
+        raise ValueError(f"names must have {v.shape[0]} entries, got {len(labels)}")
+    fig = _figure((7.0, 0.6 + 0.28 * max(v.shape[0], 1) + 0.9))
+    ax = fig.subplots()
+    ax.barh(np.arange(v.shape[0])[::-1], v, color="tab:blue")
+    ax.set_yticks(np.arange(v.shape[0])[::-1], labels, fontsize=8)
+    ax.set_xlabel("share of the importance")
+    ax.set_title(title, fontsize=9)
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=2.2 / w, right=1.0 - 0.25 / w, bottom=0.6 / h, top=1.0 - 0.45 / h)
     return _png(fig)
 
 

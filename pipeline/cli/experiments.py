@@ -19,6 +19,11 @@
   versions), then their headline figures side by side (domain.experiment_compare);
   `--common` recomputes the evaluation figures on the rows they share
   (domain.experiment_common); `--json` for machines.
+- `report [NAME ...]` (default: every experiment) registers the experiments as partitions of
+  `experiment_summary` and materializes them (job `experiment_summary_job`): each
+  experiment's headline figures become numeric metadata the UI plots by partition, and its
+  report one self-contained HTML file (domain.experiment_report); prints one line per
+  experiment with the file's path.
 - `migrate-reports` moves a store of the layout before experiments (reports/eval, reports/cv,
   reports/meta, reports/paper, reports/<stage>, models/*, the model-dependent tables under
   paths.data) into the settings' experiment; nothing existing is overwritten.
@@ -164,6 +169,45 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from dagster import Definitions
+
+    from config.settings import load_settings
+    from domain.experiment_compare import check_names, experiment_names
+    from domain.experiment_report import headline, report_path
+    from pipeline.cli.common import command_settings
+    from pipeline.definitions import ALL_ASSETS
+    from pipeline.instance import get_instance
+    from pipeline.jobs import experiment_summary_job
+    from pipeline.run_report import console_run_config
+    from pipeline.runs import raise_if_failed
+    from resources.partitions import register_experiments
+
+    settings = load_settings()
+    root = settings.reports_root
+    names = args.names or experiment_names(root)
+    if not names:
+        print(f"no experiment under {root} yet (run a command with --experiment NAME)")
+        return 0
+    check_names(root, names, "report")
+    instance = get_instance()
+    added = register_experiments(instance, names)
+    cs = command_settings(freeze=False)  # reads reports only: no experiment is frozen
+    job = Definitions(assets=ALL_ASSETS, jobs=[experiment_summary_job],
+                      resources=cs.resources()).resolve_job_def(experiment_summary_job.name)
+    for name in names:
+        res = job.execute_in_process(instance=instance, partition_key=name, raise_on_error=False,
+                                     run_config=console_run_config())
+        raise_if_failed(res, f"report {name}")
+        figs = headline(root, name)
+        shown = ", ".join(f"{k} {figs[k]:.4g}" for k in ("h7_auc", "h7_rank_ic", "backtest_sharpe", "backtest_cagr",
+                                                          "backtest_excess_return") if k in figs)
+        print(f"{name:<20}{len(figs):>3} figures ({shown or 'none yet'}); report {report_path(root, name)}")
+    print(f"experiment_summary: {len(names)} partition(s) materialized ({len(added)} new); in the UI: "
+          "Assets > experiment_summary > Plots, by partition")
+    return 0
+
+
 def cmd_migrate_reports(args: argparse.Namespace) -> int:
     from config.settings import load_settings
     from domain.experiment_migrate import migrate_layout
@@ -192,6 +236,10 @@ def add_commands(sub) -> None:
     cp.add_argument("--common", action="store_true", help="recompute the evaluation figures on the (symbol, date) "
                     "rows every experiment has a finite prediction for (reads the predictions and labels tables)")
     cp.set_defaults(func=cmd_compare)
+    rp = sub.add_parser("report", help="each experiment's headline figures as metadata of experiment_summary "
+                        "(partitions: the experiments) and its report as one self-contained HTML file")
+    rp.add_argument("names", nargs="*", help="experiment names (default: every experiment under paths.reports)")
+    rp.set_defaults(func=cmd_report)
     mr = sub.add_parser("migrate-reports", help="move reports/models/tables of the layout before experiments into "
                         "the settings' experiment (default: `default`)")
     mr.add_argument("--dry-run", action="store_true", help="list what would move, move nothing")

@@ -347,3 +347,34 @@ def test_experiments_by_a_figure_lists_the_best_first_and_those_without_it_last(
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[:3] == ["1", "b", "0.0300"] and lines[4].split()[:3] == ["-", "c", "n/a"]
     assert lines[-1].startswith("best first by h7_rank_ic (smaller first for brier, max drawdown's magnitude")
+
+
+def test_report_materializes_every_experiment_as_a_partition_and_prints_its_report(make_settings, monkeypatch,
+                                                                                  capsys, tmp_path):
+    from dagster import AssetKey, DagsterInstance
+
+    from tests.experiment_reports import write_experiment
+
+    cfg = make_settings()
+    reports = cfg.parent / "reports"
+    write_experiment(reports, "baseline", auc=0.512, rank_ic=0.011, sharpe=0.42, cagr=0.051)
+    write_experiment(reports, "trees", auc=0.537, rank_ic=0.043, sharpe=0.77, cagr=0.083)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    assert _cli(monkeypatch, cfg, ["report"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3] == (f"baseline             15 figures (h7_auc 0.512, h7_rank_ic 0.011, backtest_sharpe 0.42, "
+                       f"backtest_cagr 0.051, backtest_excess_return 0.001); report "
+                       f"{reports / 'baseline' / 'experiment_summary' / 'report.html'}")
+    assert out[-2].startswith("trees                15 figures (h7_auc 0.537, h7_rank_ic 0.043, backtest_sharpe 0.77")
+    assert out[-1] == ("experiment_summary: 2 partition(s) materialized (2 new); in the UI: Assets > "
+                       "experiment_summary > Plots, by partition")
+    instance = DagsterInstance.get()
+    assert instance.get_dynamic_partitions("experiments") == ["baseline", "trees"]
+    run = instance.get_runs(limit=1)[0]
+    assert run.job_name == "experiment_summary_job" and run.tags["dagster/partition"] == "trees"
+    assert _cli(monkeypatch, cfg, ["report", "trees"]) == 0  # one experiment again: no new partition
+    assert capsys.readouterr().out.splitlines()[-1].startswith("experiment_summary: 1 partition(s) materialized (0 new)")
+    assert len(instance.fetch_materializations(AssetKey("experiment_summary"), limit=10).records) == 3
+    assert _cli(monkeypatch, cfg, ["report", "nope"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("error: report: no experiment 'nope' under ")

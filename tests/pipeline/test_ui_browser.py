@@ -17,7 +17,13 @@ browser download). The tests, in order:
    (and exactly that partition's Parquet file exists);
 3. the global asset lineage, every group expanded and zoomed out until every asset is on
    screen, is saved as a screenshot, ui_asset_graph.png, in $TRADELAB_ARTIFACTS if set, else
-   in the pytest tmp folder (a failing test also leaves ui_failure_<test>.png there).
+   in the pytest tmp folder (a failing test also leaves ui_failure_<test>.png there);
+4. experiments side by side: the fixture writes the reports of two experiments, `baseline`
+   and `trees` (tests/experiment_reports.py), and runs `python -m pipeline.cli report` before
+   the server starts; the Plots tab of experiment_summary draws h7_auc, h7_rank_ic and
+   backtest_sharpe with the experiments' names on the points (ui_experiments_plots.png), and
+   the report file its metadata links to opens in the browser as one page showing every part
+   with its images (ui_experiment_report.png).
 
 The UI is found by visible text and ARIA (roles, icon labels), not CSS class names. Without
 chromium/chromedriver the module skips; `.ci/browser.sh` installs them (apt-get), and
@@ -174,6 +180,16 @@ def ui(tmp_path_factory):
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"{len(SYMBOLS)} in all: {', '.join(SYMBOLS)}" in out.stdout
 
+    from tests.experiment_reports import write_experiment
+
+    write_experiment(tmp / "reports", "baseline", auc=0.512, rank_ic=0.011, sharpe=0.42, cagr=0.051)
+    write_experiment(tmp / "reports", "trees", auc=0.537, rank_ic=0.043, sharpe=0.77, cagr=0.083,
+                     ic_by_year=(0.05, 0.036))
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "report"], check=False, cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "experiment_summary: 2 partition(s) materialized (2 new)" in out.stdout
+
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp / "dagster_dev.log"
@@ -322,7 +338,7 @@ return found;
 
 def test_catalog_lists_every_asset_of_the_graph(driver, ui, artifacts):
     names = _asset_names()
-    assert len(names) == 17, names  # the 16 stages and strategy_search
+    assert len(names) == 18, names  # the 16 stages, strategy_search and experiment_summary
     seen: set[str] = set()
 
     def all_listed(drv):
@@ -470,3 +486,51 @@ def test_asset_graph_shows_every_asset_and_is_saved_as_a_screenshot(driver, ui, 
         assert driver.save_screenshot(str(shot)), shot
         assert shot.stat().st_size > 10_000
         print(f"\nasset graph screenshot: {shot}")
+
+
+def test_experiments_side_by_side_in_the_plots_tab_and_the_report_page(driver, ui, artifacts):
+    figures = ("h7_auc", "h7_rank_ic", "backtest_sharpe")
+    wait = _wait(driver)
+    with _evidence_on_failure(driver, artifacts, "experiments"):
+        # the partitions are the experiments
+        driver.get(ui["base"] + "/assets/experiment_summary?view=partitions")
+        _dismiss_community_dialog(driver)
+        wait.until(lambda d: _by_text(d, "//*", "baseline") and _by_text(d, "//*", "trees"),
+                   "the Partitions tab does not list the experiments baseline and trees")
+        # the overview's metadata, by partition, as plots: one chart per figure, the
+        # experiments' names on the x axis (drawn in a canvas: the screenshot shows them)
+        driver.get(ui["base"] + "/assets/experiment_summary")
+        _dismiss_community_dialog(driver)
+        for switch in ("Plots", "Partitions"):  # table | plots, then (plots only) partitions | events
+            _click(wait, lambda d, s=switch: next(iter(_shown(d, f"//button[normalize-space(.)='{s}']")), False),
+                   f"no {switch} switch in the metadata")
+
+        def plotted(drv):
+            body = drv.find_element(By.TAG_NAME, "body").text
+            titles = all(_by_text(drv, "//*", f) for f in figures)
+            return titles and "When graphing values by partition" in body and len(drv.find_elements(By.TAG_NAME, "canvas")) >= 15
+
+        try:
+            _wait(driver, PAGE_S).until(plotted)
+        except TimeoutException:
+            pytest.fail(f"the metadata plots by partition do not show {figures} within {PAGE_S} s")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", _by_text(driver, "//*", "backtest_max_drawdown"))
+        shot = artifacts / "ui_experiments_plots.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        print(f"\nexperiments plots screenshot: {shot}")
+
+    report = ui["tmp"] / "reports" / "trees" / "experiment_summary" / "report.html"
+    with _evidence_on_failure(driver, artifacts, "experiment_report"):
+        driver.get(report.resolve().as_uri())
+        text = driver.find_element(By.TAG_NAME, "body").text
+        for heading in ("Experiment trees", "Headline figures", "Equity against the benchmark, and drawdown",
+                        "Rank IC by year", "Deciles (overall)", "Importance of the meta models' columns"):
+            assert heading in text, heading
+        loaded = driver.execute_script(
+            "return [...document.images].map(i => [i.src.slice(0, 22), i.complete && i.naturalWidth > 0])")
+        assert loaded == [["data:image/png;base64,", True]] * 4, loaded
+        driver.set_window_size(1200, 4200)
+        shot = artifacts / "ui_experiment_report.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        driver.set_window_size(1920, 1400)
+        print(f"\nexperiment report screenshot: {shot}")

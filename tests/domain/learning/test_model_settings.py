@@ -49,4 +49,17 @@ def test_importance_ranks_the_column_that_carries_the_signal_first():
     for kind in ("logistic", "lightgbm"):
         imp = model_importance(train_meta(X, y, model=kind, cv=3, feature_names=names))
         assert list(imp["values"])[0] == "signal" and sum(imp["values"].values()) == pytest.approx(1.0, abs=1e-5), kind
-    assert model_importance(train_meta(X, y, model="hist_gbm", cv=3, feature_names=names)) is None
+    trees = train_meta(X, y, model="hist_gbm", cv=3, feature_names=names)
+    assert model_importance(trees) is None  # permutation needs rows to shuffle
+
+
+def test_hist_gbm_importance_is_the_auc_lost_when_a_column_is_shuffled():
+    X, y = _problem(1600)
+    names = ["signal", "weak", "noise"]
+    trees = train_meta(X[:800], y[:800], model="hist_gbm", cv=3, feature_names=names)
+    imp = model_importance(trees, X[800:], y[800:], seed=0)
+    assert imp["kind"] == "permutation: mean AUC drop (800 out-of-sample rows, 2 shuffles)"
+    assert list(imp["values"]) == ["signal", "weak", "noise"]
+    assert imp["values"]["signal"] > 0.8 and sum(imp["values"].values()) == pytest.approx(1.0, abs=1e-5)
+    assert model_importance(trees, X[800:], y[800:], seed=0) == imp  # seeded: the same shares
+    assert model_importance(trees, X[800:850], y[800:850]) is None  # under 100 rows
