@@ -162,7 +162,8 @@ RAW_DONE = "raw_bars.done"  # in --tmp: the `raw` phase materialized raw_bars th
 
 def _instance(args):
     return synthetic_instance(Path(args.tmp), args.symbols, args.y0, args.y1, features={"packs": _packs(args)},
-                              partitions={"symbols_per_group": args.symbols_per_group})
+                              partitions={"symbols_per_group": args.symbols_per_group},
+                              build={"stream_chunk_mb": args.stream_chunk_mb})
 
 
 def _materialize_raw(args, instance) -> None:
@@ -230,6 +231,7 @@ def main() -> int:
     ap.add_argument("--packs", default="core", help="features.packs, comma-separated")
     ap.add_argument("--symbols-per-group", type=int, default=1,
                     help="partitions.symbols_per_group for the dagster phase (1: a partition per symbol)")
+    ap.add_argument("--stream-chunk-mb", type=int, default=128, help="build.stream_chunk_mb for the dagster phase")
     ap.add_argument("--phases", default="stage,seed,dagster")
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--tmp")
@@ -247,7 +249,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         common = ["--tmp", tmp, "--symbols", str(args.symbols), "--years", args.years, "--workers",
                   str(args.workers), "--chunk-rows", str(args.chunk_rows), "--executor", args.executor,
-                  "--packs", args.packs, "--symbols-per-group", str(args.symbols_per_group)]
+                  "--packs", args.packs, "--symbols-per-group", str(args.symbols_per_group),
+                  "--stream-chunk-mb", str(args.stream_chunk_mb)]
         base_runs, ours_runs = [], []
         if args.baseline and "stage" in phases:
             for _ in range(args.rounds):  # alternating: the load drifts on a shared machine

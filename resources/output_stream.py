@@ -26,6 +26,8 @@ import polars as pl
 from config.partitions import SymbolYear
 from resources.partitions import build_per_symbol
 
+COMPUTE_PARTS = 4  # compute groups per written chunk
+
 
 def symbol_groups(bars: pl.DataFrame, keys: list[SymbolYear], rows_per_chunk: int) -> list[list[str]]:
     """The run's symbols (sorted) in consecutive groups of about `rows_per_chunk` input rows
@@ -59,8 +61,10 @@ class ChunkStream:
     def _bars_of(self, symbols: list[str]) -> pl.DataFrame:
         return self.bars.filter(pl.col("symbol").is_in(symbols)) if self.bars.height else self.bars
 
-    def __iter__(self) -> Iterator[pl.DataFrame]:
-        for group in symbol_groups(self.bars, self.keys, self.rows_per_chunk):
+    def _built(self) -> Iterator[pl.DataFrame]:
+        """Each compute group's output, built (a quarter of a chunk's rows: the build's
+        temporaries, a few times its output, stay small)."""
+        for group in symbol_groups(self.bars, self.keys, max(1, self.rows_per_chunk // COMPUTE_PARTS)):
             members = set(group)
             keys = [k for k in self.keys if k.symbol in members]
             bars = self._bars_of(group)
@@ -76,9 +80,23 @@ class ChunkStream:
             self.rows += frame.height
             self.bytes += int(frame.estimated_size())
             self.dtypes = self.dtypes or {c: str(t) for c, t in frame.schema.items()}
-            self.chunks += 1
             del bars, result, extras
             yield frame
+
+    def __iter__(self) -> Iterator[pl.DataFrame]:
+        """The outputs of COMPUTE_PARTS compute groups at a time, as one chunk (no copy): the
+        files it is written as hold a chunk's rows per year, since a file's cost is mostly per
+        column, not per row (177 columns: ~12 ms per file of 1,200 rows, measured)."""
+        pending: list[pl.DataFrame] = []
+        for frame in self._built():
+            pending.append(frame)
+            if len(pending) == COMPUTE_PARTS:
+                self.chunks += 1
+                yield pl.concat(pending, how="vertical", rechunk=False)
+                pending = []
+        if pending:
+            self.chunks += 1
+            yield pl.concat(pending, how="vertical", rechunk=False)
 
 
 def write_stream(context, store, asset: str, stream: ChunkStream) -> dict:
