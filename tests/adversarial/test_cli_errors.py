@@ -102,8 +102,8 @@ CLI_FAILURES = [
      "error: {tmp}/raw/AAA.csv: column 'date', row 1: duplicate date 2001-01-02 00:00:00 on rows [1, 2]; "
      "expected one row per date", 2),
     ("data_dir_on_a_full_disk", _data_disk_full, ["build-features"],
-     "error: {tmp}/data/raw_bars: disk full (raw_bars: Failed to parse parquet: External: Generic LocalFileSystem "
-     "error: Unable to copy data to file: No space left on device (os error 28))", 1),
+     "error: {tmp}/data/raw_bars: disk full (raw_bars: [Errno 28] Error writing bytes to file. "
+     "Detail: [errno 28] No space left on device)", 1),
     ("dagster_home_on_a_full_disk", _dagster_home_disk_full, ["build-features"],
      "error: {tmp}/home: disk full: DAGSTER_HOME, the Dagster instance's storage, cannot be written "
      "([Errno 28] No space left on device)", 1),
