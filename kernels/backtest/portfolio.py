@@ -292,13 +292,12 @@ def long_short_targets(probs_t, tradable, drifted, quantile, budget, max_weight,
 
 
 @njit(cache=True, nogil=True, inline="always")
-def threshold_book_step(prices_t, probs_t, threshold, max_gross, max_weight, long_short, w, last, drifted, target,
-                        tradable, weights_row):
-    """Steps 1-3 of the threshold rule without trade costs or a turnover limit (the loop of
-    before): the move, the drift, the new weights into `w` and `weights_row`. Returns (g, growth,
-    wiped, turnover). Branch-free inner loops (selects), so LLVM vectorises."""
+def move_step(prices_t, w, last, drifted, tradable):
+    """Step 1: the move from the previous close, which held weights earn (no bar today or
+    none before: 0); `tradable`, `last` and the drifted weights updated. Returns (g, growth,
+    wiped, inv): the day's return, 1 + g, whether the book is wiped out, 1 / growth (0 when
+    wiped)."""
     n = prices_t.shape[0]
-    # 1) the move from the previous close: held weights earn it
     g = 0.0
     for i in range(n):
         px = np.float64(prices_t[i])
@@ -313,10 +312,18 @@ def threshold_book_step(prices_t, probs_t, threshold, max_gross, max_weight, lon
     growth = 1.0 + g
     wiped = growth <= 0.0
     inv = 0.0 if wiped else 1.0 / growth
-    # 2) drift; day t's signals for the symbols with a bar today; frozen weights
+    return g, growth, wiped, inv
+
+
+@njit(cache=True, nogil=True, inline="always")
+def drift_signal_step(probs_t, threshold, long_short, max_gross, inv, drifted, target, tradable):
+    """Step 2: the drift to weights of the post-move NAV; day t's threshold signals for the
+    symbols with a bar today into `target` (NaN p: no position); the weights of symbols
+    without a bar are frozen. Returns (budget, s_sum): the gross left to the tradable ones and
+    the signals' absolute sum."""
     frozen = 0.0
     s_sum = 0.0
-    for i in range(n):
+    for i in range(probs_t.shape[0]):
         d = drifted[i] * inv
         drifted[i] = d
         ok = tradable[i]
@@ -332,10 +339,17 @@ def threshold_book_step(prices_t, probs_t, threshold, max_gross, max_weight, lon
         frozen += 0.0 if ok else abs(d)
     budget = max_gross - frozen
     budget = budget if budget > 0.0 else 0.0
+    return budget, s_sum
+
+
+@njit(cache=True, nogil=True, inline="always")
+def threshold_targets_step(budget, s_sum, max_weight, drifted, target, tradable, w, weights_row):
+    """Step 3 of the threshold rule: the signals scaled to the budget, capped at +-max_weight
+    (frozen symbols keep their drifted weight) into `w` and `weights_row`. Returns the turnover
+    against the drifted book."""
     scale = budget / s_sum if s_sum > 0.0 else 0.0
-    # 3) targets, turnover against the drifted book
     tv = 0.0
-    for i in range(n):
+    for i in range(target.shape[0]):
         x = target[i] * scale
         x = x if x < max_weight else max_weight
         x = x if x > -max_weight else -max_weight
@@ -344,6 +358,18 @@ def threshold_book_step(prices_t, probs_t, threshold, max_gross, max_weight, lon
         tv += abs(x - d)
         w[i] = x
         weights_row[i] = x
+    return tv
+
+
+@njit(cache=True, nogil=True, inline="always")
+def threshold_book_step(prices_t, probs_t, threshold, max_gross, max_weight, long_short, w, last, drifted, target,
+                        tradable, weights_row):
+    """Steps 1-3 of the threshold rule without trade costs or a turnover limit: the move, the
+    drift, the new weights into `w` and `weights_row`. Returns (g, growth, wiped, turnover).
+    Branch-free inner loops (selects), so LLVM vectorises."""
+    g, growth, wiped, inv = move_step(prices_t, w, last, drifted, tradable)
+    budget, s_sum = drift_signal_step(probs_t, threshold, long_short, max_gross, inv, drifted, target, tradable)
+    tv = threshold_targets_step(budget, s_sum, max_weight, drifted, target, tradable, w, weights_row)
     return g, growth, wiped, tv
 
 
@@ -356,53 +382,12 @@ def general_book_step(prices_t, probs_t, strategy, threshold, max_gross, max_wei
     (the lanes driver ranks once a day for every book), else ranked here. Returns (g, growth,
     wiped, turnover)."""
     n = prices_t.shape[0]
-    # 1) the move from the previous close: held weights earn it
-    g = 0.0
-    for i in range(n):
-        px = np.float64(prices_t[i])
-        ok = px > 0.0 and px < np.inf  # False for NaN
-        li = last[i]
-        r = px / li - 1.0
-        r = r if ok and li < np.inf else 0.0  # no bar today or none before: earns 0
-        tradable[i] = ok
-        last[i] = px if ok else li
-        drifted[i] = w[i] * (1.0 + r)
-        g += w[i] * r
-    growth = 1.0 + g
-    wiped = growth <= 0.0
-    inv = 0.0 if wiped else 1.0 / growth
-    # 2) drift; day t's signals for the symbols with a bar today; frozen weights
-    frozen = 0.0
-    s_sum = 0.0
-    for i in range(n):
-        d = drifted[i] * inv
-        drifted[i] = d
-        ok = tradable[i]
-        p = np.float64(probs_t[i])
-        if long_short:
-            s = 2.0 * (p - 0.5)
-        else:
-            s = p - threshold
-            s = s if s > 0.0 else 0.0
-        s = s if ok and not math.isnan(p) else 0.0  # NaN p: no position
-        target[i] = s
-        s_sum += abs(s)
-        frozen += 0.0 if ok else abs(d)
-    budget = max_gross - frozen
-    budget = budget if budget > 0.0 else 0.0
+    g, growth, wiped, inv = move_step(prices_t, w, last, drifted, tradable)
+    budget, s_sum = drift_signal_step(probs_t, threshold, long_short, max_gross, inv, drifted, target, tradable)
     # 3) targets, turnover against the drifted book
     tv = 0.0
     if strategy == THRESHOLD:
-        scale = budget / s_sum if s_sum > 0.0 else 0.0
-        for i in range(n):
-            x = target[i] * scale
-            x = x if x < max_weight else max_weight
-            x = x if x > -max_weight else -max_weight
-            d = drifted[i]
-            x = x if tradable[i] else d
-            tv += abs(x - d)
-            w[i] = x
-            weights_row[i] = x
+        tv = threshold_targets_step(budget, s_sum, max_weight, drifted, target, tradable, w, weights_row)
     else:
         ranked = order if have_order else rank_order(probs_t, tradable)
         if strategy == TOPK_DROPOUT:
