@@ -22,7 +22,11 @@ from zeros and are walked again serially afterwards until they meet (as
 in an array, where a loop was bound by the store and load of every step; RSI, DMI and float32
 ATR run in tiles, each lane's per-row terms first in loops that vectorise, then the chains.
 
-Per row, every operation is the one of the core in `kernels.indicators.cores`, in the same order. A
+Per row, every operation is the one of the core in `kernels.indicators.cores`, in the same order
+(the steps of `kernels.indicators.steps`: the same functions the cores call). What repeats from
+one variant to the next is the schedule, not the arithmetic: the rows after the last chunk and the
+check-and-redo of each chunk, written per indicator because the state differs (one float for ATR
+and EMA, two for RSI, three for TEMA, four for DMI, in registers). A
 series shorter than LANES chunks of 4 x `warm` rows runs the portable core itself (whose
 serial loop is the faster one for a single chain), and the seeds come from it where its
 output is the whole state (ATR, EMA). CPU only
@@ -45,8 +49,8 @@ from numba.extending import overload, register_jitable
 
 from kernels.indicators import cores
 from kernels.indicators._intrinsics import prefetch
-from kernels.indicators.steps import (dm_tr, dmi_row, dmi_sums, ema3_seed, ema_step3, ema_step_tied, gain_loss,
-                                      rsi_seed, rsi_value, tema_value, true_range, wilder_mean)
+from kernels.indicators.steps import (dm_tr, dmi_row, dmi_sums, ema3_seed, ema_step3, ema_step_tied, gain_loss, rsi_seed,
+                                      rsi_value, tema_value, true_range, wilder_mean)
 
 NAN = float("nan")
 LANES = 8  # chains of one input series: 8 hide the latency; 16 lose more to their 32 memory streams (measured)

@@ -16,7 +16,10 @@ runs period ns[j] over column j of the inputs, which are time-major [T, Lx] too:
 Per lane, every operation is the one of the single-lane core in `kernels.indicators.cores`, in the same
 order (no reassociation, fastmath off), so out[:, j] is bit for bit the single-lane core's
 output for period ns[j] over lane j's series, warm-up NaN and seeds included
-(tests/kernels/test_lane_cores.py checks it).
+(tests/kernels/test_lane_cores.py checks it). The operations are the steps of
+`kernels.indicators.steps`, the functions the single-lane cores call; what a lane core writes
+itself is the schedule: the phases of the warm-up, and steady loops written twice where a
+shared series is read once a row as a scalar and a panel a value a lane (the same step in both).
 
 Shape of every core: a warm-up phase over the first rows, where lanes are in different
 phases (NaN, seed sum, first value, update) and take the single core's branches, then a
@@ -39,11 +42,11 @@ import numpy as np
 from numba.extending import register_jitable
 
 from kernels.indicators import _intrinsics  # noqa: F401 (registers the steps with numba)
-from kernels.indicators.steps import (anchored_sums, di_ratio, di_value, dm_tr, dmi_sums, dmi_terms, dx_ratio, ema2_seed,
-                                      ema3_seed, ema_step2, ema_step3, ema_step_tied, gain_loss, kama_change_sum, kama_constant,
-                                      kama_roll, kama_step, lsma_constants, lsma_roll, lsma_value, moments_add, moments_drop,
-                                      moments_out, moments_var, rsi_value, sma_step, tema_value, dema_value, true_range,
-                                      wilder_mean, wma_seed_step, wma_step)
+from kernels.indicators.steps import (anchored_sums, dema_value, di_ratio, di_value, dm_tr, dmi_sums, dmi_terms, dx_ratio,
+                                      ema2_seed, ema3_seed, ema_step2, ema_step3, ema_step_tied, gain_loss, kama_change_sum,
+                                      kama_constant, kama_roll, kama_step, lsma_constants, lsma_roll, lsma_seed_step, lsma_value,
+                                      moments_add, moments_drop, moments_out, moments_var, rsi_value, sma_step, tema_value,
+                                      true_range, wilder_mean, wma_seed_step, wma_step)
 
 NAN = float("nan")
 
@@ -447,7 +450,7 @@ def _kama_lane(x, i, n, j, sum_roc, trailing, prev):
     """kama_core's row i for lane j, its states in the lane arrays."""
     v = _at(x, i, j)
     tr = _at(x, i - n, j)
-    s = kama_roll(sum_roc[j], v, _at(x, i - 1, j), tr, trailing[j])
+    s = kama_roll(sum_roc[j], trailing[j], tr, v, _at(x, i - 1, j))
     sum_roc[j] = s
     trailing[j] = tr
     p = kama_step(v, prev[j], kama_constant(s, v - tr))
@@ -484,9 +487,12 @@ def wma_lanes(x, ns, out):
 
 @register_jitable
 def _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider):
-    """wma_core's row i for lane j (`steps.wma_step`), its states in the lane arrays."""
-    out, period_sum[j], period_sub[j] = wma_step(period_sum[j], period_sub[j], v, trailing[j], n, divider[j])
+    """wma_core's row i for lane j (`steps.wma_step`), its states in the lane arrays (the row
+    leaving the window is read before the sums are stored, as the loop did before the step)."""
+    out, ps, sub = wma_step(period_sum[j], period_sub[j], v, trailing[j], n, divider[j])
     trailing[j] = _at(x, i - n + 1, j)
+    period_sum[j] = ps
+    period_sub[j] = sub
     return out
 
 
@@ -611,8 +617,7 @@ def lsma_lanes(x, ns, out):
         for j in range(n_lanes):
             n = ns[j]
             if i <= n - 1:
-                sy[j] += v[j]
-                sty[j] += i * v[j]
+                sy[j], sty[j] = lsma_seed_step(sy[j], sty[j], v[j], i)
                 if i < n - 1:
                     out[i, j] = NAN
                     continue

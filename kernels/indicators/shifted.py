@@ -47,8 +47,8 @@ from kernels.indicators import chunks, cores
 from kernels.indicators._intrinsics import bits_float, float_bits
 from kernels.indicators._intrinsics import prefetch
 from kernels.indicators.steps import KAMA_SLOW, KAMA_SPAN  # noqa: F401 (shifted.KAMA_*: read by exact and tests)
-from kernels.indicators.steps import (kama_change_sum, kama_flat, kama_roll, kama_sc, kama_step, sma_step, sma_value,
-                                      sum_step, window_sum)
+from kernels.indicators.steps import (kama_change_sum, kama_flat, kama_roll, kama_sc, kama_step, sma_step, sma_value, sum_step,
+                                      window_sum)
 
 NAN = float("nan")
 SHIFT_LANES = 8  # `_sum_lanes` advances exactly this many
@@ -397,7 +397,7 @@ def kama_ratio_step(x, n, i, sum_roc):
     constant, x[i] as float64)."""
     v = np.float64(x[i])
     tr = np.float64(x[i - n])
-    sum_roc = kama_roll(sum_roc, v, np.float64(x[i - 1]), tr, np.float64(x[i - n - 1]))
+    sum_roc = kama_roll(sum_roc, np.float64(x[i - n - 1]), tr, v, np.float64(x[i - 1]))
     return sum_roc, kama_smoothing(sum_roc, v - tr), v
 
 

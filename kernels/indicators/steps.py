@@ -51,10 +51,11 @@ Steps:
     wma_seed_step(ws, sub, v, w)  a WMA warm-up row: (ws + v*w, sub + v)
     wma_step(ws, sub, v, trailing, n, divider)   TA-Lib's O(1) WMA row: (out, ws, sub) (WMA, HMA)
     lsma_constants(n)             LINEARREG's (St, n*Stt - St^2)
+    lsma_seed_step(sy, sty, v, i), lsma_seed(x, n)   its warm-up sums (a row; the first n rows)
     lsma_roll(sy, sty, oldest, v, n), lsma_numerator(sy, sty, n, st), lsma_line(num, sy, n, st,
     divisor), lsma_value(...)     its rolling sums, slope numerator and the line at the newest row
     kama_change_sum(x, n, first)  KAMA's ratio sum |x[k] - x[k-1]| over k = first-n..first-1
-    kama_roll(s, v, last, tr, trailing)   that sum's row: s - |trailing - tr| + |v - last|
+    kama_roll(s, trailing, tr, v, last)   that sum's row: s - |trailing - tr| + |v - last|
     kama_flat(s, roc), kama_er(s, roc), kama_sc(er), kama_constant(s, roc), kama_step(v, prev, sc)
                                   the efficiency ratio (1 where flat), the smoothing constant
                                   fma(er, span, slow)^2 and KAMA's fma(v - prev, sc, prev)
@@ -64,6 +65,22 @@ Steps:
     ema_step2(v, e1, e2, k, omk), ema_step3(...)   DEMA's and TEMA's chained tied EMA updates
     dema_value(e1, e2), tema_value(e1, e2, e3)    2*e1 - e2 and 3*e1 - 3*e2 + e3
     ema2_seed(x, n, k, omk), ema3_seed(x, n, k, omk)   DEMA's state at row 2(n-1), TEMA's at 3(n-1)
+
+Where a schedule keeps a formulation of its own (the same roundings in the same order, written
+differently because the schedule needs it; each says why in its docstring):
+    shifted._sum_step, _divided   SMA's sum and division apart: the sums are checked and shifted
+                                  between the two, the divisions vectorised after
+    shifted.kama_smoothing, exact._kama_block   KAMA's ratio with the division taken for every row
+                                  (np.true_divide) and selected after: loops that vectorise; exact
+                                  tests flatness on integer sums and on the sum times its unit
+    exact (int64 sums)            SMA, WMA and KAMA's ratio sums in integers where float32 sums are exact
+    chunks._di_tile, _rsi_put     DI/DX and RSI's Wilder step split so that loops vectorise
+    chunks._tr_ordered            the true range as max - min where high - low >= 0
+    multilane dmi_lanes (ADX)     di_ratio/dx_ratio taken for every lane and selected (dmi_terms branches)
+    cores dema_core, tema_core    the tie-exit loop (ema_core's) at two and three levels
+    updaters                      a bar at a time: seeds the cores form over a window (EMA's mean,
+                                  KAMA's ratio sum, the moments' re-anchored sums, RSI's seed) are
+                                  accumulated bar by bar in the same order
 """
 
 from __future__ import annotations
@@ -271,6 +288,20 @@ def lsma_constants(n):
     return st, n * stt - st * st
 
 
+def lsma_seed_step(sy, sty, v, i):
+    """A LINEARREG warm-up row i (0-based, i < n): (Sy + v, Sty + i*v)."""
+    return sy + v, sty + i * v
+
+
+def lsma_seed(x, n):
+    """LINEARREG's sums (Sy, Sty) over the first n rows of x (`lsma_seed_step` row by row)."""
+    sy = 0.0
+    sty = 0.0
+    for i in range(n):
+        sy, sty = lsma_seed_step(sy, sty, np.float64(x[i]), i)
+    return sy, sty
+
+
 def lsma_roll(sy, sty, oldest, v, n):
     """LINEARREG's rolling sums one row on: (Sy - oldest + v, Sty - (Sy - oldest) + (n-1)*v)."""
     return sy - oldest + v, sty - (sy - oldest) + (n - 1) * v
@@ -302,21 +333,28 @@ def kama_change_sum(x, n, first):
     return s
 
 
-def kama_roll(s, v, last, tr, trailing):
-    """The ratio's sum one row on (row value v, the row before `last`, the row n back `tr`, the
-    row n+1 back `trailing`): s - |trailing - tr| + |v - last|."""
+def kama_roll(s, trailing, tr, v, last):
+    """The ratio's sum one row on (the row n+1 back `trailing`, the row n back `tr`, the row's
+    value v, the row before `last`): s - |trailing - tr| + |v - last|. The arguments in the order
+    the sum reads them: a lane loop that loaded x[i-1] before the lane's `trailing` (float64 arrays
+    that may alias) ran its float64 KAMA sweep 10-13% slower (measured, 2026-11-28)."""
     s = s - math.fabs(trailing - tr)
     return s + math.fabs(v - last)
 
 
 def kama_flat(s, roc):
-    """Whether KAMA's efficiency ratio counts as 1: the sum s <= the change roc, or |s| < EPS."""
+    """Whether KAMA's efficiency ratio counts as 1: the sum s <= the change roc, or |s| < EPS
+    (for selects: `kernels.indicators.shifted.kama_smoothing`)."""
     return s <= roc or (-EPS < s < EPS)
 
 
 def kama_er(s, roc):
-    """KAMA's efficiency ratio |roc/s|, 1 where `kama_flat` (no division there)."""
-    return 1.0 if kama_flat(s, roc) else math.fabs(roc / s)
+    """KAMA's efficiency ratio |roc/s|, 1 where the ratio is flat (no division there). The test is
+    `kama_flat`'s, written out: branching on kama_flat's returned bool cost the float64 KAMA lanes
+    10-15% (the bool kept as a value, then tested again; measured, 2026-11-28)."""
+    if s <= roc or (-EPS < s < EPS):
+        return 1.0
+    return math.fabs(roc / s)
 
 
 def kama_sc(er):

@@ -53,9 +53,9 @@ from typing import Callable
 import numpy as np
 
 from kernels.indicators.steps import (dema_value, directional_moves, dmi_terms, ema_step_tied, kama_constant, kama_roll,
-                                      kama_step, lsma_constants, lsma_roll, lsma_value, moments_add, moments_drop, moments_out,
-                                      moments_var, rsi_value, sma_step, tema_value, true_range, wilder_mean, wilder_sum,
-                                      wma_seed_step, wma_step)
+                                      kama_step, lsma_constants, lsma_roll, lsma_seed_step, lsma_value, moments_add, moments_drop,
+                                      moments_out, moments_var, rsi_value, sma_step, tema_value, true_range, wilder_mean,
+                                      wilder_sum, wma_seed_step, wma_step)
 
 __all__ = [
     "ATRUpdater",
@@ -292,8 +292,7 @@ class LSMAUpdater(Updater):
         i = self._count
         self._count += 1
         if i < n:
-            self._sy += x
-            self._sty += i * x
+            self._sy, self._sty = lsma_seed_step(self._sy, self._sty, x, i)
         else:
             self._sy, self._sty = lsma_roll(self._sy, self._sty, self._window[0], x, n)
         self._window.append(x)
@@ -335,7 +334,7 @@ class KAMAUpdater(Updater):
         else:
             tr = window[0]
             roc = x - tr
-            self._sum_roc = kama_roll(self._sum_roc, x, window[-1], tr, self._trailing)
+            self._sum_roc = kama_roll(self._sum_roc, self._trailing, tr, x, window[-1])
             self._trailing = tr
         window.append(x)
         out = kama_step(x, self.value, kama_constant(self._sum_roc, roc))
