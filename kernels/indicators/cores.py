@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from kernels.indicators import _intrinsics  # noqa: F401 (registers the steps with numba, cpu and cuda)
+from kernels.indicators._intrinsics import fma  # noqa: F401 (importing it registers the steps with numba, cpu and cuda)
 from kernels.indicators.steps import EPS  # noqa: F401 (cores.EPS: TA-Lib's TA_EPSILON, read by the schedules)
 from kernels.indicators.steps import (anchored_sums, dema_value, dmi_moves, dmi_row, ema2_seed, ema3_seed, ema_step, ema_step2,
                                       ema_step3, ema_step_tied, gain_loss, kama_change_sum, kama_constant, kama_roll, kama_step,

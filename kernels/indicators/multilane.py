@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import register_jitable
 
-from kernels.indicators import _intrinsics  # noqa: F401 (registers the steps with numba)
+from kernels.indicators._intrinsics import fma  # noqa: F401 (importing it registers the steps with numba)
 from kernels.indicators.steps import (anchored_sums, dema_value, di_ratio, di_value, dm_tr, dmi_sums, dmi_terms, dx_ratio,
                                       ema2_seed, ema3_seed, ema_step2, ema_step3, ema_step_tied, gain_loss, kama_change_sum,
                                       kama_constant, kama_roll, kama_step, lsma_constants, lsma_roll, lsma_seed_step, lsma_value,
