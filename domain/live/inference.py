@@ -59,7 +59,7 @@ wrote it: domain.learning.provenance), the source of the streaming code (a hash 
 modules the stream is made of) and a blake2b digest of the bars it was fed all match the current ones;
 otherwise it is ignored and rebuilt from history, so a stale or foreign state can cost
 time but never change a value. The state is plain data (`state.stream.json`: numbers and
-containers set into updaters built anew, kernels.plain_state; a `state.pkl` of before is never
+containers set into updaters built anew, kernels.indicators.plain_state; a `state.pkl` of before is never
 read), and a state file is read only when
 it is this user's, not world-writable, and has the sha256 recorded in `state.json` beside it
 when it was written (resources.verified_files); any other is never read: a warning line
@@ -118,7 +118,7 @@ if TYPE_CHECKING:  # torch loads with domain.learning.lstm: only when a meta mod
     from domain.learning.lstm import SavedLSTM
 
 STATE_FORMAT = "tradelab.live_state/2"  # 1: a pickle (state.pkl), never read since
-STATE_FILE = "state.stream.json"  # plain data (kernels.plain_state): nothing in it can run code
+STATE_FILE = "state.stream.json"  # plain data (kernels.indicators.plain_state): nothing in it can run code
 STATE_SIDECAR = "state.json"  # {"sha256": ...} of the state file, written after it: read only if it matches
 LIVE_STATE_KIND = "live_state"  # the kind its provenance records (the experiment and settings hash that wrote it)
 BAR_COLUMNS = ("open", "high", "low", "close", "volume")

@@ -16,6 +16,7 @@ Package layout (the family's arithmetic written once as steps, its schedules dri
     cuda.py       the cuda backend (numba.cuda device functions, a thread per series)
     torch.py      the torch backend (ROCm, CUDA, CPU)
     updaters.py   O(1)-per-bar updaters (the live path), streaming.py the features and specialists on them
+    plain_state.py  an updater's state as plain JSON data and back into a fresh updater (no pickle)
     fused.py      fma in Python; _intrinsics.py the compiled fma, float bits and prefetch (numba)
 Importing `kernels.indicators` loads `api` only (NumPy, the backend registry): no numba, torch or
 CUDA import; the backend modules are imported on first use.

@@ -22,7 +22,11 @@ from zeros and are walked again serially afterwards until they meet (as
 in an array, where a loop was bound by the store and load of every step; RSI, DMI and float32
 ATR run in tiles, each lane's per-row terms first in loops that vectorise, then the chains.
 
-Per row, every operation is the one of the core in `kernels.indicators.cores`, in the same order. A
+Per row, every operation is the one of the core in `kernels.indicators.cores`, in the same order
+(the steps of `kernels.indicators.steps`: the same functions the cores call). What repeats from
+one variant to the next is the schedule, not the arithmetic: the rows after the last chunk and the
+check-and-redo of each chunk, written per indicator because the state differs (one float for ATR
+and EMA, two for RSI, three for TEMA, four for DMI, in registers). A
 series shorter than LANES chunks of 4 x `warm` rows runs the portable core itself (whose
 serial loop is the faster one for a single chain), and the seeds come from it where its
 output is the whole state (ATR, EMA). CPU only
@@ -45,8 +49,8 @@ from numba.extending import overload, register_jitable
 
 from kernels.indicators import cores
 from kernels.indicators._intrinsics import prefetch
-from kernels.indicators.steps import (di_value, directional_moves, dmi_terms, ema_step_tied, gain_loss, rsi_seed, rsi_value,
-                                      true_range, wilder_mean, wilder_sum)
+from kernels.indicators.steps import (dm_tr, dmi_row, dmi_sums, ema3_seed, ema_step3, ema_step_tied, gain_loss, rsi_seed,
+                                      rsi_value, tema_value, true_range, wilder_mean)
 
 NAN = float("nan")
 LANES = 8  # chains of one input series: 8 hide the latency; 16 lose more to their 32 memory streams (measured)
@@ -332,15 +336,6 @@ def ema_chunked_core(x, n, out):
         st[j] = e
 
 
-@register_jitable
-def _tema_step(v, e1, e2, e3, k, omk):
-    """tema_core's update of its three EMAs for input v (each kept where its input equals it)."""
-    e1 = ema_step_tied(v, e1, k, omk)
-    e2 = ema_step_tied(e1, e2, k, omk)
-    e3 = ema_step_tied(e2, e3, k, omk)
-    return e1, e2, e3
-
-
 def tema_chunked_core(x, n, out):
     """tema_core bit for bit; the steady phase (rows 3(n-1)+1..) in LANES chunks at once.
 
@@ -348,7 +343,7 @@ def tema_chunked_core(x, n, out):
     `warm` = 64(n+1) + 64 rows (more than twice what one EMA needs). 10M float64 rows: 1.59-1.62
     ns a row against 1.99-2.10 for the serial loop (EPYC; three chains a row leave less latency
     to hide than ATR's one). Its output is not its state (three EMAs), so it repeats the
-    core's seeds (the two seed sums over the first 3(n-1) rows)."""
+    core's seeds (`steps.ema3_seed`: the two seed sums over the first 3(n-1) rows)."""
     t_len = x.shape[0]
     look = 3 * (n - 1)
     start = look + 1
@@ -360,24 +355,8 @@ def tema_chunked_core(x, n, out):
         out[i] = NAN
     k = 2.0 / (n + 1)
     omk = 1.0 - k
-    e1 = 0.0
-    for i in range(n):
-        e1 += np.float64(x[i])
-    e1 = e1 / n
-    acc2 = e1
-    for i in range(n, 2 * n - 1):  # e1 values 1..n-1 enter the seed of e2
-        v = np.float64(x[i])
-        e1 = ema_step_tied(v, e1, k, omk)
-        acc2 += e1
-    e2 = acc2 / n
-    acc3 = e2
-    for i in range(2 * n - 1, look + 1):  # e2 values 1..n-1 enter the seed of e3
-        v = np.float64(x[i])
-        e1 = ema_step_tied(v, e1, k, omk)
-        e2 = ema_step_tied(e1, e2, k, omk)
-        acc3 += e2
-    e3 = acc3 / n
-    out[look] = 3.0 * e1 - 3.0 * e2 + e3
+    e1, e2, e3 = ema3_seed(x, n, k, omk)
+    out[look] = tema_value(e1, e2, e3)
     size = (t_len - start) // LANES
     stop = start + LANES * size
     xs = x[start:stop]
@@ -389,7 +368,7 @@ def tema_chunked_core(x, n, out):
     s3 = s1.copy()
     for r in range(size - warm, size):
         for j in range(1, LANES):
-            a, b, d = _tema_step(np.float64(xs[(j - 1) * size + r]), s1[j], s2[j], s3[j], k, omk)
+            a, b, d = ema_step3(np.float64(xs[(j - 1) * size + r]), s1[j], s2[j], s3[j], k, omk)
             s1[j] = a
             s2[j] = b
             s3[j] = d
@@ -402,17 +381,17 @@ def tema_chunked_core(x, n, out):
     for r in range(size):
         for j in range(LANES):
             q = j * size + r
-            a, b, d = _tema_step(np.float64(xs[q]), s1[j], s2[j], s3[j], k, omk)
+            a, b, d = ema_step3(np.float64(xs[q]), s1[j], s2[j], s3[j], k, omk)
             s1[j] = a
             s2[j] = b
             s3[j] = d
-            os[q] = 3.0 * a - 3.0 * b + d
+            os[q] = tema_value(a, b, d)
     e1 = s1[LANES - 1]
     e2 = s2[LANES - 1]
     e3 = s3[LANES - 1]
     for i in range(stop, t_len):  # the rows after the last chunk, on its chain
-        e1, e2, e3 = _tema_step(np.float64(x[i]), e1, e2, e3, k, omk)
-        out[i] = 3.0 * e1 - 3.0 * e2 + e3
+        e1, e2, e3 = ema_step3(np.float64(x[i]), e1, e2, e3, k, omk)
+        out[i] = tema_value(e1, e2, e3)
     s1[LANES - 1] = e1
     s2[LANES - 1] = e2
     s3[LANES - 1] = e3
@@ -423,8 +402,8 @@ def tema_chunked_core(x, n, out):
         e2 = s2[j - 1]
         e3 = s3[j - 1]
         for i in range(start + j * size, start + (j + 1) * size if j < LANES - 1 else t_len):
-            e1, e2, e3 = _tema_step(np.float64(x[i]), e1, e2, e3, k, omk)
-            out[i] = 3.0 * e1 - 3.0 * e2 + e3
+            e1, e2, e3 = ema_step3(np.float64(x[i]), e1, e2, e3, k, omk)
+            out[i] = tema_value(e1, e2, e3)
         s1[j] = e1
         s2[j] = e2
         s3[j] = e3
@@ -569,39 +548,14 @@ DMI_TILE_PITCH = DMI_TILE + 8
 
 
 @register_jitable
-def _dm_terms(hi, hp, lo, lp, cp):
-    """dmi_core's +DM, -DM and true range from a row's high and low, the high and low before and
-    the close before, in its order of operations."""
-    dm_plus, dm_minus = directional_moves(np.float64(hi), np.float64(hp), np.float64(lo), np.float64(lp))
-    return dm_plus, dm_minus, true_range(np.float64(hi), np.float64(lo), np.float64(cp))
-
-
-@register_jitable
-def _dm(h, l, c, i):
-    """`_dm_terms` of row i (i >= 1)."""
-    return _dm_terms(h[i], h[i - 1], l[i], l[i - 1], c[i - 1])
-
-
-@register_jitable
 def _dmi_walk(h, l, c, first, stop, which, omn, inv_n, st, plus_di, minus_di, adx):
-    """dmi_core's steady rows (i >= 2n) first..stop-1 from the states st = [+DM, -DM, TR, ADX]
-    (smoothed) at row first-1, which it leaves at row stop-1."""
+    """dmi_core's steady rows (i >= 2n) first..stop-1 (`steps.dmi_row`, then ADX's step) from the
+    states st = [+DM, -DM, TR, ADX] (smoothed) at row first-1, which it leaves at row stop-1."""
     pdm, mdm, tr_s, prev_adx = st[0], st[1], st[2], st[3]
     for i in range(first, stop):
-        dm_plus, dm_minus, tr = _dm(h, l, c, i)
-        mdm = wilder_sum(mdm, dm_minus, omn)
-        pdm = wilder_sum(pdm, dm_plus, omn)
-        tr_s = wilder_sum(tr_s, tr, omn)
-        if which == 1:
-            plus_di[i] = di_value(pdm, tr_s)
+        pdm, mdm, tr_s, have_dx, dx = dmi_row(h, l, c, i, which, omn, pdm, mdm, tr_s, plus_di, minus_di)
+        if which == 1 or which == 2:
             continue
-        if which == 2:
-            minus_di[i] = di_value(mdm, tr_s)
-            continue
-        p, m, have_dx, dx = dmi_terms(pdm, mdm, tr_s)
-        if which != 3:
-            plus_di[i] = p
-            minus_di[i] = m
         if have_dx:
             prev_adx = wilder_mean(prev_adx, dx, inv_n, omn)
         adx[i] = prev_adx
@@ -610,7 +564,7 @@ def _dmi_walk(h, l, c, first, stop, which, omn, inv_n, st, plus_di, minus_di, ad
 
 @register_jitable
 def _dm_tile(h, l, c, first, m, dst, t):
-    """+DM, -DM and the true range of rows first..first+m-1 into dst[0..2, t + r] (`_dm_terms`
+    """+DM, -DM and the true range of rows first..first+m-1 into dst[0..2, t + r] (`steps.dm_tr`
     over views, in a loop that vectorises)."""
     hi = h[first : first + m]
     hp = h[first - 1 : first - 1 + m]
@@ -621,16 +575,14 @@ def _dm_tile(h, l, c, first, m, dst, t):
     dn = dst[1, t : t + m]
     dt = dst[2, t : t + m]
     for r in range(m):
-        dp[r], dn[r], dt[r] = _dm_terms(hi[r], hp[r], lo[r], lp[r], cp[r])
+        dp[r], dn[r], dt[r] = dm_tr(hi[r], hp[r], lo[r], lp[r], cp[r])
 
 
 @register_jitable
 def _dm_put(s, t, a, b, d, omn):
-    """The three smoothing steps s*(1 - 1/n) + v of lane entry t (s[0..2]: +DM, -DM, TR), the
-    states stored over their inputs."""
-    a = wilder_sum(a, s[0, t], omn)
-    b = wilder_sum(b, s[1, t], omn)
-    d = wilder_sum(d, s[2, t], omn)
+    """The three smoothing steps s*(1 - 1/n) + v of lane entry t (s[0..2]: +DM, -DM, TR;
+    `steps.dmi_sums`), the states stored over their inputs."""
+    a, b, d = dmi_sums(a, b, d, s[0, t], s[1, t], s[2, t], omn)
     s[0, t] = a
     s[1, t] = b
     s[2, t] = d
@@ -709,29 +661,14 @@ def dmi_chunked_core(h, l, c, n, which, plus_di, minus_di, adx):
     if n < 2 or size < 4 * DMI_TILE:
         _dmi_core(h, l, c, n, which, plus_di, minus_di, adx)
         return -1
-    _dmi_core(h[:start], l[:start], c[:start], n, which, plus_di[:start], minus_di[:start], adx[:start])
+    # the seeds: rows 0..2n-1 by the core, which returns its states at row 2n-1 (float64)
+    pdm, mdm, tr_s, adx0 = _dmi_core(h[:start], l[:start], c[:start], n, which, plus_di[:start], minus_di[:start],
+                                     adx[:start])
     inv_n = 1.0 / n
     omn = 1.0 - inv_n
-    pdm = 0.0
-    mdm = 0.0
-    tr_s = 0.0
-    for i in range(1, start):  # the smoothed +DM, -DM and TR at row 2n-1, as the core's loop leaves them
-        dm_plus, dm_minus, tr = _dm(h, l, c, i)
-        if i < n:
-            mdm += dm_minus
-            pdm += dm_plus
-            tr_s += tr
-        else:
-            mdm = wilder_sum(mdm, dm_minus, omn)
-            pdm = wilder_sum(pdm, dm_plus, omn)
-            tr_s = wilder_sum(tr_s, tr, omn)
     need_adx = which == 0 or which == 3
     st = np.zeros((4, LANES))  # +DM, -DM, TR, ADX of each lane
-    st[0, 0], st[1, 0], st[2, 0] = pdm, mdm, tr_s
-    if need_adx:  # ADX at row 2n-1 in float64 (the outputs may be float32)
-        seed = np.empty((3, start))
-        _dmi_core(h[:start], l[:start], c[:start], n, 3, seed[0], seed[1], seed[2])
-        st[3, 0] = seed[2, start - 1]
+    st[0, 0], st[1, 0], st[2, 0], st[3, 0] = pdm, mdm, tr_s, adx0
     p = DMI_TILE_PITCH
     s = np.empty((5, LANES * p))
     tiles = (size + DMI_TILE - 1) // DMI_TILE

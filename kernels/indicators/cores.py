@@ -1,10 +1,11 @@
 """Per-series indicator cores, written once and compiled twice: the serial schedule.
 
 Each core is a plain loop over one series that writes into preallocated outputs: no
-allocation; its per-bar arithmetic is the steps of `kernels.indicators.steps` (EMA, Wilder's
-smoothing, RSI, true range, DMI terms: the same functions the lane and chunk schedules call),
-besides `math` and `kernels.indicators._intrinsics.fma` (numba compiles it to one fused
-multiply-add, Python runs it exactly); float64 accumulators. (The cpu variants of
+allocation; its per-bar arithmetic is the steps of `kernels.indicators.steps` (SMA's and WMA's
+rows, LINEARREG's sums and line, KAMA's ratio and fma step, EMA, DEMA, TEMA, Wilder's smoothing,
+RSI, true range, DMI's row, the moments' anchored sums: the same functions the lane, chunk,
+shifted and streaming schedules call; KAMA's fma is `kernels.indicators.fused.fma`, one fused
+multiply-add when compiled, exact in Python); float64 accumulators. (The cpu variants of
 `CPU_VARIANTS`, compiled for the cpu backend only, allocate scratch blocks.) The cpu backend
 compiles them with `numba.njit`, the cuda backend with `numba.cuda.jit(device=True)` (one
 thread per series, reading a time-major column view; the steps, registered with
@@ -30,12 +31,15 @@ import math
 
 import numpy as np
 
-from kernels.indicators._intrinsics import fma
-from kernels.indicators.steps import (di_value, directional_moves, dmi_terms, ema_step, ema_step_tied, gain_loss, rsi_seed,
-                                      rsi_value, true_range, wilder_mean, wilder_sum)
+from kernels.indicators._intrinsics import fma  # noqa: F401 (importing it registers the steps with numba, cpu and cuda)
+from kernels.indicators.steps import EPS  # noqa: F401 (cores.EPS: TA-Lib's TA_EPSILON, read by the schedules)
+from kernels.indicators.steps import (anchored_sums, dema_value, dmi_moves, dmi_row, ema2_seed, ema3_seed, ema_step, ema_step2,
+                                      ema_step3, ema_step_tied, gain_loss, kama_change_sum, kama_constant, kama_roll, kama_step,
+                                      lsma_constants, lsma_line, lsma_numerator, lsma_roll, lsma_seed, lsma_value, moments_add,
+                                      moments_drop, moments_out, moments_var, rsi_seed, rsi_value, sma_step, tema_value,
+                                      true_range, wilder_mean, window_sum, wma_seed_step, wma_step)
 
 NAN = float("nan")
-EPS = 1e-14  # TA-Lib's TA_EPSILON: |v| < EPS counts as zero
 
 
 def sma_core(x, n, out):
@@ -45,13 +49,9 @@ def sma_core(x, n, out):
         out[i] = NAN
     if t_len < n:
         return
-    total = 0.0
-    for i in range(n - 1):
-        total += np.float64(x[i])
+    total = window_sum(x, 0, n - 1)
     for i in range(n - 1, t_len):
-        total += np.float64(x[i])
-        out[i] = total / n
-        total -= np.float64(x[i - n + 1])
+        out[i], total = sma_step(total, np.float64(x[i]), np.float64(x[i - n + 1]), n)
 
 
 def ema_core(x, n, out):
@@ -69,10 +69,7 @@ def ema_core(x, n, out):
         return
     k = 2.0 / (n + 1)
     omk = 1.0 - k
-    prev = 0.0
-    for i in range(n):
-        prev += np.float64(x[i])
-    prev = prev / n
+    prev = window_sum(x, 0, n) / n
     out[n - 1] = prev
     i = n
     while i < t_len:
@@ -103,9 +100,7 @@ def wma_core(x, n, out):
     period_sum = 0.0
     period_sub = 0.0
     for i in range(n - 1):
-        v = np.float64(x[i])
-        period_sub += v
-        period_sum += v * (i + 1)
+        period_sum, period_sub = wma_seed_step(period_sum, period_sub, np.float64(x[i]), i + 1)
     trailing = 0.0
     # Views indexed by the loop counter: numba then knows no index is negative and drops
     # the wraparound arithmetic of x[i - n + 1] (float32: 15.0 -> 14.0 ms at 10M rows).
@@ -113,41 +108,26 @@ def wma_core(x, n, out):
     old = x[: t_len - n + 1]
     dst = out[n - 1 :]
     for j in range(t_len - n + 1):
-        v = np.float64(cur[j])
-        period_sub += v
-        period_sub -= trailing
-        period_sum += v * n
+        dst[j], period_sum, period_sub = wma_step(period_sum, period_sub, np.float64(cur[j]), trailing, n, divider)
         trailing = np.float64(old[j])
-        dst[j] = period_sum / divider
-        period_sum -= period_sub
 
 
 def dema_core(x, n, out):
     """2*EMA(x) - EMA(EMA(x)); the second EMA is seeded by the SMA of the first n EMA values.
 
-    One loop per phase (first EMA's warm-up, second EMA's seed, steady state), both EMAs
-    updated as in ema_core (e = v*k + e*(1-k), e kept where v == e)."""
+    The seeds are `steps.ema2_seed` (shared with tema_core, the lanes and the chunks); the steady
+    rows are `steps.ema_step2`, run as in ema_core: untied rows through the branch-free chains
+    (`steps.ema_step`, a tie leaves the inner loop), a tie through the guarded step."""
     t_len = x.shape[0]
     look = 2 * (n - 1)
     for i in range(min(look, t_len)):
         out[i] = NAN
-    if t_len < n:
+    if t_len <= look:
         return
     k = 2.0 / (n + 1)
     omk = 1.0 - k
-    e1 = 0.0
-    for i in range(n):
-        e1 += np.float64(x[i])
-    e1 = e1 / n
-    acc2 = e1
-    for i in range(n, min(look + 1, t_len)):  # e1 values 1..n-1 enter the seed of e2
-        v = np.float64(x[i])
-        e1 = ema_step_tied(v, e1, k, omk)
-        acc2 += e1
-    if t_len <= look:
-        return
-    e2 = acc2 / n
-    out[look] = 2.0 * e1 - e2
+    e1, e2 = ema2_seed(x, n, k, omk)
+    out[look] = dema_value(e1, e2)
     i = look + 1
     while i < t_len:
         while i < t_len:  # no tie: the branch-free chains (see ema_core)
@@ -159,51 +139,31 @@ def dema_core(x, n, out):
                 break
             e2 = ema_step(n1, e2, k, omk)
             e1 = n1
-            out[i] = 2.0 * e1 - e2
+            out[i] = dema_value(e1, e2)
             i += 1
         if i < t_len:
-            v = np.float64(x[i])
-            e1 = ema_step_tied(v, e1, k, omk)
-            e2 = ema_step_tied(e1, e2, k, omk)
-            out[i] = 2.0 * e1 - e2
+            e1, e2 = ema_step2(np.float64(x[i]), e1, e2, k, omk)
+            out[i] = dema_value(e1, e2)
             i += 1
 
 
 def tema_core(x, n, out):
     """3*EMA1 - 3*EMA2 + EMA3, each EMA seeded by the SMA of the first n values of its input.
 
-    One loop per phase (EMA2's seed, EMA3's seed, steady state), the EMAs updated as in
-    ema_core (e = v*k + e*(1-k), e kept where v == e)."""
+    The seeds are `steps.ema3_seed`; the steady rows are `steps.ema_step3`, run as in ema_core:
+    untied rows through the branch-free chains, a tie through the guarded step. That loop is
+    dema_core's with a third level, written out again: a loop over the levels would hold the
+    states in an array, a store and a load on each chain (see ema_core and the chunked cores)."""
     t_len = x.shape[0]
     look = 3 * (n - 1)
     for i in range(min(look, t_len)):
         out[i] = NAN
-    if t_len < n:
+    if t_len <= look:
         return
     k = 2.0 / (n + 1)
     omk = 1.0 - k
-    e1 = 0.0
-    for i in range(n):
-        e1 += np.float64(x[i])
-    e1 = e1 / n
-    acc2 = e1
-    for i in range(n, min(2 * n - 1, t_len)):  # e1 values 1..n-1 enter the seed of e2
-        v = np.float64(x[i])
-        e1 = ema_step_tied(v, e1, k, omk)
-        acc2 += e1
-    if t_len <= 2 * n - 2:
-        return
-    e2 = acc2 / n
-    acc3 = e2
-    for i in range(2 * n - 1, min(look + 1, t_len)):  # e2 values 1..n-1 enter the seed of e3
-        v = np.float64(x[i])
-        e1 = ema_step_tied(v, e1, k, omk)
-        e2 = ema_step_tied(e1, e2, k, omk)
-        acc3 += e2
-    if t_len <= look:
-        return
-    e3 = acc3 / n
-    out[look] = 3.0 * e1 - 3.0 * e2 + e3
+    e1, e2, e3 = ema3_seed(x, n, k, omk)
+    out[look] = tema_value(e1, e2, e3)
     i = look + 1
     while i < t_len:
         while i < t_len:  # no tie: the branch-free chains (see ema_core)
@@ -219,14 +179,11 @@ def tema_core(x, n, out):
             e3 = ema_step(n2, e3, k, omk)
             e1 = n1
             e2 = n2
-            out[i] = 3.0 * e1 - 3.0 * e2 + e3
+            out[i] = tema_value(e1, e2, e3)
             i += 1
         if i < t_len:
-            v = np.float64(x[i])
-            e1 = ema_step_tied(v, e1, k, omk)
-            e2 = ema_step_tied(e1, e2, k, omk)
-            e3 = ema_step_tied(e2, e3, k, omk)
-            out[i] = 3.0 * e1 - 3.0 * e2 + e3
+            e1, e2, e3 = ema_step3(np.float64(x[i]), e1, e2, e3, k, omk)
+            out[i] = tema_value(e1, e2, e3)
             i += 1
 
 
@@ -256,44 +213,26 @@ def hma_core(x, n, out, diff):
     slot = 0
     for i in range(t_len):
         v = np.float64(x[i])
-        # half window
+        # half window (before a row has left it, wma_step subtracts 0.0: the same bits)
         if i < half - 1:
-            sub_h += v
-            sum_h += v * (i + 1)
+            sum_h, sub_h = wma_seed_step(sum_h, sub_h, v, i + 1)
             w_h = NAN
         else:
-            sub_h += v
-            if i >= half:
-                sub_h -= np.float64(x[i - half])
-            sum_h += v * half
-            w_h = sum_h / div_h
-            sum_h -= sub_h
+            w_h, sum_h, sub_h = wma_step(sum_h, sub_h, v, np.float64(x[i - half]) if i >= half else 0.0, half, div_h)
         # full window
         if i < n - 1:
-            sub_f += v
-            sum_f += v * (i + 1)
+            sum_f, sub_f = wma_seed_step(sum_f, sub_f, v, i + 1)
             continue
-        sub_f += v
-        if i >= n:
-            sub_f -= np.float64(x[i - n])
-        sum_f += v * n
-        w_f = sum_f / div_f
-        sum_f -= sub_f
+        w_f, sum_f, sub_f = wma_step(sum_f, sub_f, v, np.float64(x[i - n]) if i >= n else 0.0, n, div_f)
         j = i - (n - 1)  # index within the diff series; its ring slot is j % m
         old = np.float64(diff[slot]) if j >= m else 0.0  # the difference m rows back
         diff[slot] = 2.0 * w_h - w_f
         d = np.float64(diff[slot])  # read back: the value added now is the value subtracted m rows later
         slot = slot + 1 if slot + 1 < m else 0
         if j < m - 1:
-            sub_m += d
-            sum_m += d * (j + 1)
+            sum_m, sub_m = wma_seed_step(sum_m, sub_m, d, j + 1)
         else:
-            sub_m += d
-            if j >= m:
-                sub_m -= old
-            sum_m += d * m
-            out[i] = sum_m / div_m
-            sum_m -= sub_m
+            out[i], sum_m, sub_m = wma_step(sum_m, sub_m, d, old, m, div_m)
 
 
 def lsma_core(x, n, out):
@@ -308,21 +247,12 @@ def lsma_core(x, n, out):
         out[i] = NAN
     if t_len < n:
         return
-    st = n * (n - 1) * 0.5
-    stt = n * (n - 1) * (2.0 * n - 1) / 6.0
-    divisor = n * stt - st * st
-    sy = 0.0
-    sty = 0.0
-    for i in range(n):
-        sy += np.float64(x[i])
-        sty += i * np.float64(x[i])
+    st, divisor = lsma_constants(n)
+    sy, sty = lsma_seed(x, n)
     for i in range(n - 1, t_len):
         if i > n - 1:
-            oldest = np.float64(x[i - n])
-            sty = sty - (sy - oldest) + (n - 1) * np.float64(x[i])
-            sy = sy - oldest + np.float64(x[i])
-        slope = (n * sty - st * sy) / divisor
-        out[i] = (sy - slope * st) / n + slope * (n - 1)
+            sy, sty = lsma_roll(sy, sty, np.float64(x[i - n]), np.float64(x[i]), n)
+        out[i] = lsma_value(sy, sty, n, st, divisor)
 
 
 def kama_core(x, n, out):
@@ -336,22 +266,10 @@ def kama_core(x, n, out):
         out[i] = NAN
     if t_len <= n:
         return
-    const_max = 2.0 / (30.0 + 1.0)
-    const_diff = 2.0 / (2.0 + 1.0) - const_max
-    sum_roc = 0.0
-    for i in range(n):
-        sum_roc += math.fabs(np.float64(x[i]) - np.float64(x[i + 1]))
-    prev = np.float64(x[n - 1])
+    sum_roc = kama_change_sum(x, n, n + 1)
     trailing = np.float64(x[0])
     last = np.float64(x[n])
-    roc = last - trailing
-    if sum_roc <= roc or (-EPS < sum_roc < EPS):
-        er = 1.0
-    else:
-        er = math.fabs(roc / sum_roc)
-    sc = fma(er, const_diff, const_max)
-    sc *= sc
-    prev = fma(last - prev, sc, prev)
+    prev = kama_step(last, np.float64(x[n - 1]), kama_constant(sum_roc, last - trailing))
     out[n] = prev
     cur = x[n + 1 :]
     old = x[1 : t_len - n]
@@ -359,19 +277,11 @@ def kama_core(x, n, out):
     for i in range(t_len - n - 1):  # row n+1+i; views, and x[t-1] carried: fewer loads (float32 2.09 -> 2.00 ns a row)
         v = np.float64(cur[i])
         tr = np.float64(old[i])
-        roc = v - tr
-        sum_roc -= math.fabs(trailing - tr)
-        sum_roc += math.fabs(v - last)
+        sum_roc = kama_roll(sum_roc, trailing, tr, v, last)
+        prev = kama_step(v, prev, kama_constant(sum_roc, v - tr))
+        dst[i] = prev
         trailing = tr
         last = v
-        if sum_roc <= roc or (-EPS < sum_roc < EPS):
-            er = 1.0
-        else:
-            er = math.fabs(roc / sum_roc)
-        sc = fma(er, const_diff, const_max)
-        sc *= sc
-        prev = fma(v - prev, sc, prev)
-        dst[i] = prev
 
 
 def rsi_core(x, n, out):
@@ -433,6 +343,10 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
     other outputs keep their warm-up NaN and are otherwise left unwritten); 3 only ADX (the
     DIs computed, not stored: `adx` alone then never touches the pages of two outputs it
     drops, whose first-touch faults cost more than the core at 10M float64 rows).
+    Returns the states after the last row: the smoothed (+DM, -DM, TR) and ADX (float64, what
+    the outputs of a float32 call round; 0.0 where the series is too short or ADX not computed),
+    from which `kernels.indicators.chunks.dmi_chunked_core` goes on. Each row from n on is
+    `steps.dmi_row`, as in the chunks' walk.
     """
     t_len = h.shape[0]
     for i in range(min(n, t_len)):
@@ -441,7 +355,7 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
     for i in range(min(2 * n - 1, t_len)):
         adx[i] = NAN
     if t_len <= n:
-        return
+        return 0.0, 0.0, 0.0, 0.0
     inv_n = 1.0 / n
     omn = 1.0 - inv_n
     pdm = 0.0
@@ -449,28 +363,15 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
     tr_s = 0.0
     sum_dx = 0.0
     prev_adx = 0.0
-    for i in range(1, t_len):
-        dm_plus, dm_minus = directional_moves(np.float64(h[i]), np.float64(h[i - 1]), np.float64(l[i]),
-                                              np.float64(l[i - 1]))
-        tr = true_range(np.float64(h[i]), np.float64(l[i]), np.float64(c[i - 1]))
-        if i < n:
-            mdm += dm_minus  # adding 0.0 leaves these non-negative sums unchanged
-            pdm += dm_plus
-            tr_s += tr
+    for i in range(1, n):  # the sums of rows 1..n-1 (adding 0.0 leaves these non-negative sums unchanged)
+        dm_plus, dm_minus, tr = dmi_moves(h, l, c, i)
+        mdm += dm_minus
+        pdm += dm_plus
+        tr_s += tr
+    for i in range(n, t_len):
+        pdm, mdm, tr_s, have_dx, dx = dmi_row(h, l, c, i, which, omn, pdm, mdm, tr_s, plus_di, minus_di)
+        if which == 1 or which == 2:
             continue
-        mdm = wilder_sum(mdm, dm_minus, omn)
-        pdm = wilder_sum(pdm, dm_plus, omn)
-        tr_s = wilder_sum(tr_s, tr, omn)
-        if which == 1:
-            plus_di[i] = di_value(pdm, tr_s)
-            continue
-        if which == 2:
-            minus_di[i] = di_value(mdm, tr_s)
-            continue
-        p, m, have_dx, dx = dmi_terms(pdm, mdm, tr_s)
-        if which != 3:
-            plus_di[i] = p
-            minus_di[i] = m
         if i < 2 * n - 1:
             sum_dx += dx
         elif i == 2 * n - 1:
@@ -481,6 +382,7 @@ def dmi_core(h, l, c, n, which, plus_di, minus_di, adx):
             if have_dx:
                 prev_adx = wilder_mean(prev_adx, dx, inv_n, omn)
             adx[i] = prev_adx
+    return pdm, mdm, tr_s, prev_adx
 
 
 def moments_core(x, n, zscore, out):
@@ -500,37 +402,18 @@ def moments_core(x, n, zscore, out):
     inv_n = 1.0 / n
     next_start = n  # the window start at which the anchor moves next (a multiple of n)
     anchor = np.float64(x[0])
-    s1 = 0.0
-    s2 = 0.0
-    for i in range(n - 1):
-        d = np.float64(x[i]) - anchor
-        s1 += d
-        s2 += d * d
+    s1, s2 = anchored_sums(x, 0, n - 1, anchor)
     for i in range(n - 1, t_len):
         start = i - n + 1
         if start == next_start:
             next_start += n
             anchor = np.float64(x[start])
-            s1 = 0.0
-            s2 = 0.0
-            for j in range(start, i):
-                d = np.float64(x[j]) - anchor
-                s1 += d
-                s2 += d * d
+            s1, s2 = anchored_sums(x, start, i, anchor)
         d = np.float64(x[i]) - anchor
-        s1 += d
-        s2 += d * d
-        mean1 = s1 * inv_n
-        var = s2 * inv_n - mean1 * mean1
-        old = np.float64(x[start]) - anchor
-        s1 -= old
-        s2 -= old * old
-        if var < EPS:
-            out[i] = 0.0
-        elif zscore == 0:
-            out[i] = math.sqrt(var)
-        else:
-            out[i] = (d - mean1) / math.sqrt(var)
+        s1, s2 = moments_add(s1, s2, d)
+        mean1, var = moments_var(s1, s2, inv_n)
+        s1, s2 = moments_drop(s1, s2, np.float64(x[start]) - anchor)
+        out[i] = moments_out(d - mean1, var, zscore)
 
 
 def moments_blocked_core(x, n, zscore, out):
@@ -552,12 +435,7 @@ def moments_blocked_core(x, n, zscore, out):
     num_b = np.empty(SCRATCH_BLOCK)
     next_start = n
     anchor = np.float64(x[0])
-    s1 = 0.0
-    s2 = 0.0
-    for i in range(n - 1):
-        d = np.float64(x[i]) - anchor
-        s1 += d
-        s2 += d * d
+    s1, s2 = anchored_sums(x, 0, n - 1, anchor)
     for b0 in range(n - 1, t_len, SCRATCH_BLOCK):
         b1 = min(b0 + SCRATCH_BLOCK, t_len)
         for i in range(b0, b1):
@@ -565,30 +443,19 @@ def moments_blocked_core(x, n, zscore, out):
             if start == next_start:
                 next_start += n
                 anchor = np.float64(x[start])
-                s1 = 0.0
-                s2 = 0.0
-                for j in range(start, i):
-                    d = np.float64(x[j]) - anchor
-                    s1 += d
-                    s2 += d * d
+                s1, s2 = anchored_sums(x, start, i, anchor)
             d = np.float64(x[i]) - anchor
-            s1 += d
-            s2 += d * d
-            mean1 = s1 * inv_n
-            var_b[i - b0] = s2 * inv_n - mean1 * mean1
+            s1, s2 = moments_add(s1, s2, d)
+            mean1, var_b[i - b0] = moments_var(s1, s2, inv_n)
             num_b[i - b0] = d - mean1
-            old = np.float64(x[start]) - anchor
-            s1 -= old
-            s2 -= old * old
+            s1, s2 = moments_drop(s1, s2, np.float64(x[start]) - anchor)
         dst = out[b0:b1]
-        if zscore == 0:
+        if zscore == 0:  # a constant zscore in each loop: moments_out's test on it folds away
             for k in range(b1 - b0):
-                v = var_b[k]
-                dst[k] = 0.0 if v < EPS else math.sqrt(v)
+                dst[k] = moments_out(num_b[k], var_b[k], 0)
         else:
             for k in range(b1 - b0):
-                v = var_b[k]
-                dst[k] = 0.0 if v < EPS else num_b[k] / math.sqrt(v)
+                dst[k] = moments_out(num_b[k], var_b[k], 1)
 
 
 def lsma_blocked_core(x, n, out):
@@ -602,17 +469,11 @@ def lsma_blocked_core(x, n, out):
         out[i] = NAN
     if t_len < n:
         return
-    st = n * (n - 1) * 0.5
-    stt = n * (n - 1) * (2.0 * n - 1) / 6.0
-    divisor = n * stt - st * st
-    sy = 0.0
-    sty = 0.0
-    for i in range(n):
-        sy += np.float64(x[i])
-        sty += i * np.float64(x[i])
+    st, divisor = lsma_constants(n)
+    sy, sty = lsma_seed(x, n)
     num_b = np.empty(SCRATCH_BLOCK)
     sy_b = np.empty(SCRATCH_BLOCK)
-    num_b[0] = n * sty - st * sy  # row n-1: the sums of the first window
+    num_b[0] = lsma_numerator(sy, sty, n, st)  # row n-1: the sums of the first window
     sy_b[0] = sy
     cur = x[n:]  # the row entering the window at output n-1+k (k >= 1) is cur[k-1]
     old = x[: t_len - n]
@@ -622,17 +483,13 @@ def lsma_blocked_core(x, n, out):
         b1 = min(b0 + SCRATCH_BLOCK, m)
         for k in range(first, b1 - b0):
             j = b0 + k - 1
-            oldest = np.float64(old[j])
-            v = np.float64(cur[j])
-            sty = sty - (sy - oldest) + (n - 1) * v
-            sy = sy - oldest + v
-            num_b[k] = n * sty - st * sy
+            sy, sty = lsma_roll(sy, sty, np.float64(old[j]), np.float64(cur[j]), n)
+            num_b[k] = lsma_numerator(sy, sty, n, st)
             sy_b[k] = sy
         first = 0
         dst = out[n - 1 + b0 : n - 1 + b1]
         for k in range(b1 - b0):
-            slope = num_b[k] / divisor
-            dst[k] = (sy_b[k] - slope * st) / n + slope * (n - 1)
+            dst[k] = lsma_line(num_b[k], sy_b[k], n, st, divisor)
 
 
 SCRATCH_BLOCK = 256

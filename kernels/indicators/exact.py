@@ -43,14 +43,11 @@ from kernels.indicators.shifted import (  # noqa: F401 (KAMA_FIRST: read here by
     KAMA_FIRST,
     KAMA_LANES,
     KAMA_ROWS,
-    KAMA_SLOW,
-    KAMA_SPAN,
     block_ends,
     kama_walk,
-    kama_window_sum,
     walk_chunks_again,
 )
-from kernels.indicators._intrinsics import fma
+from kernels.indicators.steps import kama_change_sum, kama_sc, kama_step
 from kernels.indicators._intrinsics import prefetch
 
 NAN = float("nan")
@@ -269,9 +266,9 @@ KAMA_MIN_CHUNK = 8 * KAMA_ROWS
 
 @register_jitable
 def _kama_step(work, q, k, dst, r):
-    """KAMA's step on entry q of the lanes' scratch (work[0]: sc, work[1]: x): fma(x - k, sc, k),
-    the chain sub+fma; stored at dst[r]."""
-    k = fma(work[1, q] - k, work[0, q], k)
+    """KAMA's step (`steps.kama_step`) on entry q of the lanes' scratch (work[0]: sc, work[1]: x):
+    fma(x - k, sc, k), the chain sub+fma; stored at dst[r]."""
+    k = kama_step(work[1, q], k, work[0, q])
     dst[r] = k
     return k
 
@@ -355,9 +352,10 @@ def _kama_block(x, bits, n, first, stride, r0, m, los, sums, prevs, out, ints, s
             roc = np.float64(new_hi[r] - old_hi[r])
             ratio = abs(np.true_divide(roc, total))
             scaled = total * unit
+            # steps.kama_flat's test on the integers (the ratio's, scale-free) and on the scaled sum
+            # (|sum| < EPS); the division taken for every row (as shifted.kama_smoothing)
             er = 1.0 if (total <= roc or (-cores.EPS < scaled < cores.EPS)) else ratio
-            sc = fma(er, KAMA_SPAN, KAMA_SLOW)
-            work[0, lane + r] = sc * sc
+            work[0, lane + r] = kama_sc(er)
             work[1, lane + r] = np.float64(cur[r])
     _kama_chains(work, m, prevs, out, first + r0, stride, x, first + r0 + m)
     return True
@@ -442,7 +440,7 @@ def kama_lanes(x, n, out, min_chunk):
     chunk_sums = np.empty(KAMA_LANES)
     for j in range(KAMA_LANES):  # each chunk's ratio sum formed afresh: exact here
         firsts[j] = start + j * size
-        chunk_sums[j] = kama_window_sum(x, n, firsts[j])
+        chunk_sums[j] = kama_change_sum(x, n, firsts[j])
     true_end, walked = walk_chunks_again(x, n, firsts, ends, marks, prevs, chunk_sums, out)
-    kama_walk(x, n, stop, t_len, true_end, kama_window_sum(x, n, stop), out)  # the rows after the last chunk
+    kama_walk(x, n, stop, t_len, true_end, kama_change_sum(x, n, stop), out)  # the rows after the last chunk
     return walked

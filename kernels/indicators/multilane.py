@@ -16,7 +16,10 @@ runs period ns[j] over column j of the inputs, which are time-major [T, Lx] too:
 Per lane, every operation is the one of the single-lane core in `kernels.indicators.cores`, in the same
 order (no reassociation, fastmath off), so out[:, j] is bit for bit the single-lane core's
 output for period ns[j] over lane j's series, warm-up NaN and seeds included
-(tests/kernels/test_lane_cores.py checks it).
+(tests/kernels/test_lane_cores.py checks it). The operations are the steps of
+`kernels.indicators.steps`, the functions the single-lane cores call; what a lane core writes
+itself is the schedule: the phases of the warm-up, and steady loops written twice where a
+shared series is read once a row as a scalar and a panel a value a lane (the same step in both).
 
 Shape of every core: a warm-up phase over the first rows, where lanes are in different
 phases (NaN, seed sum, first value, update) and take the single core's branches, then a
@@ -35,23 +38,30 @@ which is what bounds the EMA family (benchmarks/LOG.md, "Issue 28: the EMA famil
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba.extending import register_jitable
 
-from kernels.indicators._intrinsics import fma
-from kernels.indicators.steps import (di_ratio, di_value, directional_moves, dmi_terms, dx_ratio, ema_step_tied, gain_loss, rsi_value,
-                                      true_range, wilder_mean, wilder_sum)
+from kernels.indicators._intrinsics import fma  # noqa: F401 (importing it registers the steps with numba)
+from kernels.indicators.steps import (anchored_sums, dema_value, di_ratio, di_value, dm_tr, dmi_sums, dmi_terms, dx_ratio,
+                                      ema2_seed, ema3_seed, ema_step2, ema_step3, ema_step_tied, gain_loss, kama_change_sum,
+                                      kama_constant, kama_roll, kama_step, lsma_constants, lsma_roll, lsma_seed_step, lsma_value,
+                                      moments_add, moments_drop, moments_out, moments_var, rsi_value, sma_step, tema_value,
+                                      true_range, wilder_mean, wma_seed_step, wma_step)
 
 NAN = float("nan")
-EPS = 1e-14  # as kernels.indicators.cores.EPS
 
 
 @register_jitable
 def _at(x, t, j):
     """Row t of lane j's input column (column 0 when all lanes share one series)."""
     return np.float64(x[t, j]) if x.shape[1] > 1 else np.float64(x[t, 0])
+
+
+@register_jitable
+def _col(x, j):
+    """Lane j's input column as a 1-D view (column 0 when all lanes share one series): a series
+    step (a seed) reads it as it reads a single series."""
+    return x[:, j] if x.shape[1] > 1 else x[:, 0]
 
 
 @register_jitable
@@ -94,20 +104,17 @@ def sma_lanes(x, ns, out):
         _load(x, i, v)
         for j in range(n_lanes):
             n = ns[j]
-            total[j] += v[j]
             if i < n - 1:
+                total[j] += v[j]
                 out[i, j] = NAN
             else:
-                out[i, j] = total[j] / n
-                total[j] -= _at(x, i - n + 1, j)
+                out[i, j], total[j] = sma_step(total[j], v[j], _at(x, i - n + 1, j), n)
     for i in range(max(nmax - 1, 0), t_len):
         _load(x, i, v)
         row = out[i]
         for j in range(n_lanes):
             n = ns[j]
-            s = total[j] + v[j]
-            row[j] = s / n
-            total[j] = s - _at(x, i - n + 1, j)
+            row[j], total[j] = sma_step(total[j], v[j], _at(x, i - n + 1, j), n)
 
 
 def ema_lanes(x, ns, out):
@@ -308,28 +315,23 @@ def atr_lanes(h, l, c, ns, out):
 
 
 @register_jitable
-def _moves(h, l, i, j):
-    """(+DM, -DM) of lane j at row i >= 1, as in dmi_core."""
-    return directional_moves(np.float64(h[i, j]), np.float64(h[i - 1, j]), np.float64(l[i, j]),
-                             np.float64(l[i - 1, j]))
+def _dm_tr(h, l, c, i, j):
+    """(+DM, -DM, TR) of lane j at row i >= 1, as in dmi_core (`steps.dm_tr`)."""
+    return dm_tr(h[i, j], h[i - 1, j], l[i, j], l[i - 1, j], c[i - 1, j])
 
 
 @register_jitable
 def _load_moves(h, l, c, t, dmp, dmm, tr):
     """+DM, -DM and the true range of every lane at row t >= 1 (once for a shared series)."""
     if h.shape[1] == 1:
-        p, m = _moves(h, l, t, 0)
-        r = _true_range(h, l, c, t, 0)
+        p, m, r = _dm_tr(h, l, c, t, 0)
         for j in range(tr.shape[0]):
             dmp[j] = p
             dmm[j] = m
             tr[j] = r
     else:
         for j in range(tr.shape[0]):
-            p, m = _moves(h, l, t, j)
-            dmp[j] = p
-            dmm[j] = m
-            tr[j] = _true_range(h, l, c, t, j)
+            dmp[j], dmm[j], tr[j] = _dm_tr(h, l, c, t, j)
 
 
 def dmi_lanes(h, l, c, ns, which, out):
@@ -365,9 +367,7 @@ def dmi_lanes(h, l, c, ns, which, out):
                 tr_s[j] += trs[j]
                 out[i, j] = NAN
                 continue
-            mdm[j] = wilder_sum(mdm[j], dmm[j], omn[j])
-            pdm[j] = wilder_sum(pdm[j], dmp[j], omn[j])
-            tr_s[j] = wilder_sum(tr_s[j], trs[j], omn[j])
+            pdm[j], mdm[j], tr_s[j] = dmi_sums(pdm[j], mdm[j], tr_s[j], dmp[j], dmm[j], trs[j], omn[j])
             if which == 1:
                 out[i, j] = di_value(pdm[j], tr_s[j])
                 continue
@@ -389,27 +389,16 @@ def dmi_lanes(h, l, c, ns, which, out):
     for i in range(max(steady, 1), t_len):
         _load_moves(h, l, c, i, dmp, dmm, trs)
         row = out[i]
-        if which == 1:
+        if which == 1 or which == 2:  # one DI: the loop stays a select a lane (vectorises)
             for j in range(n_lanes):
-                mdm[j] = wilder_sum(mdm[j], dmm[j], omn[j])
-                ps = wilder_sum(pdm[j], dmp[j], omn[j])
-                ts = wilder_sum(tr_s[j], trs[j], omn[j])
+                ps, ms, ts = dmi_sums(pdm[j], mdm[j], tr_s[j], dmp[j], dmm[j], trs[j], omn[j])
                 pdm[j] = ps
-                tr_s[j] = ts
-                row[j] = di_value(ps, ts)
-        elif which == 2:
-            for j in range(n_lanes):
-                ms = wilder_sum(mdm[j], dmm[j], omn[j])
-                pdm[j] = wilder_sum(pdm[j], dmp[j], omn[j])
-                ts = wilder_sum(tr_s[j], trs[j], omn[j])
                 mdm[j] = ms
                 tr_s[j] = ts
-                row[j] = di_value(ms, ts)
+                row[j] = di_value(ps if which == 1 else ms, ts)
         else:
             for j in range(n_lanes):
-                ms = wilder_sum(mdm[j], dmm[j], omn[j])
-                ps = wilder_sum(pdm[j], dmp[j], omn[j])
-                ts = wilder_sum(tr_s[j], trs[j], omn[j])
+                ps, ms, ts = dmi_sums(pdm[j], mdm[j], tr_s[j], dmp[j], dmm[j], trs[j], omn[j])
                 mdm[j] = ms
                 pdm[j] = ps
                 tr_s[j] = ts
@@ -430,8 +419,6 @@ def kama_lanes(x, ns, out):
     """Lanes of `cores.kama_core` (TA-Lib KAMA): the seed at row n as in the single core,
     then the efficiency ratio over n rows and prev = fma(v - prev, sc, prev)."""
     t_len, n_lanes = out.shape
-    const_max = 2.0 / (30.0 + 1.0)
-    const_diff = 2.0 / (2.0 + 1.0) - const_max
     sum_roc = np.zeros(n_lanes)
     prev = np.zeros(n_lanes)
     trailing = np.zeros(n_lanes)
@@ -441,49 +428,32 @@ def kama_lanes(x, ns, out):
             n = ns[j]
             if i < n:
                 out[i, j] = NAN
-            elif i == n:
-                s = 0.0
-                for q in range(n):
-                    s += math.fabs(_at(x, q, j) - _at(x, q + 1, j))
-                p = _at(x, n - 1, j)
+            elif i == n:  # kama_core's seed
+                s = kama_change_sum(_col(x, j), n, n + 1)
                 tr0 = _at(x, 0, j)
-                roc = _at(x, n, j) - tr0
-                if s <= roc or (-EPS < s < EPS):
-                    er = 1.0
-                else:
-                    er = math.fabs(roc / s)
-                sc = fma(er, const_diff, const_max)
-                sc *= sc
-                p = fma(_at(x, n, j) - p, sc, p)
+                last = _at(x, n, j)
+                p = kama_step(last, _at(x, n - 1, j), kama_constant(s, last - tr0))
                 sum_roc[j] = s
                 trailing[j] = tr0
                 prev[j] = p
                 out[i, j] = p
             else:
-                out[i, j] = _kama_step(x, i, n, j, sum_roc, trailing, prev, const_diff, const_max)
+                out[i, j] = _kama_lane(x, i, n, j, sum_roc, trailing, prev)
     for i in range(nmax + 1, t_len):
         row = out[i]
         for j in range(n_lanes):
-            row[j] = _kama_step(x, i, ns[j], j, sum_roc, trailing, prev, const_diff, const_max)
+            row[j] = _kama_lane(x, i, ns[j], j, sum_roc, trailing, prev)
 
 
 @register_jitable
-def _kama_step(x, i, n, j, sum_roc, trailing, prev, const_diff, const_max):
+def _kama_lane(x, i, n, j, sum_roc, trailing, prev):
+    """kama_core's row i for lane j, its states in the lane arrays."""
     v = _at(x, i, j)
     tr = _at(x, i - n, j)
-    roc = v - tr
-    s = sum_roc[j] - math.fabs(trailing[j] - tr)
-    s += math.fabs(v - _at(x, i - 1, j))
+    s = kama_roll(sum_roc[j], trailing[j], tr, v, _at(x, i - 1, j))
     sum_roc[j] = s
     trailing[j] = tr
-    if s <= roc or (-EPS < s < EPS):
-        er = 1.0
-    else:
-        er = math.fabs(roc / s)
-    sc = fma(er, const_diff, const_max)
-    sc *= sc
-    p = prev[j]
-    p = fma(v - p, sc, p)
+    p = kama_step(v, prev[j], kama_constant(s, v - tr))
     prev[j] = p
     return p
 
@@ -504,8 +474,7 @@ def wma_lanes(x, ns, out):
         for j in range(n_lanes):
             n = ns[j]
             if i < n - 1:
-                period_sub[j] += v[j]
-                period_sum[j] += v[j] * (i + 1)
+                period_sum[j], period_sub[j] = wma_seed_step(period_sum[j], period_sub[j], v[j], i + 1)
                 out[i, j] = NAN
             else:
                 out[i, j] = _wma_step(x, i, n, j, v[j], period_sum, period_sub, trailing, divider)
@@ -518,149 +487,123 @@ def wma_lanes(x, ns, out):
 
 @register_jitable
 def _wma_step(x, i, n, j, v, period_sum, period_sub, trailing, divider):
-    sub = period_sub[j] + v
-    sub -= trailing[j]
-    ps = period_sum[j] + v * n
+    """wma_core's row i for lane j (`steps.wma_step`), its states in the lane arrays (the row
+    leaving the window is read before the sums are stored, as the loop did before the step)."""
+    out, ps, sub = wma_step(period_sum[j], period_sub[j], v, trailing[j], n, divider[j])
     trailing[j] = _at(x, i - n + 1, j)
-    period_sum[j] = ps - sub
+    period_sum[j] = ps
     period_sub[j] = sub
-    return ps / divider[j]
+    return out
+
+
+@register_jitable
+def _dema_warm(xc, n, k, omk, stop, dst):
+    """Rows 0..stop-1 of dema_core for one lane (its input column xc, its output column dst): NaN
+    to its look 2(n-1), the seed (`steps.ema2_seed`), then `steps.ema_step2` rows; returns the
+    state (e1, e2) after row stop-1 (zeros where stop <= look: the lane is NaN throughout)."""
+    look = 2 * (n - 1)
+    for i in range(min(look, stop)):
+        dst[i] = NAN
+    if stop <= look:
+        return 0.0, 0.0
+    e1, e2 = ema2_seed(xc, n, k, omk)
+    dst[look] = dema_value(e1, e2)
+    for i in range(look + 1, stop):
+        e1, e2 = ema_step2(np.float64(xc[i]), e1, e2, k, omk)
+        dst[i] = dema_value(e1, e2)
+    return e1, e2
 
 
 def dema_lanes(x, ns, out):
     """Lanes of `cores.dema_core`: 2*EMA - EMA(EMA), the second EMA seeded by the mean of
-    the first n EMA values (look = 2(n-1)); a warm-up loop where each lane is in its own
-    phase, then from the row past the longest look a branch-free loop over the lanes."""
+    the first n EMA values (look = 2(n-1)). Up to the row past the longest look each lane runs
+    on its own column (`_dema_warm`: the core's seed and steps, lane by lane, where a row-major
+    loop would need a branch a phase); from there a branch-free loop over the lanes."""
     t_len, n_lanes = out.shape
     e1 = np.zeros(n_lanes)
     e2 = np.zeros(n_lanes)
-    acc2 = np.zeros(n_lanes)
     k = np.empty(n_lanes)
     omk = np.empty(n_lanes)
-    v = np.empty(n_lanes)
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
         omk[j] = 1.0 - k[j]
-    steady = 2 * (_max_period(ns) - 1) + 1  # first row past every lane's look
-    for i in range(min(steady, t_len)):
-        _load(x, i, v)
-        for j in range(n_lanes):
-            n = ns[j]
-            look = 2 * (n - 1)
-            if i < n - 1:
-                e1[j] += v[j]
-                out[i, j] = NAN
-                continue
-            if i == n - 1:
-                e1[j] = (e1[j] + v[j]) / n
-                acc2[j] = e1[j]
-            elif i <= look:
-                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
-                acc2[j] += e1[j]
-            else:
-                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
-                e2[j] = ema_step_tied(e1[j], e2[j], k[j], omk[j])
-                out[i, j] = 2.0 * e1[j] - e2[j]
-                continue
-            if i == look:
-                e2[j] = acc2[j] / n
-                out[i, j] = 2.0 * e1[j] - e2[j]
-            else:
-                out[i, j] = NAN
+    steady = min(2 * (_max_period(ns) - 1) + 1, t_len)  # first row past every lane's look
+    for j in range(n_lanes):
+        e1[j], e2[j] = _dema_warm(_col(x, j), ns[j], k[j], omk[j], steady, out[:, j])
+    # two steady loops, one reading the row's value once (a shared series), one a value a lane;
+    # the arithmetic of both is the step
     shared = x.shape[1] == 1
     for i in range(steady, t_len):
         row = out[i]
         if shared:
             vv = np.float64(x[i, 0])
             for j in range(n_lanes):
-                a = ema_step_tied(vv, e1[j], k[j], omk[j])
-                b = ema_step_tied(a, e2[j], k[j], omk[j])
+                a, b = ema_step2(vv, e1[j], e2[j], k[j], omk[j])
                 e1[j] = a
                 e2[j] = b
-                row[j] = 2.0 * a - b
+                row[j] = dema_value(a, b)
         else:
             xr = x[i]
             for j in range(n_lanes):
-                a = ema_step_tied(np.float64(xr[j]), e1[j], k[j], omk[j])
-                b = ema_step_tied(a, e2[j], k[j], omk[j])
+                a, b = ema_step2(np.float64(xr[j]), e1[j], e2[j], k[j], omk[j])
                 e1[j] = a
                 e2[j] = b
-                row[j] = 2.0 * a - b
+                row[j] = dema_value(a, b)
+
+
+@register_jitable
+def _tema_warm(xc, n, k, omk, stop, dst):
+    """Rows 0..stop-1 of tema_core for one lane, as `_dema_warm`: NaN to its look 3(n-1), the
+    seed (`steps.ema3_seed`), then `steps.ema_step3` rows; returns (e1, e2, e3) after row stop-1."""
+    look = 3 * (n - 1)
+    for i in range(min(look, stop)):
+        dst[i] = NAN
+    if stop <= look:
+        return 0.0, 0.0, 0.0
+    e1, e2, e3 = ema3_seed(xc, n, k, omk)
+    dst[look] = tema_value(e1, e2, e3)
+    for i in range(look + 1, stop):
+        e1, e2, e3 = ema_step3(np.float64(xc[i]), e1, e2, e3, k, omk)
+        dst[i] = tema_value(e1, e2, e3)
+    return e1, e2, e3
 
 
 def tema_lanes(x, ns, out):
     """Lanes of `cores.tema_core`: 3*EMA1 - 3*EMA2 + EMA3, EMA2 seeded at row 2n-2 and EMA3
-    at row 3(n-1) by the means of the first n values of their inputs; warm-up loop, then
-    from the row past the longest look a branch-free loop over the lanes."""
+    at row 3(n-1) by the means of the first n values of their inputs; each lane on its own
+    column up to the row past the longest look (`_tema_warm`), then a branch-free loop over
+    the lanes (two, as dema_lanes)."""
     t_len, n_lanes = out.shape
     e1 = np.zeros(n_lanes)
     e2 = np.zeros(n_lanes)
     e3 = np.zeros(n_lanes)
-    acc2 = np.zeros(n_lanes)
-    acc3 = np.zeros(n_lanes)
     k = np.empty(n_lanes)
     omk = np.empty(n_lanes)
-    v = np.empty(n_lanes)
     for j in range(n_lanes):
         k[j] = 2.0 / (ns[j] + 1)
         omk[j] = 1.0 - k[j]
-    steady = 3 * (_max_period(ns) - 1) + 1  # first row past every lane's look
-    for i in range(min(steady, t_len)):
-        _load(x, i, v)
-        for j in range(n_lanes):
-            n = ns[j]
-            look = 3 * (n - 1)
-            if i < n - 1:
-                e1[j] += v[j]
-                out[i, j] = NAN
-                continue
-            if i == n - 1:
-                e1[j] = (e1[j] + v[j]) / n
-                acc2[j] = e1[j]
-            elif i <= 2 * n - 2:
-                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
-                acc2[j] += e1[j]
-            elif i <= look:
-                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
-                e2[j] = ema_step_tied(e1[j], e2[j], k[j], omk[j])
-                acc3[j] += e2[j]
-            else:
-                e1[j] = ema_step_tied(v[j], e1[j], k[j], omk[j])
-                e2[j] = ema_step_tied(e1[j], e2[j], k[j], omk[j])
-                e3[j] = ema_step_tied(e2[j], e3[j], k[j], omk[j])
-                out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
-                continue
-            if i == 2 * n - 2:
-                e2[j] = acc2[j] / n
-                acc3[j] = e2[j]
-            if i == look:
-                e3[j] = acc3[j] / n
-                out[i, j] = 3.0 * e1[j] - 3.0 * e2[j] + e3[j]
-            else:
-                out[i, j] = NAN
+    steady = min(3 * (_max_period(ns) - 1) + 1, t_len)  # first row past every lane's look
+    for j in range(n_lanes):
+        e1[j], e2[j], e3[j] = _tema_warm(_col(x, j), ns[j], k[j], omk[j], steady, out[:, j])
     shared = x.shape[1] == 1
     for i in range(steady, t_len):
         row = out[i]
         if shared:
             vv = np.float64(x[i, 0])
             for j in range(n_lanes):
-                a = ema_step_tied(vv, e1[j], k[j], omk[j])
-                b = ema_step_tied(a, e2[j], k[j], omk[j])
-                c = ema_step_tied(b, e3[j], k[j], omk[j])
+                a, b, c = ema_step3(vv, e1[j], e2[j], e3[j], k[j], omk[j])
                 e1[j] = a
                 e2[j] = b
                 e3[j] = c
-                row[j] = 3.0 * a - 3.0 * b + c
+                row[j] = tema_value(a, b, c)
         else:
             xr = x[i]
             for j in range(n_lanes):
-                a = ema_step_tied(np.float64(xr[j]), e1[j], k[j], omk[j])
-                b = ema_step_tied(a, e2[j], k[j], omk[j])
-                c = ema_step_tied(b, e3[j], k[j], omk[j])
+                a, b, c = ema_step3(np.float64(xr[j]), e1[j], e2[j], e3[j], k[j], omk[j])
                 e1[j] = a
                 e2[j] = b
                 e3[j] = c
-                row[j] = 3.0 * a - 3.0 * b + c
+                row[j] = tema_value(a, b, c)
 
 
 def lsma_lanes(x, ns, out):
@@ -674,20 +617,14 @@ def lsma_lanes(x, ns, out):
         for j in range(n_lanes):
             n = ns[j]
             if i <= n - 1:
-                sy[j] += v[j]
-                sty[j] += i * v[j]
+                sy[j], sty[j] = lsma_seed_step(sy[j], sty[j], v[j], i)
                 if i < n - 1:
                     out[i, j] = NAN
                     continue
             else:
-                oldest = _at(x, i - n, j)
-                sty[j] = sty[j] - (sy[j] - oldest) + (n - 1) * v[j]
-                sy[j] = sy[j] - oldest + v[j]
-            st = n * (n - 1) * 0.5
-            stt = n * (n - 1) * (2.0 * n - 1) / 6.0
-            divisor = n * stt - st * st
-            slope = (n * sty[j] - st * sy[j]) / divisor
-            out[i, j] = (sy[j] - slope * st) / n + slope * (n - 1)
+                sy[j], sty[j] = lsma_roll(sy[j], sty[j], _at(x, i - n, j), v[j], n)
+            st, divisor = lsma_constants(n)
+            out[i, j] = lsma_value(sy[j], sty[j], n, st, divisor)
 
 
 def moments_lanes(x, ns, zscore, out):
@@ -708,33 +645,16 @@ def moments_lanes(x, ns, zscore, out):
         for j in range(n_lanes):
             n = ns[j]
             if i < n - 1:
-                d = v[j] - anchor[j]
-                s1[j] += d
-                s2[j] += d * d
+                s1[j], s2[j] = moments_add(s1[j], s2[j], v[j] - anchor[j])
                 out[i, j] = NAN
                 continue
             start = i - n + 1
             if start == next_start[j]:
                 next_start[j] += n
                 anchor[j] = _at(x, start, j)
-                s1[j] = 0.0
-                s2[j] = 0.0
-                for q in range(start, i):
-                    d = _at(x, q, j) - anchor[j]
-                    s1[j] += d
-                    s2[j] += d * d
+                s1[j], s2[j] = anchored_sums(_col(x, j), start, i, anchor[j])
             d = v[j] - anchor[j]
-            s1[j] += d
-            s2[j] += d * d
-            inv_n = 1.0 / n
-            mean1 = s1[j] * inv_n
-            var = s2[j] * inv_n - mean1 * mean1
-            old = _at(x, start, j) - anchor[j]
-            s1[j] -= old
-            s2[j] -= old * old
-            if var < EPS:
-                out[i, j] = 0.0
-            elif zscore == 0:
-                out[i, j] = math.sqrt(var)
-            else:
-                out[i, j] = (d - mean1) / math.sqrt(var)
+            a, b = moments_add(s1[j], s2[j], d)
+            mean1, var = moments_var(a, b, 1.0 / n)
+            s1[j], s2[j] = moments_drop(a, b, _at(x, start, j) - anchor[j])
+            out[i, j] = moments_out(d - mean1, var, zscore)

@@ -45,8 +45,10 @@ from numba.extending import overload, register_jitable
 
 from kernels.indicators import chunks, cores
 from kernels.indicators._intrinsics import bits_float, float_bits
-from kernels.indicators._intrinsics import fma
 from kernels.indicators._intrinsics import prefetch
+from kernels.indicators.steps import KAMA_SLOW, KAMA_SPAN  # noqa: F401 (shifted.KAMA_*: read by exact and tests)
+from kernels.indicators.steps import (kama_change_sum, kama_flat, kama_roll, kama_sc, kama_step, sma_step, sma_value, sum_step,
+                                      window_sum)
 
 NAN = float("nan")
 SHIFT_LANES = 8  # `_sum_lanes` advances exactly this many
@@ -67,10 +69,13 @@ def lane_rows(n):
 
 @register_jitable
 def _sum_step(ps, qs, r, s, sums, k):
-    """The running sum's step on a lane's row r from state s: sums[k] = s + ps[r]; returns that - qs[r]."""
-    t = s + ps[r]
+    """The running sum's step (`steps.sum_step`) on a lane's row r from state s: sums[k] = s + ps[r];
+    returns that - qs[r]. SMA's own step (`steps.sma_step`) divides each sum as it goes: here the
+    sums are kept, checked and shifted first (`shifted_sums`), and divided after in a loop that
+    vectorises (`_divided`)."""
+    t, s = sum_step(s, ps[r], qs[r])
     sums[k] = t
-    return t - qs[r]
+    return s
 
 
 @register_jitable
@@ -186,11 +191,11 @@ def _settle_lane(ps, qs, s, g_end, sums):
     walked = 0
     r = 0
     while r < rows:
-        t = s + ps[r]
+        t, s_next = sum_step(s, ps[r], qs[r])
         g = sums[r]
         if t == g and math.copysign(1.0, t) == math.copysign(1.0, g):
             return g_end, walked
-        s = t - qs[r]
+        s = s_next
         if not (lo <= t <= hi):
             lo, hi, u = _binade(t)
         if not (lo2 <= s <= hi2):
@@ -230,19 +235,10 @@ def shifted_sums(ps, qs, rows, starts, sums, src, src_next, dst, dst_first):
 
 
 @register_jitable
-def _window_sum(x, first, stop):
-    """x[first] + ... + x[stop-1] in float64, left to right."""
-    s = 0.0
-    for k in range(first, stop):
-        s += np.float64(x[k])
-    return s
-
-
-@register_jitable
 def _divided(sums, n, dst):
-    """dst[r] = sums[r] / n, sma_core's division; a loop that vectorises."""
+    """dst[r] = sums[r] / n, sma_core's division (`steps.sma_value`); a loop that vectorises."""
     for r in range(dst.shape[0]):
-        dst[r] = sums[r] / n
+        dst[r] = sma_value(sums[r], n)
 
 
 def sma_shifted_core(x, n, out):
@@ -261,22 +257,20 @@ def sma_shifted_core(x, n, out):
     walked = 0
     starts = np.empty(SHIFT_LANES)
     sums = np.empty(block)
-    s = _window_sum(x, 0, n - 1)
+    s = window_sum(x, 0, n - 1)
     first = n - 1
     while first + block <= t_len:
         starts[0] = s
         for j in range(1, SHIFT_LANES):
             a = first + j * rows
-            starts[j] = _window_sum(x, a - n + 1, a)
+            starts[j] = window_sum(x, a - n + 1, a)
         s, w = shifted_sums(x[first : first + block], x[first - n + 1 : first - n + 1 + block], rows, starts, sums,
                             x, first + block, out, first)
         walked += w
         _divided(sums, n, out[first : first + block])
         first += block
     for i in range(first, t_len):  # sma_core's loop
-        s += np.float64(x[i])
-        out[i] = s / n
-        s -= np.float64(x[i - n + 1])
+        out[i], s = sma_step(s, np.float64(x[i]), np.float64(x[i - n + 1]), n)
     return walked
 
 
@@ -285,8 +279,6 @@ def sma_shifted_core(x, n, out):
 KAMA_LANES = 8  # chunks side by side: `_kama_chains` advances exactly this many
 KAMA_ROWS = 2048  # rows per lane between two marks of the lanes' states
 KAMA_FIRST = 512  # the first mark: a chunk whose start meets the true state early is found early
-KAMA_SLOW = 2.0 / (30.0 + 1.0)  # kama_core's smoothing constants, the same float64 values
-KAMA_SPAN = 2.0 / (2.0 + 1.0) - KAMA_SLOW
 
 _kama_core = register_jitable(cores.kama_core)
 
@@ -333,11 +325,12 @@ def block_ends(size):
 
 @register_jitable
 def kama_smoothing(sum_roc, roc):
-    """kama_core's smoothing constant from the ratio's sum and the row's change."""
-    ratio = math.fabs(np.true_divide(roc, sum_roc))  # no zero-division branch: the loops vectorise
-    er = 1.0 if (sum_roc <= roc or (-cores.EPS < sum_roc < cores.EPS)) else ratio
-    sc = fma(er, KAMA_SPAN, KAMA_SLOW)
-    return sc * sc
+    """kama_core's smoothing constant from the ratio's sum and the row's change: `steps.kama_constant`
+    with its division taken for every row, as np.true_divide, and selected after. The step divides
+    only where the ratio is not flat (no division by a zero sum, in Python or compiled with numba's
+    Python error model, whose `/` carries a zero-division branch); here the loops vectorise."""
+    ratio = math.fabs(np.true_divide(roc, sum_roc))
+    return kama_sc(1.0 if kama_flat(sum_roc, roc) else ratio)
 
 
 @register_jitable
@@ -366,7 +359,7 @@ def _kama_constants(x, n, first, sums, qs, sc):
 @register_jitable
 def _kama_step64(xs, scs, r, k):
     """KAMA's step on a lane's row r: fma(x - k, sc, k) over the constant stored where its output goes."""
-    k = fma(np.float64(xs[r]) - k, scs[r], k)
+    k = kama_step(np.float64(xs[r]), k, scs[r])
     scs[r] = k
     return k
 
@@ -399,23 +392,12 @@ def _kama_chains64(x, work, first, stride, r0, m, prevs):
 
 
 @register_jitable
-def kama_window_sum(x, n, first):
-    """The efficiency ratio's sum before row `first`, formed afresh: |x[k] - x[k-1]| over
-    k = first-n..first-1, left to right (kama_core's own sum where its float64 sums are exact)."""
-    s = 0.0
-    for k in range(first - n, first):
-        s += math.fabs(np.float64(x[k]) - np.float64(x[k - 1]))
-    return s
-
-
-@register_jitable
 def kama_ratio_step(x, n, i, sum_roc):
     """kama_core's ratio at row i from its sum before it: (the sum after it, the row's smoothing
     constant, x[i] as float64)."""
     v = np.float64(x[i])
     tr = np.float64(x[i - n])
-    sum_roc -= math.fabs(np.float64(x[i - n - 1]) - tr)
-    sum_roc += math.fabs(v - np.float64(x[i - 1]))
+    sum_roc = kama_roll(sum_roc, np.float64(x[i - n - 1]), tr, v, np.float64(x[i - 1]))
     return sum_roc, kama_smoothing(sum_roc, v - tr), v
 
 
@@ -425,7 +407,7 @@ def kama_walk(x, n, first, stop, prev, sum_roc, out):
     returns both after row stop-1."""
     for i in range(first, stop):
         sum_roc, sc, v = kama_ratio_step(x, n, i, sum_roc)
-        prev = fma(v - prev, sc, prev)
+        prev = kama_step(v, prev, sc)
         out[i] = prev
     return prev, sum_roc
 
@@ -469,7 +451,7 @@ def _kama_sums(x, n, start, t_len, sc, chunk_firsts, chunk_sums):
     starts = np.empty(SHIFT_LANES)
     sums = np.empty(block)
     neg = np.empty(block + n)
-    s = kama_window_sum(x, n, start)  # kama_core's seed: the sum over rows 1..n, in its order
+    s = kama_change_sum(x, n, start)  # kama_core's seed: the sum over rows 1..n, in its order
     first = start
     j = 0
     while first + block <= t_len:
@@ -544,7 +526,7 @@ def kama_shifted_lanes(x, n, out, min_chunk):
     # the rows after the last chunk: their constants are in work; KAMA from the true end
     k = true_end
     for i in range(stop, t_len):
-        k = fma(np.float64(x[i]) - k, work[i], k)
+        k = kama_step(np.float64(x[i]), k, work[i])
         work[i] = k
     _copy_back(work, out, start)
     return walked

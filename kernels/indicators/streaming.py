@@ -422,10 +422,10 @@ class SymbolStream:
     _PLAIN_FORMAT = "kernels.indicators.streaming.SymbolStream/plain-1"
 
     def to_plain(self) -> dict:
-        """The stream's state as plain data (kernels.plain_state; JSON-ready, no pickle): the
+        """The stream's state as plain data (kernels.indicators.plain_state; JSON-ready, no pickle): the
         precision, the packs, the bars fed, the last bar, each shared updater's state in the
         pool's order (with its class name) and its last output, and the windows' rows."""
-        from kernels.plain_state import to_plain
+        from kernels.indicators.plain_state import to_plain
 
         return {"format": self._PLAIN_FORMAT, "precision": self.precision, "bars": self.bars,
                 "packs": to_plain(self.packs), "bar": to_plain(list(self._u.bar)),
@@ -438,7 +438,7 @@ class SymbolStream:
         """The stream of `to_plain`'s data: built anew from the registries for its packs, then
         every updater's state set into it. ValueError (rebuild it from history) for another
         format, or a state whose updaters or windows the registries no longer build."""
-        from kernels.plain_state import from_plain, restore
+        from kernels.indicators.plain_state import from_plain, restore
 
         if not isinstance(data, dict) or data.get("format") != cls._PLAIN_FORMAT:
             raise ValueError("not a plain SymbolStream state of this format: rebuild it from history")

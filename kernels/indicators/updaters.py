@@ -31,8 +31,12 @@ first: float32 inputs are widened to float64 before any arithmetic, whereas the 
 kernels do a few differences and products in float32 for float32 arrays (e.g. the
 moments' `x - anchor`), so only float64 inputs are guaranteed bit-identical.
 tests/kernels/test_updaters.py checks all of this against the batch kernels as they stand.
-The per-bar arithmetic of EMA, Wilder's smoothing, RSI, the true range and the DMI terms is
-the cores' own: the steps of `kernels.indicators.steps`, called here in plain Python.
+The per-bar arithmetic is the cores' own: the steps of `kernels.indicators.steps` (SMA's and
+WMA's rows, LINEARREG's sums and line, KAMA's ratio and fma step, EMA and the DEMA/TEMA outputs,
+Wilder's smoothing, RSI, the true range, the DMI terms, the moments' sums and outputs), called
+here in plain Python. What stays the updaters' own is the bookkeeping of one bar at a time: the
+ring buffers, the warm-up counts, and the seeds the cores form over a window at once (EMA's mean,
+KAMA's ratio sum, the moments' re-anchored sums) accumulated bar by bar in the same order.
 
 Shared building blocks: EMAUpdater (SMA-seeded EMA; DEMA and TEMA chain them), WMAUpdater
 (TA-Lib's rolling WMA; HMA chains three), `_Wilder` (mean-seeded Wilder average: RSI, ATR,
@@ -48,9 +52,10 @@ from typing import Callable
 
 import numpy as np
 
-from kernels.indicators.fused import fma
-from kernels.indicators.steps import (directional_moves, dmi_terms, ema_step_tied, rsi_value, true_range, wilder_mean,
-                                      wilder_sum)
+from kernels.indicators.steps import (dema_value, directional_moves, dmi_terms, ema_step_tied, kama_constant, kama_roll,
+                                      kama_step, lsma_constants, lsma_roll, lsma_seed_step, lsma_value, moments_add, moments_drop,
+                                      moments_out, moments_var, rsi_value, sma_step, tema_value, true_range, wilder_mean,
+                                      wilder_sum, wma_seed_step, wma_step)
 
 __all__ = [
     "ATRUpdater",
@@ -75,7 +80,6 @@ __all__ = [
 ]
 
 NAN = math.nan
-EPS = 1e-14  # TA-Lib's TA_EPSILON, as in kernels.indicators.cores
 
 
 def _period(n, minimum: int = 1) -> int:
@@ -127,11 +131,10 @@ class SMAUpdater(Updater):
         x = float(x)
         self._window.append(x)
         self._count += 1
-        self._total += x
         if self._count < self.n:
+            self._total += x
             return NAN
-        out = self._total / self.n
-        self._total -= self._window[0]
+        out, self._total = sma_step(self._total, x, self._window[0], self.n)
         self.value = out
         return out
 
@@ -180,7 +183,7 @@ class DEMAUpdater(Updater):
         e2 = self._e2.update(e1)
         if not self._e2.ready:
             return NAN
-        out = 2.0 * e1 - e2
+        out = dema_value(e1, e2)
         self.value = out
         return out
 
@@ -204,7 +207,7 @@ class TEMAUpdater(Updater):
                 return NAN
             values.append(v)
         e1, e2, e3 = values
-        out = 3.0 * e1 - 3.0 * e2 + e3
+        out = tema_value(e1, e2, e3)
         self.value = out
         return out
 
@@ -225,17 +228,13 @@ class WMAUpdater(Updater):
     def update(self, x) -> float:
         x = float(x)
         self._count += 1
-        self._sub += x
         if self._count < self.n:
-            self._sum += x * self._count
+            self._sum, self._sub = wma_seed_step(self._sum, self._sub, x, self._count)
             self._window.append(x)
             return NAN
-        if len(self._window) == self.n:
-            self._sub -= self._window[0]
+        trailing = self._window[0] if len(self._window) == self.n else 0.0  # x - 0.0 is x: the core's first row
         self._window.append(x)
-        self._sum += x * self.n
-        out = self._sum / self._divider
-        self._sum -= self._sub
+        out, self._sum, self._sub = wma_step(self._sum, self._sub, x, trailing, self.n, self._divider)
         self.value = out
         return out
 
@@ -282,8 +281,7 @@ class LSMAUpdater(Updater):
         super().__init__()
         self.n = n = _period(n, 2)  # n = 1 has a zero divisor (TA-Lib needs n >= 2 too)
         self.lookback = n - 1
-        self._st = n * (n - 1) * 0.5
-        self._divisor = n * (n * (n - 1) * (2.0 * n - 1) / 6.0) - self._st * self._st
+        self._st, self._divisor = lsma_constants(n)
         self._window: deque[float] = deque(maxlen=n)  # x[t-n..t-1] before the append
         self._sy = 0.0
         self._sty = 0.0
@@ -294,24 +292,15 @@ class LSMAUpdater(Updater):
         i = self._count
         self._count += 1
         if i < n:
-            self._sy += x
-            self._sty += i * x
+            self._sy, self._sty = lsma_seed_step(self._sy, self._sty, x, i)
         else:
-            oldest = self._window[0]
-            self._sty = self._sty - (self._sy - oldest) + (n - 1) * x
-            self._sy = self._sy - oldest + x
+            self._sy, self._sty = lsma_roll(self._sy, self._sty, self._window[0], x, n)
         self._window.append(x)
         if i < n - 1:
             return NAN
-        slope = (n * self._sty - self._st * self._sy) / self._divisor
-        out = (self._sy - slope * self._st) / n + slope * (n - 1)
+        out = lsma_value(self._sy, self._sty, n, self._st, self._divisor)
         self.value = out
         return out
-
-
-_KAMA_FAST = 2.0 / (2.0 + 1.0)
-_KAMA_SLOW = 2.0 / (30.0 + 1.0)
-_KAMA_DIFF = _KAMA_FAST - _KAMA_SLOW
 
 
 class KAMAUpdater(Updater):
@@ -332,7 +321,7 @@ class KAMAUpdater(Updater):
         i = self._count
         self._count += 1
         window = self._window
-        if i < self.n:  # warm-up: sum |x[i-1] - x[i]| over bars 1..n-1
+        if i < self.n:  # warm-up: sum |x[i-1] - x[i]| over bars 1..n-1 (steps.kama_change_sum, a bar at a time)
             if i > 0:
                 self._sum_roc += math.fabs(window[-1] - x)
             window.append(x)
@@ -345,15 +334,10 @@ class KAMAUpdater(Updater):
         else:
             tr = window[0]
             roc = x - tr
-            self._sum_roc -= math.fabs(self._trailing - tr)
-            self._sum_roc += math.fabs(x - window[-1])
+            self._sum_roc = kama_roll(self._sum_roc, self._trailing, tr, x, window[-1])
             self._trailing = tr
         window.append(x)
-        s = self._sum_roc
-        er = 1.0 if (s <= roc or -EPS < s < EPS) else math.fabs(roc / s)
-        sc = fma(er, _KAMA_DIFF, _KAMA_SLOW)
-        sc *= sc
-        out = fma(x - self.value, sc, self.value)
+        out = kama_step(x, self.value, kama_constant(self._sum_roc, roc))
         self.value = out
         return out
 
@@ -547,40 +531,29 @@ class _RollingMoments(Updater):
             if phase == n - 1:  # bar k*n + n-1: switch to the next anchor's sums
                 self._anchor, self._s1, self._s2 = self._next_anchor, self._next_s1, self._next_s2
             else:  # bars k*n .. k*n + n-2 enter the next anchor's sums
-                d = x - self._next_anchor
-                self._next_s1 += d
-                self._next_s2 += d * d
+                self._next_s1, self._next_s2 = moments_add(self._next_s1, self._next_s2, x - self._next_anchor)
         d = x - self._anchor
-        self._s1 += d
-        self._s2 += d * d
+        self._s1, self._s2 = moments_add(self._s1, self._s2, d)
         if i < n - 1:
             return NAN
-        mean1 = self._s1 * self._inv_n
-        var = self._s2 * self._inv_n - mean1 * mean1
-        old = self._window[0] - self._anchor
-        self._s1 -= old
-        self._s2 -= old * old
-        out = 0.0 if var < EPS else self._finish(d, mean1, var)
+        mean1, var = moments_var(self._s1, self._s2, self._inv_n)
+        self._s1, self._s2 = moments_drop(self._s1, self._s2, self._window[0] - self._anchor)
+        out = moments_out(d - mean1, var, self._zscore)
         self.value = out
         return out
-
-    def _finish(self, d: float, mean: float, var: float) -> float:
-        raise NotImplementedError
 
 
 class StdDevUpdater(_RollingMoments):
     """Population standard deviation over n (TA-Lib STDDEV, nbdev 1): sqrt(var), 0 where var < 1e-14."""
 
-    def _finish(self, d: float, mean: float, var: float) -> float:
-        return math.sqrt(var)
+    _zscore = 0
 
 
 class ZScoreUpdater(_RollingMoments):
     """(x - mean)/sqrt(var) over the last n values, 0 where var < 1e-14 (computed as
     (d - E[d])/sqrt(var) with d = x - anchor, as the core does)."""
 
-    def _finish(self, d: float, mean: float, var: float) -> float:
-        return (d - mean) / math.sqrt(var)
+    _zscore = 1
 
 
 class ReturnsUpdater(Updater):

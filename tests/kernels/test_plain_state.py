@@ -1,4 +1,4 @@
-"""A streaming state as plain data (kernels.plain_state, SymbolStream.to_plain/from_plain):
+"""A streaming state as plain data (kernels.indicators.plain_state, SymbolStream.to_plain/from_plain):
 JSON that round-trips the updaters bit for bit, and cannot make anything run."""
 
 import json
@@ -7,7 +7,7 @@ from collections import deque
 import numpy as np
 import pytest
 
-from kernels.plain_state import restore, to_plain
+from kernels.indicators.plain_state import restore, to_plain
 from kernels.indicators.streaming import SymbolStream
 
 
