@@ -240,7 +240,7 @@ def one_partition(instance, symbol: str, year: int, tags: dict | None = None) ->
 # `make test-fast` (`pytest -m "not slow"`): the tests named in tests/slow_tests.txt are marked
 # `slow` here (a file, a test function: every parametrization of it, or one parametrized id);
 # `make test` runs them all. The list is measured (benchmarks/LOG.md, "make test: where the
-# time goes"); tests/test_slow_list.py checks that each entry still names a test.
+# time goes"); tests/test_layout.py checks that each entry still names a test.
 SLOW_LIST = REPO / "tests" / "slow_tests.txt"
 
 
