@@ -1,6 +1,7 @@
 # tradelab: two commands set everything up on a fresh machine with Python 3.11.
 #   make demo   create .venv if missing, install, run the main job on the built-in data
-#   make test   create .venv if missing, install, run every test
+#   make test   create .venv if missing, install, run every test (2 pytest workers: PYTEST_WORKERS=N to change, 0 for none)
+#   make test-fast   the edit loop's tests (< 3 min on 2 cores): all but those in tests/slow_tests.txt, no lint, no grouped pass
 #   make ui     the Dagster web UI on http://127.0.0.1:3000 (PORT=3001, HOST=0.0.0.0 to change; one Ctrl-C stops it all)
 #   make gpu-check   the GPU proof, on a GPU machine (GPU_CHECK_DRY=1: the same script here, simulated)
 #   make gpu-wheels  the wheels that GPU machine lacks, into .whl/ (carried with the device call)
@@ -18,7 +19,7 @@ PORT ?= 3000
 # The GPU proof needs no .venv: on the GPU machine its python3 has torch, CuPy and numba-cuda.
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 
-.PHONY: demo test ui bench clean install gpu-check gpu-wheels
+.PHONY: demo test test-fast ui bench clean install gpu-check gpu-wheels
 
 install: $(STAMP)
 
@@ -42,12 +43,22 @@ demo: $(STAMP)
 GROUPED_TESTS := tests/assets tests/resources tests/pipeline/test_symbol_groups.py \
 	tests/pipeline/test_migrate_partitions.py tests/pipeline/test_event_log.py tests/pipeline/test_automation.py
 
+# pytest-xdist: one worker per core of a 2-core machine; --dist loadfile keeps a file on one
+# worker, so a module's fixtures are built once (tests/conftest.py gives each worker its TMPDIR)
+PYTEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 	@echo "[test] the partitioned stages again with symbol groups of 3"
-	TRADELAB_TEST_SYMBOLS_PER_GROUP=3 $(PY) -m pytest $(GROUPED_TESTS)
+	TRADELAB_TEST_SYMBOLS_PER_GROUP=3 $(PY) -m pytest $(XDIST) $(GROUPED_TESTS)
+
+# The edit loop: every test but the slow ones (tests/slow_tests.txt, marked `slow` by
+# tests/conftest.py). CI runs `make test`, never this.
+test-fast: $(STAMP)
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 # pipeline/ui.py: dagster dev in a session of its own; a Ctrl-C stops its whole process group
 # (webserver, daemon, code servers), SIGKILL for what is left after 5 s

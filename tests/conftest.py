@@ -35,6 +35,27 @@ import yaml  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
+
+def _private_tmpdir_per_xdist_worker() -> None:
+    """Under pytest-xdist (`make test` runs `-n 2 --dist loadfile`), each worker gets a temp
+    folder of its own, for itself and the processes it starts (TMPDIR): tests that look at what
+    their commands leave in the temp folder (tests/pipeline/test_cli_common.py) see no other
+    worker's files. tmp_path is per worker already (xdist's basetemp)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    private = tempfile.mkdtemp(prefix=f"tradelab-xdist-{worker}-")
+    os.environ["TMPDIR"] = private
+    tempfile.tempdir = private
+    atexit.register(shutil.rmtree, private, ignore_errors=True)
+
+
+_private_tmpdir_per_xdist_worker()
+
 # Progress lines (pipeline.progress) go to stderr whenever it is no terminal, as under pytest;
 # the tests pin their commands' stderr line by line, so progress is off unless a test turns it
 # on (TRADELAB_PROGRESS=1): tests/pipeline/test_progress.py and the tests that set it specify it.
@@ -214,3 +235,29 @@ def one_partition(instance, symbol: str, year: int, tags: dict | None = None) ->
 
     key = key_text(dynamic_key_of(instance, [symbol])[symbol], year)
     return {"partition_key": key, "tags": {**(tags or {}), **({SYMBOLS_TAG: symbol} if GROUPED else {})}}
+
+
+# `make test-fast` (`pytest -m "not slow"`): the tests named in tests/slow_tests.txt are marked
+# `slow` here (a file, a test function: every parametrization of it, or one parametrized id);
+# `make test` runs them all. The list is measured (benchmarks/LOG.md, "make test: where the
+# time goes"); tests/test_layout.py checks that each entry still names a test.
+SLOW_LIST = REPO / "tests" / "slow_tests.txt"
+
+
+def slow_entries() -> list[str]:
+    lines = (line.split("#", 1)[0].strip() for line in SLOW_LIST.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def _is_listed(nodeid: str, entries: set[str]) -> bool:
+    if nodeid in entries:
+        return True
+    path, _, name = nodeid.partition("::")
+    return path in entries or f"{path}::{name.partition('[')[0]}" in entries
+
+
+def pytest_collection_modifyitems(config, items):
+    entries = set(slow_entries())
+    for item in items:
+        if _is_listed(item.nodeid, entries):
+            item.add_marker(pytest.mark.slow)

@@ -188,3 +188,22 @@ def test_the_readme_is_a_front_page_that_links_every_reference_file():
             elif anchor and dest.is_file() and anchor not in anchors(dest.read_text()):
                 broken.append(f"{doc.name}: {target} (no such heading)")
     assert not broken, f"broken links: {broken}"
+
+
+def test_every_slow_entry_names_an_existing_test():
+    """tests/slow_tests.txt, the tests `make test-fast` leaves out: every entry names a test
+    file that exists and, where it names a test, a test function defined in that file (a
+    renamed or deleted test would otherwise silently join the fast set)."""
+    import re
+
+    from tests.conftest import slow_entries
+
+    stale = []
+    for entry in slow_entries():
+        path, _, name = entry.partition("::")
+        file = REPO / path
+        if not file.is_file():
+            stale.append(entry)
+        elif name and not re.search(rf"^(async )?def {re.escape(name.partition('[')[0])}\(", file.read_text(), re.M):
+            stale.append(entry)
+    assert not stale, f"tests/slow_tests.txt names tests that do not exist: {stale}"
