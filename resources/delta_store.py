@@ -543,11 +543,14 @@ class DeltaStore:
         missing = [c for c in stored if c not in given]
         if missing:
             on = [c for c in ("symbol", "date") if c in df.columns]
-            stored_keys = set(self.partitions(asset) if isinstance(keys[0], tuple) else self.years(asset))
-            keys = [k for k in keys if k in stored_keys]
-            if len(on) == 2 and keys:
-                kept = (self.scan(asset, keys, allow_missing=True).select(*on, *missing)
-                        .with_columns(pl.col("date").cast(df.schema["date"])).collect())
+            kept = None
+            if len(on) == 2:
+                try:  # the chunk's keys that are stored (none stored: nothing to carry over)
+                    kept = (self.scan(asset, keys, allow_missing=True).select(*on, *missing)
+                            .with_columns(pl.col("date").cast(df.schema["date"])).collect())
+                except FileNotFoundError:
+                    kept = None
+            if kept is not None:
                 df = df.join(kept, on=on, how="left", maintain_order="left")
             else:
                 df = df.with_columns(*[pl.lit(None, stored[c]).alias(c) for c in missing])

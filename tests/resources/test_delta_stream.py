@@ -253,3 +253,11 @@ def test_a_run_sigkilled_mid_stream_leaves_the_previous_version_and_the_next_run
     assert {Path(f).name for f in removed} >= leftovers
     assert store.write_stream("features", keys(symbols, [2010]), [chunk(symbols, [2010], 2.0)]).rows == 24
     assert store.read("features").get_column("f").unique().to_list() == [2.0]
+
+
+def test_a_stream_without_a_stored_column_for_new_symbols_only_reads_null_for_it(store):
+    store.write_stream("features", keys(["AAA"], [2010]), [chunk(["AAA"], [2010], 1.0, g=5.0)])
+    store.write_stream("features", keys(["BBB"], [2010]), [chunk(["BBB"], [2010], 2.0)])
+    got = store.read("features").sort("symbol", "date")
+    assert got.filter(pl.col("symbol") == "AAA").get_column("g").to_list() == [5.0] * 3
+    assert got.filter(pl.col("symbol") == "BBB").get_column("g").null_count() == 3
