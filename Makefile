@@ -44,9 +44,10 @@ GROUPED_TESTS := tests/assets tests/resources tests/pipeline/test_symbol_groups.
 	tests/pipeline/test_migrate_partitions.py tests/pipeline/test_event_log.py tests/pipeline/test_automation.py
 
 # pytest-xdist: one worker per core of a 2-core machine; --dist loadfile keeps a file on one
-# worker, so a module's fixtures are built once (tests/conftest.py gives each worker its TMPDIR)
+# worker, so a module's fixtures are built once (tests/conftest.py gives each worker its TMPDIR
+# and orders the files longest first, which --no-loadscope-reorder keeps)
 PYTEST_WORKERS ?= 2
-XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP)
 	$(VENV)/bin/lint-imports

@@ -256,8 +256,26 @@ def _is_listed(nodeid: str, entries: set[str]) -> bool:
     return path in entries or f"{path}::{name.partition('[')[0]}" in entries
 
 
+def file_seconds() -> dict[str, float]:
+    """Measured seconds per test file: the sum of its entries' figures in tests/slow_tests.txt."""
+    out: dict[str, float] = {}
+    for line in SLOW_LIST.read_text().splitlines():
+        entry, _, note = line.partition("#")
+        seconds = note.strip().removesuffix("s").strip()
+        if entry.strip() and seconds.replace(".", "", 1).isdigit():
+            path = entry.strip().partition("::")[0]
+            out[path] = out.get(path, 0.0) + float(seconds)
+    return out
+
+
 def pytest_collection_modifyitems(config, items):
     entries = set(slow_entries())
     for item in items:
         if _is_listed(item.nodeid, entries):
             item.add_marker(pytest.mark.slow)
+    # The longest files first (a stable sort: a file's tests keep their order): with pytest-xdist's
+    # --dist loadfile and --no-loadscope-reorder (the Makefile) the workers take files in this
+    # order, so the last file a worker starts is a short one and both finish near together
+    # (longest-processing-time-first scheduling; xdist's default orders by test count instead).
+    weight = file_seconds()
+    items.sort(key=lambda item: -weight.get(item.nodeid.partition("::")[0], 0.0))

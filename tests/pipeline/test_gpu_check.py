@@ -11,14 +11,23 @@ import json
 import os
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 from tests.conftest import REPO
 
 SECTIONS = ("indicators", "atc", "grid", "population", "lstm", "lstm_train")
 
 
+# The script's test step on two of the gpu test files (the strategy bitmasks on the simulator,
+# the torch kernels): `make test` runs every gpu test itself, so the dry check's step proves the
+# plumbing (pytest -m gpu, its JUnit file, the counts in the report), not the tests a second
+# time (all of them: 116 s of the 180 s this test took on 2 cores, 2026-11-29).
+GPU_TEST_FILES = "tests/kernels/test_strategy_bits.py tests/kernels/test_kernels_torch.py"
+
+
 def test_dry_gpu_check_runs_every_section_and_every_engine_agrees(tmp_path):
     env = {**os.environ, "GPU_CHECK_DRY": "1", "OUT": str(tmp_path), "PYTHON": sys.executable,
+           "GPU_CHECK_PYTEST_ARGS": GPU_TEST_FILES,
            "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", str(tmp_path / "numba"))}
     env.pop("PYTHONPATH", None)  # the script puts the repository on it
     run = subprocess.run(["bash", str(REPO / "scripts" / "gpu_check.sh")], env=env, capture_output=True, text=True,
@@ -35,6 +44,8 @@ def test_dry_gpu_check_runs_every_section_and_every_engine_agrees(tmp_path):
     assert report["all_equal"] is True
     tests = report["tests"]
     assert tests["rc"] == 0 and tests["failed"] == tests["errors"] == 0 and tests["passed"] > 100
+    ran = {case.get("classname") for case in ElementTree.parse(tmp_path / "gpu_tests.xml").iter("testcase")}
+    assert ran == {"tests.kernels.test_strategy_bits", "tests.kernels.test_kernels_torch"}
     table = (tmp_path / "gpu_check.txt").read_text()
     assert all(name in table for name in SECTIONS) and "Dry run" in table
     assert run.stdout.rstrip().endswith("profile rc 0, tests rc 0, benchmarks rc 0, break-evens rc 0")
