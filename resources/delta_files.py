@@ -112,6 +112,48 @@ def stage_frame(root: Path, frame: pl.DataFrame) -> list[DataFile]:
     return [write_file(root, year, pa.concat_tables(parts).combine_chunks()) for year, parts in runs.items()]
 
 
+class StagingWriter:
+    """`stage_frame` one chunk behind the caller: `submit(frame)` hands a chunk to one
+    background thread and returns at once, so the next chunk is built while this one is
+    encoded (pyarrow's Parquet writer and the builds' kernels release the GIL, and the
+    encoder runs on one core: on 2 cores the write no longer waits for the build or the
+    build for the write). At most ONE chunk is in flight: `submit` first waits for the one
+    before, so memory holds the chunk being written and the one being built, no more. A
+    writer error is raised by the next `submit` or by leaving the `with` block, which always
+    waits for the thread (a run that fails leaves no write running behind it; its files
+    are uncommitted, as those of a killed run). `files`: what was staged, in order."""
+
+    def __init__(self, root: Path):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.root = root
+        self.files: list[DataFile] = []
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-files")
+        self._pending = None
+
+    def submit(self, frame: pl.DataFrame) -> None:
+        self.wait()
+        self._pending = self._pool.submit(stage_frame, self.root, frame)
+
+    def wait(self) -> None:
+        """Block until the chunk in flight is written (raising its error, if any)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self.files += pending.result()
+
+    def __enter__(self) -> "StagingWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                self.wait()
+            elif self._pending is not None:
+                self._pending.exception()  # the caller's error wins; the thread is done before it propagates
+        finally:
+            self._pool.shutdown(wait=True)
+
+
 @dataclass
 class Replacement:
     """What a commit changes besides the staged files: files removed, remainders added."""

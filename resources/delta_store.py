@@ -104,7 +104,7 @@ from config.partitions import SymbolYear
 from config.settings import SYMBOL_PATTERN
 from resources.commit_lock import commit_lock
 from resources.delta_files import (DataFile, Replacement, linked_copy, plan_replacement, remove_action, snapshot_files,
-                                  stage_frame, to_arrow)
+                                  StagingWriter, to_arrow)
 from resources.delta_repair import DamagedTableError, raise_if_damaged
 
 YEAR = "year"
@@ -351,31 +351,32 @@ class DeltaStore:
         if not keys:
             raise ValueError(f"{asset}: no partition keys: nothing to overwrite")
         path = self.asset_dir(asset)
-        staged: list[DataFile] = []
         schema: pl.Schema | None = None  # of the rows as staged (with `year`)
         empty_schema: pl.Schema | None = None
         rows = 0
         path.mkdir(parents=True, exist_ok=True)
         with self._guard(asset):
-            for df in frames:
-                if isinstance(df, pl.LazyFrame):
-                    df = df.collect()
-                if derived is None:
-                    derived = YEAR not in df.columns
-                df = self._with_year(asset, keys, df)
-                self._refuse_stray_rows(asset, keys, df)
-                if df.height == 0:
-                    empty_schema = empty_schema or df.schema
-                    continue
-                df = self._sorted(df)
-                data, _, _ = self._conform_schema(asset, df, _keys_of(df, keys))
-                if schema is None:
-                    schema = data.schema
-                elif data.schema != schema:
-                    data = _like(asset, data, schema)
-                staged += stage_frame(path, data)
-                rows += df.height
-                del df, data
+            with StagingWriter(path) as writer:  # a chunk's files are written while the next is built
+                for df in frames:
+                    if isinstance(df, pl.LazyFrame):
+                        df = df.collect()
+                    if derived is None:
+                        derived = YEAR not in df.columns
+                    df = self._with_year(asset, keys, df)
+                    self._refuse_stray_rows(asset, keys, df)
+                    if df.height == 0:
+                        empty_schema = empty_schema or df.schema
+                        continue
+                    df = self._sorted(df)
+                    data, _, _ = self._conform_schema(asset, df, _keys_of(df, keys))
+                    if schema is None:
+                        schema = data.schema
+                    elif data.schema != schema:
+                        data = _like(asset, data, schema)
+                    writer.submit(data)
+                    rows += df.height
+                    del df, data
+            staged = writer.files
             if drop_symbols is not None:
                 dropped = set(drop_symbols())
                 keys = [k for k in keys if not (isinstance(k, tuple) and k.symbol in dropped)]
