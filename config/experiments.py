@@ -60,6 +60,9 @@ class ExperimentFrozen(SettingsError):
 # hash like every other setting; a section left empty is left out whole.
 ADDED_LATER = {"cv": ("max_rows",), "meta": ("search_rows", "lightgbm", "hist_gbm", "calibration_copies"),
                "backtest": ALL, "evaluation": ALL}
+# The same within a sub-section: a field added to it later is left out at its default, so an
+# experiment that set the sub-section before keeps its hash.
+ADDED_LATER_WITHIN = {("meta", "lightgbm"): {"max_bin": 255}}
 
 
 def figure_settings(settings: Settings) -> dict:
@@ -78,6 +81,11 @@ def figure_settings(settings: Settings) -> dict:
                 data[section].pop(key)
         if not data[section]:
             data.pop(section)
+    for (section, sub), fields in ADDED_LATER_WITHIN.items():
+        values = data.get(section, {}).get(sub, {})
+        for key, default in fields.items():
+            if values.get(key) == default:
+                values.pop(key)
     _meta_rules(settings, data["meta"])
     if settings.features.plugins:
         data["plugins"] = _code_versions(settings)["plugins"]

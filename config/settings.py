@@ -438,12 +438,17 @@ class LightGBMParams(_Model):
         "below 1: bagging instead (the two do not combine)"))
     lambda_l2: float = Field(1.0, ge=0.0, description="L2 regularisation of the leaf values (LightGBM's reg_lambda)")
     lambda_l1: float = Field(0.0, ge=0.0, description="L1 regularisation of the leaf values (LightGBM's reg_alpha)")
+    max_bin: int = Field(255, ge=2, le=65_535, description=(
+        "histogram bins per column (LightGBM's max_bin): fewer bins build each tree's histograms faster and "
+        "split more coarsely"))
 
     def estimator_params(self) -> dict:
         """The LGBMClassifier keyword arguments these settings set."""
         out = {"n_estimators": self.n_estimators, "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
                "min_child_samples": self.min_data_in_leaf, "colsample_bytree": self.feature_fraction,
                "reg_lambda": self.lambda_l2, "reg_alpha": self.lambda_l1}
+        if self.max_bin != 255:  # LightGBM's own default: the parameters (and hashes) of before when unset
+            out["max_bin"] = self.max_bin
         if self.bagging_fraction < 1.0:
             out |= {"data_sample_strategy": "bagging", "subsample": self.bagging_fraction, "subsample_freq": 1}
         return out

@@ -150,6 +150,20 @@ def test_the_missing_value_rule_in_force_is_in_the_hash(tmp_path):
     assert listed == {"groups": ["specialists", "regime"]}
 
 
+def test_lightgbm_max_bin_at_its_default_keeps_the_hash_of_an_experiment_that_set_lightgbm_before(tmp_path):
+    """meta.lightgbm.max_bin came after meta.lightgbm: at LightGBM's own 255 it is left out of the
+    hash (a section set before keeps its hash), any other value is in it."""
+    from config.experiments import figure_settings, settings_hash
+
+    tuned = {"model": "lightgbm", "lightgbm": {"feature_fraction": 0.3}}
+    assert "max_bin" not in figure_settings(_settings(tmp_path, meta=tuned))["meta"]["lightgbm"]
+    assert settings_hash(_settings(tmp_path, meta={"model": "lightgbm", "lightgbm": {"max_bin": 255}})) == \
+        settings_hash(_settings(tmp_path, meta={"model": "lightgbm"}))
+    coarse = _settings(tmp_path, meta={"model": "lightgbm", "lightgbm": {"max_bin": 63}})
+    assert figure_settings(coarse)["meta"]["lightgbm"]["max_bin"] == 63
+    assert settings_hash(coarse) != settings_hash(_settings(tmp_path, meta={"model": "lightgbm"}))
+
+
 @pytest.mark.parametrize("section, change", [("backtest", {"threshold": 0.55}), ("backtest", {"long_short": True}),
                                              ("backtest", {"slippage_bps": 0.0}),
                                              ("evaluation", {"min_symbols_per_day": 10})])

@@ -37,10 +37,12 @@ def _problem(n=800):
 
 def test_the_settings_reach_lightgbm_and_bagging_replaces_goss():
     X, y = _problem()
-    params = parse_settings({"meta": {"lightgbm": {"n_estimators": 7, "bagging_fraction": 0.5}}}).meta.lightgbm
+    params = parse_settings({"meta": {"lightgbm": {"n_estimators": 7, "bagging_fraction": 0.5, "max_bin": 15}}}).meta.lightgbm
     model = train_meta(X, y, model="lightgbm", cv=3, lgbm_params=params.estimator_params())
     base = model.estimator.calibrated_classifiers_[0].estimator
     assert base.booster_.num_trees() == 7 and base.get_params()["data_sample_strategy"] == "bagging"
+    assert base.booster_.params["max_bin"] == 15  # the booster binned each column into at most 15 bins
+    assert "max_bin" not in parse_settings({}).meta.lightgbm.estimator_params()  # LightGBM's own 255
 
 
 def test_importance_ranks_the_column_that_carries_the_signal_first():
