@@ -62,7 +62,7 @@ ADDED_LATER = {"cv": ("max_rows",), "meta": ("search_rows", "lightgbm", "hist_gb
                "backtest": ALL, "evaluation": ALL}
 # The same within a sub-section: a field added to it later is left out at its default, so an
 # experiment that set the sub-section before keeps its hash.
-ADDED_LATER_WITHIN = {("meta", "lightgbm"): {"max_bin": 255}}
+ADDED_LATER_WITHIN = {("meta", "lightgbm"): {"max_bin": 255, "shared_bins": False}}
 
 
 def figure_settings(settings: Settings) -> dict:

@@ -419,7 +419,10 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
     complete rows; fill: each missing value replaced by its column's training median; native:
     NaN as they are, tree models only): see the module docstring. `copies`: fit only the
     calibrated copies of the last `copies` folds of `cv` (None: one per fold); the logistic
-    C search still runs over every fold, so the copies are those of the full model."""
+    C search still runs over every fold, so the copies are those of the full model.
+    `lgbm_params` may hold `shared_bins: True` (settings meta.lightgbm.shared_bins): the
+    LightGBM copies are then fitted on columns binned once (domain.learning.lightgbm_copies,
+    a PortableEnsemble) instead of by CalibratedClassifierCV."""
     if c_search not in C_SEARCHES:
         raise ValueError(f"c_search must be one of {C_SEARCHES}, got {c_search!r}")
     if solver not in SOLVERS:
@@ -466,6 +469,7 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
             raise ValueError(f"copies is {copies}, more than the {len(folds)} folds of cv")
         calibration_cv = folds[-copies:]  # the latest held-out blocks' copies (the same copies as with all)
     omp_threads = None
+    shared_bins = False
     chosen_C = None
     searched_on = None
     if model == "logistic" and Cs is not None and c_search == "once":
@@ -484,15 +488,23 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
         extra = ()
         omp_threads = 1 if n_jobs is None else n_jobs
     else:
+        lgbm_params = dict(lgbm_params or {})
+        shared_bins = bool(lgbm_params.pop("shared_bins", False))
         base = _lightgbm(seed, n_jobs, lgbm_params)
         extra = ("lightgbm",)
-    # fold_jobs: the calibration folds in that many joblib processes, each fitting as above
-    # (the same fitted copies, in the same order, as in process)
-    est = CalibratedClassifierCV(base, method=calibration, cv=calibration_cv, n_jobs=fold_jobs or n_jobs)
-    with (warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"),
-          threadpool_limits(omp_threads, user_api="openmp")):
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        est.fit(X.astype(np.float64), y)  # float32 values, float64 arithmetic (coefficients too)
+    if shared_bins:  # the copies' LightGBM fits on columns binned once (domain.learning.lightgbm_copies)
+        from domain.learning.lightgbm_copies import fit_copies
+
+        folds = list(check_cv(calibration_cv, y, classifier=True).split(X, y))
+        est = fit_copies(X.astype(np.float64), y, folds, base.get_params(), calibration)
+    else:
+        # fold_jobs: the calibration folds in that many joblib processes, each fitting as above
+        # (the same fitted copies, in the same order, as in process)
+        est = CalibratedClassifierCV(base, method=calibration, cv=calibration_cv, n_jobs=fold_jobs or n_jobs)
+        with (warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"),
+              threadpool_limits(omp_threads, user_api="openmp")):
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            est.fit(X.astype(np.float64), y)  # float32 values, float64 arithmetic (coefficients too)
     info = {
         "n_train": int(X.shape[0]),
         "positives": int(y.sum()),
@@ -515,5 +527,7 @@ def train_meta(X, y, *, model: str = "logistic", calibration: str = "isotonic", 
     else:
         key = "hist_gbm_params" if model == "hist_gbm" else "lgbm_params"
         info[key] = {k: v for k, v in base.get_params().items() if isinstance(v, (int, float, str, bool))}
+        if shared_bins:
+            info["shared_bins"] = True
     return MetaModel(est, names, model, calibration, dict(window or {}), library_versions(*extra), info, missing,
                      None if fill is None else [float(v) for v in fill])

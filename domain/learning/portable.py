@@ -86,6 +86,8 @@ def _bytes(text: bytes) -> np.ndarray:
 def to_arrays(estimator, kind: str) -> tuple[dict[str, np.ndarray], list[str]]:
     """(arrays, calibration method of each copy) of a fitted binary CalibratedClassifierCV of
     `kind` (see the module docstring); NotImplementedError for another structure."""
+    if isinstance(estimator, PortableEnsemble) and estimator.kind == kind == "lightgbm":
+        return _ensemble_arrays(estimator)
     copies = getattr(estimator, "calibrated_classifiers_", None)
     if not copies:
         raise NotImplementedError(f"expected a fitted CalibratedClassifierCV, got {type(estimator).__name__}")
@@ -116,6 +118,17 @@ def to_arrays(estimator, kind: str) -> tuple[dict[str, np.ndarray], list[str]]:
             raise NotImplementedError(f"no portable form of model kind {kind!r}")
         arrays |= _cal_arrays(i, _calibrator(cc))
     return arrays, methods
+
+
+def _ensemble_arrays(ensemble: "PortableEnsemble") -> tuple[dict[str, np.ndarray], list[str]]:
+    """The arrays of a LightGBM PortableEnsemble (one fitted with shared bins, or loaded):
+    each booster's text and its calibrator; the response is the raw score."""
+    arrays: dict[str, np.ndarray] = {}
+    for i, (booster, cal) in enumerate(zip(ensemble.bases, ensemble.calibrators)):
+        arrays[f"c{i}_lightgbm"] = _bytes(booster.model_to_string().encode())
+        arrays[f"c{i}_raw"] = np.array([ensemble.raw[i] if ensemble.raw else True], np.uint8)
+        arrays |= _cal_arrays(i, cal)
+    return arrays, [c.method for c in ensemble.calibrators]
 
 
 def _checked_hist_gbm(data: bytes, origin: str, n_features: int):
@@ -182,9 +195,10 @@ class PortableEnsemble:
     fitted CalibratedClassifierCV's."""
 
     def __init__(self, kind: str, scorers: list, calibrators: list[Calibrator], folds: list[LogisticFold] | None,
-                 bases: list | None = None):
+                 bases: list | None = None, raw: list[bool] | None = None):
         self.kind, self.scorers, self.calibrators, self.folds = kind, scorers, calibrators, folds
         self.bases = bases if bases is not None else list(folds or [])  # each copy's base model (a booster, ...)
+        self.raw = raw  # lightgbm: per copy, whether its response is the raw score (None: all are)
 
     @classmethod
     def from_arrays(cls, arrays, kind: str, methods: list[str], origin: str = "model",
@@ -197,7 +211,7 @@ class PortableEnsemble:
                                   arrays[f"c{i}_intercept"], c.method, c.xs, c.ys, c.x_min, c.x_max, c.a, c.b)
                      for i, c in enumerate(cals)]
             return cls(kind, [f.decision for f in folds], cals, folds)
-        scorers, bases = [], []
+        scorers, bases, raws = [], [], []
         for i in range(len(methods)):
             if kind == "lightgbm":
                 import lightgbm
@@ -208,12 +222,13 @@ class PortableEnsemble:
                 raw = bool(arrays[f"c{i}_raw"][0])
                 scorers.append(lambda X, b=booster, raw=raw: b.predict(X, raw_score=raw))
                 bases.append(booster)
+                raws.append(raw)
             elif kind == "hist_gbm":
                 bases.append(_checked_hist_gbm(arrays[f"c{i}_skops"].tobytes(), origin, int(n_features)))
                 scorers.append(bases[-1].decision_function)
             else:
                 raise ValueError(f"{origin}: no portable form of model kind {kind!r}")
-        return cls(kind, scorers, cals, None, bases)
+        return cls(kind, scorers, cals, None, bases, raws if kind == "lightgbm" else None)
 
     def predict_proba(self, X64: np.ndarray) -> np.ndarray:
         """float64 [n, 2] (P(y = 0), P(y = 1)): the mean of the copies' calibrated responses."""
