@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from domain.learning.matrix import usable_rows
-from domain.learning.metamodel import LogisticFold, MetaModel, logistic_folds
+from domain.learning.logistic_folds import LogisticFold, logistic_folds
+from domain.learning.metamodel import MetaModel
 from domain.learning.persistence import atomic_write
 
 ONNX_HINT = "pip install onnx onnxruntime (the project's optional extra: pip install 'tradelab[onnx]')"

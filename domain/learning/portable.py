@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit
 
-from domain.learning.metamodel import LogisticFold, logistic_folds
+from domain.learning.logistic_folds import LogisticFold, logistic_folds
 
 TREE_NODE_TYPE = "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"
 
