@@ -121,7 +121,8 @@ class StagingWriter:
     before, so memory holds the chunk being written and the one being built, no more. A
     writer error is raised by the next `submit` or by leaving the `with` block, which always
     waits for the thread (a run that fails leaves no write running behind it; its files
-    are uncommitted, as those of a killed run). `files`: what was staged, in order."""
+    are uncommitted, as those of a killed run; a write that failed too is a note on the
+    caller's error). `files`: what was staged, in order."""
 
     def __init__(self, root: Path):
         from concurrent.futures import ThreadPoolExecutor
@@ -148,8 +149,9 @@ class StagingWriter:
         try:
             if exc_type is None:
                 self.wait()
-            elif self._pending is not None:
-                self._pending.exception()  # the caller's error wins; the thread is done before it propagates
+            elif self._pending is not None:  # the caller's error wins, the thread done before it propagates
+                if (err := self._pending.exception()) is not None and exc is not None:
+                    exc.add_note(f"the Parquet files of the chunk before also failed: {err!r}")
         finally:
             self._pool.shutdown(wait=True)
 

@@ -89,6 +89,30 @@ def test_a_failed_file_write_fails_the_run_and_commits_nothing(store, monkeypatc
     assert store.version("features") == 0 and store.read("features").get_column("f").to_list() == [1.0] * 3
 
 
+def test_a_build_error_while_the_write_before_it_fails_names_both(store, monkeypatch):
+    import threading
+
+    import resources.delta_files as files
+
+    writing = threading.Event()
+
+    def failing_stage(root, frame):
+        writing.set()
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files, "stage_frame", failing_stage)
+
+    def frames():
+        yield chunk(["AAA"], [2010], 1.0)
+        writing.wait(10)
+        raise RuntimeError("the build of BBB broke")
+
+    with pytest.raises(RuntimeError, match="BBB broke") as raised:
+        store.write_stream("features", keys(["AAA", "BBB"], [2010]), frames())
+    assert any("No space left on device" in note for note in raised.value.__notes__)
+    assert not store.exists("features")
+
+
 def test_a_build_error_waits_for_the_chunk_in_flight_and_raises_the_builds_error(store, monkeypatch):
     import threading
 
