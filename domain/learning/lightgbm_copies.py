@@ -17,7 +17,9 @@ a tree for tree the same model as LGBMClassifier.fit on a Dataset of those rows,
 response is the raw score (LGBMClassifier.decision_function, what sklearn calibrates), its
 calibrator is sklearn's (IsotonicRegression(out_of_bounds="clip"), or _SigmoidCalibration)
 fitted on the held-out block, and P(y = 1) is the mean of the copies' calibrated responses.
-The result is a `PortableEnsemble`: the form a saved model is loaded in.
+The result is a `PortableEnsemble`: the form a saved model is loaded in. The copies are fitted one
+after another in the calling process (train_meta's `fold_jobs` does not apply; the meta stage
+already runs one fit per worker process).
 """
 
 from __future__ import annotations
