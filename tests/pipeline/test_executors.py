@@ -67,6 +67,16 @@ def _materialize_on_a_dask_cluster(tmp_path, monkeypatch, symbols: list[str], pa
     }
     monkeypatch.setenv("PIPELINE_CONFIG", str(cfg))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    # The project's instance without compute-log capture: each step's capture runs two `tail -F`
+    # processes that Dagster stops with SIGTERM, waiting 30 s; inside the full parallel suite those
+    # tails outlived the SIGTERM (benchmarks/LOG.md, "make test ... 2 and 3 workers"), which made
+    # each of these tests take ~130 s instead of ~12 s. What they test is the executor, not the logs.
+    from pipeline.instance import DAGSTER_YAML
+
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "dagster.yaml").write_text(
+        DAGSTER_YAML.format(base_dir=tmp_path / "home" / "history" / "runs")
+        + "compute_logs:\n  module: dagster._core.storage.noop_compute_log_manager\n  class: NoOpComputeLogManager\n")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         settings["executor"] = {"kind": "dask", "dask": {"scheduler": cluster.scheduler_address}}
