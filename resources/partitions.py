@@ -51,6 +51,9 @@ from config.partitions import (
     split_key,
 )
 from config.settings import Settings, load_settings
+from resources import time_window_memo
+
+time_window_memo.install()  # the halo mappings' window steps, remembered (resources/time_window_memo.py)
 
 
 def year_partitions(settings: Settings) -> TimeWindowPartitionsDefinition:

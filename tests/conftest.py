@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -138,10 +139,24 @@ def make_settings(tmp_path):
 
 @pytest.fixture
 def instance():
+    with project_instance_for_test() as inst:
+        yield inst
+
+
+@contextlib.contextmanager
+def project_instance_for_test(**kwargs):
+    """Dagster's `instance_for_test` (a temporary DAGSTER_HOME) with the event log the project's
+    dagster.yaml selects (pipeline.event_log.BatchedSqliteEventLogStorage), so the tests store
+    their events as `make`, the CLI and the demo do."""
+    import tempfile
+
     from dagster import instance_for_test
 
-    with instance_for_test() as inst:
-        yield inst
+    with tempfile.TemporaryDirectory() as home:
+        overrides = {"event_log_storage": {"module": "pipeline.event_log", "class": "BatchedSqliteEventLogStorage",
+                                           "config": {"base_dir": str(Path(home) / "history" / "runs")}}}
+        with instance_for_test(temp_dir=home, overrides={**overrides, **kwargs.pop("overrides", {})}, **kwargs) as inst:
+            yield inst
 
 
 def run_assets(assets, settings_path, instance, symbols, years, raise_on_error=True, extra_resources=None):
@@ -190,7 +205,7 @@ def learned_store(tmp_path_factory):
     from assets.raw_bars import raw_bars
     from assets.regime import regime
     from assets.specialists import specialists
-    from dagster import instance_for_test, materialize
+    from dagster import materialize
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
     from pipeline.definitions import build_resources
@@ -202,7 +217,7 @@ def learned_store(tmp_path_factory):
         "years": {"start": 2000, "end": None},
         "universe": {"source": "synthetic", "synthetic": {"symbols": LEARNED_SYMBOLS, "seed": 3, "end_date": "2012-12-31"}},
     })))
-    with instance_for_test() as inst:
+    with project_instance_for_test() as inst:
         assert run_assets([raw_bars, features, specialists, labels], cfg, inst, LEARNED_SYMBOLS, LEARNED_YEARS).success
         every = [raw_bars, features, specialists, labels, regime, lstm_model, meta_model, predictions]
         assert materialize(every, selection=[regime], instance=inst, resources=build_resources(str(cfg)),

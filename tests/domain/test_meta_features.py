@@ -67,7 +67,7 @@ def features_store(request, learned_store, tmp_path_factory):
     meta.inputs features+specialists and meta.model `param`."""
     import shutil
 
-    from dagster import instance_for_test
+    from tests.conftest import project_instance_for_test
 
     from pipeline.symbols import register_symbols
 
@@ -80,7 +80,7 @@ def features_store(request, learned_store, tmp_path_factory):
     cfg["experiment"] = f"features-{request.param}"  # other model settings: another experiment
     path = dst / "settings.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    with instance_for_test() as inst:
+    with project_instance_for_test() as inst:
         register_symbols(inst, LEARNED_SYMBOLS)
         assert materialize(ALL_ASSETS, selection=[meta_model, predictions], partition_key=str(LEARNED_YEAR),
                            instance=inst, resources=build_resources(str(path))).success

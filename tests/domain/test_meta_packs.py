@@ -57,7 +57,9 @@ def plugin_store(learned_copy, monkeypatch):
     """The learned store's copy with the plugin added in the settings: features rebuilt for
     every partition (its column merged in), then meta_model and predictions of 2003 with
     meta.inputs [specialists, my_research] and LightGBM."""
-    from dagster import instance_for_test, materialize
+    from dagster import materialize
+
+    from tests.conftest import project_instance_for_test
 
     from assets.features import features
     from assets.meta_model import meta_model
@@ -72,7 +74,7 @@ def plugin_store(learned_copy, monkeypatch):
     cfg["meta"] = {"inputs": ["specialists", "my_research"], "model": "lightgbm"}
     cfg["experiment"] = "my-research"  # other model settings: another experiment
     learned_copy.write_text(yaml.safe_dump(cfg))
-    with instance_for_test() as inst:
+    with project_instance_for_test() as inst:
         register_symbols(inst, LEARNED_SYMBOLS)
         keys = dynamic_key_of(inst, LEARNED_SYMBOLS)  # the symbols' keys, or their group's
         first, last = keys[LEARNED_SYMBOLS[0]], keys[LEARNED_SYMBOLS[-1]]

@@ -24,10 +24,10 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from dagster import instance_for_test, materialize
+from dagster import materialize
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from tests.conftest import run_assets
+from tests.conftest import project_instance_for_test, run_assets
 
 SYMBOLS = ["AAA", "BBB", "CCC", "DDD", "EEE", "FFF"]
 YEARS = [2000, 2001, 2002, 2003]
@@ -107,7 +107,7 @@ def linear_store(tmp_path_factory):
     from assets.predictions import predictions
 
     cfg = _write_settings(tmp_path_factory.mktemp("planted_linear"), "linear", STRENGTH)
-    with instance_for_test() as instance:
+    with project_instance_for_test() as instance:
         _build(cfg, instance)
         assert _yearly(cfg, instance, [cv_report, meta_model, predictions, evaluation], str(OOS_YEAR)).success
     return cfg
@@ -143,7 +143,7 @@ def nonlinear_reports(tmp_path_factory):
     root = tmp_path_factory.mktemp("planted_nonlinear")
     cfgs = {m: _write_settings(root, "nonlinear", NONLINEAR_STRENGTH, m, out=m) for m in ("logistic", "hist_gbm")}
     out = {}
-    with instance_for_test() as instance:
+    with project_instance_for_test() as instance:
         _build(cfgs["logistic"], instance)
         for m, cfg in cfgs.items():
             assert _yearly(cfg, instance, [meta_model], str(OOS_YEAR)).success

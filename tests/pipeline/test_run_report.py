@@ -6,10 +6,11 @@ from __future__ import annotations
 import errno
 
 import pytest
-from dagster import asset, instance_for_test, materialize
+from dagster import asset, materialize
 
 from config.errors import InputDataError
 from pipeline.run_report import RunFailed, check_run, console_level, console_run_config, quiet_dagster, root_cause
+from tests.conftest import project_instance_for_test
 
 
 class _RemoteTraceback(Exception):
@@ -57,7 +58,7 @@ def test_root_cause_is_one_line_with_the_exit_code_of_its_kind(raise_it, line, c
     def boom():
         raise_it()
 
-    with instance_for_test() as inst:
+    with project_instance_for_test() as inst:
         result = materialize([boom], instance=inst, raise_on_error=False)
     cause = root_cause(result)
     assert (cause.line, cause.exit_code, cause.step) == (line, code, "boom")

@@ -60,14 +60,16 @@ def _copy_year(models: Path, src: int, dst: int, edit=None) -> None:
 
 
 def _predict(cfg: Path, year: int):
-    from dagster import instance_for_test, materialize
+    from dagster import materialize
+
+    from tests.conftest import project_instance_for_test
 
     from assets.predictions import predictions
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.symbols import register_symbols
     from tests.conftest import LEARNED_SYMBOLS
 
-    with instance_for_test() as inst:
+    with project_instance_for_test() as inst:
         register_symbols(inst, LEARNED_SYMBOLS)
         return materialize(ALL_ASSETS, selection=[predictions], partition_key=str(year), instance=inst,
                            resources=build_resources(str(cfg)), raise_on_error=False)
