@@ -39,9 +39,11 @@ demo: $(STAMP)
 	$(PY) -m pipeline.cli demo
 
 # The partitioned stages run a second time with symbol groups of 3 (partitions.symbols_per_group):
-# the whole suite passes with groups too (3 more minutes here, 14 for every test).
-GROUPED_TESTS := tests/assets tests/resources tests/pipeline/test_symbol_groups.py \
-	tests/pipeline/test_migrate_partitions.py tests/pipeline/test_event_log.py tests/pipeline/test_automation.py
+# the whole suite passes with groups too (about 2 more minutes here). Left out: the tests marked
+# layout_free (no Dagster partition: tests/conftest.py skips them there), and test_symbol_groups.py
+# and test_migrate_partitions.py, whose CLI processes read the group sizes their own settings files
+# state (both layouts, whatever TRADELAB_TEST_SYMBOLS_PER_GROUP says).
+GROUPED_TESTS := tests/assets tests/resources tests/pipeline/test_event_log.py tests/pipeline/test_automation.py
 
 # pytest-xdist: one worker per core of a 2-core machine; --dist loadfile keeps a file on one
 # worker, so a module's fixtures are built once (tests/conftest.py gives each worker its TMPDIR

@@ -285,9 +285,13 @@ def file_seconds() -> dict[str, float]:
 
 def pytest_collection_modifyitems(config, items):
     entries = set(slow_entries())
+    same_under_groups = pytest.mark.skip(reason="layout_free: runs no Dagster partition, so symbol groups change "
+                                         "nothing (the pass without groups ran it)")
     for item in items:
         if _is_listed(item.nodeid, entries):
             item.add_marker(pytest.mark.slow)
+        if SYMBOLS_PER_GROUP != 1 and item.get_closest_marker("layout_free"):
+            item.add_marker(same_under_groups)
     # The longest files first (a stable sort: a file's tests keep their order): with pytest-xdist's
     # --dist loadfile and --no-loadscope-reorder (the Makefile) the workers take files in this
     # order, so the last file a worker starts is a short one and both finish near together

@@ -95,6 +95,7 @@ def _backends_called(monkeypatch) -> list[str]:
     return seen
 
 
+@pytest.mark.layout_free
 @pytest.mark.parametrize("backend", ["torch", "cuda"])
 def test_gpu_backends_give_the_cpu_features(bars, backend, monkeypatch):
     pytest.importorskip("kernels.indicators.torch") if backend == "torch" else None
