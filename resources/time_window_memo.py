@@ -34,7 +34,15 @@ def _remembering(method):
     table: dict = {}
 
     @functools.wraps(method)
-    def wrapper(self, dt, respect_bounds=True):
+    def wrapper(self, *args, **kwargs):
+        # Dagster calls (dt, respect_bounds=...) or (dt, respect_bounds); any other form
+        # (the datetime by keyword) runs Dagster's code unremembered
+        if len(args) == 1 and kwargs.keys() <= {"respect_bounds"}:
+            dt, respect_bounds = args[0], kwargs.get("respect_bounds", True)
+        elif len(args) == 2 and not kwargs:
+            dt, respect_bounds = args
+        else:
+            return method(self, *args, **kwargs)
         if respect_bounds:
             return method(self, dt, respect_bounds)
         key = (self, dt.timestamp())

@@ -152,7 +152,7 @@ def project_instance_for_test(**kwargs):
 
     from dagster import instance_for_test
 
-    with tempfile.TemporaryDirectory() as home:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as home:  # as Dagster's own
         overrides = {"event_log_storage": {"module": "pipeline.event_log", "class": "BatchedSqliteEventLogStorage",
                                            "config": {"base_dir": str(Path(home) / "history" / "runs")}}}
         with instance_for_test(temp_dir=home, overrides={**overrides, **kwargs.pop("overrides", {})}, **kwargs) as inst:

@@ -1,6 +1,7 @@
 """resources.time_window_memo: Dagster's window steps answered from a table, same answers."""
 
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 from dagster import TimeWindowPartitionMapping, TimeWindowPartitionsDefinition
@@ -70,3 +71,31 @@ def test_a_dagster_whose_methods_take_other_parameters_is_left_alone(monkeypatch
     assert not time_window_memo.install()
     assert TimeWindowPartitionsDefinition.get_prev_partition_window is other
     assert not time_window_memo.installed()
+
+
+def test_a_repeated_step_is_answered_from_the_table_and_bounded_or_keyword_calls_are_not():
+    calls = []
+
+    def dagster_method(self, start_dt, respect_bounds=True):
+        calls.append((start_dt, respect_bounds))
+        return ("window of", start_dt.timestamp())
+
+    remembered = time_window_memo._remembering(dagster_method)
+    dt = datetime(2010, 1, 1, tzinfo=timezone.utc)
+    assert remembered(YEARS, dt, respect_bounds=False) == remembered(YEARS, dt, False) == ("window of", dt.timestamp())
+    assert len(calls) == 1
+    remembered(YEARS, dt)
+    remembered(YEARS, dt, respect_bounds=True)
+    remembered(YEARS, start_dt=dt, respect_bounds=False)  # by keyword: Dagster's code, unremembered
+    assert len(calls) == 4
+
+
+def test_definitions_that_differ_keep_their_own_answers_for_one_instant():
+    new_york = TimeWindowPartitionsDefinition(cron_schedule="0 0 1 1 *", start="2000", end="2027", fmt="%Y",
+                                              timezone="America/New_York")
+    instant = datetime(2010, 1, 1, 2, tzinfo=timezone.utc)  # 2009-12-31 21:00 in New York
+    utc_window = YEARS.get_prev_partition_window(instant, respect_bounds=False)
+    ny_window = new_york.get_prev_partition_window(instant, respect_bounds=False)
+    assert utc_window.start == datetime(2009, 1, 1, tzinfo=ZoneInfo("UTC"))
+    assert ny_window.start == datetime(2008, 1, 1, tzinfo=ZoneInfo("America/New_York"))
+    assert YEARS.get_prev_partition_window(instant, respect_bounds=False) == utc_window  # from the table
