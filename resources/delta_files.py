@@ -22,6 +22,7 @@ counts of every column and min/max of `symbol` and `date`, which is what readers
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import time
@@ -59,8 +60,11 @@ class DataFile:
 
 
 def _stat_value(value):
-    if hasattr(value, "isoformat"):
+    """A min/max as Delta's statistics write it: timestamps with microseconds, dates as YYYY-MM-DD."""
+    if isinstance(value, datetime.datetime):
         return value.isoformat(sep=" ", timespec="microseconds")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
     return value
 
 

@@ -63,6 +63,15 @@ has one owner: `claim_columns` records each column's defining entry and definiti
 the table folder (`_column_owners.json`, resources.column_owners) before a run writes, and
 refuses another definition under a recorded name.
 
+Checkpoints. Opening a table replays its commit log from the latest checkpoint: without
+checkpoints every commit since the table's creation (50 versions of the demo's `features`:
+16 ms an open against 3 ms after a checkpoint; a nightly store passes 300 versions in a year).
+The store writes a checkpoint of every CHECKPOINT_EVERY-th version right after committing it
+(inside the table's commit lock for partitioned writes; `_checkpoint_if_due`); the JSON commits stay
+(`delta.enableExpiredLogCleanup=false`), so time travel and `repair-store` see every version.
+A checkpoint that fails (a full disk) leaves the commit as it landed and says so once in the
+log: readers then replay the JSON commits as before.
+
 Vacuum commits. A vacuum that removes files adds two commits (VACUUM START, VACUUM END),
 so `version()` moves without a data change; one that removes nothing adds none.
 
@@ -88,6 +97,7 @@ readable afterwards.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -111,6 +121,8 @@ YEAR = "year"
 KEYS_METADATA = "pipeline.keys"
 PREDICATE_METADATA = "pipeline.replaces"  # the rows a commit replaced, as the predicate of its keys
 TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
+CHECKPOINT_EVERY = 10  # versions between checkpoints (Delta's usual interval)
+_log = logging.getLogger(__name__)
 MIN_RETENTION_HOURS = 168
 MAX_ATTEMPTS = 10
 SHARED_COLUMNS = frozenset({"features", "specialists"})  # tables whose columns come from the selected packs
@@ -120,6 +132,22 @@ SCHEMA_EVOLVING = SHARED_COLUMNS | {"backtest"}
 _DERIVED = "derived"  # table description flag: `year` was added by the store (dropped on read)
 
 Key = SymbolYear | int
+
+
+def _committed_version(plan: dict) -> int:
+    """The version a commit made on `plan` (under the commit lock it lands on the planned one)."""
+    return 0 if plan["version"] is None else plan["version"] + 1
+
+
+def _checkpoint_if_due(path: Path, version: int) -> None:
+    """A checkpoint of `version` when it is a multiple of CHECKPOINT_EVERY (module doc,
+    "Checkpoints"); a failure is logged, the commit stands."""
+    if version <= 0 or version % CHECKPOINT_EVERY:
+        return
+    try:
+        DeltaTable(str(path), version=version).create_checkpoint()
+    except (OSError, DeltaError) as err:
+        _log.warning("%s: no checkpoint of version %d (%s); readers replay its commits instead", path, version, err)
 
 
 class _StaleSnapshot(RuntimeError):
@@ -328,6 +356,9 @@ class DeltaStore:
                 configuration=TABLE_CONFIGURATION, writer_properties=_writer_properties(), target_file_size=self.target_file_size,
                 commit_properties=CommitProperties(custom_metadata={KEYS_METADATA: "[]"}),
             )
+            # no commit lock here (delta-rs's own conflict check serialises whole overwrites): a
+            # commit landing in between may take the due version's checkpoint with it (harmless)
+            _checkpoint_if_due(path, DeltaTable(str(path)).version())
 
         attempts = self._with_retries(asset, attempt)
         return Commit(asset, self.version(asset), df.height, (), attempts)
@@ -405,7 +436,9 @@ class DeltaStore:
         path = self.asset_dir(asset)
         if locked_plan:
             with commit_lock(path):
-                self._apply(asset, keys, staged, schema, derived, meta, self._plan(asset, keys, schema))
+                plan = self._plan(asset, keys, schema)
+                self._apply(asset, keys, staged, schema, derived, meta, plan)
+                _checkpoint_if_due(path, _committed_version(plan))
             return
         plan = self._plan(asset, keys, schema)
         with commit_lock(path):
@@ -413,6 +446,7 @@ class DeltaStore:
             if now != plan["version"]:
                 raise _StaleSnapshot(f"{asset}: version {now} landed after planning on {plan['version']}")
             self._apply(asset, keys, staged, schema, derived, meta, plan)
+            _checkpoint_if_due(path, _committed_version(plan))
 
     def _plan(self, asset: str, keys: list[Key], schema: pl.Schema) -> dict:
         """How to commit: `create` (no table), `append` (remove the key's files, add), `merge`
