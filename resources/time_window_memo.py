@@ -5,8 +5,8 @@ A `TimeWindowPartitionMapping` with an offset (the halo years that `features`, `
 for every upstream key of every symbol of a run, through
 `TimeWindowPartitionsDefinition.get_prev_partition_window(dt, respect_bounds=False)` (and
 `get_next_...`). Each call starts a croniter walk (about 0.2 ms for the yearly cron): a build of
-2 symbols x 27 years made 2,052 of them, a fifth of that command's time (LOG "Dagster's time
-windows").
+2 symbols x 27 years made 2,052 of them, a fifth of that command's profiled time (LOG "make test:
+the last minutes").
 
 Without bounds the answer depends only on the definition (a frozen, hashable Dagster record)
 and the instant: Dagster's own code reads nothing of `dt` but `dt.timestamp()` there. So
