@@ -356,12 +356,13 @@ class DeltaStore:
                 configuration=TABLE_CONFIGURATION, writer_properties=_writer_properties(), target_file_size=self.target_file_size,
                 commit_properties=CommitProperties(custom_metadata={KEYS_METADATA: "[]"}),
             )
-            # no commit lock here (delta-rs's own conflict check serialises whole overwrites): a
-            # commit landing in between may take the due version's checkpoint with it (harmless)
-            _checkpoint_if_due(path, DeltaTable(str(path)).version())
 
         attempts = self._with_retries(asset, attempt)
-        return Commit(asset, self.version(asset), df.height, (), attempts)
+        version = self.version(asset)
+        # no commit lock here (delta-rs's own conflict check serialises whole overwrites): a
+        # commit landing in between may take the due version's checkpoint with it (harmless)
+        _checkpoint_if_due(path, version)
+        return Commit(asset, version, df.height, (), attempts)
 
     def _overwrite(self, asset: str, keys: list[Key], df: pl.DataFrame, derived: bool | None = None) -> Commit:
         return self.write_stream(asset, keys, [df], derived=derived)

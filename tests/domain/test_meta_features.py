@@ -26,7 +26,7 @@ from domain.learning.matrix import REGIME_COLUMNS, build_meta_matrix
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.specialists import SPECIALIST_COLUMNS
 from pipeline.definitions import ALL_ASSETS, build_resources
-from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR
+from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR, project_instance_for_test
 
 
 def _scan(cfg, asset):
@@ -66,8 +66,6 @@ def features_store(request, learned_store, tmp_path_factory):
     """A copy of the learned store whose meta models and predictions of 2003 are made with
     meta.inputs features+specialists and meta.model `param`."""
     import shutil
-
-    from tests.conftest import project_instance_for_test
 
     from pipeline.symbols import register_symbols
 

@@ -19,7 +19,7 @@ from domain.learning.meta import feature_columns
 from kernels.registry.features import FEATURE_NAMES
 from kernels.registry.packs import select
 from kernels.registry.specialists import SPECIALIST_COLUMNS
-from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR, LEARNED_YEARS
+from tests.conftest import LEARNED_SYMBOLS, LEARNED_YEAR, LEARNED_YEARS, project_instance_for_test
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 REPO = Path(__file__).resolve().parents[2]
@@ -58,8 +58,6 @@ def plugin_store(learned_copy, monkeypatch):
     every partition (its column merged in), then meta_model and predictions of 2003 with
     meta.inputs [specialists, my_research] and LightGBM."""
     from dagster import materialize
-
-    from tests.conftest import project_instance_for_test
 
     from assets.features import features
     from assets.meta_model import meta_model

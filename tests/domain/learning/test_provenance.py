@@ -62,12 +62,10 @@ def _copy_year(models: Path, src: int, dst: int, edit=None) -> None:
 def _predict(cfg: Path, year: int):
     from dagster import materialize
 
-    from tests.conftest import project_instance_for_test
-
     from assets.predictions import predictions
     from pipeline.definitions import ALL_ASSETS, build_resources
     from pipeline.symbols import register_symbols
-    from tests.conftest import LEARNED_SYMBOLS
+    from tests.conftest import LEARNED_SYMBOLS, project_instance_for_test
 
     with project_instance_for_test() as inst:
         register_symbols(inst, LEARNED_SYMBOLS)
